@@ -1,0 +1,61 @@
+# pqshake: two commands on a fresh machine — `make demo` and `make test`. Everything else is
+# what those two are made of. Builds of the pinned crypto stack are cached outside the clone
+# ($PQS_CACHE, default ~/.cache/pqshake), keyed by component, version and options.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+TOP    := $(abspath .)
+BUILD  := $(TOP)/build
+VENV   := $(TOP)/.venv
+PY     := $(VENV)/bin/python
+PQS    := $(VENV)/bin/pqshake
+EXP    ?= experiments/demo.yaml
+export PQS_BUILD := $(BUILD)
+
+.PHONY: help deps system build venv test test-c test-py bench demo run figures clean distclean asan
+
+help:
+	@echo "make demo    install what is missing, build, run the demo matrix, write figures"
+	@echo "make test    install what is missing, build, run every test"
+	@echo "make bench   benchmarks (configured vs achieved, ratios vs a reference)"
+	@echo "make deps    system packages + the pinned OpenSSL/liboqs (cached outside the clone)"
+	@echo "make build   the C programs into build/bin"
+	@echo "make clean   remove build/ (not the cache); 'pqshake clean' removes dead runs' leftovers"
+
+system:
+	@bash scripts/install-system-packages.sh
+
+# The pinned stack: versions and sha256 in testbed/deps/versions.env.
+deps: system
+	@bash testbed/deps/build-stack.sh $(BUILD)/deps.mk
+
+venv: system
+	@bash scripts/setup-python.sh
+
+build: deps
+	@$(MAKE) --no-print-directory -C testbed BUILD=$(BUILD)
+	@$(MAKE) --no-print-directory -C emulation/linkemu BUILD=$(BUILD)
+
+asan: deps
+	@$(MAKE) --no-print-directory -C testbed BUILD=$(BUILD) asan
+	@$(MAKE) --no-print-directory -C emulation/linkemu BUILD=$(BUILD) asan
+
+test: build asan venv
+	@$(MAKE) --no-print-directory test-c
+	@$(MAKE) --no-print-directory test-py
+
+test-c:
+	@$(MAKE) --no-print-directory -C testbed BUILD=$(BUILD) check
+	@$(MAKE) --no-print-directory -C emulation/linkemu BUILD=$(BUILD) check
+
+test-py:
+	@$(PY) -m pytest $(PYTEST_ARGS)
+
+bench: build venv
+	@$(PY) bench/run_all.py
+
+clean:
+	rm -rf $(BUILD)
+
+distclean: clean
+	rm -rf $(VENV)

@@ -1,0 +1,29 @@
+"""Where things are: the checkout, the built binaries, the state of live runs."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pqshake.errors import UserError
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def build_dir() -> Path:
+    return Path(os.environ.get("PQS_BUILD", REPO / "build"))
+
+
+def binary(name: str) -> Path:
+    """A built program (pqs-server, pqs-timer, pqs-speed, pqs-linkemu, pqs-probe)."""
+    p = build_dir() / "bin" / name
+    if not os.access(p, os.X_OK):
+        raise UserError(f"{p}: not built (run 'make build' in {REPO})", exit_code=1)
+    return p
+
+
+def state_dir() -> Path:
+    """Records of live runs (pid, namespaces), so `pqshake clean` can find what a crash left."""
+    d = Path(os.environ.get("PQS_STATE_DIR", "/run/pqshake" if os.geteuid() == 0 else Path.home() / ".cache/pqshake/state"))
+    d.mkdir(parents=True, exist_ok=True)
+    return d

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Install the Debian/Ubuntu packages pqshake needs, only those missing, only as root.
+# Run by `make deps` (and so by `make demo` / `make test`) and by docker/Dockerfile.
+set -euo pipefail
+
+# command-or-file : package
+needs=(
+  "cc:gcc" "make:make" "cmake:cmake" "ninja:ninja-build" "pkg-config:pkg-config" "perl:perl"
+  "ip:iproute2" "tc:iproute2" "ethtool:ethtool" "ping:iputils-ping" "iperf3:iperf3"
+  "clang:clang" "cargo:cargo" "flock:util-linux" "sha256sum:coreutils"
+  "/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.asan-x86_64.a:libclang-rt-14-dev"
+)
+missing=()
+for pair in "${needs[@]}"; do
+  what=${pair%%:*} pkg=${pair#*:}
+  if [[ $what == /* ]]; then
+    # Sanitizer runtime: any installed clang's is fine.
+    compgen -G "/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.asan-x86_64.a" >/dev/null && continue
+  else
+    command -v "$what" >/dev/null 2>&1 && continue
+  fi
+  [[ " ${missing[*]-} " == *" $pkg "* ]] || missing+=("$pkg")
+done
+# python3-venv: the interpreter must be able to make a virtualenv with pip.
+if ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then missing+=("python3-venv"); fi
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "system: all required packages present"
+  exit 0
+fi
+if [ "$(id -u)" != 0 ]; then
+  echo "system: missing packages: ${missing[*]} (run as root, or: sudo apt-get install ${missing[*]})" >&2
+  exit 1
+fi
+if ! command -v apt-get >/dev/null; then
+  echo "system: missing ${missing[*]} and no apt-get here; install them with your package manager" >&2
+  exit 1
+fi
+echo "system: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Shared helpers for fetching and building the pinned crypto stack. Sourced, not run.
+set -euo pipefail
+
+DEPS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=versions.env
+. "$DEPS_DIR/versions.env"
+
+# Builds live outside the clone so a fresh clone (CI) reuses them; keyed by version + options.
+PQS_CACHE=${PQS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pqshake}
+JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+
+say() { printf 'deps: %s\n' "$*" >&2; }
+die() { printf 'deps: error: %s\n' "$*" >&2; exit 1; }
+
+sha256_of() { sha256sum "$1" | awk '{print $1}'; }
+
+# verify FILE EXPECTED: stop with both hashes named when they differ.
+verify() {
+  local file=$1 want=$2 got
+  got=$(sha256_of "$file")
+  if [ "$got" != "$want" ]; then
+    die "checksum mismatch for $file: expected sha256 $want, got $got (delete the file or fix testbed/deps/versions.env)"
+  fi
+}
+
+# key COMPONENT VERSION OPTIONS...: cache directory name for one build configuration.
+cache_key() {
+  local comp=$1 ver=$2; shift 2
+  local h
+  h=$(printf '%s\n' "$RECIPE_REVISION" "$@" | sha256sum | cut -c1-12)
+  printf '%s-%s-%s' "$comp" "$ver" "$h"
+}
+
+# fetch_crate NAME VERSION SHA256 -> prints the path of the verified .crate archive.
+# cargo downloads by package name through whatever registry the machine is set up for.
+fetch_crate() {
+  local name=$1 ver=$2 want=$3
+  local dl="$PQS_CACHE/downloads"
+  local out="$dl/$name-$ver.crate"
+  mkdir -p "$dl"
+  if [ -f "$out" ] && [ "$(sha256_of "$out")" = "$want" ]; then
+    printf '%s\n' "$out"; return
+  fi
+  command -v cargo >/dev/null || die "cargo not found: install Rust (rustup or Debian's 'cargo') or set PQS_SOURCES_DIR to a directory with the upstream tarballs"
+  local tmp; tmp=$(mktemp -d)
+  local base=${ver%%+*}
+  mkdir -p "$tmp/src"; : > "$tmp/src/lib.rs"
+  cat > "$tmp/Cargo.toml" <<TOML
+[package]
+name = "pqs-fetch"
+version = "0.0.0"
+edition = "2021"
+[lib]
+path = "src/lib.rs"
+[dependencies]
+$name = { version = "=$base", default-features = false }
+TOML
+  local home=${CARGO_HOME:-$HOME/.cargo}
+  (cd "$tmp" && CARGO_HOME="$home" cargo fetch -q) >&2 || die "cargo fetch of $name $ver failed (is the crate registry reachable? offline: set PQS_SOURCES_DIR)"
+  local found
+  found=$(ls -1 "$home"/registry/cache/*/"$name-$ver.crate" 2>/dev/null | head -n1)
+  [ -n "$found" ] || die "cargo fetched $name but $name-$ver.crate is not in $home/registry/cache"
+  verify "$found" "$want"
+  cp "$found" "$out.tmp" && mv "$out.tmp" "$out"
+  rm -rf "$tmp"
+  printf '%s\n' "$out"
+}
+
+# unpack_source COMPONENT DEST: unpacks the verified source tree of COMPONENT (OPENSSL|LIBOQS)
+# into DEST; sets SRC_ROOT (the source root) and SOURCE_DESC (where it came from).
+unpack_source() {
+  local comp=$1 dest=$2
+  local crate_name crate_ver crate_sha crate_sub tarball tar_sub tar_sha
+  eval "crate_name=\$${comp}_CRATE crate_ver=\$${comp}_CRATE_VERSION crate_sha=\$${comp}_CRATE_SHA256"
+  eval "crate_sub=\$${comp}_CRATE_SUBDIR tarball=\$${comp}_TARBALL tar_sub=\$${comp}_TARBALL_SUBDIR tar_sha=\$${comp}_TARBALL_SHA256"
+  mkdir -p "$dest"
+  if [ -n "${PQS_SOURCES_DIR:-}" ]; then
+    local f
+    if [ -f "$PQS_SOURCES_DIR/$tarball" ]; then
+      f="$PQS_SOURCES_DIR/$tarball"
+      if [ -n "$tar_sha" ]; then verify "$f" "$tar_sha";
+      elif [ -n "${PQS_TARBALL_SHA256:-}" ]; then verify "$f" "$PQS_TARBALL_SHA256";
+      else die "no pinned sha256 for $f: set ${comp}_TARBALL_SHA256 in testbed/deps/versions.env (or PQS_TARBALL_SHA256) to the hash published with the release"; fi
+      tar -xzf "$f" -C "$dest"
+      SOURCE_DESC="$f (sha256 verified)"
+      SRC_ROOT="$dest/$tar_sub"; return
+    elif [ -f "$PQS_SOURCES_DIR/$crate_name-$crate_ver.crate" ]; then
+      f="$PQS_SOURCES_DIR/$crate_name-$crate_ver.crate"
+      verify "$f" "$crate_sha"
+      tar -xzf "$f" -C "$dest"
+      SOURCE_DESC="$f (sha256 verified)"
+      SRC_ROOT="$dest/$crate_name-$crate_ver/$crate_sub"; return
+    fi
+    die "PQS_SOURCES_DIR=$PQS_SOURCES_DIR has neither $tarball nor $crate_name-$crate_ver.crate"
+  fi
+  local crate
+  crate=$(fetch_crate "$crate_name" "$crate_ver" "$crate_sha")
+  tar -xzf "$crate" -C "$dest"
+  SOURCE_DESC="crate $crate_name $crate_ver (sha256 verified)"
+  SRC_ROOT="$dest/$crate_name-$crate_ver/$crate_sub"
+}
