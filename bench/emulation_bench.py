@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""Link-emulation benchmark: for each available backend, configured vs achieved RTT (p50, p99),
+jitter, loss and rate; the latency the wire adds at zero delay compared with a direct veth
+pair; the emulator's CPU per 10k packets. Prints a table (and --json FILE writes the numbers).
+
+Needs root. Run: make bench   (or: .venv/bin/python bench/emulation_bench.py)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+try:
+    import pqshake.emulation  # noqa: F401
+except ImportError:  # no editable install
+    sys.path.insert(0, str(REPO))
+    import pqshake
+
+    pqshake.__path__.append(str(REPO))
+
+import numpy as np  # noqa: E402
+
+from pqshake.emulation import backend, check, netns  # noqa: E402
+from pqshake.emulation.profiles import Profile  # noqa: E402
+from pqshake.emulation.topology import Topology  # noqa: E402
+
+
+def prof(**kw) -> Profile:
+    return Profile.from_mapping({"name": "bench", **kw}, source="emulation_bench")
+
+
+def direct_veth_rtt(count: int) -> dict:
+    """RTT over a plain veth pair between two namespaces (the floor the wire is compared with)."""
+    rid = netns.new_run_id()
+    a, b = f"pqs-{rid}-client", f"pqs-{rid}-server"
+    netns.claim_run(rid, namespaces=[a, b], purpose="bench direct veth")
+    try:
+        for ns in (a, b):
+            netns.ns_add(ns)
+        netns.run(["ip", "-n", a, "link", "add", f"pqs-{rid}-c", "type", "veth", "peer", "name", f"pqs-{rid}-s", "netns", b])
+        ad = netns.addressing(rid)
+        for ns, dev, ip in ((a, f"pqs-{rid}-c", ad.client_ip), (b, f"pqs-{rid}-s", ad.server_ip)):
+            netns.offloads_off(ns, dev)
+            netns.run(["ip", "-n", ns, "addr", "add", f"{ip}/24", "dev", dev])
+            netns.run(["ip", "-n", ns, "link", "set", dev, "up"])
+
+        class Fake:  # what check.measure_rtt needs of a topology
+            profile = prof()
+            server_addr = ad.server_ip
+
+            @staticmethod
+            def ns_argv(role, cmd):
+                return ["ip", "netns", "exec", a if role == "client" else b, *cmd]
+
+        return check.measure_rtt(Fake, count=count, interval_us=1000)
+    finally:
+        netns.remove_run({"run_id": rid, "namespaces": [a, b]})
+
+
+def bench_backend(name: str, count: int, rows: list, quick: bool) -> None:
+    def row(what, configured, achieved, note=""):
+        rows.append({"backend": name, "what": what, "configured": configured, "achieved": achieved, "note": note})
+        print(f"  {name:9} {what:34} {configured:>14} {achieved:>22}  {note}", flush=True)
+
+    # RTT at several delays
+    for one_way in (0, 10, 50, 200):
+        p = prof(rtt=f"{2 * one_way}ms")
+        with Topology(p, backend=name) as t:
+            r = check.measure_rtt(t, count=count, interval_us=1000)
+        row(f"RTT {2 * one_way} ms p50 / p99", f"{2 * one_way:.3f} ms",
+            f"{r['p50_ns'] / 1e6:.3f} / {r['p99_ns'] / 1e6:.3f} ms",
+            f"err p50 {(r['p50_ns'] - 2 * one_way * 1e6) / 1e6:+.3f} ms")
+        if one_way == 0:
+            zero = r
+    # jitter
+    p = prof(uplink={"delay": "20ms", "jitter": "5ms", "distribution": "normal"}, downlink={"delay": "20ms"})
+    with Topology(p, backend=name) as t:
+        r = check.measure_rtt(t, count=count, interval_us=25_000)
+    a = np.array(r["samples_ns"]) / 1e6
+    exp = check.expected_rtt(p)
+    row("jitter 5ms normal: sd / p99", f"{exp['sd_ns'] / 1e6:.2f} / {exp['p99_ns'] / 1e6:.2f} ms",
+        f"{a.std():.2f} / {np.quantile(a, 0.99):.2f} ms")
+    # loss
+    p = prof(rtt="2ms", loss="2%")
+    with Topology(p, backend=name) as t:
+        lo = check.measure_loss(t, count=5000, interval_us=300)
+    row("loss 2% each way (round trip)", f"{lo['expected'] * 100:.2f} %", f"{lo['ratio'] * 100:.2f} %",
+        f"99.9% bound {lo['interval_999']} of {lo['count']}")
+    # rate
+    cpu = busy = None
+    for mbit in ((10, 100) if quick else (1, 10, 100, 1000)):
+        p = prof(rtt="20ms", rate=f"{mbit}Mbit")
+        with Topology(p, backend=name) as t:
+            tp = check.measure_throughput(t, "up", seconds=4, omit=1)
+            c = t.counters()
+        ideal = mbit * 1448 / 1514
+        row(f"TCP goodput at {mbit} Mbit/s", f"{ideal:.2f} Mbit/s", f"{tp['bps'] / 1e6:.2f} Mbit/s",
+            f"{tp['bps'] / 1e6 / ideal * 100:.1f} % of rate x 1448/1514; qdrops {c['up'].get('queue_dropped', c['up'].get('dropped'))}")
+        if name == "userspace" and mbit == 100:
+            e = c.get("emulator", {})
+            cpu = e.get("cpu_s_per_10k_packets")
+            if e.get("packets_total"):
+                busy = (e.get("cpu_user_s", 0) + e.get("cpu_sys_s", 0) - e.get("busy_wait_s", 0)) * 1e4 / e["packets_total"]
+    # added latency vs direct veth
+    d = direct_veth_rtt(count)
+    row("added RTT at 0 delay vs direct veth", f"{d['p50_ns'] / 1e6:.3f} ms (veth)", f"{zero['p50_ns'] / 1e6:.3f} ms",
+        f"+{(zero['p50_ns'] - d['p50_ns']) / 1e3:.0f} us p50, +{(zero['p99_ns'] - d['p99_ns']) / 1e3:.0f} us p99")
+    if cpu is not None:
+        row("emulator CPU per 10k packets", "-", f"{cpu * 1e3:.1f} ms",
+            f"at 100 Mbit/s TCP; {busy * 1e3:.1f} ms without the busy-wait spin" if busy is not None else "at 100 Mbit/s TCP")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--count", type=int, default=500, help="RTT probes per point (default 500)")
+    ap.add_argument("--quick", action="store_true", help="fewer rate points")
+    ap.add_argument("--json", type=Path, help="write the rows here")
+    args = ap.parse_args()
+    netns.require_root()
+    backends = ["userspace"]
+    ok, detail = backend.netem_available()
+    if ok:
+        backends.insert(0, "netem")
+    else:
+        print(f"netem: not available here ({detail}); benchmarking userspace only")
+    rows: list = []
+    print(f"  {'backend':9} {'what':34} {'configured':>14} {'achieved':>22}  note")
+    for b in backends:
+        bench_backend(b, args.count, rows, args.quick)
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,114 @@
+"""The kernel backend: one netem qdisc per direction on that direction's egress in the link
+namespace (a Linux bridge joins the two link-side veths), read back with `tc -s -j`.
+
+    uplink   (client -> server): root netem on pqs-<id>-ls (the link's veth facing the server)
+    downlink (server -> client): root netem on pqs-<id>-lc (the link's veth facing the client)
+
+Everything of a direction lives in that single netem qdisc: delay/jitter/distribution, loss
+(random or gemodel), duplicate, corrupt, reorder/gap, rate + packet overhead, limit. netem's
+rate counts skb->len (Ethernet header included, no FCS) + overhead; pqs-linkemu counts the same.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from functools import lru_cache
+from typing import Any
+
+from pqshake.emulation import netns, units
+from pqshake.emulation.profiles import Link, Profile
+
+
+@lru_cache(maxsize=1)
+def tc_supports_seed() -> bool:
+    """iproute2 >= 6.5 knows `netem ... seed N` (parsed in userspace, so no module needed)."""
+    cp = netns.run(["tc", "qdisc", "add", "dev", "lo", "root", "netem", "help"], check=False)
+    return " seed " in (cp.stdout + cp.stderr)
+
+
+def netem_args(link: Link, seed: int | None = None, with_seed: bool = False) -> list[str]:
+    """The netem options for one direction, in tc's own order."""
+    a = ["limit", str(link.limit)]
+    if link.delay_ns or link.jitter_ns:
+        a += ["delay", units.fmt_duration(link.delay_ns)]
+        if link.jitter_ns:
+            a.append(units.fmt_duration(link.jitter_ns))
+            if link.dist != "uniform":  # no table = netem's uniform jitter
+                a += ["distribution", link.dist]
+    if link.ge is not None:
+        p, r, one_h, one_k = link.ge
+        a += ["loss", "gemodel", units.fmt_percent(p), units.fmt_percent(r), units.fmt_percent(one_h), units.fmt_percent(one_k)]
+    elif link.loss > 0:
+        a += ["loss", "random", units.fmt_percent(link.loss)]
+        if link.loss_corr > 0:
+            a.append(units.fmt_percent(link.loss_corr))
+    if link.dup > 0:
+        a += ["duplicate", units.fmt_percent(link.dup)]
+    if link.corrupt > 0:
+        a += ["corrupt", units.fmt_percent(link.corrupt)]
+    if link.reorder > 0:
+        a += ["reorder", units.fmt_percent(link.reorder)]
+        if link.gap > 1:
+            a += ["gap", str(link.gap)]
+    if link.rate_bps > 0:
+        a += ["rate", units.fmt_rate(link.rate_bps)]
+        if link.overhead:
+            a.append(str(link.overhead))
+    if with_seed and seed is not None:
+        a += ["seed", str(seed)]
+    return a
+
+
+def render(profile: Profile, names: netns.Names, seed: int | None = None, with_seed: bool | None = None) -> list[list[str]]:
+    """Every command (argv) that sets the link up, in order."""
+    if with_seed is None:
+        with_seed = tc_supports_seed()
+    cmds = []
+    for dev, link in ((names.link_s_if, profile.up), (names.link_c_if, profile.down)):
+        cmds.append(["tc", "-n", names.link_ns, "qdisc", "replace", "dev", dev, "root", "handle", "1:", "netem",
+                     *netem_args(link, seed=None if seed is None else seed + (0 if dev == names.link_s_if else 1), with_seed=with_seed)])
+    return cmds
+
+
+def render_text(cmds: list[list[str]]) -> list[str]:
+    return [shlex.join(c) for c in cmds]
+
+
+def semantics_notes(profile: Profile) -> list[str]:
+    notes = []
+    for name, l in (("uplink", profile.up), ("downlink", profile.down)):
+        if l.jitter_ns and l.keep_order and not l.rate_bps:
+            notes.append(f"{name}: netem without rate reorders frames whose jitter exceeds their spacing (keep_order cannot be enforced by netem)")
+        if l.loss_corr > 0:
+            notes.append(f"{name}: netem's loss correlation changes the loss rate (pqs-linkemu keeps it at {units.fmt_percent(l.loss)}); use gemodel for comparable bursty loss")
+    return notes
+
+
+def apply(profile: Profile, names: netns.Names, seed: int | None) -> list[list[str]]:
+    cmds = render(profile, names, seed)
+    for c in cmds:
+        netns.run(c)
+    return cmds
+
+
+def read_counters(names: netns.Names) -> dict[str, Any]:
+    """`tc -s -j qdisc show` for both directions: sent packets/bytes, drops, overlimits, backlog."""
+    out: dict[str, Any] = {}
+    for direction, dev in (("up", names.link_s_if), ("down", names.link_c_if)):
+        cp = netns.run(["tc", "-n", names.link_ns, "-s", "-j", "qdisc", "show", "dev", dev])
+        try:
+            qd = [q for q in json.loads(cp.stdout or "[]") if q.get("kind") == "netem"]
+        except json.JSONDecodeError:
+            qd = []
+        q = qd[0] if qd else {}
+        out[direction] = {
+            "forwarded": q.get("packets", 0),
+            "bytes": q.get("bytes", 0),
+            "dropped": q.get("drops", 0),  # netem counts random loss AND tail drops here
+            "overlimits": q.get("overlimits", 0),
+            "requeues": q.get("requeues", 0),
+            "backlog_packets": q.get("qlen", 0),
+            "raw": q,
+        }
+    return out

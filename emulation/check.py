@@ -1,0 +1,303 @@
+"""`pqshake net check`: configured vs achieved, with stated tolerances.
+
+- RTT: pqs-probe (kernel receive timestamps, reflector residence time subtracted), >= 200
+  samples, spaced so probes never wait behind each other (order keeping) nor load a slow link.
+  Expected p50 = sum of the one-way delays, or, with jitter, the median of the sum of the two
+  configured jitter distributions (sampled). Tolerance: max(2 %, 0.3 ms) + 3 standard errors
+  of a sample median.
+- Loss: round trip, 1 - (1-up)(1-down); enough probes that the 99.9 % binomial interval is
+  within +-50 % of the expectation (at least 1000); the lost count must lie inside the 99.9 %
+  two-sided binomial interval (so a correct link fails 1 check in 1000).
+- Throughput: iperf3 (TCP, 1 s omitted, 4 s measured) each direction; goodput must be >= 90 %
+  of the configured rate and <= the rate (loss-free, rate-limited directions only).
+- Path MTU: a DF probe of MTU-28 bytes of UDP payload (an IP packet of exactly MTU) must pass,
+  MTU-27 must fail.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import subprocess
+import time
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+import numpy as np
+
+from pqshake.emulation import units
+from pqshake.emulation.profiles import DIST_CLIP, Link, Profile
+from pqshake.errors import UserError
+from pqshake.paths import binary
+
+# ------------------------------------------------------------ distributions --
+
+
+def dist_quantile(dist: str, q: np.ndarray) -> np.ndarray:
+    """Standardised variate at quantile q, as pqs-linkemu (and netem's tables) define it."""
+    from scipy.stats import norm
+
+    clip = DIST_CLIP["normal"]
+    if dist == "uniform":
+        return 2.0 * q - 1.0
+    n = np.clip(norm.ppf(q), -clip, clip)
+    if dist == "normal":
+        return n
+    p = np.clip(((1.0 - q) ** (-1.0 / 3.0) - 1.5) * 4.0 / 3.0, -clip, clip)
+    if dist == "pareto":
+        return p
+    if dist == "paretonormal":
+        return (n + 3.0 * p) / 4.0
+    raise ValueError(dist)
+
+
+def delay_samples(link: Link, n: int, rng: np.random.Generator) -> np.ndarray:
+    if not link.jitter_ns:
+        return np.full(n, float(link.delay_ns))
+    x = dist_quantile(link.dist, rng.random(n))
+    return np.maximum(link.delay_ns + link.jitter_ns * x, 0.0)
+
+
+def serialization_ns(link: Link, size: int) -> float:
+    """Time a probe of `size` UDP payload bytes takes at the link rate (Ethernet+IP+UDP headers
+    + overhead counted, like the emulator)."""
+    return (size + 28 + 14 + link.overhead) * 8 / link.rate_bps * 1e9 if link.rate_bps else 0.0
+
+
+def expected_rtt(profile: Profile, n: int = 200_000, seed: int = 1, size: int = 64) -> dict[str, float]:
+    """Median, p99 and sd of up + down one-way delay (+ the probe's serialization time) as
+    configured (order keeping ignored: probes are spaced so it does not act)."""
+    rng = np.random.default_rng(seed)
+    s = delay_samples(profile.up, n, rng) + delay_samples(profile.down, n, rng)
+    s += serialization_ns(profile.up, size) + serialization_ns(profile.down, size)
+    return {"p50_ns": float(np.median(s)), "p99_ns": float(np.quantile(s, 0.99)), "sd_ns": float(s.std())}
+
+
+def rtt_tolerance_ns(expected_p50: float, sd: float, n: int) -> float:
+    return max(0.02 * expected_p50, 0.3e6) + 3 * 1.2533 * sd / math.sqrt(max(n, 1))
+
+
+def probe_interval_us(profile: Profile, size: int = 64) -> int:
+    """Spacing: >= 2.5 x the widest jitter spread (no probe waits behind another), and probes
+    use <= 10 % of the slowest rate-limited direction."""
+    spread = max(l.max_jitter_ns() for l in (profile.up, profile.down)) * 2
+    iv = max(1000.0, 2.5 * spread / 1e3)
+    for l in (profile.up, profile.down):
+        if l.rate_bps:
+            bits = (size + 28 + 14 + l.overhead) * 8
+            iv = max(iv, 10 * bits / l.rate_bps * 1e6)
+    return int(min(iv, 200_000))
+
+
+# ------------------------------------------------------------------ probes --
+
+
+@contextmanager
+def probe_server(topo, port: int | None = None) -> Iterator[str]:
+    port = port or random.randint(20000, 60000)
+    addr = f"{topo.server_addr}:{port}"
+    proc = subprocess.Popen(topo.ns_argv("server", [str(binary("pqs-probe")), "--serve", addr]),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        if '"serving"' not in line:
+            raise UserError(f"pqs-probe --serve {addr} did not start: {proc.stderr.read().strip()[:200]}", exit_code=1)
+        yield addr
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(3)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def run_probe(topo, addr: str, count: int, interval_us: int, size: int = 64, df: bool = False,
+              timeout_ms: int | None = None) -> dict[str, Any]:
+    if timeout_ms is None:
+        p = topo.profile
+        worst = p.up.delay_ns + p.down.delay_ns + p.up.max_jitter_ns() + p.down.max_jitter_ns()
+        timeout_ms = int(worst / 1e6 * 1.5 + 1000)
+    argv = [str(binary("pqs-probe")), "--connect", addr, "--count", str(count), "--interval-us", str(interval_us),
+            "--size", str(size), "--timeout-ms", str(timeout_ms)] + (["--df"] if df else [])
+    budget = count * interval_us / 1e6 + timeout_ms / 1e3 + 30
+    cp = subprocess.run(topo.ns_argv("client", argv), capture_output=True, text=True, timeout=budget)
+    if cp.returncode not in (0, 1) or not cp.stdout:
+        raise UserError(f"pqs-probe failed ({cp.returncode}): {cp.stderr.strip()[:200]}", exit_code=1)
+    rtts, summary, emsg = [], {}, 0
+    for line in cp.stdout.splitlines():
+        try:
+            o = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if o.get("type") == "summary":
+            summary = o
+        elif o.get("ok"):
+            rtts.append(int(o["rtt_ns"]))
+        elif o.get("error") == "emsgsize":
+            emsg += 1
+    return {"rtts_ns": rtts, "summary": summary, "sent": count, "received": len(rtts), "emsgsize": emsg}
+
+
+def measure_rtt(topo, count: int = 200, interval_us: int | None = None, size: int = 64) -> dict[str, Any]:
+    """RTT percentiles over `count` probes: p50_ns, p90_ns, p99_ns, mean_ns, min_ns, max_ns,
+    sd_ns, received, lost, samples_ns."""
+    iv = interval_us or probe_interval_us(topo.profile, size)
+    with probe_server(topo) as addr:
+        r = run_probe(topo, addr, count, iv, size)
+    a = np.array(r["rtts_ns"], dtype=float)
+    out: dict[str, Any] = {"count": count, "received": len(a), "lost": count - len(a), "interval_us": iv}
+    if len(a):
+        out.update(p50_ns=float(np.median(a)), p90_ns=float(np.quantile(a, 0.9)), p99_ns=float(np.quantile(a, 0.99)),
+                   mean_ns=float(a.mean()), min_ns=float(a.min()), max_ns=float(a.max()), sd_ns=float(a.std()))
+    out["samples_ns"] = r["rtts_ns"]
+    return out
+
+
+def expected_roundtrip_loss(profile: Profile) -> float:
+    return 1 - (1 - profile.up.expected_loss()) * (1 - profile.down.expected_loss())
+
+
+def loss_probe_count(p: float, rel: float = 0.5, lo: int = 1000, hi: int = 20000) -> int:
+    if p <= 0:
+        return lo
+    z = 3.2905  # two-sided 99.9 %
+    return int(min(hi, max(lo, math.ceil(z * z * (1 - p) / (p * rel * rel)))))
+
+
+def binom_interval(n: int, p: float, conf: float = 0.999) -> tuple[int, int]:
+    from scipy.stats import binom
+
+    lo, hi = binom.interval(conf, n, p)
+    return int(lo), int(hi)
+
+
+def measure_loss(topo, count: int | None = None, interval_us: int | None = None) -> dict[str, Any]:
+    p = expected_roundtrip_loss(topo.profile)
+    n = count or loss_probe_count(p)
+    iv = interval_us or max(500, probe_interval_us(topo.profile) // 4 if topo.profile.up.jitter_ns or topo.profile.down.jitter_ns else probe_interval_us(topo.profile))
+    with probe_server(topo) as addr:
+        r = run_probe(topo, addr, n, iv)
+    lost = n - r["received"]
+    lo, hi = binom_interval(n, p)
+    return {"count": n, "lost": lost, "ratio": lost / n, "expected": p, "interval_999": [lo, hi], "ok": lo <= lost <= hi}
+
+
+def measure_mtu(topo) -> dict[str, Any]:
+    mtu = topo.profile.mtu
+    loss = expected_roundtrip_loss(topo.profile)
+    n = 5 if loss < 0.05 else 30
+    with probe_server(topo) as addr:
+        fit = run_probe(topo, addr, n, 20_000, size=mtu - 28, df=True)
+        over = run_probe(topo, addr, 3, 20_000, size=mtu - 27, df=True)
+    ok = fit["received"] > 0 and over["received"] == 0
+    return {"mtu": mtu, "fits_received": fit["received"], "fits_sent": n, "over_received": over["received"],
+            "over_emsgsize": over["emsgsize"], "ok": ok}
+
+
+def measure_throughput(topo, direction: str, seconds: int = 4, omit: int = 1) -> dict[str, Any]:
+    """iperf3 TCP goodput (bits/s) for 'up' (client sends) or 'down' (-R)."""
+    port = random.randint(20000, 60000)
+    srv = subprocess.Popen(topo.ns_argv("server", ["iperf3", "-s", "-1", "-B", topo.server_addr, "-p", str(port)]),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(0.3)
+        argv = ["iperf3", "-c", topo.server_addr, "-p", str(port), "-t", str(seconds), "-O", str(omit), "-J",
+                "--connect-timeout", "5000"] + (["-R"] if direction == "down" else [])
+        p = topo.profile
+        slack = (p.up.delay_ns + p.down.delay_ns) / 1e9 * 10 + 30
+        cp = subprocess.run(topo.ns_argv("client", argv), capture_output=True, text=True, timeout=seconds + omit + slack)
+    finally:
+        try:
+            srv.wait(5)
+        except subprocess.TimeoutExpired:
+            srv.kill()
+            srv.wait()
+    try:
+        j = json.loads(cp.stdout)
+    except json.JSONDecodeError:
+        raise UserError(f"iperf3 gave no result: {cp.stderr.strip()[:200]}", exit_code=1) from None
+    if "error" in j:
+        raise UserError(f"iperf3: {j['error']}", exit_code=1)
+    end = j["end"]
+    return {"bps": float(end["sum_received"]["bits_per_second"]),
+            "retransmits": int(end.get("sum_sent", {}).get("retransmits", 0)),
+            "seconds": seconds}
+
+
+# ------------------------------------------------------------------ check --
+
+
+def run_check(topo, throughput: bool = True, rtt_count: int = 200, log=print) -> tuple[bool, list[dict[str, Any]]]:
+    p: Profile = topo.profile
+    rows: list[dict[str, Any]] = []
+
+    exp = expected_rtt(p)
+    r = measure_rtt(topo, count=rtt_count)
+    if r["received"] < max(10, rtt_count // 4):
+        rows.append({"what": "RTT p50", "dir": "both", "configured": units.fmt_duration_human(exp["p50_ns"]),
+                     "achieved": f"{r['received']}/{rtt_count} answered", "ok": False, "tolerance": ""})
+    else:
+        tol = rtt_tolerance_ns(exp["p50_ns"], exp["sd_ns"], r["received"])
+        rows.append({"what": "RTT p50", "dir": "both", "configured": units.fmt_duration_human(exp["p50_ns"]),
+                     "achieved": units.fmt_duration_human(r["p50_ns"]), "tolerance": "+-" + units.fmt_duration_human(tol),
+                     "ok": abs(r["p50_ns"] - exp["p50_ns"]) <= tol})
+        rows.append({"what": "RTT p99", "dir": "both", "configured": units.fmt_duration_human(exp["p99_ns"]),
+                     "achieved": units.fmt_duration_human(r["p99_ns"]), "tolerance": "(info)", "ok": None})
+    log(f"  rtt: {r['received']} samples every {r['interval_us']} us")
+
+    before = topo.counters()
+    lo = measure_loss(topo)
+    after = topo.counters()
+    rows.append({"what": "loss", "dir": "round trip", "configured": units.fmt_percent(lo["expected"]),
+                 "achieved": f"{units.fmt_percent(lo['ratio'])} ({lo['lost']}/{lo['count']})",
+                 "tolerance": f"{lo['interval_999'][0]}..{lo['interval_999'][1]} lost (99.9 %)", "ok": lo["ok"]})
+    if topo.backend == "userspace" and before and after:
+        for d, link in (("up", p.up), ("down", p.down)):
+            try:
+                lost = after[d]["lost"] - before[d]["lost"]
+                seen = after[d]["rx_frames"] - before[d]["rx_frames"]
+            except KeyError:
+                continue
+            if seen:
+                exp_l = link.expected_loss()
+                a, b = binom_interval(seen, exp_l)
+                rows.append({"what": "loss", "dir": d, "configured": units.fmt_percent(exp_l),
+                             "achieved": f"{units.fmt_percent(lost / seen)} ({lost}/{seen} frames)",
+                             "tolerance": f"{a}..{b} (99.9 %)", "ok": a <= lost <= b})
+    log(f"  loss: {lo['count']} probes")
+
+    m = measure_mtu(topo)
+    rows.append({"what": "path MTU", "dir": "both", "configured": str(m["mtu"]),
+                 "achieved": f"{m['mtu'] - 28}B DF {'passes' if m['fits_received'] else 'FAILS'}, "
+                             f"{m['mtu'] - 27}B {'blocked' if not m['over_received'] else 'PASSES'}",
+                 "tolerance": "exact", "ok": m["ok"]})
+
+    if throughput:
+        for d, link in (("up", p.up), ("down", p.down)):
+            t = measure_throughput(topo, d)
+            judged = link.rate_bps > 0 and link.expected_loss() == 0 and expected_roundtrip_loss(p) == 0
+            ok = (0.9 * link.rate_bps <= t["bps"] <= 1.01 * link.rate_bps) if judged else None
+            rows.append({"what": "TCP goodput", "dir": d,
+                         "configured": units.fmt_rate(link.rate_bps) if link.rate_bps else "unlimited",
+                         "achieved": f"{t['bps'] / 1e6:.3f}Mbit ({t['retransmits']} retr)",
+                         "tolerance": ">= 90 % of rate" if judged else "(info: lossy or unlimited)", "ok": ok})
+            log(f"  throughput {d}: {t['bps'] / 1e6:.2f} Mbit/s")
+    if topo.backend == "userspace":
+        c = topo.counters()
+        fw = sum(c.get(d, {}).get("forwarded", 0) for d in ("up", "down"))
+        late = sum(c.get(d, {}).get("late", 0) for d in ("up", "down"))
+        p99 = max(c.get(d, {}).get("lateness_ns", {}).get("p99", 0) for d in ("up", "down"))
+        try:
+            load = open("/proc/loadavg").read().split()[0]
+        except OSError:
+            load = "?"
+        rows.append({"what": "emulator timing", "dir": "both", "configured": "late > 100us: 0",
+                     "achieved": f"{late / fw * 100 if fw else 0:.2f} % late, p99 {p99 / 1e3:.0f}us",
+                     "tolerance": f"(info; load avg {load}, rt {c.get('emulator', {}).get('rt_active')})", "ok": None})
+        if fw and late / fw > 0.01 and any(r["ok"] is False for r in rows):
+            log(f"  note: the emulator sent {late / fw * 100:.1f} % of frames late - the machine is busy (load {load}); "
+                "re-run when it is idle before trusting a failure")
+    ok = all(r["ok"] is not False for r in rows)
+    return ok, rows

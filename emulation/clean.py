@@ -1,0 +1,49 @@
+"""`pqshake clean`: remove what dead runs left (namespaces, their interfaces, recorded
+processes, work files). Only what a record lists, and only when its owner process is gone
+(pid and start time), so live runs - ours or a colleague's - are never touched."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from pqshake.emulation import netns
+from pqshake.paths import state_dir
+
+
+def clean_dead(include_persistent: bool = False) -> list[str]:
+    removed: list[str] = []
+    for rec in netns.read_records():
+        if rec.get("persistent") and not include_persistent:
+            continue
+        if not rec.get("persistent") and netns.record_live(rec):
+            continue
+        if rec.get("persistent"):
+            from pqshake.emulation.topology import down
+
+            removed += down(rec["run_id"])
+        else:
+            removed += netns.remove_run(rec)
+        wd = rec.get("workdir")
+        if wd:
+            shutil.rmtree(wd, ignore_errors=True)
+        removed.append(f"record {rec['run_id']}")
+    # work dirs whose run has no record any more
+    work = state_dir() / "work"
+    if work.is_dir():
+        live = {r["run_id"] for r in netns.read_records()}
+        for d in work.iterdir():
+            if d.name not in live:
+                shutil.rmtree(d, ignore_errors=True)
+    return removed
+
+
+def unrecorded() -> list[str]:
+    """pqs- namespaces no record of ours lists (another tool's, or another PQS_STATE_DIR's):
+    reported, never removed."""
+    known = {ns for r in netns.read_records() for ns in r.get("namespaces", [])}
+    return [ns for ns in netns.ns_list() if ns.startswith("pqs-") and ns not in known]
+
+
+def kept() -> list[str]:
+    return [f"{r['run_id']} ({r.get('profile', '?')}, net up)" for r in netns.read_records() if r.get("persistent")]

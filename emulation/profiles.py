@@ -1,0 +1,470 @@
+"""Link profiles: YAML in, validated pydantic models out, one line per mistake.
+
+    name: lte-good
+    description: LTE, good signal
+    basis: 3GPP/Ookla medians ...
+    uplink:   {delay: 20ms, jitter: 4ms, rate: 10Mbit, loss: 0.5%}
+    downlink: {delay: 20ms, jitter: 4ms, rate: 40Mbit, loss: 0.2%}
+    mtu: 1500
+
+Shorthands: `rtt: 40ms` (20 ms each way), top-level `rate`, `loss`, `jitter` (both directions).
+Giving a quantity both at the top and in a direction is an error (no silent precedence), and a
+profile that has one direction must have the other.
+
+Internally every quantity is an exact integer or a fraction: delay/jitter in ns, rate in bit/s,
+probabilities 0..1. `Profile.up` / `Profile.down` are the resolved per-direction `Link`s the
+backends render (up = client -> server, down = server -> client).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import math
+import re
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
+
+from pqshake import yamlsrc
+from pqshake.emulation import units
+from pqshake.errors import UserError
+
+LIBRARY_DIR = Path(__file__).resolve().parent / "profiles"
+SCHEMA_PATH = LIBRARY_DIR / "schema.json"
+
+# ------------------------------------------------------------------ types --
+
+_DUR_SCHEMA = {
+    "anyOf": [
+        {"type": "string", "pattern": r"^\s*([0-9]+(\.[0-9]*)?|\.[0-9]+)\s*(ns|us|ms|s)\s*$"},
+        {"const": 0},
+    ],
+    "description": "duration with a unit: 250us, 20ms, 1.5s",
+    "examples": ["20ms"],
+}
+_RATE_SCHEMA = {
+    "anyOf": [
+        {"type": "string", "pattern": r"(?i)^\s*([0-9]+(\.[0-9]*)?|\.[0-9]+)\s*(bit|kbit|mbit|gbit|tbit)\s*$"},
+        {"const": 0},
+    ],
+    "description": "bits per second (SI, like tc): 100kbit, 10Mbit, 1Gbit; 0 = unlimited",
+    "examples": ["10Mbit"],
+}
+_PCT_SCHEMA = {
+    "anyOf": [
+        {"type": "string", "pattern": r"^\s*([0-9]+(\.[0-9]*)?|\.[0-9]+)\s*%\s*$"},
+        {"const": 0},
+    ],
+    "description": "percentage 0%..100%",
+    "examples": ["0.5%"],
+}
+
+
+def _dur(v: Any) -> int:
+    return units.parse_duration(v)
+
+
+def _rate(v: Any) -> int:
+    if isinstance(v, str) and v.strip().lower() in ("unlimited", "none"):
+        return 0
+    return units.parse_rate(v)
+
+
+def _pct(v: Any) -> float:
+    return units.parse_percent(v)
+
+
+Duration = Annotated[int, BeforeValidator(_dur), WithJsonSchema(_DUR_SCHEMA)]
+Rate = Annotated[int, BeforeValidator(_rate), WithJsonSchema(_RATE_SCHEMA)]
+Percent = Annotated[float, BeforeValidator(_pct), WithJsonSchema(_PCT_SCHEMA)]
+Dist = Literal["uniform", "normal", "pareto", "paretonormal"]
+
+# Largest excursion of jitter x the standardised variate (netem's tables clip at 32767/8192).
+DIST_CLIP = {"uniform": 1.0, "normal": 32767 / 8192, "pareto": 32767 / 8192, "paretonormal": 32767 / 8192}
+
+NOMINAL_UNLIMITED_BPS = 1_000_000_000  # used only to size queues of unlimited links
+MIN_LIMIT = 100
+MAX_LIMIT = 10_000_000
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=False)
+
+
+class GEModel(_Strict):
+    """Gilbert-Elliott loss, netem's `loss gemodel p r 1-h 1-k` (all percentages)."""
+
+    p: Percent = Field(description="good -> bad transition probability")
+    r: Percent | None = Field(None, description="bad -> good transition probability (default 100% - p)")
+    one_minus_h: Percent = Field(1.0, alias="1-h", description="loss probability in the bad state (default 100%)")
+    one_minus_k: Percent = Field(0.0, alias="1-k", description="loss probability in the good state (default 0%)")
+
+
+class Direction(_Strict):
+    """One direction of the link, applied on that direction's egress in the link namespace."""
+
+    delay: Duration = Field(0, description="one-way propagation delay")
+    jitter: Duration = Field(0, description="delay variation (scale of the distribution)")
+    distribution: Dist = Field("uniform", description="jitter distribution (netem's tables)")
+    loss: Percent = Field(0.0, description="independent (Bernoulli) loss")
+    loss_correlation: Percent = Field(0.0, description="netem correlation of successive loss draws")
+    gemodel: GEModel | None = Field(None, description="Gilbert-Elliott loss instead of `loss`")
+    rate: Rate = Field(0, description="link rate; counts the Ethernet header + overhead, like netem")
+    overhead: int = Field(0, ge=-14, le=10000, description="bytes added to each frame for the rate")
+    limit: int | Literal["auto"] = Field("auto", description="frames held per direction (tail drop); auto = sized from rate x delay")
+    duplicate: Percent = Field(0.0)
+    corrupt: Percent = Field(0.0)
+    reorder: Percent = Field(0.0, description="netem reorder: sent at once instead of delayed")
+    reorder_gap: int | None = Field(None, ge=1, le=1_000_000)
+    keep_order: bool = Field(True, description="jitter never reorders (frames wait for earlier ones)")
+
+    @field_validator("limit")
+    @classmethod
+    def _limit(cls, v: Any) -> Any:
+        if isinstance(v, int) and not (1 <= v <= MAX_LIMIT):
+            raise ValueError(f"{v} is outside 1..{MAX_LIMIT} frames (or write auto)")
+        return v
+
+
+class TcpSettings(_Strict):
+    """Endpoint TCP settings, applied in both the client and the server namespace."""
+
+    initcwnd: int | None = Field(None, ge=1, le=1000, description="initial congestion window (segments)")
+    initrwnd: int | None = Field(None, ge=1, le=1000, description="initial receive window (segments)")
+    congestion_control: str | None = Field(None, pattern=r"^[a-z0-9_]+$", description="e.g. cubic, reno, bbr")
+    rmem: list[int] | Literal["auto"] = Field("auto", description="tcp_rmem [min, default, max] bytes; auto = sized to the queue")
+    wmem: list[int] | Literal["auto"] = Field("auto", description="tcp_wmem [min, default, max] bytes")
+
+    @field_validator("rmem", "wmem")
+    @classmethod
+    def _triple(cls, v: Any) -> Any:
+        if isinstance(v, list):
+            if len(v) != 3 or not all(isinstance(x, int) and x > 0 for x in v) or not (v[0] <= v[1] <= v[2]):
+                raise ValueError(f"{v!r} must be three byte counts [min, default, max] with min <= default <= max")
+        return v
+
+
+@dataclass(frozen=True)
+class Link:
+    """One resolved direction: exact values the backends render."""
+
+    delay_ns: int = 0
+    jitter_ns: int = 0
+    dist: str = "uniform"
+    loss: float = 0.0
+    loss_corr: float = 0.0
+    ge: tuple[float, float, float, float] | None = None  # p, r, 1-h, 1-k
+    rate_bps: int = 0
+    overhead: int = 0
+    limit: int = 1000
+    limit_auto: bool = True
+    dup: float = 0.0
+    corrupt: float = 0.0
+    reorder: float = 0.0
+    gap: int = 0
+    keep_order: bool = True
+
+    def expected_loss(self) -> float:
+        """Steady-state loss probability (Bernoulli, or the GE chain's stationary mix)."""
+        if self.ge is None:
+            return self.loss
+        p, r, one_h, one_k = self.ge
+        if p + r == 0:
+            return one_k
+        pi_bad = p / (p + r)
+        return pi_bad * one_h + (1 - pi_bad) * one_k
+
+    def max_jitter_ns(self) -> float:
+        return self.jitter_ns * DIST_CLIP[self.dist] if self.jitter_ns else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["ge"] = list(self.ge) if self.ge else None
+        return d
+
+
+_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+
+
+class Profile(_Strict):
+    name: str = Field(description="lower-case name, used on the command line")
+    description: str = Field("", description="one line (required in the shipped library)")
+    basis: str | None = Field(None, description="one line: where the numbers come from")
+    rtt: Duration | None = Field(None, description="shorthand: half of it as delay in each direction")
+    rate: Rate | None = Field(None, description="both directions")
+    loss: Percent | None = Field(None, description="both directions")
+    jitter: Duration | None = Field(None, description="both directions")
+    uplink: Direction | None = Field(None, description="client -> server")
+    downlink: Direction | None = Field(None, description="server -> client")
+    mtu: int = Field(1500, ge=576, le=65535, description="MTU of every interface of the path")
+    seed: int | None = Field(None, ge=0, le=2**63 - 1, description="random seed (recorded when chosen)")
+    tcp: TcpSettings = Field(default_factory=TcpSettings)
+
+    _up: Link = PrivateAttr()
+    _down: Link = PrivateAttr()
+    _source: str = PrivateAttr(default="<inline>")
+    _line: int = PrivateAttr(default=1)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not _NAME_RE.match(v):
+            raise ValueError(f"{v!r}: use lower-case letters, digits, '.', '_' or '-' (e.g. lte-good)")
+        return v
+
+    @field_validator("description", "basis")
+    @classmethod
+    def _one_line(cls, v: str | None) -> str | None:
+        if v is not None and "\n" in v.strip():
+            raise ValueError("must be one line (shorten it)")
+        return v.strip() if v else v
+
+    @model_validator(mode="after")
+    def _resolve(self) -> "Profile":
+        given_dirs = [d for d in ("uplink", "downlink") if getattr(self, d) is not None]
+        if len(given_dirs) == 1:
+            missing = "downlink" if given_dirs[0] == "uplink" else "uplink"
+            raise ValueError(
+                f"{missing}: missing while {given_dirs[0]} is given (every direction is explicit: "
+                f"add {missing}, or use top-level rtt/rate/loss/jitter for both)"
+            )
+        dirs = {name: getattr(self, name) or Direction() for name in ("uplink", "downlink")}
+        for name, d in dirs.items():
+            set_ = d.model_fields_set
+            if self.rtt is not None and "delay" in set_:
+                raise ValueError(f"{name}.delay: also set by top-level rtt (keep one)")
+            for top in ("rate", "loss", "jitter"):
+                if getattr(self, top) is not None and top in set_:
+                    raise ValueError(f"{name}.{top}: also set at top level (keep one)")
+        if self.rtt is not None and self.rtt % 2:
+            raise ValueError(f"rtt: {self.rtt} ns is odd; give a value that halves to whole ns")
+        resolved: dict[str, Link] = {}
+        pre: dict[str, dict[str, Any]] = {}
+        for name, d in dirs.items():
+            delay = self.rtt // 2 if self.rtt is not None else d.delay
+            jitter = self.jitter if self.jitter is not None else d.jitter
+            rate = self.rate if self.rate is not None else d.rate
+            loss = self.loss if self.loss is not None else d.loss
+            if "distribution" in d.model_fields_set and jitter == 0:
+                raise ValueError(f"{name}.distribution: set without jitter (add jitter or remove it)")
+            if d.gemodel is not None and loss > 0:
+                raise ValueError(f"{name}.gemodel: also loss {units.fmt_percent(loss)} given (choose one loss model)")
+            if d.loss_correlation > 0 and loss == 0:
+                raise ValueError(f"{name}.loss_correlation: set without loss (add loss or remove it)")
+            if d.reorder > 0 and delay == 0:
+                raise ValueError(f"{name}.reorder: needs a delay (reordered frames skip the delay; add delay)")
+            if d.reorder_gap is not None and d.reorder == 0:
+                raise ValueError(f"{name}.reorder_gap: set without reorder (add reorder or remove it)")
+            if "overhead" in d.model_fields_set and rate == 0:
+                raise ValueError(f"{name}.overhead: only counts with a rate (add rate or remove it)")
+            ge = None
+            if d.gemodel is not None:
+                g = d.gemodel
+                ge = (g.p, g.r if g.r is not None else 1.0 - g.p, g.one_minus_h, g.one_minus_k)
+            pre[name] = dict(
+                delay_ns=delay, jitter_ns=jitter, dist=d.distribution, loss=loss,
+                loss_corr=d.loss_correlation, ge=ge, rate_bps=rate, overhead=d.overhead,
+                dup=d.duplicate, corrupt=d.corrupt, reorder=d.reorder,
+                gap=(d.reorder_gap or 1) if d.reorder > 0 else 0, keep_order=d.keep_order,
+            )
+        # Queue limit: frames in the delay line plus one bandwidth-delay product of buffer,
+        # x2 margin, at least MIN_LIMIT (see README "queue limit").
+        rtt_max = sum(p["delay_ns"] + p["jitter_ns"] * DIST_CLIP[p["dist"]] for p in pre.values())
+        rmax = max((p["rate_bps"] or NOMINAL_UNLIMITED_BPS) for p in pre.values())
+        frame_bits = 8 * (self.mtu + 14)
+        for name, d in dirs.items():
+            p = pre[name]
+            own = p["delay_ns"] + p["jitter_ns"] * DIST_CLIP[p["dist"]]
+            auto = max(MIN_LIMIT, math.ceil(2 * rmax * (own + rtt_max) / 1e9 / frame_bits))
+            auto = min(auto, MAX_LIMIT)
+            limit_auto = d.limit == "auto"
+            resolved[name] = Link(**p, limit=auto if limit_auto else int(d.limit), limit_auto=limit_auto)
+        self._up = resolved["uplink"]
+        self._down = resolved["downlink"]
+        return self
+
+    # ------------------------------------------------------------ access --
+    @property
+    def up(self) -> Link:
+        return self._up
+
+    @property
+    def down(self) -> Link:
+        return self._down
+
+    @property
+    def source(self) -> str:
+        return self._source
+
+    def configured_rtt_ns(self) -> int:
+        return self.up.delay_ns + self.down.delay_ns
+
+    def tcp_buffers(self) -> dict[str, dict[str, list[int]]]:
+        """tcp_rmem / tcp_wmem per endpoint namespace.
+
+        auto: the receive buffer max is limit x MSS of the direction that endpoint receives,
+        so the advertised window can never exceed what the emulated queue holds (TCP sees no
+        drops the profile did not ask for) while still being >= 2 BDP (no window cap on
+        throughput); the send buffer max is twice that (at least the kernel's 4 MiB)."""
+        mss = self.mtu - 40
+        out: dict[str, dict[str, list[int]]] = {}
+        for ns, recv in (("client", self.down), ("server", self.up)):
+            rmax = recv.limit * mss
+            rmem = self.tcp.rmem if self.tcp.rmem != "auto" else [4096, min(131072, rmax), rmax]
+            wmem = self.tcp.wmem if self.tcp.wmem != "auto" else [4096, 16384, max(4 * 1024 * 1024, 2 * rmax)]
+            out[ns] = {"tcp_rmem": list(rmem), "tcp_wmem": list(wmem)}
+        return out
+
+    def summary(self) -> str:
+        def one(l: Link) -> str:
+            parts = [f"delay {units.fmt_duration(l.delay_ns)}"]
+            if l.jitter_ns:
+                parts.append(f"jitter {units.fmt_duration(l.jitter_ns)} {l.dist}")
+            parts.append(f"rate {units.fmt_rate(l.rate_bps) if l.rate_bps else 'unlimited'}")
+            if l.ge:
+                parts.append("loss GE(" + ",".join(units.fmt_percent(x) for x in l.ge) + ")")
+            elif l.loss:
+                parts.append(f"loss {units.fmt_percent(l.loss)}")
+            parts.append(f"limit {l.limit}")
+            return ", ".join(parts)
+
+        return f"{self.name}: up [{one(self.up)}] down [{one(self.down)}] mtu {self.mtu}"
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "basis": self.basis,
+            "source": self._source,
+            "mtu": self.mtu,
+            "seed": self.seed,
+            "up": self.up.to_dict(),
+            "down": self.down.to_dict(),
+            "tcp": self.tcp.model_dump(),
+            "input": self.model_dump(mode="json", by_alias=True, exclude_unset=True),
+        }
+
+    # ---------------------------------------------------------- loading --
+    @classmethod
+    def from_mapping(
+        cls,
+        data: Any,
+        source: str = "<inline>",
+        line: int = 1,
+        lines: dict[tuple, int] | None = None,
+        loc_prefix: tuple = (),
+    ) -> "Profile":
+        """An inline profile (e.g. inside an experiment file). `line` is where the mapping
+        starts; `lines` (from yamlsrc.Doc.lines) gives per-key lines when the caller has them,
+        with `loc_prefix` the mapping's location inside that document."""
+        if not isinstance(data, dict):
+            raise UserError(f"{source}:{line} {yamlsrc.dotted(loc_prefix)}: a profile must be a mapping (name: ..., rtt: ...)")
+        doc = yamlsrc.Doc(data=data, source=source, lines=dict(lines or {}), start_line=line)
+        prof = yamlsrc.validate(cls, doc, loc_prefix=loc_prefix, data=data)
+        prof._source = source
+        prof._line = doc.line_of(loc_prefix)
+        return prof
+
+
+def load_profiles_file(path: Path | str) -> list[Profile]:
+    """Every profile in a YAML file (one document per profile, separated by ---)."""
+    docs = yamlsrc.load_docs(path)
+    if not docs:
+        raise UserError(f"{path}: no profile in the file (add name:, description:, ...)")
+    out = []
+    seen: dict[str, int] = {}
+    for doc in docs:
+        if not isinstance(doc.data, dict):
+            raise UserError(f"{doc.source}:{doc.start_line} (top level): a profile must be a mapping (name: ..., rtt: ...)")
+        prof = yamlsrc.validate(Profile, doc)
+        prof._source = str(path)
+        prof._line = doc.start_line
+        if prof.name in seen:
+            raise UserError(f"{doc.source}:{doc.line_of(('name',))} name: {prof.name!r} already used at line {seen[prof.name]} (rename one)")
+        seen[prof.name] = doc.line_of(("name",))
+        out.append(prof)
+    return out
+
+
+_library_cache: dict[str, Profile] | None = None
+
+
+def library(directory: Path | None = None) -> dict[str, Profile]:
+    """Every shipped profile by name (all *.yaml files under emulation/profiles/)."""
+    global _library_cache
+    if directory is None and _library_cache is not None:
+        return dict(_library_cache)
+    d = directory or LIBRARY_DIR
+    out: dict[str, Profile] = {}
+    where: dict[str, str] = {}
+    for f in sorted(d.glob("*.yaml")):
+        for p in load_profiles_file(f):
+            if p.name in out:
+                raise UserError(f"{f}:{p._line} name: {p.name!r} also defined in {where[p.name]} (rename one)")
+            out[p.name] = p
+            where[p.name] = str(f)
+    if directory is None:
+        _library_cache = out
+    return dict(out)
+
+
+def load_profile(ref: str | Path) -> Profile:
+    """A library name (`lte-good`), a YAML path, or `path.yaml#name` for one of several."""
+    text = str(ref)
+    name = None
+    if "#" in text:
+        text, name = text.rsplit("#", 1)
+    p = Path(text)
+    looks_like_path = p.suffix in (".yaml", ".yml") or "/" in text or p.exists()
+    if looks_like_path:
+        profs = load_profiles_file(p)
+        if name is None:
+            if len(profs) > 1:
+                raise UserError(
+                    f"{text}: holds {len(profs)} profiles ({', '.join(x.name for x in profs[:6])}"
+                    f"{', ...' if len(profs) > 6 else ''}); pick one with {text}#NAME"
+                )
+            return profs[0]
+        for x in profs:
+            if x.name == name:
+                return x
+        raise UserError(f"{text}: no profile named {name!r} (has: {', '.join(x.name for x in profs)})")
+    lib = library()
+    if text in lib:
+        return lib[text]
+    close = difflib.get_close_matches(text, lib.keys(), n=3, cutoff=0.5)
+    hint = f"did you mean {', '.join(close)}? " if close else ""
+    raise UserError(f"unknown profile {text!r}: {hint}(list them with 'pqshake net profiles', or give a path to a .yaml file)")
+
+
+def json_schema() -> dict[str, Any]:
+    schema = Profile.model_json_schema(by_alias=True)
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "pqshake link profile"
+    schema["$comment"] = "Generated by `python -m pqshake.emulation.profiles --schema`; do not edit."
+    return schema
+
+
+def schema_text() -> str:
+    return json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"
+
+
+if __name__ == "__main__":  # python -m pqshake.emulation.profiles --schema [--write]
+    if "--write" in sys.argv:
+        SCHEMA_PATH.write_text(schema_text())
+        print(f"wrote {SCHEMA_PATH}")
+    else:
+        sys.stdout.write(schema_text())

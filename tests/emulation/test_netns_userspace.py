@@ -1,0 +1,163 @@
+"""The userspace backend for real: namespaces, pqs-linkemu, pqs-probe, iperf3 (root).
+
+Statistical tests state their false-failure odds: binomial bounds are 99.9 % two-sided (1 in
+1000 of a correct link fails), the KS tests use alpha = 0.001.
+"""
+
+import json
+import subprocess
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from pqshake.emulation import check, netns
+from pqshake.emulation.profiles import Profile
+from pqshake.emulation.topology import Topology
+
+pytestmark = pytest.mark.netns
+
+RESULTS = {}
+
+
+def report(key, value):
+    RESULTS[key] = value
+    print(f"MEASURED {key}: {json.dumps(value)}")
+
+
+def prof(**kw):
+    return Profile.from_mapping({"name": "t", **kw})
+
+
+@pytest.mark.parametrize("one_way_ms", [0, 1, 10, 50, 200])
+def test_rtt_p50_within_tolerance(one_way_ms):
+    p = prof(rtt=f"{2 * one_way_ms}ms")
+    with Topology(p, backend="userspace") as topo:
+        r = check.measure_rtt(topo, count=200, interval_us=2000)
+    configured = 2 * one_way_ms * 1e6
+    tol = max(0.02 * configured, 0.3e6)
+    report(f"rtt one-way {one_way_ms}ms", {"p50_ms": r["p50_ns"] / 1e6, "p99_ms": r["p99_ns"] / 1e6, "n": r["received"]})
+    assert r["received"] == 200
+    assert abs(r["p50_ns"] - configured) <= tol, f"p50 {r['p50_ns'] / 1e6:.3f} ms vs {configured / 1e6} ms +- {tol / 1e6} ms"
+
+
+def test_loss_within_binomial_bound():
+    p = prof(rtt="2ms", uplink={"loss": "5%"}, downlink={"loss": "2%"}, )
+    with Topology(p, backend="userspace") as topo:
+        before = topo.counters()
+        r = check.measure_loss(topo, count=3000, interval_us=500)
+        after = topo.counters()
+    report("loss round trip", {"lost": r["lost"], "n": r["count"], "expected": r["expected"], "bound": r["interval_999"]})
+    assert r["ok"], r
+    # each direction from the emulator's own counters
+    for d, exp in (("up", 0.05), ("down", 0.02)):
+        seen = after[d]["rx_frames"] - before[d]["rx_frames"]
+        lost = after[d]["lost"] - before[d]["lost"]
+        lo, hi = check.binom_interval(seen, exp)
+        assert lo <= lost <= hi, (d, lost, seen)
+
+
+def test_gilbert_elliott_loss_mean():
+    p = prof(uplink={"delay": "1ms", "gemodel": {"p": "2%", "r": "20%", "1-h": "100%", "1-k": "0%"}}, downlink={"delay": "1ms"})
+    with Topology(p, backend="userspace") as topo:
+        r = check.measure_loss(topo, count=4000, interval_us=300)
+    exp = 0.02 / 0.22
+    report("loss gilbert-elliott", {"ratio": r["ratio"], "expected": exp})
+    # losses come in bursts (mean 1/r = 5), so the binomial bound is too tight; allow 5 sigma of
+    # a burst process: var ~ n p (1-p) (1 + 2 (1-r-p)/(r+p))
+    n = r["count"]
+    sd = (n * exp * (1 - exp) * (1 + 2 * (1 - 0.22) / 0.22)) ** 0.5
+    assert abs(r["lost"] - n * exp) <= 5 * sd
+
+
+@pytest.mark.parametrize("mbit", [1, 10, 100])
+def test_tcp_throughput_and_no_queue_drops(mbit):
+    p = prof(rtt="20ms", rate=f"{mbit}Mbit")
+    with Topology(p, backend="userspace") as topo:
+        t = check.measure_throughput(topo, "up", seconds=4, omit=1)
+        c = topo.counters()
+    report(f"tcp {mbit}Mbit", {"goodput_mbit": t["bps"] / 1e6, "retransmits": t["retransmits"],
+                                "queue_dropped": [c["up"]["queue_dropped"], c["down"]["queue_dropped"]],
+                                "limit": p.up.limit, "queue_max": c["up"].get("queue_max")})
+    assert t["bps"] >= 0.9 * mbit * 1e6
+    assert t["bps"] <= 1.0 * mbit * 1e6
+    assert c["up"]["queue_dropped"] == 0 and c["down"]["queue_dropped"] == 0
+
+
+@pytest.mark.parametrize("mtu", [576, 1280, 9000])
+def test_mtu_enforced(mtu):
+    p = prof(rtt="1ms", mtu=mtu)
+    with Topology(p, backend="userspace") as topo:
+        m = check.measure_mtu(topo)
+        links = subprocess.run(topo.ns_argv("link", ["ip", "-j", "link", "show"]), capture_output=True, text=True).stdout
+    assert m["ok"], m
+    assert m["over_emsgsize"] == 3
+    assert {l["mtu"] for l in json.loads(links) if l["ifname"].startswith("pqs-")} == {mtu}
+
+
+@pytest.mark.parametrize("dist", ["uniform", "normal", "pareto", "paretonormal"])
+def test_jitter_distribution_ks(dist):
+    """Only the uplink jitters; RTT - fixed delays should follow delay + jitter x X. KS test at
+    alpha 0.001 (a correct emulator fails 1 run in 1000). Probes are 25 ms apart, so order
+    keeping (which would hold a frame behind an earlier, later-due one) does not act."""
+    p = prof(uplink={"delay": "20ms", "jitter": "5ms", "distribution": dist}, downlink={"delay": "1ms"})
+    n = 300
+    with Topology(p, backend="userspace") as topo:
+        seed = topo.seed
+        r = check.measure_rtt(topo, count=n, interval_us=25_000)
+    x = (np.array(r["samples_ns"], dtype=float) - 21e6) / 5e6  # standardised: X
+    ref = check.dist_quantile(dist, (np.arange(200_000) + 0.5) / 200_000)
+    ks = stats.ks_2samp(x, ref)
+    report(f"jitter {dist}", {"ks_D": ks.statistic, "p": ks.pvalue, "n": len(x)})
+    assert len(x) == n
+    assert ks.pvalue > 0.001, f"KS D={ks.statistic:.3f} p={ks.pvalue:.2g} (seed {seed})"
+
+
+def test_order_kept_under_jitter():
+    p = prof(uplink={"delay": "5ms", "jitter": "4ms"}, downlink={})
+    with Topology(p, backend="userspace") as topo:
+        r = check.measure_rtt(topo, count=300, interval_us=200)  # much closer than the jitter
+        c = topo.counters()
+    assert c["up"]["reordered"] == 0
+    # frames waited behind earlier ones: realised delays are later than configured
+    assert np.median(r["samples_ns"]) > 5e6
+
+
+def test_two_runs_at_once_do_not_collide():
+    p = prof(rtt="2ms")
+    with Topology(p, backend="userspace") as a, Topology(p, backend="userspace") as b:
+        assert a.client_ns != b.client_ns and a.client_addr != b.client_addr
+        for t in (a, b):
+            cp = subprocess.run(t.ns_argv("client", ["ping", "-c1", "-W2", t.server_addr]), capture_output=True)
+            assert cp.returncode == 0
+        # the other run's server is not reachable from here
+        cp = subprocess.run(a.ns_argv("client", ["ping", "-c1", "-W1", b.server_addr]), capture_output=True)
+        assert cp.returncode != 0
+
+
+def test_same_id_twice_is_refused():
+    p = prof(rtt="2ms")
+    with Topology(p, run_id="dup1", backend="userspace"):
+        with pytest.raises(Exception, match="in use"):
+            with Topology(p, run_id="dup1", backend="userspace"):
+                pass
+    assert not netns.ns_exists("pqs-dup1-client")
+
+
+def test_describe_and_metrics_flush():
+    p = prof(rtt="4ms", tcp={"initcwnd": 20, "congestion_control": "reno"})
+    with Topology(p, run_id="desc1", backend="userspace") as topo:
+        d = topo.describe()
+        json.dumps(d)
+        assert d["backend"] == "userspace" and d["spec"]["up"].startswith("delay_ns=2000000")
+        assert d["sysctls"]["client"]["net.ipv4.tcp_no_metrics_save"] == 1
+        cc = subprocess.run(topo.ns_argv("client", ["sysctl", "-n", "net.ipv4.tcp_congestion_control"]), capture_output=True, text=True).stdout.strip()
+        assert cc == "reno"
+        route = subprocess.run(topo.ns_argv("client", ["ip", "route"]), capture_output=True, text=True).stdout
+        assert "initcwnd 20" in route
+        neigh = subprocess.run(topo.ns_argv("client", ["ip", "neigh"]), capture_output=True, text=True).stdout
+        assert "PERMANENT" in neigh
+        feats = subprocess.run(topo.ns_argv("client", ["ethtool", "-k", topo.names.client_if]), capture_output=True, text=True).stdout
+        assert "tcp-segmentation-offload: off" in feats and "generic-receive-offload: off" in feats
+        topo.flush_tcp_metrics()
+    assert "final_counters" in topo.describe()
