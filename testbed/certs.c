@@ -1,0 +1,267 @@
+/* certs.c - certificate chain generation (see certs.h). */
+#include "certs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <openssl/core_names.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509v3.h>
+
+#include "common.h"
+#include "provider_seam.h"
+
+EVP_PKEY *pqs_keygen(OSSL_LIB_CTX *libctx, const pqs_sig_alg *alg)
+{
+    EVP_PKEY *pk = NULL;
+    EVP_PKEY_CTX *kctx = EVP_PKEY_CTX_new_from_name(libctx, alg->keytype, pqs_propq());
+    if (kctx == NULL || EVP_PKEY_keygen_init(kctx) <= 0)
+        goto out;
+    if (alg->param != NULL) {
+        OSSL_PARAM p[2] = {
+            OSSL_PARAM_construct_utf8_string(OSSL_PKEY_PARAM_GROUP_NAME, (char *)alg->param, 0),
+            OSSL_PARAM_construct_end()};
+        if (EVP_PKEY_CTX_set_params(kctx, p) <= 0)
+            goto out;
+    }
+    if (alg->bits != 0) {
+        size_t bits = alg->bits;
+        OSSL_PARAM p[2] = {OSSL_PARAM_construct_size_t(OSSL_PKEY_PARAM_RSA_BITS, &bits),
+                           OSSL_PARAM_construct_end()};
+        if (EVP_PKEY_CTX_set_params(kctx, p) <= 0)
+            goto out;
+    }
+    if (EVP_PKEY_generate(kctx, &pk) <= 0)
+        pk = NULL;
+out:
+    EVP_PKEY_CTX_free(kctx);
+    return pk;
+}
+
+static int add_ext(X509 *cert, X509 *issuer, int nid, const char *value)
+{
+    X509V3_CTX v3;
+    X509V3_set_ctx_nodb(&v3);
+    X509V3_set_ctx(&v3, issuer, cert, NULL, NULL, 0);
+    X509_EXTENSION *ext = X509V3_EXT_conf_nid(NULL, &v3, nid, value);
+    if (ext == NULL)
+        return -1;
+    int ok = X509_add_ext(cert, ext, -1);
+    X509_EXTENSION_free(ext);
+    return ok ? 0 : -1;
+}
+
+/* Creates a certificate for subject key pk, signed by issuer_key (issuer NULL: self-signed). */
+static X509 *make_cert(OSSL_LIB_CTX *libctx, const char *cn, EVP_PKEY *pk, X509 *issuer,
+                       EVP_PKEY *issuer_key, const pqs_sig_alg *issuer_alg, bool ca, long serial)
+{
+    X509 *x = X509_new_ex(libctx, pqs_propq());
+    if (x == NULL)
+        return NULL;
+    X509_NAME *name = X509_NAME_new();
+    if (name == NULL)
+        goto fail;
+    X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC, (const unsigned char *)"pqshake testbed", -1, -1, 0);
+    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)cn, -1, -1, 0);
+    if (!X509_set_version(x, X509_VERSION_3) || !ASN1_INTEGER_set(X509_get_serialNumber(x), serial)
+        || !X509_set_subject_name(x, name)
+        || !X509_set_issuer_name(x, issuer ? X509_get_subject_name(issuer) : name)
+        || !X509_gmtime_adj(X509_getm_notBefore(x), -3600)
+        || !X509_gmtime_adj(X509_getm_notAfter(x), 30L * 24 * 3600) || !X509_set_pubkey(x, pk)) {
+        X509_NAME_free(name);
+        goto fail;
+    }
+    X509_NAME_free(name);
+    X509 *iss = issuer ? issuer : x;
+    if (add_ext(x, iss, NID_subject_key_identifier, "hash") != 0
+        || add_ext(x, iss, NID_authority_key_identifier, "keyid:always") != 0)
+        goto fail;
+    if (ca) {
+        if (add_ext(x, iss, NID_basic_constraints, "critical,CA:TRUE") != 0
+            || add_ext(x, iss, NID_key_usage, "critical,keyCertSign,cRLSign") != 0)
+            goto fail;
+    } else {
+        if (add_ext(x, iss, NID_basic_constraints, "critical,CA:FALSE") != 0
+            || add_ext(x, iss, NID_key_usage, "critical,digitalSignature,keyEncipherment") != 0
+            || add_ext(x, iss, NID_ext_key_usage, "serverAuth") != 0
+            || add_ext(x, iss, NID_subject_alt_name, "DNS:localhost,IP:127.0.0.1,IP:::1") != 0)
+            goto fail;
+    }
+    /* Certificate signature: digest for EC/RSA, none (pure) for EdDSA, ML-DSA and SLH-DSA. */
+    EVP_MD_CTX *mctx = EVP_MD_CTX_new();
+    if (mctx == NULL)
+        goto fail;
+    if (EVP_DigestSignInit_ex(mctx, NULL, issuer_alg->digest, libctx, pqs_propq(), issuer_key, NULL) <= 0
+        || X509_sign_ctx(x, mctx) <= 0) {
+        EVP_MD_CTX_free(mctx);
+        goto fail;
+    }
+    EVP_MD_CTX_free(mctx);
+    return x;
+fail:
+    X509_free(x);
+    return NULL;
+}
+
+static void errmsg(char *err, size_t errlen, const char *what)
+{
+    unsigned long e = ERR_get_error();
+    char buf[256] = "";
+    if (e)
+        ERR_error_string_n(e, buf, sizeof buf);
+    snprintf(err, errlen, "%s%s%s", what, e ? ": " : "", buf);
+    ERR_clear_error();
+}
+
+int pqs_chain_generate(OSSL_LIB_CTX *libctx, const pqs_sig_alg *leaf_alg,
+                       const pqs_sig_alg *ca_alg, int depth, pqs_chain *out,
+                       char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    if (depth < 1 || depth > PQS_CHAIN_MAX_DEPTH) {
+        snprintf(err, errlen, "chain depth must be 1..%d", PQS_CHAIN_MAX_DEPTH);
+        return -1;
+    }
+    int64_t t0 = pqs_mono_ns();
+    out->depth = depth;
+    EVP_PKEY *keys[PQS_CHAIN_MAX_DEPTH + 1] = {0}; /* keys[0] root, keys[1..] intermediates */
+    int rc = -1;
+
+    keys[0] = pqs_keygen(libctx, ca_alg);
+    if (keys[0] == NULL) {
+        errmsg(err, errlen, "root key generation failed");
+        goto done;
+    }
+    out->root = make_cert(libctx, "pqshake root CA", keys[0], NULL, keys[0], ca_alg, true, 1);
+    if (out->root == NULL) {
+        errmsg(err, errlen, "root certificate failed");
+        goto done;
+    }
+    /* Intermediates: from the top (issued by the root) down. */
+    X509 *issuer = out->root;
+    EVP_PKEY *issuer_key = keys[0];
+    X509 *tmp[PQS_CHAIN_MAX_DEPTH] = {0};
+    int n_inter = depth - 1;
+    for (int k = 0; k < n_inter; k++) {
+        keys[k + 1] = pqs_keygen(libctx, ca_alg);
+        char cn[64];
+        snprintf(cn, sizeof cn, "pqshake intermediate CA %d", k + 1);
+        if (keys[k + 1] == NULL
+            || (tmp[k] = make_cert(libctx, cn, keys[k + 1], issuer, issuer_key, ca_alg, true, 2 + k)) == NULL) {
+            errmsg(err, errlen, "intermediate certificate failed");
+            for (int m = 0; m < k; m++)
+                X509_free(tmp[m]);
+            goto done;
+        }
+        issuer = tmp[k];
+        issuer_key = keys[k + 1];
+    }
+    /* inter[0] must be the leaf's issuer: reverse. */
+    for (int k = 0; k < n_inter; k++)
+        out->inter[k] = tmp[n_inter - 1 - k];
+    out->n_inter = n_inter;
+
+    out->leaf_key = pqs_keygen(libctx, leaf_alg);
+    if (out->leaf_key == NULL) {
+        errmsg(err, errlen, "leaf key generation failed");
+        goto done;
+    }
+    out->leaf = make_cert(libctx, "localhost", out->leaf_key, issuer, issuer_key, ca_alg, false, 100);
+    if (out->leaf == NULL) {
+        errmsg(err, errlen, "leaf certificate failed");
+        goto done;
+    }
+    rc = 0;
+done:
+    for (int k = 0; k <= PQS_CHAIN_MAX_DEPTH; k++)
+        EVP_PKEY_free(keys[k]);
+    out->gen_ns = pqs_mono_ns() - t0;
+    if (rc != 0)
+        pqs_chain_free(out);
+    return rc;
+}
+
+static int write_atomic(const char *dir, const char *name, X509 *const *certs, int n,
+                        char *err, size_t errlen)
+{
+    char path[4096], tmp[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
+        return -1;
+    }
+    FILE *fp = fdopen(fd, "w");
+    if (fp == NULL) {
+        close(fd);
+        unlink(tmp);
+        snprintf(err, errlen, "cannot open %s", tmp);
+        return -1;
+    }
+    bool ok = true;
+    for (int i = 0; i < n && ok; i++)
+        ok = PEM_write_X509(fp, certs[i]) == 1;
+    ok = ok && fflush(fp) == 0 && fsync(fd) == 0;
+    ok = (fclose(fp) == 0) && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+int pqs_chain_write(const pqs_chain *c, const char *dir, char *err, size_t errlen)
+{
+    X509 *chain[PQS_CHAIN_MAX_DEPTH + 1];
+    int n = 0;
+    chain[n++] = c->leaf;
+    for (int k = 0; k < c->n_inter; k++)
+        chain[n++] = c->inter[k];
+    /* chain.pem first: a script waiting for ca.pem finds both. */
+    if (write_atomic(dir, "chain.pem", chain, n, err, errlen) != 0)
+        return -1;
+    X509 *root = c->root;
+    if (write_atomic(dir, "ca.pem", &root, 1, err, errlen) != 0)
+        return -1;
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        fsync(dfd);
+        close(dfd);
+    }
+    return 0;
+}
+
+int pqs_chain_use(SSL_CTX *ctx, const pqs_chain *c)
+{
+    if (SSL_CTX_use_certificate(ctx, c->leaf) != 1 || SSL_CTX_use_PrivateKey(ctx, c->leaf_key) != 1
+        || SSL_CTX_check_private_key(ctx) != 1)
+        return -1;
+    for (int k = 0; k < c->n_inter; k++) {
+        X509_up_ref(c->inter[k]);
+        if (SSL_CTX_add1_chain_cert(ctx, c->inter[k]) != 1) {
+            X509_free(c->inter[k]);
+            return -1;
+        }
+        X509_free(c->inter[k]);
+    }
+    return 0;
+}
+
+void pqs_chain_free(pqs_chain *c)
+{
+    EVP_PKEY_free(c->leaf_key);
+    X509_free(c->leaf);
+    for (int k = 0; k < c->n_inter; k++)
+        X509_free(c->inter[k]);
+    X509_free(c->root);
+    int64_t g = c->gen_ns;
+    memset(c, 0, sizeof *c);
+    c->gen_ns = g;
+}

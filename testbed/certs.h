@@ -1,0 +1,42 @@
+/* certs.h - certificate chain generation for pqs-server. */
+#ifndef PQS_CERTS_H
+#define PQS_CERTS_H
+
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include "groups.h"
+
+#define PQS_CHAIN_MAX_DEPTH 3
+
+/* depth = number of certificates the server sends: the leaf plus depth-1 intermediates.
+ * The self-signed root is not sent; it is what the client verifies against (ca.pem). */
+typedef struct {
+    int depth;
+    EVP_PKEY *leaf_key;
+    X509 *leaf;
+    X509 *inter[PQS_CHAIN_MAX_DEPTH]; /* inter[0] issued the leaf */
+    int n_inter;
+    X509 *root;
+    int64_t gen_ns;                   /* time spent generating keys and signing */
+} pqs_chain;
+
+/* Generates root -> intermediates -> leaf. leaf_alg signs CertificateVerify; ca_alg is the
+ * key type of the root and intermediates (and so the certificate signature algorithm).
+ * Leaf names: DNS:localhost, IP:127.0.0.1, IP:::1. Returns 0, or -1 with err filled. */
+int pqs_chain_generate(OSSL_LIB_CTX *libctx, const pqs_sig_alg *leaf_alg,
+                       const pqs_sig_alg *ca_alg, int depth, pqs_chain *out,
+                       char *err, size_t errlen);
+
+/* Writes DIR/ca.pem (root) and DIR/chain.pem (leaf + intermediates), each atomically
+ * (write to a temporary file, fsync, rename). Returns 0 or -1 with err filled. */
+int pqs_chain_write(const pqs_chain *c, const char *dir, char *err, size_t errlen);
+
+/* Installs leaf, key and intermediates into ctx. Returns 0 or -1. */
+int pqs_chain_use(SSL_CTX *ctx, const pqs_chain *c);
+
+/* Generates one key of the given algorithm (NULL on failure). */
+EVP_PKEY *pqs_keygen(OSSL_LIB_CTX *libctx, const pqs_sig_alg *alg);
+
+void pqs_chain_free(pqs_chain *c);
+
+#endif

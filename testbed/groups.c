@@ -1,0 +1,304 @@
+/* groups.c - TLS group / signature algorithm tables and validation (see groups.h). */
+#include "groups.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include <openssl/core_names.h>
+#include <openssl/evp.h>
+#include <openssl/provider.h>
+#include <openssl/safestack.h>
+
+/* ---------------- groups ---------------- */
+
+static void append(char *out, size_t outlen, const char *s)
+{
+    size_t l = strlen(out);
+    if (l + 1 >= outlen)
+        return;
+    snprintf(out + l, outlen - l, "%s", s);
+}
+
+void pqs_groups_available(SSL_CTX *ctx, char *out, size_t outlen)
+{
+    out[0] = '\0';
+    STACK_OF(OPENSSL_CSTRING) *sk = sk_OPENSSL_CSTRING_new_null();
+    if (sk == NULL)
+        return;
+    if (SSL_CTX_get0_implemented_groups(ctx, 0, sk)) {
+        for (int i = 0; i < sk_OPENSSL_CSTRING_num(sk); i++) {
+            if (i)
+                append(out, outlen, ",");
+            append(out, outlen, sk_OPENSSL_CSTRING_value(sk, i));
+        }
+    }
+    sk_OPENSSL_CSTRING_free(sk);
+}
+
+static bool list_names(const char *list, const char *name)
+{
+    const char *p = list;
+    size_t nl = strlen(name);
+    for (;;) {
+        while (*p == '?' || *p == '*' || *p == '-')
+            p++;
+        size_t n = strcspn(p, ":/");
+        if (n == nl && strncasecmp(p, name, n) == 0)
+            return true;
+        if (p[n] == '\0')
+            return false;
+        p += n + 1;
+    }
+}
+
+void pqs_groups_tls13_list(char *out, size_t outlen)
+{
+    out[0] = '\0';
+    SSL_CTX *ctx = SSL_CTX_new_ex(NULL, NULL, TLS_method());
+    if (ctx == NULL)
+        return;
+    SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
+    SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION);
+    pqs_groups_available(ctx, out, outlen);
+    SSL_CTX_free(ctx);
+    for (char *p = out; *p; p++)
+        if (*p == ',')
+            *p = ':';
+}
+
+void pqs_groups_server_default(char *out, size_t outlen)
+{
+    static const char *const first[] = {"X25519MLKEM768", "SecP256r1MLKEM768", "SecP384r1MLKEM1024",
+                                         "MLKEM768", "MLKEM1024", "MLKEM512", "x25519", "secp256r1",
+                                         "x448", "secp384r1", "secp521r1"};
+    char all[4096];
+    pqs_groups_tls13_list(all, sizeof all);
+    out[0] = '\0';
+    for (size_t i = 0; i < sizeof first / sizeof first[0]; i++) {
+        if (!list_names(all, first[i]))
+            continue;
+        if (out[0])
+            append(out, outlen, ":");
+        append(out, outlen, first[i]);
+    }
+    char *save = NULL;
+    for (char *tok = strtok_r(all, ":", &save); tok; tok = strtok_r(NULL, ":", &save)) {
+        if (out[0] && list_names(out, tok))
+            continue;
+        if (out[0])
+            append(out, outlen, ":");
+        append(out, outlen, tok);
+    }
+}
+
+bool pqs_groups_validate(SSL_CTX *ctx, const char *list, char *why, size_t whylen)
+{
+    char avail[2048];
+    if (list == NULL || *list == '\0') {
+        pqs_groups_available(ctx, avail, sizeof avail);
+        snprintf(why, whylen, "empty group list; available: %s", avail);
+        return false;
+    }
+    STACK_OF(OPENSSL_CSTRING) *sk = sk_OPENSSL_CSTRING_new_null();
+    if (sk == NULL || !SSL_CTX_get0_implemented_groups(ctx, 1, sk)) {
+        sk_OPENSSL_CSTRING_free(sk);
+        snprintf(why, whylen, "cannot list the implemented groups");
+        return false;
+    }
+    bool ok = true;
+    const char *p = list;
+    while (ok) {
+        size_t n = strcspn(p, ":/");
+        char tok[128];
+        const char *t = p;
+        size_t tl = n;
+        while (tl > 0 && (*t == '?' || *t == '*' || *t == '-' || *t == ' ')) {
+            t++;
+            tl--;
+        }
+        while (tl > 0 && t[tl - 1] == ' ')
+            tl--;
+        if (tl == 0 || tl >= sizeof tok) {
+            pqs_groups_available(ctx, avail, sizeof avail);
+            snprintf(why, whylen, "empty or overlong group name in '%s'; available: %s", list, avail);
+            ok = false;
+            break;
+        }
+        memcpy(tok, t, tl);
+        tok[tl] = '\0';
+        bool found = strcasecmp(tok, "DEFAULT") == 0;
+        for (int i = 0; !found && i < sk_OPENSSL_CSTRING_num(sk); i++)
+            found = strcasecmp(tok, sk_OPENSSL_CSTRING_value(sk, i)) == 0;
+        if (!found) {
+            pqs_groups_available(ctx, avail, sizeof avail);
+            snprintf(why, whylen, "unknown group '%s'; available: %s", tok, avail);
+            ok = false;
+            break;
+        }
+        if (p[n] == '\0')
+            break;
+        p += n + 1;
+    }
+    sk_OPENSSL_CSTRING_free(sk);
+    return ok;
+}
+
+void pqs_groups_server_pref(const char *list, char *out, size_t outlen)
+{
+    snprintf(out, outlen, "%s", list);
+    if (strchr(out, '/') != NULL)
+        return;
+    for (char *p = out; *p; p++)
+        if (*p == ':')
+            *p = '/';
+}
+
+void pqs_groups_hrr_client(const char *decoy, const char *list, char *out, size_t outlen)
+{
+    /* Strip any '*' the user put in list: only the decoy gets a key share. */
+    char clean[1024];
+    size_t k = 0;
+    for (const char *p = list; *p && k + 1 < sizeof clean; p++)
+        if (*p != '*')
+            clean[k++] = (*p == '/') ? ':' : *p;
+    clean[k] = '\0';
+    snprintf(out, outlen, "*%s:%s", decoy, clean);
+}
+
+const char *pqs_groups_pick_decoy(const char *list)
+{
+    static const char *const cands[] = {"x25519", "secp256r1", "x448", "secp384r1"};
+    for (size_t i = 0; i < sizeof cands / sizeof cands[0]; i++)
+        if (!list_names(list, cands[i]))
+            return cands[i];
+    return "secp521r1";
+}
+
+typedef struct {
+    pqs_group_info *out;
+    size_t max, n;
+} enum_state;
+
+static int group_cb(const OSSL_PARAM params[], void *arg)
+{
+    enum_state *st = arg;
+    pqs_group_info g;
+    memset(&g, 0, sizeof g);
+    const OSSL_PARAM *p;
+    const char *s = NULL;
+    if ((p = OSSL_PARAM_locate_const(params, OSSL_CAPABILITY_TLS_GROUP_NAME)) == NULL
+        || !OSSL_PARAM_get_utf8_string_ptr(p, &s))
+        return 1;
+    snprintf(g.name, sizeof g.name, "%s", s);
+    if ((p = OSSL_PARAM_locate_const(params, OSSL_CAPABILITY_TLS_GROUP_ALG)) != NULL
+        && OSSL_PARAM_get_utf8_string_ptr(p, &s))
+        snprintf(g.alg, sizeof g.alg, "%s", s);
+    if ((p = OSSL_PARAM_locate_const(params, OSSL_CAPABILITY_TLS_GROUP_NAME_INTERNAL)) != NULL
+        && OSSL_PARAM_get_utf8_string_ptr(p, &s))
+        snprintf(g.internal, sizeof g.internal, "%s", s);
+    unsigned id = 0;
+    if ((p = OSSL_PARAM_locate_const(params, OSSL_CAPABILITY_TLS_GROUP_ID)) != NULL)
+        OSSL_PARAM_get_uint(p, &id);
+    g.id = id;
+    int kem = 0;
+    if ((p = OSSL_PARAM_locate_const(params, OSSL_CAPABILITY_TLS_GROUP_IS_KEM)) != NULL)
+        OSSL_PARAM_get_int(p, &kem);
+    g.is_kem = kem != 0;
+    int mintls = 0;
+    if ((p = OSSL_PARAM_locate_const(params, OSSL_CAPABILITY_TLS_GROUP_MIN_TLS)) != NULL)
+        OSSL_PARAM_get_int(p, &mintls);
+    g.min_tls = mintls;
+    for (size_t i = 0; i < st->n; i++)
+        if (st->out[i].id == g.id)
+            return 1; /* alias of a group already listed */
+    if (st->n < st->max)
+        st->out[st->n++] = g;
+    return 1;
+}
+
+static int provider_cb(OSSL_PROVIDER *prov, void *arg)
+{
+    OSSL_PROVIDER_get_capabilities(prov, "TLS-GROUP", group_cb, arg);
+    return 1;
+}
+
+size_t pqs_groups_enumerate(OSSL_LIB_CTX *libctx, pqs_group_info *out, size_t max)
+{
+    enum_state st = {out, max, 0};
+    OSSL_PROVIDER_do_all(libctx, provider_cb, &st);
+    return st.n;
+}
+
+/* ---------------- signature algorithms ---------------- */
+
+static const pqs_sig_alg sig_table[] = {
+    {"ecdsa-p256", "EC", "P-256", 0, "SHA256", "ecdsa_secp256r1_sha256"},
+    {"ecdsa-p384", "EC", "P-384", 0, "SHA384", "ecdsa_secp384r1_sha384"},
+    {"ecdsa-p521", "EC", "P-521", 0, "SHA512", "ecdsa_secp521r1_sha512"},
+    {"ed25519", "ED25519", NULL, 0, NULL, "ed25519"},
+    {"ed448", "ED448", NULL, 0, NULL, "ed448"},
+    {"rsa-2048", "RSA", NULL, 2048, "SHA256", "rsa_pss_rsae_sha256"},
+    {"rsa-3072", "RSA", NULL, 3072, "SHA256", "rsa_pss_rsae_sha256"},
+    {"rsa-4096", "RSA", NULL, 4096, "SHA256", "rsa_pss_rsae_sha256"},
+    {"ml-dsa-44", "ML-DSA-44", NULL, 0, NULL, "mldsa44"},
+    {"ml-dsa-65", "ML-DSA-65", NULL, 0, NULL, "mldsa65"},
+    {"ml-dsa-87", "ML-DSA-87", NULL, 0, NULL, "mldsa87"},
+    {"slh-dsa-sha2-128f", "SLH-DSA-SHA2-128f", NULL, 0, NULL, "slhdsa_sha2_128f"},
+    {"slh-dsa-sha2-128s", "SLH-DSA-SHA2-128s", NULL, 0, NULL, "slhdsa_sha2_128s"},
+    {"slh-dsa-shake-128f", "SLH-DSA-SHAKE-128f", NULL, 0, NULL, "slhdsa_shake_128f"},
+    {"slh-dsa-shake-128s", "SLH-DSA-SHAKE-128s", NULL, 0, NULL, "slhdsa_shake_128s"},
+};
+
+size_t pqs_sig_count(void) { return sizeof sig_table / sizeof sig_table[0]; }
+
+const pqs_sig_alg *pqs_sig_at(size_t i) { return i < pqs_sig_count() ? &sig_table[i] : NULL; }
+
+const pqs_sig_alg *pqs_sig_lookup(const char *name)
+{
+    for (size_t i = 0; i < pqs_sig_count(); i++)
+        if (strcasecmp(name, sig_table[i].name) == 0)
+            return &sig_table[i];
+    return NULL;
+}
+
+void pqs_sig_available(char *out, size_t outlen)
+{
+    out[0] = '\0';
+    for (size_t i = 0; i < pqs_sig_count(); i++) {
+        if (i)
+            append(out, outlen, ",");
+        append(out, outlen, sig_table[i].name);
+    }
+}
+
+const char *pqs_sig_name_of_key(const EVP_PKEY *pk)
+{
+    if (pk == NULL)
+        return "unknown";
+    if (EVP_PKEY_is_a(pk, "EC")) {
+        char g[64];
+        size_t gl = 0;
+        if (!EVP_PKEY_get_group_name(pk, g, sizeof g, &gl))
+            return "unknown";
+        if (strcasecmp(g, "prime256v1") == 0 || strcasecmp(g, "P-256") == 0)
+            return "ecdsa-p256";
+        if (strcasecmp(g, "secp384r1") == 0 || strcasecmp(g, "P-384") == 0)
+            return "ecdsa-p384";
+        if (strcasecmp(g, "secp521r1") == 0 || strcasecmp(g, "P-521") == 0)
+            return "ecdsa-p521";
+        return "unknown";
+    }
+    if (EVP_PKEY_is_a(pk, "RSA") || EVP_PKEY_is_a(pk, "RSA-PSS")) {
+        int bits = EVP_PKEY_get_bits(pk);
+        for (size_t i = 0; i < pqs_sig_count(); i++)
+            if (sig_table[i].bits == (unsigned)bits)
+                return sig_table[i].name;
+        return "unknown";
+    }
+    for (size_t i = 0; i < pqs_sig_count(); i++)
+        if (sig_table[i].bits == 0 && strcmp(sig_table[i].keytype, "EC") != 0
+            && EVP_PKEY_is_a(pk, sig_table[i].keytype))
+            return sig_table[i].name;
+    return "unknown";
+}

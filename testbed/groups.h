@@ -1,0 +1,73 @@
+/* groups.h - TLS group and signature algorithm name tables and validation. */
+#ifndef PQS_GROUPS_H
+#define PQS_GROUPS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <openssl/ssl.h>
+
+/* ---- TLS groups (key exchange) ---- */
+
+/* Checks every name of an OpenSSL group list ("a:b", "a/b", with '*', '?', '-' prefixes)
+ * against the groups implemented by the providers loaded into ctx (for ctx's protocol
+ * version range). On failure returns false and writes into why one line naming the value
+ * and listing the available groups. */
+bool pqs_groups_validate(SSL_CTX *ctx, const char *list, char *why, size_t whylen);
+
+/* Comma separated canonical names of the implemented groups, e.g. for error messages. */
+void pqs_groups_available(SSL_CTX *ctx, char *out, size_t outlen);
+
+/* ':'-separated canonical names of the groups implemented for TLS 1.3 (the default
+ * server list and the default pqs-speed list). */
+void pqs_groups_tls13_list(char *out, size_t outlen);
+
+/* pqs-server's default: every TLS 1.3 group, PQ hybrids and ML-KEM first, then the classic
+ * groups in OpenSSL 3.5's DEFAULT order, then the rest. */
+void pqs_groups_server_default(char *out, size_t outlen);
+
+/* Server preference: a plain "a:b:c" list becomes "a/b/c" (strict preference order: OpenSSL
+ * 3.5 otherwise prefers, within one tuple, any group the client sent a key share for).
+ * A list that already contains '/' is passed through unchanged. */
+void pqs_groups_server_pref(const char *list, char *out, size_t outlen);
+
+/* Client list for hrr mode: supported groups = decoy + list, key share only for the decoy
+ * ("*decoy:g1:g2"). */
+void pqs_groups_hrr_client(const char *decoy, const char *list, char *out, size_t outlen);
+
+/* Picks a decoy group (key share the server is not expected to pick): the first of
+ * x25519, secp256r1, x448, secp384r1 that is not named in list. */
+const char *pqs_groups_pick_decoy(const char *list);
+
+/* One TLS group as declared by a provider's TLS-GROUP capability. */
+typedef struct {
+    char name[64];       /* TLS name, e.g. "X25519MLKEM768" */
+    char alg[64];        /* key management algorithm, e.g. "EC", "X25519", "ML-KEM-768" */
+    char internal[64];   /* internal group name ("prime256v1", "ffdhe2048") or "" */
+    unsigned id;         /* IANA code point */
+    bool is_kem;
+    int min_tls;         /* e.g. 0x0304 for TLS 1.3-only groups */
+} pqs_group_info;
+
+/* Fills up to max entries (deduplicated by id, provider order); returns the count. */
+size_t pqs_groups_enumerate(OSSL_LIB_CTX *libctx, pqs_group_info *out, size_t max);
+
+/* ---- signature algorithms (certificate keys) ---- */
+
+typedef struct {
+    const char *name;     /* pqshake name: "ecdsa-p256", "ml-dsa-44", ... */
+    const char *keytype;  /* EVP key type for EVP_PKEY_Q_keygen / CTX_new_from_name */
+    const char *param;    /* curve name for EC, NULL otherwise */
+    unsigned bits;        /* RSA modulus bits, else 0 */
+    const char *digest;   /* digest for certificate signing and speed (NULL: none) */
+    const char *tls_sigalg; /* TLS 1.3 SignatureScheme OpenSSL negotiates for it */
+} pqs_sig_alg;
+
+const pqs_sig_alg *pqs_sig_lookup(const char *name);
+size_t pqs_sig_count(void);
+const pqs_sig_alg *pqs_sig_at(size_t i);
+void pqs_sig_available(char *out, size_t outlen);
+
+/* Our name for a key ("rsa-3072", "ml-dsa-65", ...), or "unknown". */
+const char *pqs_sig_name_of_key(const EVP_PKEY *pk);
+
+#endif

@@ -1,0 +1,36 @@
+/* provider_seam.h - the one place where OpenSSL providers are loaded, for all three programs.
+ *
+ * Today: the OpenSSL default provider, plus the built-in "pqs-slhdsa" shim that makes the
+ * default provider's SLH-DSA usable as a TLS 1.3 signature scheme (see provider_seam.c).
+ * Later: the liboqs KEM provider registers here (OSSL_PROVIDER_add_builtin + load); every
+ * group it declares through the TLS-GROUP capability then shows up in groups.c's tables,
+ * in --groups validation and in pqs-speed without further changes. */
+#ifndef PQS_PROVIDER_SEAM_H
+#define PQS_PROVIDER_SEAM_H
+
+#include <openssl/types.h>
+#include "common.h"
+
+/* Loads the providers into libctx (NULL = default library context). Returns 0, or -1 with a
+ * message on stderr. Call once, before any other OpenSSL use. */
+int pqs_load_providers(OSSL_LIB_CTX *libctx);
+
+/* Unloads what pqs_load_providers loaded (at exit, after every SSL_CTX/EVP object is freed). */
+void pqs_unload_providers(void);
+
+/* Property query to pass to SSL_CTX_new_ex / EVP_*_fetch / EVP_PKEY_Q_keygen so that the
+ * providers loaded above are preferred where they implement an algorithm. */
+const char *pqs_propq(void);
+
+/* Names of the loaded providers, comma separated (for the header line). */
+const char *pqs_provider_names(void);
+
+/* "3.5.5" etc. */
+const char *pqs_openssl_version(void);
+const char *pqs_liboqs_version(void);
+
+/* Appends the common header members: tool, versions, providers, clocks with a
+ * CLOCK_REALTIME/CLOCK_MONOTONIC anchor pair, argv. */
+void pqs_json_header_common(pqs_json *j, const char *tool, int argc, char **argv);
+
+#endif

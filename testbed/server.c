@@ -1,0 +1,715 @@
+/* server.c - pqs-server: TLS 1.3 (and 1.2) test server with server-side timestamps.
+ *
+ * A fixed pool of worker threads each blocks in accept() on the shared listening socket and
+ * serves one connection at a time with blocking I/O bounded by --idle-timeout. The main
+ * thread waits for SIGTERM/SIGINT, then wakes every worker (shutdown() of the listening
+ * socket and of active connections), joins them, writes the summary and flushes the log. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include "certs.h"
+#include "common.h"
+#include "groups.h"
+#include "provider_seam.h"
+#include "tcpinfo.h"
+#include "tlsobs.h"
+
+#define PROG "pqs-server"
+#define MAX_THREADS 256
+#define IO_CHUNK 16384
+#define MAX_REQUEST_HEADER 64
+
+typedef struct server_cfg {
+    pqs_addr listen;
+    const char *groups;
+    const pqs_sig_alg *sig;
+    const pqs_sig_alg *ca_sig;
+    int chain_depth;
+    const char *cert_dir;
+    uint64_t response_bytes;
+    uint64_t max_early_data;
+    uint64_t tickets;
+    int threads;
+    int backlog;
+    long session_cache;
+    int64_t idle_timeout_ns;
+    const char *log_path;
+    int fsync_every;
+    bool tls12;
+} server_cfg;
+
+typedef struct worker {
+    struct server *srv;
+    int id;
+    pthread_t tid;
+    pthread_mutex_t mu; /* guards active_fd against the stopping main thread */
+    int active_fd;
+    unsigned char buf[IO_CHUNK];
+    /* counters */
+    uint64_t conns, ok, failed;
+} worker;
+
+typedef struct server {
+    server_cfg cfg;
+    SSL_CTX *ctx;
+    int lfd;
+    pqs_sink log;
+    atomic_bool stopping;
+    atomic_uint_fast64_t conn_seq;
+    worker workers[MAX_THREADS];
+} server;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+"usage: " PROG " [options]\n"
+"TLS 1.3 (and TLS 1.2) test server; one JSON line per connection with server-side timestamps.\n"
+"\n"
+"  --listen ADDR:PORT     address to listen on (default 127.0.0.1:4433; port 0 = ephemeral,\n"
+"                         the ready line reports the actual port; IPv6 as [::1]:PORT)\n"
+"  --groups LIST          TLS groups accepted, in preference order, ':'-separated (default:\n"
+"                         every TLS 1.3 group the providers implement: hybrids, ML-KEM,\n"
+"                         x25519, secp256r1, x448, secp384r1, secp521r1, then the rest).\n"
+"                         A plain list is strict\n"
+"                         server preference (made into OpenSSL 3.5 tuples a/b/c); a list that\n"
+"                         contains '/' is passed to OpenSSL unchanged\n"
+"  --sig ALG              leaf key / CertificateVerify algorithm (default ecdsa-p256)\n"
+"  --ca-sig ALG           key algorithm of the root and intermediates (default: --sig)\n"
+"  --chain-depth N        certificates sent: leaf + N-1 intermediates, 1..3 (default 1);\n"
+"                         the self-signed root is not sent, it is written to DIR/ca.pem\n"
+"  --cert-dir DIR         where ca.pem and chain.pem are written atomically before listening\n"
+"                         (default .)\n"
+"  --response-bytes N     bytes sent after a request that does not ask for a size (default 0)\n"
+"  --max-early-data N     0-RTT: max early data bytes accepted; 0 disables 0-RTT (default 16384)\n"
+"  --tickets N            TLS 1.3 session tickets sent after each handshake (default 2)\n"
+"  --session-cache N      server session cache entries (bounded; default 1024)\n"
+"  --no-tls12             accept TLS 1.3 only (default: TLS 1.2 and 1.3)\n"
+"  --threads N            worker threads = concurrent connections served (default 8, max 256)\n"
+"  --backlog N            listen backlog (default 1024)\n"
+"  --idle-timeout DUR     per-connection I/O timeout, e.g. 10s, 500ms (default 10s)\n"
+"  --log FILE             JSON lines log, appended (default - = stdout)\n"
+"  --fsync N              with --log FILE: fsync every N lines and at exit (default 64;\n"
+"                         0 = never). Every line is fflush'ed at once regardless\n"
+"  --help                 this text\n"
+"\n"
+"ALG: ");
+    char avail[1024];
+    pqs_sig_available(avail, sizeof avail);
+    fprintf(f, "%s\n", avail);
+    fprintf(f,
+"Request protocol: the client sends \"PQS <request_len> <response_len>\\n\" padded to\n"
+"request_len bytes; the server answers with response_len bytes. Any other first data is a\n"
+"request of unknown length answered with --response-bytes bytes (if > 0).\n"
+"Exit status: 0 after SIGTERM/SIGINT, 1 environment error, 2 bad usage.\n");
+}
+
+/* ---------------- per-connection ---------------- */
+
+typedef struct conn_rec {
+    uint64_t id;
+    char peer[64];
+    int64_t accepted_ns, hs_done_ns, first_app_ns, request_done_ns, response_done_ns, closed_ns;
+    pqs_tlsobs obs;
+    pqs_tlsinfo info;
+    bool hs_ok;
+    pqs_err err;
+    char msg[256];
+    int err_errno;
+    const char *stage;
+    uint64_t early_bytes, request_bytes, response_bytes;
+    int64_t request_len;   /* from the request header, -1 unknown */
+    const char *close_kind;
+    pqs_tcpinfo tcp;
+} conn_rec;
+
+/* Parses "PQS <req_len> <resp_len>\n" at the start of buf. Returns true if a full header. */
+static bool parse_request_header(const unsigned char *buf, size_t n, int64_t *req_len, int64_t *resp_len)
+{
+    char line[MAX_REQUEST_HEADER + 1];
+    size_t k = 0;
+    while (k < n && k < MAX_REQUEST_HEADER && buf[k] != '\n') {
+        line[k] = (char)buf[k];
+        k++;
+    }
+    if (k >= n || buf[k] != '\n')
+        return false;
+    line[k] = '\0';
+    unsigned long long a, b;
+    char tail;
+    if (sscanf(line, "PQS %llu %llu%c", &a, &b, &tail) != 2)
+        return false;
+    *req_len = (int64_t)a;
+    *resp_len = (int64_t)b;
+    return true;
+}
+
+static void conn_fail(conn_rec *c, SSL *ssl, int ret, const char *stage)
+{
+    int saved = errno;
+    int se = SSL_get_error(ssl, ret);
+    c->stage = stage;
+    c->err = pqs_tls_classify(ssl, se, saved, &c->obs, c->msg, sizeof c->msg);
+    c->err_errno = (se == SSL_ERROR_SYSCALL) ? saved : 0;
+    if (saved == EAGAIN || saved == EWOULDBLOCK) {
+        c->err = PQS_ERR_TIMEOUT;
+        snprintf(c->msg, sizeof c->msg, "idle timeout during %s", stage);
+    }
+}
+
+static const char *close_kind_of(SSL *ssl, int ret)
+{
+    int saved = errno;
+    int se = SSL_get_error(ssl, ret);
+    ERR_clear_error();
+    if (se == SSL_ERROR_ZERO_RETURN)
+        return "close_notify";
+    if (se == SSL_ERROR_SYSCALL || se == SSL_ERROR_SSL) {
+        if (saved == ECONNRESET || saved == EPIPE)
+            return "reset";
+        if (saved == EAGAIN || saved == EWOULDBLOCK)
+            return "timeout";
+        return "eof";
+    }
+    return "error";
+}
+
+static void log_conn(server *s, worker *w, const conn_rec *c)
+{
+    pqs_json j;
+    pqs_json_begin(&j, "conn");
+    pqs_json_uint(&j, "conn", c->id);
+    pqs_json_int(&j, "worker", w->id);
+    pqs_json_str(&j, "peer", c->peer);
+    pqs_json_bool(&j, "ok", c->hs_ok && c->err == PQS_ERR_NONE);
+    pqs_json_int(&j, "accepted_mono_ns", c->accepted_ns);
+#define MONO(k, v) do { if ((v) != 0) pqs_json_int(&j, k, (v)); else pqs_json_null(&j, k); } while (0)
+    MONO("client_hello_mono_ns", c->obs.client_hello_ns);
+    MONO("client_hello2_mono_ns", c->obs.client_hello2_ns);
+    MONO("client_finished_mono_ns", c->obs.peer_finished_ns);
+    MONO("handshake_done_mono_ns", c->hs_done_ns);
+    MONO("first_app_byte_mono_ns", c->first_app_ns);
+    MONO("request_done_mono_ns", c->request_done_ns);
+    MONO("response_done_mono_ns", c->response_done_ns);
+    MONO("closed_mono_ns", c->closed_ns);
+#undef MONO
+    if (c->hs_done_ns)
+        pqs_json_int(&j, "handshake_ns", c->hs_done_ns - c->accepted_ns);
+    else
+        pqs_json_null(&j, "handshake_ns");
+    pqs_tlsinfo_json(&j, &c->info);
+    pqs_json_bool(&j, "hrr", c->obs.hrr);
+    pqs_json_uint(&j, "early_data_bytes", c->early_bytes);
+    pqs_json_uint(&j, "request_bytes", c->request_bytes);
+    pqs_json_uint(&j, "response_bytes", c->response_bytes);
+    pqs_json_str(&j, "close", c->close_kind);
+    if (c->err != PQS_ERR_NONE) {
+        pqs_json_str(&j, "error", pqs_err_str(c->err));
+        pqs_json_str(&j, "message", c->msg);
+        pqs_json_int(&j, "errno", c->err_errno);
+        pqs_json_str(&j, "stage", c->stage);
+    }
+    pqs_tcpinfo_json(&j, &c->tcp);
+    pqs_json_end(&j);
+    pqs_sink_write(&s->log, &j);
+}
+
+/* Writes n bytes of response. Returns 0 or the SSL_write return value that failed. */
+static int send_response(SSL *ssl, worker *w, uint64_t n, uint64_t *sent)
+{
+    while (*sent < n) {
+        size_t chunk = n - *sent > IO_CHUNK ? IO_CHUNK : (size_t)(n - *sent);
+        size_t wr = 0;
+        int r = SSL_write_ex(ssl, w->buf, chunk, &wr);
+        if (r <= 0)
+            return r == 0 ? -1 : r;
+        *sent += wr;
+    }
+    return 0;
+}
+
+static void serve(server *s, worker *w, int fd, const struct sockaddr *peer)
+{
+    conn_rec c;
+    memset(&c, 0, sizeof c);
+    c.accepted_ns = pqs_mono_ns();
+    c.id = atomic_fetch_add(&s->conn_seq, 1);
+    c.request_len = -1;
+    c.close_kind = "none";
+    pqs_format_sockaddr(peer, c.peer, sizeof c.peer);
+    pqs_tlsobs_reset(&c.obs);
+
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    struct timeval tv = {.tv_sec = s->cfg.idle_timeout_ns / 1000000000LL,
+                         .tv_usec = (s->cfg.idle_timeout_ns % 1000000000LL) / 1000};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+
+    SSL *ssl = SSL_new(s->ctx);
+    if (ssl == NULL || !SSL_set_fd(ssl, fd)) {
+        c.err = PQS_ERR_INTERNAL;
+        snprintf(c.msg, sizeof c.msg, "SSL_new failed");
+        c.stage = "setup";
+        goto done;
+    }
+    SSL_set_msg_callback(ssl, pqs_tlsobs_msg_cb);
+    SSL_set_msg_callback_arg(ssl, &c.obs);
+
+    int64_t resp_len = -1;
+    bool have_header = false;
+    unsigned char hdr[MAX_REQUEST_HEADER + 1];
+    size_t hdr_len = 0;
+
+    /* 0-RTT: read early data before completing the handshake. */
+    if (s->cfg.max_early_data > 0) {
+        for (;;) {
+            size_t rd = 0;
+            int r = SSL_read_early_data(ssl, w->buf, sizeof w->buf, &rd);
+            if (r == SSL_READ_EARLY_DATA_ERROR) {
+                conn_fail(&c, ssl, -1, c.early_bytes ? "early_data" : "handshake");
+                goto done;
+            }
+            if (rd > 0) {
+                if (c.first_app_ns == 0)
+                    c.first_app_ns = pqs_mono_ns();
+                c.early_bytes += rd;
+                c.request_bytes += rd;
+                size_t take = rd < sizeof hdr - 1 - hdr_len ? rd : sizeof hdr - 1 - hdr_len;
+                memcpy(hdr + hdr_len, w->buf, take);
+                hdr_len += take;
+            }
+            if (r == SSL_READ_EARLY_DATA_FINISH)
+                break;
+        }
+    }
+    int r = SSL_accept(ssl);
+    if (r != 1) {
+        /* The client may reset the connection right after its Finished while we are still
+         * writing session tickets: the handshake did complete. */
+        int saved = errno;
+        if (c.obs.peer_finished_ns != 0 && (saved == ECONNRESET || saved == EPIPE)) {
+            c.hs_done_ns = c.obs.peer_finished_ns;
+            c.hs_ok = true;
+            c.close_kind = "reset";
+            ERR_clear_error();
+            goto info;
+        }
+        errno = saved;
+        conn_fail(&c, ssl, r, "handshake");
+        goto done;
+    }
+    c.hs_done_ns = pqs_mono_ns();
+    c.hs_ok = true;
+
+    /* Request: up to the header's length, or the first read if no header. */
+    if (hdr_len > 0)
+        have_header = parse_request_header(hdr, hdr_len, &c.request_len, &resp_len);
+    for (;;) {
+        if (have_header && (int64_t)c.request_bytes >= c.request_len)
+            break;
+        if (!have_header && c.request_bytes > 0 && hdr_len >= sizeof hdr - 1)
+            break; /* first data was not a header: respond to it */
+        if (!have_header && c.request_bytes > 0 && memchr(hdr, '\n', hdr_len) != NULL)
+            break;
+        size_t rd = 0;
+        r = SSL_read_ex(ssl, w->buf, sizeof w->buf, &rd);
+        if (r <= 0) {
+            c.close_kind = close_kind_of(ssl, r);
+            goto info; /* peer closed without (a full) request: normal for handshake-only */
+        }
+        if (c.first_app_ns == 0)
+            c.first_app_ns = pqs_mono_ns();
+        c.request_bytes += rd;
+        if (hdr_len < sizeof hdr - 1) {
+            size_t take = rd < sizeof hdr - 1 - hdr_len ? rd : sizeof hdr - 1 - hdr_len;
+            memcpy(hdr + hdr_len, w->buf, take);
+            hdr_len += take;
+        }
+        if (!have_header)
+            have_header = parse_request_header(hdr, hdr_len, &c.request_len, &resp_len);
+    }
+    c.request_done_ns = pqs_mono_ns();
+    {
+        uint64_t want = have_header && resp_len >= 0 ? (uint64_t)resp_len : s->cfg.response_bytes;
+        if (want > 0) {
+            memset(w->buf, 'x', sizeof w->buf);
+            r = send_response(ssl, w, want, &c.response_bytes);
+            if (r != 0) {
+                conn_fail(&c, ssl, r, "response");
+                goto info;
+            }
+        }
+        c.response_done_ns = pqs_mono_ns();
+    }
+    /* Wait for the client to close (close_notify, FIN or RST). */
+    for (;;) {
+        size_t rd = 0;
+        r = SSL_read_ex(ssl, w->buf, sizeof w->buf, &rd);
+        if (r <= 0) {
+            c.close_kind = close_kind_of(ssl, r);
+            break;
+        }
+        c.request_bytes += rd;
+    }
+info:
+    pqs_tlsinfo_get(ssl, false, &c.info);
+    /* Mark the connection as cleanly shut down (without writing to a peer that has most
+     * likely reset already): OpenSSL otherwise drops this connection's session from the
+     * cache on SSL_free, which breaks resumption and 0-RTT with the tickets just issued. */
+    SSL_set_shutdown(ssl, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
+done:
+    pqs_tcpinfo_read(fd, &c.tcp);
+    c.closed_ns = pqs_mono_ns();
+    if (c.info.version == NULL && ssl != NULL)
+        pqs_tlsinfo_get(ssl, false, &c.info);
+    SSL_free(ssl);
+    pthread_mutex_lock(&w->mu);
+    w->active_fd = -1;
+    close(fd);
+    pthread_mutex_unlock(&w->mu);
+    ERR_clear_error();
+    w->conns++;
+    if (c.hs_ok && c.err == PQS_ERR_NONE)
+        w->ok++;
+    else
+        w->failed++;
+    log_conn(s, w, &c);
+}
+
+static void *worker_main(void *arg)
+{
+    worker *w = arg;
+    server *s = w->srv;
+    while (!atomic_load(&s->stopping)) {
+        struct sockaddr_storage peer;
+        socklen_t plen = sizeof peer;
+        int fd = accept4(s->lfd, (struct sockaddr *)&peer, &plen, SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (atomic_load(&s->stopping))
+                break;
+            if (errno == EINTR || errno == ECONNABORTED || errno == EAGAIN)
+                continue;
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                usleep(10000); /* bounded resources: back off, let others finish */
+                continue;
+            }
+            break; /* EINVAL after shutdown() */
+        }
+        pthread_mutex_lock(&w->mu);
+        w->active_fd = fd;
+        pthread_mutex_unlock(&w->mu);
+        if (atomic_load(&s->stopping)) {
+            pthread_mutex_lock(&w->mu);
+            w->active_fd = -1;
+            close(fd);
+            pthread_mutex_unlock(&w->mu);
+            break;
+        }
+        serve(s, w, fd, (struct sockaddr *)&peer);
+    }
+    ERR_clear_error();
+    OPENSSL_thread_stop();
+    return NULL;
+}
+
+/* ---------------- setup ---------------- */
+
+static void parse_args(int argc, char **argv, server_cfg *cfg)
+{
+    enum { OPT_LISTEN = 256, OPT_GROUPS, OPT_SIG, OPT_CA_SIG, OPT_DEPTH, OPT_CERTDIR, OPT_RESP, OPT_EARLY,
+           OPT_TICKETS, OPT_CACHE, OPT_NOTLS12, OPT_THREADS, OPT_BACKLOG, OPT_IDLE, OPT_LOG, OPT_FSYNC, OPT_HELP };
+    static const struct option opts[] = {
+        {"listen", required_argument, 0, OPT_LISTEN}, {"groups", required_argument, 0, OPT_GROUPS},
+        {"sig", required_argument, 0, OPT_SIG}, {"ca-sig", required_argument, 0, OPT_CA_SIG},
+        {"chain-depth", required_argument, 0, OPT_DEPTH}, {"cert-dir", required_argument, 0, OPT_CERTDIR},
+        {"response-bytes", required_argument, 0, OPT_RESP},
+        {"max-early-data", required_argument, 0, OPT_EARLY},
+        {"tickets", required_argument, 0, OPT_TICKETS},
+        {"session-cache", required_argument, 0, OPT_CACHE},
+        {"no-tls12", no_argument, 0, OPT_NOTLS12}, {"threads", required_argument, 0, OPT_THREADS},
+        {"backlog", required_argument, 0, OPT_BACKLOG},
+        {"idle-timeout", required_argument, 0, OPT_IDLE}, {"log", required_argument, 0, OPT_LOG},
+        {"fsync", required_argument, 0, OPT_FSYNC}, {"help", no_argument, 0, OPT_HELP},
+        {0, 0, 0, 0}};
+    const char *listen = "127.0.0.1:4433", *sig = "ecdsa-p256", *ca_sig = NULL;
+    uint64_t v;
+    int fsync_set = 0;
+    cfg->chain_depth = 1;
+    cfg->cert_dir = ".";
+    cfg->max_early_data = 16384;
+    cfg->tickets = 2;
+    cfg->session_cache = 1024;
+    cfg->threads = 8;
+    cfg->backlog = 1024;
+    cfg->idle_timeout_ns = 10000000000LL;
+    cfg->tls12 = true;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case OPT_LISTEN: listen = optarg; break;
+        case OPT_GROUPS: cfg->groups = optarg; break;
+        case OPT_SIG: sig = optarg; break;
+        case OPT_CA_SIG: ca_sig = optarg; break;
+        case OPT_DEPTH:
+            if (!pqs_parse_u64(optarg, 1, PQS_CHAIN_MAX_DEPTH, &v))
+                pqs_usage_error(PROG, "bad --chain-depth '%s': must be 1..%d", optarg, PQS_CHAIN_MAX_DEPTH);
+            cfg->chain_depth = (int)v;
+            break;
+        case OPT_CERTDIR: cfg->cert_dir = optarg; break;
+        case OPT_RESP:
+            if (!pqs_parse_u64(optarg, 0, UINT64_C(1) << 40, &cfg->response_bytes))
+                pqs_usage_error(PROG, "bad --response-bytes '%s'", optarg);
+            break;
+        case OPT_EARLY:
+            if (!pqs_parse_u64(optarg, 0, UINT32_MAX, &cfg->max_early_data))
+                pqs_usage_error(PROG, "bad --max-early-data '%s'", optarg);
+            break;
+        case OPT_TICKETS:
+            if (!pqs_parse_u64(optarg, 0, 16, &cfg->tickets))
+                pqs_usage_error(PROG, "bad --tickets '%s': must be 0..16", optarg);
+            break;
+        case OPT_CACHE:
+            if (!pqs_parse_u64(optarg, 1, 1000000, &v))
+                pqs_usage_error(PROG, "bad --session-cache '%s': must be 1..1000000", optarg);
+            cfg->session_cache = (long)v;
+            break;
+        case OPT_NOTLS12: cfg->tls12 = false; break;
+        case OPT_THREADS:
+            if (!pqs_parse_u64(optarg, 1, MAX_THREADS, &v))
+                pqs_usage_error(PROG, "bad --threads '%s': must be 1..%d", optarg, MAX_THREADS);
+            cfg->threads = (int)v;
+            break;
+        case OPT_BACKLOG:
+            if (!pqs_parse_u64(optarg, 1, 65535, &v))
+                pqs_usage_error(PROG, "bad --backlog '%s': must be 1..65535", optarg);
+            cfg->backlog = (int)v;
+            break;
+        case OPT_IDLE:
+            if (!pqs_parse_duration_ns(optarg, &cfg->idle_timeout_ns) || cfg->idle_timeout_ns < 1000000)
+                pqs_usage_error(PROG, "bad --idle-timeout '%s': e.g. 10s, 500ms (>= 1ms)", optarg);
+            break;
+        case OPT_LOG: cfg->log_path = optarg; break;
+        case OPT_FSYNC:
+            if (!pqs_parse_u64(optarg, 0, 1000000, &v))
+                pqs_usage_error(PROG, "bad --fsync '%s'", optarg);
+            cfg->fsync_every = (int)v;
+            fsync_set = 1;
+            break;
+        case OPT_HELP: usage(stdout); exit(PQS_EXIT_OK);
+        default:
+            pqs_usage_error(PROG, "unknown or incomplete option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        pqs_usage_error(PROG, "unexpected argument '%s'", argv[optind]);
+    if (!fsync_set)
+        cfg->fsync_every = 64;
+    const char *why = NULL;
+    if (!pqs_parse_hostport(listen, true, &cfg->listen, &why))
+        pqs_usage_error(PROG, "bad --listen '%s': %s", listen, why);
+    char avail[1024];
+    cfg->sig = pqs_sig_lookup(sig);
+    if (cfg->sig == NULL) {
+        pqs_sig_available(avail, sizeof avail);
+        pqs_usage_error(PROG, "unknown --sig '%s'; available: %s", sig, avail);
+    }
+    cfg->ca_sig = ca_sig ? pqs_sig_lookup(ca_sig) : cfg->sig;
+    if (cfg->ca_sig == NULL) {
+        pqs_sig_available(avail, sizeof avail);
+        pqs_usage_error(PROG, "unknown --ca-sig '%s'; available: %s", ca_sig, avail);
+    }
+    struct stat st;
+    if (stat(cfg->cert_dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        pqs_usage_error(PROG, "bad --cert-dir '%s': not a directory", cfg->cert_dir);
+}
+
+static SSL_CTX *make_ctx(server *s, char *why, size_t whylen, char *groups_out, size_t glen)
+{
+    SSL_CTX *ctx = SSL_CTX_new_ex(NULL, pqs_propq(), TLS_server_method());
+    if (ctx == NULL) {
+        snprintf(why, whylen, "SSL_CTX_new failed");
+        return NULL;
+    }
+    SSL_CTX_set_min_proto_version(ctx, s->cfg.tls12 ? TLS1_2_VERSION : TLS1_3_VERSION);
+    SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION);
+    char list[4096];
+    if (s->cfg.groups == NULL) {
+        pqs_groups_server_default(list, sizeof list);
+    } else {
+        if (!pqs_groups_validate(ctx, s->cfg.groups, why, whylen)) {
+            SSL_CTX_free(ctx);
+            return NULL;
+        }
+        snprintf(list, sizeof list, "%s", s->cfg.groups);
+    }
+    pqs_groups_server_pref(list, groups_out, glen);
+    if (!SSL_CTX_set1_groups_list(ctx, groups_out)) {
+        snprintf(why, whylen, "OpenSSL rejected the group list '%.1000s'", groups_out);
+        SSL_CTX_free(ctx);
+        return NULL;
+    }
+    SSL_CTX_set_num_tickets(ctx, (size_t)s->cfg.tickets);
+    SSL_CTX_set_max_early_data(ctx, (uint32_t)s->cfg.max_early_data);
+    SSL_CTX_set_recv_max_early_data(ctx, (uint32_t)s->cfg.max_early_data);
+    SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER);
+    SSL_CTX_sess_set_cache_size(ctx, s->cfg.session_cache);
+    SSL_CTX_set_session_id_context(ctx, (const unsigned char *)"pqshake", 7);
+    /* A fixed-size write buffer is reused: no partial-write reallocation. */
+    SSL_CTX_set_mode(ctx, SSL_MODE_AUTO_RETRY);
+    return ctx;
+}
+
+int main(int argc, char **argv)
+{
+    static server srv; /* the server's whole state; large (worker buffers), so not on stack */
+    server *s = &srv;
+    parse_args(argc, argv, &s->cfg);
+
+    /* Signals: SIGPIPE ignored; SIGTERM/SIGINT handled by sigwait in main only. */
+    signal(SIGPIPE, SIG_IGN);
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+
+    if (pqs_load_providers(NULL) != 0)
+        return PQS_EXIT_ENV;
+
+    char why[4096], groups[4096];
+    if (strlen(s->cfg.cert_dir) > 4000) pqs_usage_error(PROG, "--cert-dir path too long");
+    s->ctx = make_ctx(s, why, sizeof why, groups, sizeof groups);
+    if (s->ctx == NULL) {
+        if (strncmp(why, "unknown group", 13) == 0 || strncmp(why, "empty", 5) == 0)
+            pqs_usage_error(PROG, "bad --groups: %s", why);
+        fprintf(stderr, PROG ": %s\n", why);
+        return PQS_EXIT_ENV;
+    }
+    if (pqs_sink_open(&s->log, s->cfg.log_path, s->cfg.fsync_every) != 0) {
+        fprintf(stderr, PROG ": cannot open --log %s: %s\n", s->cfg.log_path, strerror(errno));
+        return PQS_EXIT_ENV;
+    }
+    pqs_json j;
+    pqs_json_begin(&j, "header");
+    pqs_json_header_common(&j, PROG, argc, argv);
+    pqs_json_end(&j);
+    pqs_sink_write(&s->log, &j);
+
+    pqs_chain chain;
+    if (pqs_chain_generate(NULL, s->cfg.sig, s->cfg.ca_sig, s->cfg.chain_depth, &chain, why, sizeof why) != 0) {
+        fprintf(stderr, PROG ": certificate chain (%s): %s\n", s->cfg.sig->name, why);
+        return PQS_EXIT_ENV;
+    }
+    if (pqs_chain_use(s->ctx, &chain) != 0) {
+        fprintf(stderr, PROG ": cannot use the %s certificate\n", s->cfg.sig->name);
+        ERR_print_errors_fp(stderr);
+        return PQS_EXIT_ENV;
+    }
+    if (pqs_chain_write(&chain, s->cfg.cert_dir, why, sizeof why) != 0) {
+        fprintf(stderr, PROG ": %s\n", why);
+        return PQS_EXIT_ENV;
+    }
+
+    s->lfd = socket(s->cfg.listen.ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    if (s->lfd < 0 || setsockopt(s->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0
+        || bind(s->lfd, (struct sockaddr *)&s->cfg.listen.ss, s->cfg.listen.len) != 0
+        || listen(s->lfd, s->cfg.backlog) != 0) {
+        fprintf(stderr, PROG ": cannot listen on %s:%u: %s\n", s->cfg.listen.host,
+                s->cfg.listen.port, strerror(errno));
+        return PQS_EXIT_ENV;
+    }
+    struct sockaddr_storage bound;
+    socklen_t blen = sizeof bound;
+    getsockname(s->lfd, (struct sockaddr *)&bound, &blen);
+    char listen_str[80];
+    pqs_format_sockaddr((struct sockaddr *)&bound, listen_str, sizeof listen_str);
+
+    for (int i = 0; i < s->cfg.threads; i++) {
+        worker *w = &s->workers[i];
+        w->srv = s;
+        w->id = i;
+        w->active_fd = -1;
+        pthread_mutex_init(&w->mu, NULL);
+        if (pthread_create(&w->tid, NULL, worker_main, w) != 0) {
+            fprintf(stderr, PROG ": cannot start worker threads\n");
+            return PQS_EXIT_ENV;
+        }
+    }
+
+    char ca_path[4400];
+    snprintf(ca_path, sizeof ca_path, "%s/ca.pem", s->cfg.cert_dir);
+    pqs_json_begin(&j, "ready");
+    pqs_json_str(&j, "listen", listen_str);
+    pqs_json_uint(&j, "port", ntohs(bound.ss_family == AF_INET6
+                                        ? ((struct sockaddr_in6 *)&bound)->sin6_port
+                                        : ((struct sockaddr_in *)&bound)->sin_port));
+    pqs_json_int(&j, "pid", getpid());
+    pqs_json_str(&j, "ca", ca_path);
+    pqs_json_str(&j, "sig", s->cfg.sig->name);
+    pqs_json_str(&j, "ca_sig", s->cfg.ca_sig->name);
+    pqs_json_int(&j, "chain_depth", s->cfg.chain_depth);
+    pqs_json_int(&j, "chain_gen_ns", chain.gen_ns);
+    pqs_json_str(&j, "groups", groups);
+    pqs_json_bool(&j, "tls12", s->cfg.tls12);
+    pqs_json_uint(&j, "tickets", s->cfg.tickets);
+    pqs_json_uint(&j, "max_early_data", s->cfg.max_early_data);
+    pqs_json_uint(&j, "response_bytes", s->cfg.response_bytes);
+    pqs_json_int(&j, "threads", s->cfg.threads);
+    pqs_json_int(&j, "ready_mono_ns", pqs_mono_ns());
+    pqs_json_end(&j);
+    pqs_sink_write(&s->log, &j);
+    pqs_chain_free(&chain);
+
+    int sig = 0;
+    while (sigwait(&sigs, &sig) != 0)
+        ;
+    atomic_store(&s->stopping, true);
+    shutdown(s->lfd, SHUT_RDWR);
+    for (int i = 0; i < s->cfg.threads; i++) {
+        worker *w = &s->workers[i];
+        pthread_mutex_lock(&w->mu);
+        if (w->active_fd >= 0)
+            shutdown(w->active_fd, SHUT_RDWR);
+        pthread_mutex_unlock(&w->mu);
+    }
+    uint64_t conns = 0, ok = 0, failed = 0;
+    for (int i = 0; i < s->cfg.threads; i++) {
+        pthread_join(s->workers[i].tid, NULL);
+        conns += s->workers[i].conns;
+        ok += s->workers[i].ok;
+        failed += s->workers[i].failed;
+        pthread_mutex_destroy(&s->workers[i].mu);
+    }
+    close(s->lfd);
+    pqs_json_begin(&j, "summary");
+    pqs_json_str(&j, "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    pqs_json_uint(&j, "conns", conns);
+    pqs_json_uint(&j, "ok", ok);
+    pqs_json_uint(&j, "failed", failed);
+    pqs_json_int(&j, "stop_mono_ns", pqs_mono_ns());
+    pqs_json_end(&j);
+    pqs_sink_write(&s->log, &j);
+    SSL_CTX_free(s->ctx);
+    pqs_unload_providers();
+    if (pqs_sink_close(&s->log) != 0) {
+        fprintf(stderr, PROG ": writing the log failed\n");
+        return PQS_EXIT_ENV;
+    }
+    return PQS_EXIT_OK;
+}

@@ -1,0 +1,51 @@
+"""A few hundred handshakes through the ASan+UBSan builds of pqs-server and pqs-timer, all
+modes, with leak checking on exit."""
+import os
+import subprocess
+
+import pytest
+
+from testbed_helpers import BUILD, REPO, Server, run_timer
+
+SAN_ENV = {
+    "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0:exitcode=23",
+    "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1:exitcode=24",
+}
+BAD = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
+
+
+@pytest.fixture(scope="module")
+def asan_built():
+    if not (BUILD / "asan" / "bin" / "pqs-timer").exists():
+        if not (BUILD / "deps.mk").exists():
+            pytest.skip("no build/deps.mk")
+        subprocess.run(["make", "-s", "-C", str(REPO / "testbed"), f"BUILD={BUILD}", "asan"], check=True)
+    return True
+
+
+def test_sanitized_server_and_timer_all_modes(tmp_path, asan_built):
+    srv = Server(tmp_path, "--groups", "X25519MLKEM768:x25519:secp256r1", "--threads", "4", asan=True,
+                 env=SAN_ENV)
+    total = 0
+    runs = [("full", "X25519MLKEM768", ["--response-bytes", 3000]),
+            ("resume", "X25519MLKEM768", []),
+            ("0rtt", "x25519", ["--response-bytes", 100]),
+            ("hrr", "X25519MLKEM768", []),
+            ("tls12", "x25519", [])]
+    for mode, group, extra in runs:
+        r = run_timer("--connect", srv.addr, "--ca", srv.ca, "--groups", group, "--mode", mode,
+                      "--samples", 60, "--concurrency", 2, *extra, asan=True, env=SAN_ENV)
+        assert r.returncode == 0, r.stderr[-3000:]
+        assert not any(b in r.stderr for b in BAD), r.stderr[-3000:]
+        assert r.summary["ok"] == 60, (mode, r.summary)
+        total += r.summary["ok"]
+    # failures through the sanitizers too: group mismatch and refused connections
+    r = run_timer("--connect", srv.addr, "--ca", srv.ca, "--groups", "MLKEM1024", "--samples", 5,
+                  asan=True, env=SAN_ENV)
+    assert r.returncode == 0 and r.summary["failed"] == 5
+    recs = srv.stop()
+    err = srv.stderr()
+    assert srv.returncode == 0, err[-3000:]
+    assert not any(b in err for b in BAD), err[-3000:]
+    assert total >= 300
+    assert recs[-1]["type"] == "summary"
