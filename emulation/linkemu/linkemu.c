@@ -1,0 +1,888 @@
+/* pqs-linkemu - userspace link emulator: an AF_PACKET bridge between two
+ * interfaces with per-direction delay/jitter/loss/rate/queue emulation.
+ * See README.md for semantics. */
+#include "emu_core.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <linux/if_packet.h>
+#include <net/ethernet.h>
+#include <net/if.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef PACKET_IGNORE_OUTGOING
+#define PACKET_IGNORE_OUTGOING 23
+#endif
+#ifndef PACKET_QDISC_BYPASS
+#define PACKET_QDISC_BYPASS 20
+#endif
+
+#define LATE_THRESHOLD_NS 100000 /* "late": sent > 100 us after its target */
+#define RX_BATCH 32
+#define RX_BUF 65600 /* any frame a packet socket can hand us without GRO */
+#define LOAD_PERIOD_NS 100000000LL /* adaptive busy-wait / RT control period */
+#define DEFAULT_CALIBRATE_NS 5000
+#define DEFAULT_BUSY_WAIT_US 50
+#define DEFAULT_RT_PRIORITY 50
+/* The watchdog thread (on another CPU) sends frames the main thread has not
+ * sent this long after their target: covers the main thread's wake-up
+ * stalls (a PREEMPT_NONE kernel with busy CPUs delays even SCHED_FIFO
+ * wake-ups by up to milliseconds now and then). */
+#define WATCHDOG_GRACE_NS 25000
+
+struct dir_stats {
+	uint64_t rx_frames, rx_bytes;
+	uint64_t forwarded, bytes;
+	uint64_t lost, queue_dropped, duplicated, corrupted, reordered;
+	uint64_t late, tx_errors, tx_retries, oversize, queue_max;
+	struct pqs_hist lateness;
+};
+
+struct dir_state {
+	const char *name;        /* "up" / "down" */
+	int in, out;             /* index into emu.ifc[] */
+	struct pqs_dir_sched sched;
+	struct pqs_heap heap;
+	uint64_t seq;
+	int64_t retry_at;        /* after EAGAIN/ENOBUFS: do not send before */
+	struct dir_stats st;
+};
+
+struct ifc {
+	const char *name;
+	int ifindex, mtu, fd;
+};
+
+/* All mutable emulator state lives here. */
+struct emu {
+	struct ifc ifc[2];
+	struct dir_state dir[2];
+	int epfd, tfd, sfd;
+	int64_t timer_armed;     /* absolute ns the timerfd is set to, 0 = none */
+	/* options */
+	uint64_t seed;
+	int rt_priority;         /* requested; 0 = do not try */
+	int64_t busy_ns, calibrate_ns;
+	const char *stats_path, *ready_path;
+	/* runtime */
+	bool rt_active;
+	int rt_prio_active;
+	char rt_error[160];
+	uint64_t rt_demotions;
+	bool spin_allowed;       /* adaptive: false while the CPU is busy */
+	int64_t period_start, period_cpu, period_spin, spin_ns_total;
+	uint64_t busy_disabled_periods;
+	int64_t t_start;
+	unsigned char *rxbuf;    /* RX_BATCH * RX_BUF */
+	/* watchdog thread; the lock protects everything above and below
+	 * except the fds, which are not changed after start */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	pthread_t watchdog;
+	bool watchdog_on, watchdog_started, stop;
+	int cpu_main, cpu_watchdog;  /* last CPU of the main thread / the CPU
+				      * excluded from the watchdog's mask */
+	cpu_set_t allowed;
+	int64_t watchdog_wake;   /* when the watchdog will look next */
+	uint64_t watchdog_sent;
+	struct mmsghdr msgs[RX_BATCH];
+	struct iovec iov[RX_BATCH];
+	char ctrl[RX_BATCH][64];
+};
+
+/* ------------------------------------------------------------ helpers -- */
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int64_t real_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int64_t cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void die(int code, const char *fmt, ...)
+{
+	va_list ap;
+	fputs("pqs-linkemu: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(code);
+}
+
+static void usage_exit(const char *fmt, ...)
+{
+	va_list ap;
+	fputs("pqs-linkemu: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs(" (usage: pqs-linkemu --a IFACE --b IFACE --up SPEC --down SPEC [--seed N] "
+	      "[--stats FILE] [--rt-priority N] [--busy-wait-us N] [--calibrate-ns N] "
+	      "[--ready-file FILE])\n",
+	      stderr);
+	exit(2);
+}
+
+static long long parse_num(const char *opt, const char *v, long long lo, long long hi)
+{
+	char *end;
+	errno = 0;
+	long long x = strtoll(v, &end, 10);
+	if (!*v || errno || *end || x < lo || x > hi)
+		usage_exit("bad value for %s: \"%s\" (expected an integer %lld..%lld)", opt, v,
+			   lo, hi);
+	return x;
+}
+
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+/* ------------------------------------------------------------ sockets -- */
+static void open_iface(struct ifc *ic)
+{
+	struct ifreq ifr;
+
+	if (strlen(ic->name) >= IFNAMSIZ)
+		die(1, "interface %s not found (name too long)", ic->name);
+	ic->ifindex = (int)if_nametoindex(ic->name);
+	if (!ic->ifindex)
+		die(1, "interface %s not found", ic->name);
+
+	/* protocol 0: receive nothing until bound to the interface */
+	ic->fd = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (ic->fd < 0)
+		die(1, "socket(AF_PACKET) failed: %s - run as root or with CAP_NET_RAW",
+		    strerror(errno));
+
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, IFNAMSIZ, "%s", ic->name);
+	if (ioctl(ic->fd, SIOCGIFMTU, &ifr) < 0)
+		die(1, "SIOCGIFMTU %s: %s", ic->name, strerror(errno));
+	ic->mtu = ifr.ifr_mtu;
+	if (ioctl(ic->fd, SIOCGIFFLAGS, &ifr) == 0 && !(ifr.ifr_flags & IFF_UP))
+		fprintf(stderr, "pqs-linkemu: warning: interface %s is down\n", ic->name);
+
+	int one = 1, sz = 16 << 20;
+	if (setsockopt(ic->fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one)) < 0)
+		die(1, "setsockopt(PACKET_IGNORE_OUTGOING) on %s: %s (kernel >= 4.20 needed)",
+		    ic->name, strerror(errno));
+	/* optional: skip the (noqueue) qdisc layer on transmit */
+	(void)setsockopt(ic->fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one));
+	if (setsockopt(ic->fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz)) < 0)
+		(void)setsockopt(ic->fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	if (setsockopt(ic->fd, SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof(sz)) < 0)
+		(void)setsockopt(ic->fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	/* kernel receive timestamps: the arrival time is taken before our
+	 * wake-up latency, so that latency does not add to the delay */
+	if (setsockopt(ic->fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one)) < 0)
+		fprintf(stderr, "pqs-linkemu: warning: SO_TIMESTAMPNS: %s\n", strerror(errno));
+
+	struct sockaddr_ll sll;
+	memset(&sll, 0, sizeof(sll));
+	sll.sll_family = AF_PACKET;
+	sll.sll_protocol = htons(ETH_P_ALL);
+	sll.sll_ifindex = ic->ifindex;
+	if (bind(ic->fd, (struct sockaddr *)&sll, sizeof(sll)) < 0)
+		die(1, "bind(AF_PACKET, %s): %s", ic->name, strerror(errno));
+
+	struct packet_mreq mr;
+	memset(&mr, 0, sizeof(mr));
+	mr.mr_ifindex = ic->ifindex;
+	mr.mr_type = PACKET_MR_PROMISC;
+	if (setsockopt(ic->fd, SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mr, sizeof(mr)) < 0)
+		fprintf(stderr, "pqs-linkemu: warning: promiscuous mode on %s: %s\n", ic->name,
+			strerror(errno));
+}
+
+/* ----------------------------------------------------------- RT / load -- */
+static void try_rt(struct emu *e)
+{
+	e->rt_active = false;
+	e->rt_prio_active = 0;
+	if (e->rt_priority <= 0) {
+		snprintf(e->rt_error, sizeof(e->rt_error), "disabled by --rt-priority 0");
+		return;
+	}
+	struct sched_param sp = {.sched_priority = e->rt_priority};
+	if (sched_setscheduler(0, SCHED_FIFO, &sp) < 0) {
+		snprintf(e->rt_error, sizeof(e->rt_error), "sched_setscheduler(SCHED_FIFO, %d): %s",
+			 e->rt_priority, strerror(errno));
+		return;
+	}
+	e->rt_active = true;
+	e->rt_prio_active = e->rt_priority;
+	e->rt_error[0] = 0;
+}
+
+static void set_rt(struct emu *e, bool on)
+{
+	struct sched_param sp = {.sched_priority = on ? e->rt_priority : 0};
+	if (sched_setscheduler(0, on ? SCHED_FIFO : SCHED_OTHER, &sp) == 0)
+		e->rt_prio_active = on ? e->rt_priority : 0;
+}
+
+/* Every LOAD_PERIOD_NS: if the emulator itself is busy (high packet rate),
+ * stop busy-waiting and leave SCHED_FIFO so that RT throttling (95 % of a
+ * second) can never trigger; resume when the load is gone. */
+static void load_check(struct emu *e, int64_t now)
+{
+	int64_t wall = now - e->period_start;
+	if (wall < LOAD_PERIOD_NS)
+		return;
+	int64_t c = cpu_ns();
+	double cpu = (double)(c - e->period_cpu) / (double)wall;
+	double work = (double)(c - e->period_cpu - e->period_spin) / (double)wall;
+	e->spin_allowed = work < 0.35 && e->busy_ns > 0;
+	if (!e->spin_allowed && e->busy_ns > 0)
+		e->busy_disabled_periods++;
+	if (e->rt_active) {
+		if (e->rt_prio_active && cpu > 0.9) {
+			set_rt(e, false);
+			e->rt_demotions++;
+		} else if (!e->rt_prio_active && cpu < 0.6) {
+			set_rt(e, true);
+		}
+	}
+	e->period_start = now;
+	e->period_cpu = c;
+	e->period_spin = 0;
+}
+
+/* -------------------------------------------------------------- stats -- */
+static void write_dir_json(FILE *f, const struct dir_state *d)
+{
+	const struct dir_stats *s = &d->st;
+	const struct pqs_hist *h = &s->lateness;
+	fprintf(f,
+		"{\"forwarded\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"lost\":%" PRIu64
+		",\"queue_dropped\":%" PRIu64 ",\"duplicated\":%" PRIu64 ",\"corrupted\":%" PRIu64
+		",\"reordered\":%" PRIu64 ",\"late\":%" PRIu64 ",\"rx_frames\":%" PRIu64
+		",\"rx_bytes\":%" PRIu64 ",\"tx_errors\":%" PRIu64 ",\"tx_retries\":%" PRIu64
+		",\"oversize\":%" PRIu64 ",\"queued\":%zu,\"queue_max\":%" PRIu64
+		",\"expected_loss\":%.6g,",
+		s->forwarded, s->bytes, s->lost, s->queue_dropped, s->duplicated, s->corrupted,
+		s->reordered, s->late, s->rx_frames, s->rx_bytes, s->tx_errors, s->tx_retries,
+		s->oversize, d->heap.n, s->queue_max, pqs_loss_expected(&d->sched.spec));
+	fprintf(f,
+		"\"lateness_ns\":{\"count\":%" PRIu64 ",\"mean\":%.0f,\"p50\":%" PRIu64
+		",\"p90\":%" PRIu64 ",\"p99\":%" PRIu64 ",\"p999\":%" PRIu64 ",\"max\":%" PRIu64
+		"},\"lateness_hist\":[",
+		h->count, h->count ? h->sum / (double)h->count : 0.0, pqs_hist_quantile(h, 0.5),
+		pqs_hist_quantile(h, 0.9), pqs_hist_quantile(h, 0.99), pqs_hist_quantile(h, 0.999),
+		h->max);
+	/* compact: buckets merged to powers of two, [upper_ns, count] */
+	bool first = true;
+	uint64_t acc = 0;
+	for (size_t i = 0; i < PQS_HIST_BUCKETS; i++) {
+		acc += h->b[i];
+		bool boundary = i < 2 * PQS_HIST_SUB ? (i == 2 * PQS_HIST_SUB - 1)
+						     : ((i + 1) % PQS_HIST_SUB == 0);
+		if (boundary && acc) {
+			uint64_t upper = i < 2 * PQS_HIST_SUB
+						 ? 63
+						 : (1ULL << ((i - 2 * PQS_HIST_SUB) / PQS_HIST_SUB + 7)) - 1;
+			fprintf(f, "%s[%" PRIu64 ",%" PRIu64 "]", first ? "" : ",", upper, acc);
+			first = false;
+			acc = 0;
+		}
+	}
+	fputs("]}", f);
+}
+
+static void write_stats(struct emu *e, const char *reason)
+{
+	if (!e->stats_path)
+		return;
+	char tmp[PATH_MAX];
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", e->stats_path, (int)getpid());
+	FILE *f = fopen(tmp, "w");
+	if (!f) {
+		fprintf(stderr, "pqs-linkemu: cannot write %s: %s\n", tmp, strerror(errno));
+		return;
+	}
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	double ut = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6;
+	double st = (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+	uint64_t total = e->dir[0].st.rx_frames + e->dir[1].st.rx_frames;
+	fprintf(f,
+		"{\"type\":\"stats\",\"reason\":\"%s\",\"pid\":%d,\"elapsed_s\":%.6f,"
+		"\"cpu_user_s\":%.6f,\"cpu_sys_s\":%.6f,\"cpu_s_per_10k_packets\":%.6f,"
+		"\"cpu_s_per_10k_packets_excl_busy_wait\":%.6f,"
+		"\"busy_wait_s\":%.6f,\"packets_total\":%" PRIu64 ",\"late_threshold_ns\":%d,"
+		"\"rt_active\":%s,\"rt_demotions\":%" PRIu64 ",\"busy_wait_disabled_periods\":%" PRIu64
+		",\"calibrate_ns\":%" PRId64 ",\"busy_wait_us\":%" PRId64 ",\"seed\":%" PRIu64
+		",\"watchdog\":%s,\"watchdog_sent\":%" PRIu64 ",\"cpu_main\":%d,\"cpu_watchdog\":%d,",
+		reason, (int)getpid(), (double)(mono_ns() - e->t_start) / 1e9, ut, st,
+		total ? (ut + st) * 1e4 / (double)total : 0.0,
+		total ? (ut + st - (double)e->spin_ns_total / 1e9) * 1e4 / (double)total : 0.0,
+		(double)e->spin_ns_total / 1e9, total,
+		LATE_THRESHOLD_NS, e->rt_active ? "true" : "false", e->rt_demotions,
+		e->busy_disabled_periods, e->calibrate_ns, e->busy_ns / 1000, e->seed,
+		e->watchdog_started ? "true" : "false", e->watchdog_sent, e->cpu_main, e->cpu_watchdog);
+	fputs("\"up\":", f);
+	write_dir_json(f, &e->dir[0]);
+	fputs(",\"down\":", f);
+	write_dir_json(f, &e->dir[1]);
+	fputs("}\n", f);
+	if (fflush(f) != 0 || ferror(f)) {
+		fclose(f);
+		unlink(tmp);
+		fprintf(stderr, "pqs-linkemu: writing %s failed\n", tmp);
+		return;
+	}
+	fclose(f);
+	if (rename(tmp, e->stats_path) < 0) {
+		fprintf(stderr, "pqs-linkemu: rename %s: %s\n", e->stats_path, strerror(errno));
+		unlink(tmp);
+	}
+}
+
+/* ------------------------------------------------------------ forwarding -- */
+static void enqueue_frame(struct emu *e, struct dir_state *d, const unsigned char *buf,
+			  uint32_t len, int64_t t_arr, bool is_dup)
+{
+	struct pqs_pkt_plan plan;
+	(void)e;
+	pqs_sched_plan(&d->sched, t_arr, len, (uint32_t)d->heap.n, is_dup, &plan);
+	if (plan.verdict == PQS_V_LOST) {
+		d->st.lost++;
+		return;
+	}
+	if (plan.verdict == PQS_V_QDROP) {
+		d->st.queue_dropped++;
+		return;
+	}
+	struct pqs_pkt *p = malloc(sizeof(*p) + len);
+	if (!p) {
+		d->st.queue_dropped++;
+		return;
+	}
+	p->target = plan.target;
+	p->seq = d->seq++;
+	p->len = len;
+	memcpy(p->data, buf, len);
+	if (plan.corrupt) {
+		p->data[14 + plan.corrupt_bit / 8] ^= (unsigned char)(1u << (plan.corrupt_bit % 8));
+		d->st.corrupted++;
+	}
+	if (plan.reordered)
+		d->st.reordered++;
+	if (pqs_heap_push(&d->heap, p) < 0) {
+		free(p);
+		d->st.queue_dropped++;
+		return;
+	}
+	if (d->heap.n > d->st.queue_max)
+		d->st.queue_max = d->heap.n;
+	if (plan.duplicate) {
+		d->st.duplicated++;
+		enqueue_frame(e, d, buf, len, t_arr, true);
+	}
+}
+
+/* Read everything available on one interface (bounded per call). */
+static void rx_iface(struct emu *e, int ifc_idx)
+{
+	struct dir_state *d = &e->dir[ifc_idx]; /* frames from A go up, from B down */
+	int fd = e->ifc[ifc_idx].fd;
+
+	for (int round = 0; round < 8; round++) {
+		for (int i = 0; i < RX_BATCH; i++) {
+			e->iov[i].iov_base = e->rxbuf + (size_t)i * RX_BUF;
+			e->iov[i].iov_len = RX_BUF;
+			memset(&e->msgs[i].msg_hdr, 0, sizeof(e->msgs[i].msg_hdr));
+			e->msgs[i].msg_hdr.msg_iov = &e->iov[i];
+			e->msgs[i].msg_hdr.msg_iovlen = 1;
+			e->msgs[i].msg_hdr.msg_control = e->ctrl[i];
+			e->msgs[i].msg_hdr.msg_controllen = sizeof(e->ctrl[i]);
+		}
+		int n = recvmmsg(fd, e->msgs, RX_BATCH, MSG_DONTWAIT | MSG_TRUNC, NULL);
+		if (n <= 0)
+			return;
+		int64_t now = mono_ns();
+		int64_t off = real_ns() - now; /* realtime - monotonic */
+		for (int i = 0; i < n; i++) {
+			struct msghdr *mh = &e->msgs[i].msg_hdr;
+			uint32_t len = e->msgs[i].msg_len;
+			int64_t t_arr = now;
+			for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+				if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+					struct timespec ts;
+					memcpy(&ts, CMSG_DATA(c), sizeof(ts));
+					int64_t k = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec - off;
+					/* sanity: a stamp from another clock domain is ignored */
+					if (k <= now && k > now - 1000000000LL)
+						t_arr = k;
+				}
+			}
+			d->st.rx_frames++;
+			d->st.rx_bytes += len;
+			if ((mh->msg_flags & MSG_TRUNC) || len > RX_BUF) {
+				d->st.oversize++;
+				continue;
+			}
+			enqueue_frame(e, d, e->rxbuf + (size_t)i * RX_BUF, len, t_arr, false);
+		}
+		if (n < RX_BATCH)
+			return;
+	}
+}
+
+/* Send every frame whose target time is at least lag ns past.  Returns
+ * the number of frames sent. */
+static unsigned tx_due(struct emu *e, int64_t *nowp, int64_t lag)
+{
+	unsigned sent = 0;
+	for (;;) {
+		struct dir_state *best = NULL;
+		for (int i = 0; i < 2; i++) {
+			struct dir_state *d = &e->dir[i];
+			struct pqs_pkt *p = pqs_heap_top(&d->heap);
+			if (!p || p->target > *nowp - lag || d->retry_at > *nowp)
+				continue;
+			if (!best || p->target < pqs_heap_top(&best->heap)->target)
+				best = d;
+		}
+		if (!best)
+			return sent;
+		struct pqs_pkt *p = pqs_heap_top(&best->heap);
+		int64_t now = mono_ns();
+		ssize_t r = send(e->ifc[best->out].fd, p->data, p->len, MSG_DONTWAIT);
+		if (r < 0 && (errno == EAGAIN || errno == ENOBUFS || errno == EINTR)) {
+			best->st.tx_retries++;
+			best->retry_at = now + 20000;
+			*nowp = now;
+			continue;
+		}
+		pqs_heap_pop(&best->heap);
+		if (r < 0) {
+			best->st.tx_errors++;
+		} else {
+			uint64_t late = (uint64_t)(now > p->target ? now - p->target : 0);
+			pqs_hist_add(&best->st.lateness, late);
+			if (late > LATE_THRESHOLD_NS)
+				best->st.late++;
+			best->st.forwarded++;
+			best->st.bytes += p->len;
+		}
+		free(p);
+		sent++;
+		*nowp = now;
+	}
+}
+
+static int64_t next_target(struct emu *e)
+{
+	int64_t t = INT64_MAX;
+	for (int i = 0; i < 2; i++) {
+		struct pqs_pkt *p = pqs_heap_top(&e->dir[i].heap);
+		if (p) {
+			int64_t x = p->target > e->dir[i].retry_at ? p->target : e->dir[i].retry_at;
+			if (x < t)
+				t = x;
+		}
+	}
+	return t;
+}
+
+static void arm_timer(struct emu *e, int64_t at)
+{
+	if (at == e->timer_armed)
+		return;
+	struct itimerspec its;
+	memset(&its, 0, sizeof(its));
+	if (at > 0) {
+		its.it_value.tv_sec = at / 1000000000LL;
+		its.it_value.tv_nsec = at % 1000000000LL;
+	}
+	if (timerfd_settime(e->tfd, TFD_TIMER_ABSTIME, &its, NULL) == 0)
+		e->timer_armed = at;
+}
+
+enum { EV_A = 0, EV_B = 1, EV_TIMER = 2, EV_SIGNAL = 3 };
+
+/* returns -1 to stop */
+static int handle_events(struct emu *e, struct epoll_event *ev, int n)
+{
+	int stop = 0;
+	for (int i = 0; i < n; i++) {
+		switch (ev[i].data.u32) {
+		case EV_A:
+		case EV_B:
+			rx_iface(e, (int)ev[i].data.u32);
+			break;
+		case EV_TIMER: {
+			uint64_t x;
+			if (read(e->tfd, &x, sizeof(x)) < 0) {
+				/* EAGAIN: already consumed */
+			}
+			e->timer_armed = 0;
+			break;
+		}
+		case EV_SIGNAL: {
+			struct signalfd_siginfo si;
+			while (read(e->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+				if (si.ssi_signo == SIGUSR1)
+					write_stats(e, "sigusr1");
+				else
+					stop = -1;
+			}
+			break;
+		}
+		}
+	}
+	return stop;
+}
+
+static int64_t watchdog_due(struct emu *e, int64_t next)
+{
+	if (next == INT64_MAX)
+		return INT64_MAX;
+	if (!e->spin_allowed) /* busy: the main thread hardly sleeps */
+		return next + LOAD_PERIOD_NS;
+	return next + WATCHDOG_GRACE_NS;
+}
+
+static void *watchdog_main(void *arg)
+{
+	struct emu *e = arg;
+	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+	pthread_mutex_lock(&e->lock);
+	while (!e->stop) {
+		int64_t now = mono_ns();
+		e->watchdog_sent += tx_due(e, &now, WATCHDOG_GRACE_NS);
+		int64_t wake = watchdog_due(e, next_target(e));
+		e->watchdog_wake = wake;
+		if (e->cpu_main != e->cpu_watchdog && e->cpu_main >= 0) {
+			/* stay off the main thread's CPU: a stall there must not
+			 * stall both threads */
+			cpu_set_t set = e->allowed;
+			CPU_CLR(e->cpu_main, &set);
+			if (CPU_COUNT(&set) > 0)
+				(void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+			e->cpu_watchdog = e->cpu_main;
+		}
+		if (wake == INT64_MAX) {
+			pthread_cond_wait(&e->cond, &e->lock);
+		} else {
+			struct timespec ts = {wake / 1000000000LL, wake % 1000000000LL};
+			pthread_cond_timedwait(&e->cond, &e->lock, &ts);
+		}
+	}
+	pthread_mutex_unlock(&e->lock);
+	return NULL;
+}
+
+/* With two or more CPUs start the watchdog.  Nothing is pinned (several
+ * emulators may run at once); the watchdog keeps itself off the CPU the
+ * main thread last ran on. */
+static void start_watchdog(struct emu *e)
+{
+	cpu_set_t set;
+	e->cpu_main = e->cpu_watchdog = -1;
+	const char *off = getenv("PQS_LINKEMU_NO_WATCHDOG"); /* for A/B measurements */
+	if (off && *off && strcmp(off, "0") != 0)
+		return;
+	if (sched_getaffinity(0, sizeof(set), &set) < 0 || CPU_COUNT(&set) < 2)
+		return;
+	e->allowed = set;
+	e->cpu_main = sched_getcpu();
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&e->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	e->watchdog_wake = INT64_MAX;
+	if (pthread_create(&e->watchdog, NULL, watchdog_main, e) != 0) {
+		fprintf(stderr, "pqs-linkemu: warning: no watchdog thread\n");
+		return;
+	}
+	e->watchdog_on = true;
+	e->watchdog_started = true;
+}
+
+static void stop_watchdog(struct emu *e)
+{
+	if (!e->watchdog_on)
+		return;
+	e->stop = true;
+	pthread_cond_signal(&e->cond);
+	pthread_mutex_unlock(&e->lock);
+	pthread_join(e->watchdog, NULL);
+	pthread_mutex_lock(&e->lock);
+	e->watchdog_on = false;
+}
+
+/* Called with the lock held; returns with it held. */
+static void run(struct emu *e)
+{
+	struct epoll_event ev[8];
+	for (;;) {
+		int64_t now = mono_ns();
+		tx_due(e, &now, 0);
+		load_check(e, now);
+		if (e->watchdog_on)
+			e->cpu_main = sched_getcpu();
+		int64_t next = next_target(e);
+		int timeout = -1;
+		if (next != INT64_MAX && e->spin_allowed && next - now <= e->busy_ns) {
+			/* short busy-wait: keep receiving while we wait */
+			timeout = 0;
+		} else if (next != INT64_MAX) {
+			int64_t wake = e->spin_allowed ? next - e->busy_ns : next;
+			arm_timer(e, wake > now ? wake : now + 1);
+		}
+		if (e->watchdog_on && watchdog_due(e, next) < e->watchdog_wake)
+			pthread_cond_signal(&e->cond);
+		int64_t t0 = timeout == 0 ? now : 0;
+		pthread_mutex_unlock(&e->lock);
+		int n = epoll_wait(e->epfd, ev, 8, timeout);
+		int saved = errno;
+		pthread_mutex_lock(&e->lock);
+		if (timeout == 0) {
+			int64_t dt = mono_ns() - t0;
+			e->period_spin += dt;
+			e->spin_ns_total += dt;
+		}
+		if (n < 0) {
+			if (saved == EINTR)
+				continue;
+			die(1, "epoll_wait: %s", strerror(saved));
+		}
+		if (handle_events(e, ev, n) < 0)
+			return;
+	}
+}
+
+/* --------------------------------------------------------------- main -- */
+int main(int argc, char **argv)
+{
+	static struct emu E; /* the one named emulator state */
+	struct emu *e = &E;
+	const char *up = NULL, *down = NULL;
+	bool have_seed = false;
+	char err[512];
+
+	e->rt_priority = DEFAULT_RT_PRIORITY;
+	e->busy_ns = DEFAULT_BUSY_WAIT_US * 1000LL;
+	e->calibrate_ns = DEFAULT_CALIBRATE_NS;
+	e->dir[0].name = "up";
+	e->dir[0].in = 0;
+	e->dir[0].out = 1;
+	e->dir[1].name = "down";
+	e->dir[1].in = 1;
+	e->dir[1].out = 0;
+
+	static const struct option lo[] = {
+		{"a", required_argument, NULL, 'a'},
+		{"b", required_argument, NULL, 'b'},
+		{"up", required_argument, NULL, 'u'},
+		{"down", required_argument, NULL, 'd'},
+		{"seed", required_argument, NULL, 's'},
+		{"stats", required_argument, NULL, 'S'},
+		{"rt-priority", required_argument, NULL, 'r'},
+		{"busy-wait-us", required_argument, NULL, 'w'},
+		{"calibrate-ns", required_argument, NULL, 'c'},
+		{"ready-file", required_argument, NULL, 'R'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	opterr = 0;
+	int c;
+	while ((c = getopt_long_only(argc, argv, "", lo, NULL)) != -1) {
+		switch (c) {
+		case 'a': e->ifc[0].name = optarg; break;
+		case 'b': e->ifc[1].name = optarg; break;
+		case 'u': up = optarg; break;
+		case 'd': down = optarg; break;
+		case 's': {
+			char *end;
+			errno = 0;
+			unsigned long long x = strtoull(optarg, &end, 10);
+			if (!*optarg || *end || errno || optarg[0] == '-')
+				usage_exit("bad value for --seed: \"%s\" (expected an unsigned integer)",
+					   optarg);
+			e->seed = x;
+			have_seed = true;
+			break;
+		}
+		case 'S': e->stats_path = optarg; break;
+		case 'r': e->rt_priority = (int)parse_num("--rt-priority", optarg, 0, 99); break;
+		case 'w': e->busy_ns = parse_num("--busy-wait-us", optarg, 0, 10000) * 1000LL; break;
+		case 'c': e->calibrate_ns = parse_num("--calibrate-ns", optarg, 0, 1000000000LL); break;
+		case 'R': e->ready_path = optarg; break;
+		case 'h': usage_exit("help"); break;
+		case ':': usage_exit("option %s needs a value", argv[optind - 1]); break;
+		default: usage_exit("unknown option %s", argv[optind - 1]); break;
+		}
+	}
+	if (optind < argc)
+		usage_exit("unexpected argument \"%s\"", argv[optind]);
+	if (!e->ifc[0].name || !e->ifc[1].name)
+		usage_exit("--a and --b are required");
+	if (!strcmp(e->ifc[0].name, e->ifc[1].name))
+		usage_exit("--a and --b must differ");
+	if (!up || !down)
+		usage_exit("--up and --down are required (an empty SPEC means an ideal wire)");
+	struct pqs_spec sup, sdown;
+	if (pqs_spec_parse(&sup, up, err, sizeof(err)) < 0)
+		usage_exit("--up: %s", err);
+	if (pqs_spec_parse(&sdown, down, err, sizeof(err)) < 0)
+		usage_exit("--down: %s", err);
+	if (!have_seed) {
+		if (getrandom(&e->seed, sizeof(e->seed), GRND_NONBLOCK) != sizeof(e->seed))
+			e->seed = (uint64_t)real_ns() ^ ((uint64_t)getpid() << 32);
+	}
+	pqs_sched_init(&e->dir[0].sched, &sup, e->seed, 0, e->calibrate_ns);
+	pqs_sched_init(&e->dir[1].sched, &sdown, e->seed, 1, e->calibrate_ns);
+
+	/* signals through a signalfd: no async handlers, no races */
+	sigset_t ss;
+	sigemptyset(&ss);
+	sigaddset(&ss, SIGTERM);
+	sigaddset(&ss, SIGINT);
+	sigaddset(&ss, SIGHUP);
+	sigaddset(&ss, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &ss, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	e->sfd = signalfd(-1, &ss, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (e->sfd < 0)
+		die(1, "signalfd: %s", strerror(errno));
+
+	open_iface(&e->ifc[0]);
+	open_iface(&e->ifc[1]);
+
+	e->rxbuf = malloc((size_t)RX_BATCH * RX_BUF);
+	if (!e->rxbuf)
+		die(1, "out of memory");
+	e->epfd = epoll_create1(EPOLL_CLOEXEC);
+	e->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (e->epfd < 0 || e->tfd < 0)
+		die(1, "epoll/timerfd: %s", strerror(errno));
+	struct epoll_event ev = {.events = EPOLLIN};
+	ev.data.u32 = EV_A;
+	epoll_ctl(e->epfd, EPOLL_CTL_ADD, e->ifc[0].fd, &ev);
+	ev.data.u32 = EV_B;
+	epoll_ctl(e->epfd, EPOLL_CTL_ADD, e->ifc[1].fd, &ev);
+	ev.data.u32 = EV_TIMER;
+	epoll_ctl(e->epfd, EPOLL_CTL_ADD, e->tfd, &ev);
+	ev.data.u32 = EV_SIGNAL;
+	epoll_ctl(e->epfd, EPOLL_CTL_ADD, e->sfd, &ev);
+
+	/* timer slack matters at normal priority (default 50 us) */
+	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+	try_rt(e);
+	if (e->rt_active)
+		(void)mlockall(MCL_CURRENT);
+	e->spin_allowed = e->busy_ns > 0;
+	e->t_start = mono_ns();
+	e->period_start = e->t_start;
+	e->period_cpu = cpu_ns();
+
+	/* ready line */
+	char jup[1024], jdown[1024];
+	pqs_spec_json(&sup, jup, sizeof(jup));
+	pqs_spec_json(&sdown, jdown, sizeof(jdown));
+	char line[4096];
+	FILE *mf = fmemopen(line, sizeof(line), "w");
+	if (!mf)
+		die(1, "fmemopen: %s", strerror(errno));
+	fprintf(mf, "{\"type\":\"ready\",\"pid\":%d,\"a\":", (int)getpid());
+	json_str(mf, e->ifc[0].name);
+	fprintf(mf, ",\"b\":");
+	json_str(mf, e->ifc[1].name);
+	fprintf(mf,
+		",\"mtu_a\":%d,\"mtu_b\":%d,\"seed\":%" PRIu64 ",\"rt\":%s,\"rt_priority\":%d,"
+		"\"rt_error\":",
+		e->ifc[0].mtu, e->ifc[1].mtu, e->seed, e->rt_active ? "true" : "false",
+		e->rt_active ? e->rt_priority : 0);
+	if (e->rt_active)
+		fputs("null", mf);
+	else
+		json_str(mf, e->rt_error);
+	fprintf(mf,
+		",\"busy_wait_us\":%" PRId64 ",\"calibrate_ns\":%" PRId64
+		",\"late_threshold_ns\":%d,\"up\":%s,\"down\":%s}\n",
+		e->busy_ns / 1000, e->calibrate_ns, LATE_THRESHOLD_NS, jup, jdown);
+	fclose(mf);
+	line[sizeof(line) - 1] = 0;
+	fputs(line, stdout);
+	fflush(stdout);
+	if (!e->rt_active && e->rt_priority > 0)
+		fprintf(stderr, "pqs-linkemu: warning: running at normal priority (%s)\n",
+			e->rt_error);
+	if (e->ready_path) {
+		char tmp[PATH_MAX];
+		snprintf(tmp, sizeof(tmp), "%s.tmp.%d", e->ready_path, (int)getpid());
+		FILE *rf = fopen(tmp, "w");
+		if (!rf || fputs(line, rf) < 0 || fclose(rf) != 0 || rename(tmp, e->ready_path) < 0)
+			die(1, "cannot create ready file %s: %s", e->ready_path, strerror(errno));
+	}
+
+	pthread_mutex_init(&e->lock, NULL);
+	pthread_mutex_lock(&e->lock);
+	start_watchdog(e);
+	run(e);
+	stop_watchdog(e);
+
+	write_stats(e, "exit");
+	pthread_mutex_unlock(&e->lock);
+	pqs_heap_free(&e->dir[0].heap);
+	pqs_heap_free(&e->dir[1].heap);
+	free(e->rxbuf);
+	close(e->ifc[0].fd);
+	close(e->ifc[1].fd);
+	close(e->epfd);
+	close(e->tfd);
+	close(e->sfd);
+	return 0;
+}

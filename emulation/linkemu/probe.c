@@ -1,0 +1,460 @@
+/* pqs-probe - UDP timestamping probe / reflector.
+ *
+ *   pqs-probe --serve ADDR:PORT
+ *   pqs-probe --connect ADDR:PORT --count N --interval-us N --size BYTES
+ *             [--df] [--timeout-ms N]
+ *
+ * rtt_ns is the network round trip: (client kernel receive timestamp -
+ * client send time) - (reflector residence time, from its kernel receive
+ * timestamp to just before its send).  So the scheduling latency of both
+ * programs is excluded; rtt_raw_ns keeps the plain difference. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <linux/errqueue.h>
+#include <linux/net_tstamp.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAGIC 0x50515350u /* "PQSP" */
+#define HDR_SIZE 32
+#define MAX_SIZE 65507
+
+struct probe_hdr {
+	uint32_t magic;
+	uint32_t seq;
+	int64_t send_ns;      /* client CLOCK_MONOTONIC */
+	int64_t residence_ns; /* filled by the reflector */
+	uint64_t session;
+};
+
+struct result {
+	int64_t rtt, raw;
+	int64_t tx_kernel;    /* kernel software tx timestamp (mono), 0 = none */
+	int64_t send_ns, rx_mono, residence;
+	uint8_t state; /* 0 pending, 1 ok, 2 send error */
+	uint8_t err;   /* 1 emsgsize, 2 other */
+};
+
+/* All mutable client state. */
+struct probe {
+	int fd;
+	uint32_t count;
+	uint64_t session;
+	struct result *res;
+	uint32_t *id_to_seq;  /* SOF_TIMESTAMPING_OPT_ID -> probe seq */
+	int64_t *tx_by_id;    /* kernel tx stamp (mono) by timestamp id */
+	atomic_uint nsent_ok;
+	atomic_uint received;
+	atomic_uint dups;
+	atomic_int sending_done;
+	atomic_llong deadline; /* mono ns; valid once sending_done */
+	int64_t timeout_ns;
+};
+
+static int64_t ts_ns(clockid_t c)
+{
+	struct timespec ts;
+	clock_gettime(c, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void die(int code, const char *fmt, ...)
+{
+	va_list ap;
+	fputs("pqs-probe: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(code);
+}
+
+static void usage(const char *fmt, ...)
+{
+	va_list ap;
+	fputs("pqs-probe: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs(" (usage: pqs-probe --serve ADDR:PORT | --connect ADDR:PORT --count N "
+	      "--interval-us N --size BYTES [--df] [--timeout-ms N])\n",
+	      stderr);
+	exit(2);
+}
+
+static long long num(const char *opt, const char *v, long long lo, long long hi)
+{
+	char *end;
+	errno = 0;
+	long long x = strtoll(v, &end, 10);
+	if (!*v || *end || errno || x < lo || x > hi)
+		usage("bad value for %s: \"%s\" (expected an integer %lld..%lld)", opt, v, lo, hi);
+	return x;
+}
+
+static void parse_addr(const char *s, struct sockaddr_in *sa)
+{
+	char host[64];
+	const char *colon = strrchr(s, ':');
+	if (!colon || colon == s || (size_t)(colon - s) >= sizeof(host))
+		usage("bad address \"%s\" (expected IPv4ADDR:PORT)", s);
+	memcpy(host, s, (size_t)(colon - s));
+	host[colon - s] = 0;
+	memset(sa, 0, sizeof(*sa));
+	sa->sin_family = AF_INET;
+	if (inet_pton(AF_INET, host, &sa->sin_addr) != 1)
+		usage("bad address \"%s\" (expected IPv4ADDR:PORT)", s);
+	sa->sin_port = htons((uint16_t)num("port", colon + 1, 0, 65535));
+}
+
+/* kernel receive timestamp (CLOCK_REALTIME) from a recvmsg, or -1 */
+static int64_t rx_stamp(struct msghdr *mh)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+			struct timespec ts;
+			memcpy(&ts, CMSG_DATA(c), sizeof(ts));
+			return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+		}
+	}
+	return -1;
+}
+
+static int udp_socket(void)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		die(1, "socket: %s", strerror(errno));
+	int one = 1, sz = 4 << 20;
+	setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz)) < 0)
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof(sz)) < 0)
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	return fd;
+}
+
+/* ------------------------------------------------------------- server -- */
+static int serve(const char *addr)
+{
+	struct sockaddr_in sa, peer;
+	static unsigned char buf[MAX_SIZE + 1];
+	char ctrl[128];
+
+	parse_addr(addr, &sa);
+	int fd = udp_socket();
+	int one = 1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		die(1, "bind %s: %s", addr, strerror(errno));
+	printf("{\"type\":\"serving\",\"addr\":\"%s\"}\n", addr);
+	fflush(stdout);
+	for (;;) {
+		struct iovec iov = {buf, sizeof(buf)};
+		struct msghdr mh = {.msg_name = &peer, .msg_namelen = sizeof(peer),
+				    .msg_iov = &iov, .msg_iovlen = 1,
+				    .msg_control = ctrl, .msg_controllen = sizeof(ctrl)};
+		ssize_t n = recvmsg(fd, &mh, 0);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			die(1, "recvmsg: %s", strerror(errno));
+		}
+		if (n < HDR_SIZE)
+			continue;
+		struct probe_hdr h;
+		memcpy(&h, buf, sizeof(h));
+		if (h.magic != MAGIC)
+			continue;
+		int64_t rx = rx_stamp(&mh);
+		int64_t now = ts_ns(CLOCK_REALTIME);
+		h.residence_ns = (rx > 0 && now >= rx && now - rx < 1000000000LL) ? now - rx : 0;
+		memcpy(buf, &h, sizeof(h));
+		/* best effort; a failed echo is a lost probe for the client */
+		(void)sendto(fd, buf, (size_t)n, 0, (struct sockaddr *)&peer, mh.msg_namelen);
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------- client -- */
+/* Kernel software transmit timestamps (taken by the driver, veth_xmit):
+ * the send time without the client's own scheduling latency. */
+static void read_errqueue(struct probe *p)
+{
+	char ctrl[512];
+	unsigned char dummy[64];
+	for (;;) {
+		struct iovec iov = {dummy, sizeof(dummy)};
+		struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1,
+				    .msg_control = ctrl, .msg_controllen = sizeof(ctrl)};
+		if (recvmsg(p->fd, &mh, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
+			return;
+		int64_t mono = ts_ns(CLOCK_MONOTONIC), real = ts_ns(CLOCK_REALTIME);
+		int64_t stamp = -1;
+		int64_t id = -1;
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPING) {
+				struct scm_timestamping t;
+				memcpy(&t, CMSG_DATA(c), sizeof(t));
+				stamp = (int64_t)t.ts[0].tv_sec * 1000000000LL + t.ts[0].tv_nsec;
+			} else if ((c->cmsg_level == SOL_IP && c->cmsg_type == IP_RECVERR) ||
+				   (c->cmsg_level == SOL_IPV6 && c->cmsg_type == IPV6_RECVERR)) {
+				struct sock_extended_err ee;
+				memcpy(&ee, CMSG_DATA(c), sizeof(ee));
+				if (ee.ee_origin == SO_EE_ORIGIN_TIMESTAMPING)
+					id = ee.ee_data;
+			}
+		}
+		if (stamp <= 0 || id < 0 || (uint64_t)id >= p->count)
+			continue;
+		int64_t k = stamp - (real - mono);
+		if (k <= mono && k > mono - 10000000000LL)
+			p->tx_by_id[id] = k;
+	}
+}
+
+static void *rx_thread(void *arg)
+{
+	struct probe *p = arg;
+	static unsigned char buf[MAX_SIZE + 1];
+	char ctrl[128];
+
+	for (;;) {
+		if (atomic_load(&p->received) >= p->count)
+			break;
+		if (atomic_load(&p->sending_done) && ts_ns(CLOCK_MONOTONIC) >= atomic_load(&p->deadline))
+			break;
+		struct pollfd pfd = {p->fd, POLLIN, 0};
+		int r = poll(&pfd, 1, 20);
+		if (r <= 0)
+			continue;
+		if (pfd.revents & POLLERR)
+			read_errqueue(p);
+		for (;;) {
+			struct iovec iov = {buf, sizeof(buf)};
+			struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1,
+					    .msg_control = ctrl, .msg_controllen = sizeof(ctrl)};
+			ssize_t n = recvmsg(p->fd, &mh, MSG_DONTWAIT);
+			if (n < 0)
+				break; /* EAGAIN, or an ICMP error (ECONNREFUSED) */
+			int64_t mono = ts_ns(CLOCK_MONOTONIC);
+			int64_t real = ts_ns(CLOCK_REALTIME);
+			if (n < HDR_SIZE)
+				continue;
+			struct probe_hdr h;
+			memcpy(&h, buf, sizeof(h));
+			if (h.magic != MAGIC || h.session != p->session || h.seq >= p->count)
+				continue;
+			int64_t rx = rx_stamp(&mh);
+			int64_t rx_mono = mono;
+			if (rx > 0) {
+				int64_t k = rx - (real - mono);
+				if (k <= mono && k > mono - 1000000000LL)
+					rx_mono = k;
+			}
+			struct result *res = &p->res[h.seq];
+			if (res->state == 1) {
+				atomic_fetch_add(&p->dups, 1);
+				continue;
+			}
+			res->rx_mono = rx_mono;
+			res->send_ns = h.send_ns;
+			res->residence = h.residence_ns;
+			res->state = 1;
+			atomic_fetch_add(&p->received, 1);
+		}
+	}
+	return NULL;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+static int64_t pct(const int64_t *v, size_t n, double q)
+{
+	if (!n)
+		return 0;
+	size_t i = (size_t)(q * (double)(n - 1) + 0.5);
+	return v[i < n ? i : n - 1];
+}
+
+static int client(const char *addr, long long count, long long interval_us, long long size,
+		  bool df, long long timeout_ms)
+{
+	static struct probe P;
+	struct probe *p = &P;
+	struct sockaddr_in sa;
+
+	parse_addr(addr, &sa);
+	p->count = (uint32_t)count;
+	p->timeout_ns = timeout_ms * 1000000LL;
+	p->res = calloc((size_t)count + 1, sizeof(*p->res));
+	p->id_to_seq = calloc((size_t)count + 1, sizeof(*p->id_to_seq));
+	p->tx_by_id = calloc((size_t)count + 1, sizeof(*p->tx_by_id));
+	unsigned char *buf = calloc(1, (size_t)size);
+	if (!p->res || !p->id_to_seq || !p->tx_by_id || !buf)
+		die(1, "out of memory");
+	p->session = ((uint64_t)getpid() << 32) ^ (uint64_t)ts_ns(CLOCK_REALTIME);
+	p->fd = udp_socket();
+	int pmtu = df ? IP_PMTUDISC_DO : IP_PMTUDISC_DONT;
+	if (setsockopt(p->fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu)) < 0)
+		die(1, "IP_MTU_DISCOVER: %s", strerror(errno));
+	if (connect(p->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		die(1, "connect %s: %s", addr, strerror(errno));
+	int tsflags = SOF_TIMESTAMPING_TX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE |
+		      SOF_TIMESTAMPING_OPT_ID | SOF_TIMESTAMPING_OPT_TSONLY;
+	if (setsockopt(p->fd, SOL_SOCKET, SO_TIMESTAMPING, &tsflags, sizeof(tsflags)) < 0)
+		fprintf(stderr, "pqs-probe: warning: no tx timestamps: %s\n", strerror(errno));
+	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+
+	pthread_t th;
+	if (pthread_create(&th, NULL, rx_thread, p) != 0)
+		die(1, "pthread_create failed");
+
+	int64_t start = ts_ns(CLOCK_MONOTONIC) + 1000000; /* 1 ms to settle */
+	for (uint32_t i = 0; i < p->count; i++) {
+		int64_t at = start + (int64_t)i * interval_us * 1000;
+		struct timespec ts = {at / 1000000000LL, at % 1000000000LL};
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+			;
+		struct probe_hdr h = {.magic = MAGIC, .seq = i, .session = p->session};
+		h.send_ns = ts_ns(CLOCK_MONOTONIC);
+		memcpy(buf, &h, sizeof(h));
+		ssize_t r;
+		do
+			r = send(p->fd, buf, (size_t)size, 0);
+		while (r < 0 && (errno == EINTR || errno == ECONNREFUSED));
+		if (r >= 0) {
+			unsigned n = atomic_load(&p->nsent_ok);
+			p->id_to_seq[n] = i;
+			atomic_store(&p->nsent_ok, n + 1);
+		} else {
+			p->res[i].state = 2;
+			p->res[i].err = errno == EMSGSIZE ? 1 : 2;
+		}
+	}
+	atomic_store(&p->deadline, ts_ns(CLOCK_MONOTONIC) + p->timeout_ns);
+	atomic_store(&p->sending_done, 1);
+	pthread_join(th, NULL);
+	read_errqueue(p);
+	for (uint32_t id = 0; id < atomic_load(&p->nsent_ok); id++)
+		p->res[p->id_to_seq[id]].tx_kernel = p->tx_by_id[id];
+	uint32_t with_txts = 0;
+	for (uint32_t i = 0; i < p->count; i++) {
+		struct result *r = &p->res[i];
+		if (r->state != 1)
+			continue;
+		int64_t tx = r->send_ns;
+		/* the kernel tx stamp is later than our clock read; use it
+		 * unless it is implausible */
+		if (r->tx_kernel >= r->send_ns && r->tx_kernel < r->rx_mono) {
+			tx = r->tx_kernel;
+			with_txts++;
+		}
+		r->raw = r->rx_mono - r->send_ns;
+		r->rtt = r->rx_mono - tx - r->residence;
+	}
+
+	int64_t *rtts = malloc(((size_t)count + 1) * sizeof(int64_t));
+	if (!rtts)
+		die(1, "out of memory");
+	size_t nok = 0;
+	uint32_t emsg = 0, serr = 0;
+	double sum = 0;
+	for (uint32_t i = 0; i < p->count; i++) {
+		struct result *r = &p->res[i];
+		if (r->state == 1) {
+			printf("{\"seq\":%u,\"ok\":true,\"rtt_ns\":%" PRId64 ",\"rtt_raw_ns\":%" PRId64 "}\n",
+			       i, r->rtt, r->raw);
+			rtts[nok++] = r->rtt;
+			sum += (double)r->rtt;
+		} else if (r->state == 2) {
+			printf("{\"seq\":%u,\"ok\":false,\"error\":\"%s\"}\n", i,
+			       r->err == 1 ? "emsgsize" : "send");
+			if (r->err == 1)
+				emsg++;
+			else
+				serr++;
+		} else {
+			printf("{\"seq\":%u,\"ok\":false}\n", i);
+		}
+	}
+	qsort(rtts, nok, sizeof(int64_t), cmp_i64);
+	printf("{\"type\":\"summary\",\"sent\":%u,\"received\":%zu,\"lost\":%zu,"
+	       "\"emsgsize\":%u,\"send_errors\":%u,\"duplicates\":%u,\"tx_timestamps\":%u,"
+	       "\"size\":%lld,\"df\":%s,"
+	       "\"min_ns\":%" PRId64 ",\"p50_ns\":%" PRId64 ",\"p90_ns\":%" PRId64
+	       ",\"p99_ns\":%" PRId64 ",\"max_ns\":%" PRId64 ",\"mean_ns\":%.0f}\n",
+	       p->count - emsg - serr, nok, (size_t)p->count - nok, emsg, serr,
+	       atomic_load(&p->dups), with_txts, size, df ? "true" : "false", nok ? rtts[0] : 0,
+	       pct(rtts, nok, 0.5), pct(rtts, nok, 0.9), pct(rtts, nok, 0.99),
+	       nok ? rtts[nok - 1] : 0, nok ? sum / (double)nok : 0.0);
+	fflush(stdout);
+	free(rtts);
+	free(buf);
+	free(p->res);
+	free(p->id_to_seq);
+	free(p->tx_by_id);
+	close(p->fd);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *serve_addr = NULL, *conn = NULL;
+	long long count = -1, interval = -1, size = -1, timeout = 1000;
+	bool df = false;
+	static const struct option lo[] = {
+		{"serve", required_argument, NULL, 's'},
+		{"connect", required_argument, NULL, 'c'},
+		{"count", required_argument, NULL, 'n'},
+		{"interval-us", required_argument, NULL, 'i'},
+		{"size", required_argument, NULL, 'z'},
+		{"df", no_argument, NULL, 'D'},
+		{"timeout-ms", required_argument, NULL, 't'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	opterr = 0;
+	int c;
+	while ((c = getopt_long_only(argc, argv, "", lo, NULL)) != -1) {
+		switch (c) {
+		case 's': serve_addr = optarg; break;
+		case 'c': conn = optarg; break;
+		case 'n': count = num("--count", optarg, 1, 10000000); break;
+		case 'i': interval = num("--interval-us", optarg, 0, 60000000); break;
+		case 'z': size = num("--size", optarg, HDR_SIZE, MAX_SIZE); break;
+		case 'D': df = true; break;
+		case 't': timeout = num("--timeout-ms", optarg, 0, 3600000); break;
+		case 'h': usage("help"); break;
+		case ':': usage("option %s needs a value", argv[optind - 1]); break;
+		default: usage("unknown option %s", argv[optind - 1]); break;
+		}
+	}
+	if (optind < argc)
+		usage("unexpected argument \"%s\"", argv[optind]);
+	if (!!serve_addr == !!conn)
+		usage("exactly one of --serve and --connect is required");
+	if (serve_addr)
+		return serve(serve_addr);
+	if (count < 0 || interval < 0 || size < 0)
+		usage("--connect needs --count, --interval-us and --size");
+	return client(conn, count, interval, size, df, timeout);
+}

@@ -1,0 +1,268 @@
+"""Emulator-level tests of pqs-linkemu with real namespaces (root only).
+
+Each test builds its own pqs-t<hex>-{client,link,server} topology with
+emulation/linkemu/devnet.sh, runs pqs-linkemu in the link namespace and
+measures with pqs-probe (UDP, kernel receive timestamps, reflector residence
+time subtracted).  Statistical bounds are chosen so that a correct emulator
+fails a given assertion with probability <= 0.1 % (stated per test).
+"""
+import json
+import math
+import shutil
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import SERVER_IP
+
+pytestmark = pytest.mark.netns
+
+Z999 = 3.2905  # two-sided 99.9 % normal quantile
+
+
+def binom_bound(n, p):
+    """Half-width of a two-sided 99.9 % interval for a Binomial(n, p) count
+    (normal approximation plus continuity correction; n*p >= 50 here)."""
+    return Z999 * math.sqrt(n * p * (1 - p)) + 1
+
+
+def ks_stat(sample, cdf):
+    xs = sorted(sample)
+    n = len(xs)
+    d = 0.0
+    for i, x in enumerate(xs):
+        f = cdf(x)
+        d = max(d, abs(f - i / n), abs((i + 1) / n - f))
+    return d
+
+
+def ks_crit(n, alpha=0.001):
+    # asymptotic Kolmogorov critical value: sqrt(-ln(alpha/2)/2)/sqrt(n)
+    return math.sqrt(-math.log(alpha / 2) / 2) / math.sqrt(n)
+
+
+def rtts_ms(lines):
+    return [x["rtt_ns"] / 1e6 for x in lines if x["ok"]]
+
+
+def median(v):
+    v = sorted(v)
+    return v[len(v) // 2]
+
+
+@pytest.mark.parametrize("delay_ms", [0, 1, 10, 50, 200])
+def test_rtt_matches_delay(devnet, tmp_path, delay_ms):
+    spec = f"delay_ns={delay_ms * 1000000}"
+    count, interval = (300, 2000) if delay_ms >= 50 else (500, 1000)
+    with devnet.emu(spec, spec, tmp=tmp_path) as emu:
+        lines, summary = devnet.probe(count, interval)
+    assert emu["rc"] == 0, emu["stderr"]
+    assert summary["received"] == count
+    want = 2 * delay_ms
+    p50 = summary["p50_ns"] / 1e6
+    p99 = summary["p99_ns"] / 1e6
+    print(f"delay {delay_ms} ms: RTT p50 {p50:.4f} ms p99 {p99:.4f} ms (want {want})")
+    assert abs(p50 - want) <= max(0.02 * want, 0.3), (p50, want)
+    # p99: scheduling stalls of a loaded VM show up here; only gross errors fail
+    assert p99 - want <= max(0.05 * want, 5.0), (p99, want)
+
+
+def test_loss_ratio_and_seed(devnet, tmp_path):
+    n, p = 4000, 0.05
+    lost_sets = []
+    for _ in range(2):
+        with devnet.emu(f"loss={p}", "", "--seed", "1234", tmp=tmp_path) as emu:
+            lines, summary = devnet.probe(n, 250)
+        assert emu["rc"] == 0
+        lost = {x["seq"] for x in lines if not x["ok"]}
+        # every probe loss is an emulator loss on the up direction
+        assert emu["stats"]["up"]["lost"] == len(lost)
+        assert emu["stats"]["down"]["lost"] == 0
+        # false-failure odds 0.1 % (99.9 % binomial interval)
+        assert abs(len(lost) - n * p) <= binom_bound(n, p), len(lost)
+        lost_sets.append(lost)
+    # same seed, same frames => same loss pattern
+    assert lost_sets[0] == lost_sets[1]
+
+
+def test_gilbert_elliott_loss(devnet, tmp_path):
+    n = 4000
+    spec = "ge_p=0.02,ge_r=0.25,ge_1h=0.9,ge_1k=0.0"
+    with devnet.emu(spec, "", tmp=tmp_path) as emu:
+        lines, _ = devnet.probe(n, 250)
+    st = emu["stats"]["up"]
+    want = 0.02 / 0.27 * 0.9
+    assert abs(st["expected_loss"] - want) < 1e-6
+    lost = sum(1 for x in lines if not x["ok"])
+    assert lost == st["lost"]
+    # bursts: lag-1 correlation 1-p-r = 0.73 inflates the variance ~6.4x;
+    # 3.29 inflated sigmas -> 0.1 % false failures (normal approximation)
+    sd = math.sqrt(n * want * (1 - want) * (1.73 / 0.27))
+    assert abs(lost - n * want) <= Z999 * sd + 1, (lost, n * want)
+
+
+def _uniform_cdf(lo, hi):
+    return lambda x: min(1.0, max(0.0, (x - lo) / (hi - lo)))
+
+
+def _normal_cdf(mu, sigma):
+    return lambda x: 0.5 * math.erfc(-(x - mu) / (sigma * math.sqrt(2)))
+
+
+def _pareto_cdf(mu, sigma):
+    # netem pareto: delay = mu + sigma*X, X = ((1-q)^(-1/3) - 1.5)*4/3
+    def f(x):
+        xx = (x - mu) / sigma
+        if xx <= -2 / 3:
+            return 0.0
+        if xx >= 32767 / 8192:
+            return 1.0
+        return 1 - (1.5 + 0.75 * xx) ** -3
+    return f
+
+
+@pytest.mark.parametrize("dist,cdf", [
+    ("uniform", _uniform_cdf(3.0, 7.0)),
+    ("normal", _normal_cdf(5.0, 1.0)),
+    ("pareto", _pareto_cdf(5.0, 1.0)),
+])
+def test_jitter_distribution_ks(devnet, tmp_path, dist, cdf):
+    """One-way delay (up only, keep_order=0 so jitter is not reshaped) is
+    compared with the configured distribution by a one-sample KS test at
+    alpha = 0.001: a perfect emulator fails with probability 0.1 %.  The
+    fixed path latency is measured the same way without jitter (median RTT
+    minus 5 ms, a few tens of us) and subtracted: pareto's sharp lower edge
+    (density 2.25/sigma) makes the test sensitive to an offset of that size."""
+    with devnet.emu("delay_ns=5000000", "", tmp=tmp_path):
+        base_lines, _ = devnet.probe(300, 1000)
+    base = median(rtts_ms(base_lines)) - 5.0
+    jitter_ns = 2000000 if dist == "uniform" else 1000000
+    spec = f"delay_ns=5000000,jitter_ns={jitter_ns},dist={dist},keep_order=0"
+    with devnet.emu(spec, "", tmp=tmp_path) as emu:
+        lines, summary = devnet.probe(1500, 1000)
+    assert emu["rc"] == 0
+    sample = [r - base for r in rtts_ms(lines)]
+    assert len(sample) == 1500
+    d = ks_stat(sample, cdf)
+    print(f"{dist}: KS D={d:.4f} crit={ks_crit(len(sample)):.4f} base={base:.4f} ms")
+    assert d < ks_crit(len(sample)), d
+
+
+def test_keep_order_shapes_delay(devnet, tmp_path):
+    """keep_order=1 with jitter: no frame overtakes an earlier one, so the
+    realised delay is max(own sample, previous departure): later than
+    configured on average, never earlier than delay - jitter."""
+    spec = "delay_ns=5000000,jitter_ns=2000000,dist=uniform"
+    with devnet.emu(spec, "", tmp=tmp_path) as emu:
+        lines, _ = devnet.probe(1000, 200)
+    r = rtts_ms(lines)
+    assert len(r) == 1000
+    mean = sum(r) / len(r)
+    assert mean > 5.3, mean            # uniform +-2 ms at 0.2 ms spacing: ~6.5 ms
+    assert min(r) > 2.9, min(r)
+    assert emu["stats"]["up"]["reordered"] == 0
+
+
+def test_queue_tail_drop(devnet, tmp_path):
+    # 1 Mbit/s, 5 frames: a burst of 200 x 1000 B probes overflows at once
+    with devnet.emu("rate_bps=1000000,limit=5", "", tmp=tmp_path) as emu:
+        lines, summary = devnet.probe(200, 0, size=1000, timeout_ms=3000)
+    st = emu["stats"]["up"]
+    lost = summary["lost"]
+    assert st["queue_dropped"] >= 150, st
+    assert st["queue_max"] == 5
+    assert lost == st["queue_dropped"]
+    assert st["forwarded"] + st["queue_dropped"] == st["rx_frames"]
+
+
+def test_dup_and_corrupt(devnet, tmp_path):
+    n = 3000
+    with devnet.emu("dup=0.2", "corrupt=0.1", tmp=tmp_path) as emu:
+        lines, summary = devnet.probe(n, 200)
+    up, down = emu["stats"]["up"], emu["stats"]["down"]
+    # every duplicate reaches the reflector and is echoed: the client sees
+    # it as a duplicate unless the original's echo was corrupted
+    assert abs(up["duplicated"] - n * 0.2) <= binom_bound(n, 0.2)
+    assert down["rx_frames"] == n + up["duplicated"]
+    # a flipped bit beyond the Ethernet header breaks the IP or UDP checksum
+    corrupted = down["corrupted"]
+    assert abs(corrupted - (n + up["duplicated"]) * 0.1) <= binom_bound(
+        n + up["duplicated"], 0.1)
+    assert summary["lost"] + summary["duplicates"] <= n
+    assert summary["lost"] <= corrupted
+
+
+def test_stats_file_and_signals(devnet, tmp_path):
+    with devnet.emu("delay_ns=1000000,loss=0.1", "delay_ns=1000000", "--seed", "7",
+                    tmp=tmp_path) as emu:
+        ready = emu["ready"]
+        assert ready["type"] == "ready" and ready["seed"] == 7
+        assert "rt" in ready and ready["up"]["delay_ns"] == 1000000
+        devnet.probe(500, 500)
+        emu["proc"].send_signal(signal.SIGUSR1)
+        for _ in range(100):
+            if emu["stats_path"].exists():
+                break
+            time.sleep(0.02)
+        mid = json.loads(emu["stats_path"].read_text())
+        assert mid["reason"] == "sigusr1"
+    assert emu["rc"] == 0
+    st = emu["stats"]
+    assert st["reason"] == "exit"
+    for key in ("forwarded", "lost", "queue_dropped", "duplicated", "corrupted",
+                "reordered", "late", "bytes", "lateness_ns", "lateness_hist"):
+        assert key in st["up"] and key in st["down"], key
+    for key in ("cpu_user_s", "cpu_sys_s", "packets_total", "late_threshold_ns"):
+        assert key in st
+    up = st["up"]
+    assert up["rx_frames"] == 500
+    assert up["forwarded"] + up["lost"] == 500
+    assert st["down"]["forwarded"] == up["forwarded"]
+    assert st["packets_total"] == up["rx_frames"] + st["down"]["rx_frames"]
+    assert up["bytes"] == up["forwarded"] * (64 + 8 + 20 + 14)
+    assert up["lateness_ns"]["count"] == up["forwarded"]
+
+
+def test_path_mtu_df(devnet, tmp_path):
+    with devnet.emu("", "", tmp=tmp_path):
+        _, ok = devnet.probe(20, 1000, size=1500 - 28, df=True)
+        lines, bad = devnet.probe(5, 1000, size=1500 - 27, df=True)
+    assert ok["received"] == 20
+    assert bad["received"] == 0
+    assert all(x.get("error") == "emsgsize" for x in lines)
+
+
+def test_jumbo_frames(devnet_jumbo, tmp_path):
+    net = devnet_jumbo
+    with net.emu("delay_ns=1000000", "", tmp=tmp_path) as emu:
+        _, ok = net.probe(50, 1000, size=9000 - 28, df=True)
+        _, bad = net.probe(5, 1000, size=9000 - 27, df=True)
+    assert ok["received"] == 50
+    assert bad["received"] == 0
+    assert emu["ready"]["mtu_a"] == 9000
+    assert emu["stats"]["up"]["oversize"] == 0
+
+
+@pytest.mark.skipif(shutil.which("iperf3") is None, reason="iperf3 not installed")
+@pytest.mark.parametrize("rate", [10_000_000, 100_000_000])
+def test_rate_tcp_goodput(devnet, tmp_path, rate):
+    """TCP goodput = rate x 1448/1514 (MSS 1448 with timestamps in a 1514 B
+    frame: the rate counts the Ethernet frame without FCS) within 1 %."""
+    srv = subprocess.Popen(devnet.nsexec("server", "iperf3", "-s", "-1", "-B", SERVER_IP),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.3)
+        spec = f"rate_bps={rate},delay_ns=2000000,limit=1000"
+        with devnet.emu(spec, spec, tmp=tmp_path):
+            out = subprocess.run(devnet.nsexec("client", "iperf3", "-c", SERVER_IP, "-t", "5",
+                                               "-O", "1", "-J"),
+                                 check=True, capture_output=True, text=True).stdout
+    finally:
+        srv.kill()
+        srv.wait()
+    got = json.loads(out)["end"]["sum_received"]["bits_per_second"]
+    want = rate * 1448 / 1514
+    print(f"rate {rate}: goodput {got / 1e6:.3f} Mbit/s, want {want / 1e6:.3f}")
+    assert abs(got / want - 1) < 0.01
