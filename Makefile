@@ -12,10 +12,12 @@ PQS    := $(VENV)/bin/pqshake
 EXP    ?= experiments/demo.yaml
 export PQS_BUILD := $(BUILD)
 
-.PHONY: help deps system build venv test test-c test-py bench demo run figures clean distclean asan
+.PHONY: help deps system build venv test test-c test-py bench demo run figures analyze clean distclean asan check-profiles schema net-check
 
 help:
 	@echo "make demo    install what is missing, build, run the demo matrix, write figures"
+	@echo "make run EXP=experiments/x.yaml    run an experiment matrix (results/<name>/<id>/)"
+	@echo "make figures RUN=results/<name>/<id>    summary tables and figures of a run"
 	@echo "make test    install what is missing, build, run every test"
 	@echo "make bench   benchmarks (configured vs achieved, ratios vs a reference)"
 	@echo "make deps    system packages + the pinned OpenSSL/liboqs (cached outside the clone)"
@@ -53,6 +55,33 @@ test-py:
 
 bench: build venv
 	@$(PY) bench/run_all.py
+
+# The demo: everything from a fresh machine to figures. The run directory is printed; the
+# figures land in RUN/figures/.
+demo: build venv
+	@$(PQS) run $(EXP) --yes
+	@$(MAKE) --no-print-directory figures RUN="$$($(PQS) ls --latest $$($(PY) -c 'import sys,yaml;print(yaml.safe_load(open(sys.argv[1]))["name"])' $(EXP)))"
+
+run: build venv
+	@$(PQS) run $(EXP) $(if $(YES),--yes)
+
+figures: venv
+	@test -n "$(RUN)" || { echo "make figures: give RUN=results/<name>/<id> (see: $(PQS) ls)"; exit 2; }
+	@$(PQS) figures $(RUN)
+
+analyze: venv
+	@test -n "$(RUN)" || { echo "make analyze: give RUN=results/<name>/<id> (see: $(PQS) ls)"; exit 2; }
+	@$(PQS) analyze $(RUN)
+
+check-profiles: venv
+	@$(PY) -m pytest -q tests/emulation -m "not netns"
+
+schema: venv
+	@$(PQS) net schema --write
+
+net-check: build venv
+	@test -n "$(PROFILE)" || { echo "make net-check: give PROFILE=<name or file>"; exit 2; }
+	@$(PQS) net check $(PROFILE)
 
 clean:
 	rm -rf $(BUILD)

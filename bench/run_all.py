@@ -13,16 +13,22 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ORDER = ["testbed", "emulation", "runner", "analysis"]
+# Order of the pipeline; any other *_bench.py here runs after these.
+ORDER = ["testbed", "provider", "emulation", "runner", "analysis"]
+
+
+def available() -> list[str]:
+    found = sorted(p.name[: -len("_bench.py")] for p in HERE.glob("*_bench.py"))
+    return [n for n in ORDER if n in found] + [n for n in found if n not in ORDER]
 
 
 def main(argv: list[str]) -> int:
-    wanted = argv or os.environ.get("BENCH", "").split() or ORDER
+    wanted = argv or os.environ.get("BENCH", "").split() or available()
     failed = []
     for name in wanted:
         script = HERE / f"{name}_bench.py"
         if not script.exists():
-            print(f"bench: no benchmark named '{name}' (have: {', '.join(ORDER)})", file=sys.stderr)
+            print(f"bench: no benchmark named '{name}' (have: {', '.join(available())})", file=sys.stderr)
             return 2
         print(f"\n=== {name} ({script.name}) ===", flush=True)
         if subprocess.run([sys.executable, str(script)]).returncode != 0:

@@ -1,0 +1,62 @@
+"""`pqshake analyze` and `pqshake figures`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from . import stats as S
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("analyze")
+    def analyze_cmd(
+        run_dirs: List[Path] = typer.Argument(..., help="run directories results/<name>/<id> (several merge "
+                                              "when their metadata agree)"),
+        out: Optional[Path] = typer.Option(None, "--out", help="output folder (default: FIRST_RUN_DIR/analysis)"),
+        speed: Optional[str] = typer.Option(None, "--speed", help="pqs-speed JSON lines for the CPU term of the "
+                                            "bound: FILE, 'none', or 'auto' (default: RUN_DIR/speed.jsonl, else "
+                                            "run build/bin/pqs-speed now)"),
+        baseline: Optional[str] = typer.Option(None, "--baseline", help="GROUP:SIG of the slowdown baseline "
+                                               "(default: x25519:ecdsa-p256, else a classical pair)"),
+        allow_differ: List[str] = typer.Option([], "--allow-differ", help="merge even though this meta.json "
+                                               "field differs (e.g. git.commit); repeatable"),
+        bootstrap: int = typer.Option(S.BOOTSTRAP_N, "--bootstrap", min=100, max=1_000_000,
+                                      help="bootstrap resamples per CI"),
+        seed: int = typer.Option(S.BOOTSTRAP_SEED, "--seed", help="bootstrap seed"),
+    ) -> None:
+        """Summary per cell (counts, percentiles, bootstrap CIs, slowdown, TCP figures, model bound) as
+        parquet, CSV, LaTeX and Markdown under RUN_DIR/analysis/."""
+        from .report import analyze
+
+        analyze(run_dirs, out=out, speed=speed, baseline=baseline, allow_differ=allow_differ, n_boot=bootstrap,
+                seed=seed)
+
+    @app.command("figures")
+    def figures_cmd(
+        run_dirs: List[Path] = typer.Argument(..., help="run directories (several merge as in analyze)"),
+        style: str = typer.Option("thesis", "--style", help="thesis | paper | slides"),
+        only: List[str] = typer.Option([], "--only", help="figure kind(s): loss, rate, mtu, rtt, ecdf, box, "
+                                       "heatmap, bytes, bound, modes, cpu (or 1-11); repeatable or comma-separated"),
+        profile: List[str] = typer.Option([], "--profile", help="restrict the per-profile figures (ecdf, box, modes) to these profiles; repeatable"),
+        out: Optional[Path] = typer.Option(None, "--out", help="output folder (default: FIRST_RUN_DIR/analysis)"),
+        speed: Optional[str] = typer.Option(None, "--speed", help="as for analyze"),
+        baseline: Optional[str] = typer.Option(None, "--baseline", help="as for analyze"),
+        allow_differ: List[str] = typer.Option([], "--allow-differ", help="as for analyze"),
+        png: bool = typer.Option(True, "--png/--no-png", help="also write PNG next to each PDF"),
+    ) -> None:
+        """Figures (PDF and PNG) and report.md with a caption per figure, under RUN_DIR/analysis/."""
+        from .figures import parse_only, render
+        from .report import analyze, write_report
+
+        parse_only(only)  # refuse a bad --only before any work
+        a = analyze(run_dirs, out=out, speed=speed, baseline=baseline, allow_differ=allow_differ,
+                    echo=lambda s: None)
+        done, skipped = render(a, style=style, only=only, profiles=profile or None,
+                               formats=("pdf", "png") if png else ("pdf",))
+        rep = write_report(a, done, skipped, style)
+        for n in a.summary.notes:
+            print(f"note: {n}")
+        print(f"wrote {rep}")

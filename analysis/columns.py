@@ -1,0 +1,122 @@
+"""The one place where the names of the run tables (written by the runner from the C tools'
+JSON lines: testbed/timer.c, testbed/server.c, testbed/tcpinfo.c, testbed/tlsobs.c) meet the
+names the statistics use. A rename in the C tools is a one-line fix here.
+
+Left: the column in samples.parquet / server.parquet / cells.parquet. Right: the analysis name.
+"""
+
+from __future__ import annotations
+
+# The cell key: one summary row per (group, sig, profile, mode); repetitions are pooled.
+CELL_KEY = ["group", "sig", "profile", "mode"]
+
+# --- samples.parquet (client side, one row per timer attempt) -------------------------------
+# Columns without which no statistic can be computed.
+SAMPLES_REQUIRED = {
+    "cell_id": "cell_id",
+    "group": "group",
+    "sig": "sig",
+    "profile": "profile",
+    "mode": "mode",
+    "warmup": "warmup",
+    "ok": "ok",
+    "handshake_ns": "handshake_ns",
+}
+# Columns used when present (missing ones become empty and the figure/column that needs them
+# says so).
+SAMPLES_OPTIONAL = {
+    "repetition": "repetition",
+    "error": "error",
+    "backend": "backend",
+    "tcp_connect_ns": "tcp_connect_ns",
+    "server_hello_ns": "server_hello_ns",
+    "ttfb_ns": "ttfb_ns",
+    "ttlb_ns": "ttlb_ns",
+    "hrr": "hrr",
+    "resumed": "resumed",
+    "early_data": "early_data",
+    "cipher": "cipher",
+    "version": "version",
+    # TCP_INFO at the end of the handshake (client socket): up = client -> server.
+    "tcp_bytes_sent": "bytes_up",
+    "tcp_bytes_received": "bytes_down",
+    "tcp_data_segs_out": "segs_up",
+    "tcp_data_segs_in": "segs_down",
+    "tcp_total_retrans": "retrans",
+    "tcp_rtt_ns": "tcp_srtt_ns",
+}
+
+# --- server.parquet (one row per server-side connection) ------------------------------------
+SERVER_REQUIRED = {
+    "group": "group",
+    "sig": "sig",
+    "profile": "profile",
+    "mode": "mode",
+    "ok": "ok",
+    "handshake_ns": "server_handshake_ns",  # handshake done - accepted
+}
+SERVER_OPTIONAL = {
+    "cell_id": "cell_id",
+    "repetition": "repetition",
+    "warmup": "warmup",
+    "accepted_mono_ns": "accepted_mono_ns",
+    "client_hello_mono_ns": "client_hello_mono_ns",
+    "handshake_done_mono_ns": "handshake_done_mono_ns",
+    "first_app_byte_mono_ns": "first_app_byte_mono_ns",
+    "tcp_total_retrans": "server_retrans",
+}
+
+# --- cells.parquet (one row per cell) -------------------------------------------------------
+CELLS_REQUIRED = {
+    "cell_id": "cell_id",
+    "group": "group",
+    "sig": "sig",
+    "profile": "profile",
+    "mode": "mode",
+}
+CELLS_OPTIONAL = {
+    "repetition": "repetition",
+    "status": "status",
+    "reason": "reason",
+    "n_attempts": "n_attempts",
+    "n_ok": "n_ok",
+    "n_warmup": "n_warmup",
+    "rtt_p50_ns": "rtt_p50_ns",  # achieved RTT (probes), median
+    "rtt_p99_ns": "rtt_p99_ns",
+    "backend": "backend",
+    # configured figures of the profile (experiments/plan.py profile_figures)
+    "rtt_ns": "cfg_rtt_ns",
+    "delay_ns_up": "cfg_delay_ns_up",
+    "delay_ns_down": "cfg_delay_ns_down",
+    "jitter_ns_up": "cfg_jitter_ns_up",
+    "jitter_ns_down": "cfg_jitter_ns_down",
+    "rate_bps_up": "cfg_rate_bps_up",  # 0 = unlimited
+    "rate_bps_down": "cfg_rate_bps_down",
+    "loss_up": "cfg_loss_up",
+    "loss_down": "cfg_loss_down",
+    "mtu": "cfg_mtu",
+}
+
+# --- pqs-speed JSON lines (build/bin/pqs-speed, testbed/speed.c) ----------------------------
+SPEED = {
+    "type": "type",  # kex | sig | aead | header
+    "name": "name",
+    "op": "op",  # kex: keygen, encaps, decaps (KEMs) or derive (ECDH/FFDH); sig: keygen, sign, verify
+    "ok": "ok",
+    "median_ns": "median_ns",
+}
+
+# Profile figures derived from the configured columns (what the x-axes of figures 1-4 use).
+#   rtt_ms   configured RTT (delay up + delay down)
+#   loss     the larger of the two directions' expected loss fractions (as `pqshake plan` prints)
+#   rate_bps the slower direction (0 = unlimited -> inf)
+#   mtu      bytes
+PROFILE_AXES = ("rtt_ms", "loss", "rate_bps", "mtu", "jitter_ms")
+
+
+def required_for(table: str) -> dict[str, str]:
+    return {"samples": SAMPLES_REQUIRED, "server": SERVER_REQUIRED, "cells": CELLS_REQUIRED}[table]
+
+
+def optional_for(table: str) -> dict[str, str]:
+    return {"samples": SAMPLES_OPTIONAL, "server": SERVER_OPTIONAL, "cells": CELLS_OPTIONAL}[table]

@@ -1,0 +1,612 @@
+"""The eleven figure kinds. Each takes the analysis (summary + samples) and returns figures with
+a title and a caption built from the metadata, or raises Skip with a one-line reason (the
+experiment has no data for it). Files: <out>/figures/<name>.pdf (vector) and .png."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from pqshake.errors import UserError  # noqa: E402
+
+from . import stats as S  # noqa: E402
+from . import style as ST  # noqa: E402
+from .columns import CELL_KEY  # noqa: E402
+from .report import Analysis, _profile_text, n_text, provenance_line  # noqa: E402
+from .summary import MODE_LABELS, MODE_ORDER  # noqa: E402
+
+
+class Skip(Exception):
+    """The experiment has no data for this figure kind (str = the one-line reason)."""
+
+
+@dataclass
+class FigOut:
+    name: str
+    fig: object
+    title: str
+    caption: str
+    files: list[Path] = field(default_factory=list)
+
+
+@dataclass
+class Ctx:
+    a: Analysis
+    style: str
+    pal: ST.Palette
+    t: pd.DataFrame  # summary
+    ok: pd.DataFrame  # successful client attempts: CELL_KEY + ms
+    srv: pd.DataFrame | None  # successful server-side connections: CELL_KEY + ms
+    profiles: list[str] | None  # --profile filter
+
+    @property
+    def prov(self) -> str:
+        return provenance_line(self.a.run, self.a.speed)
+
+    def main_mode(self, t: pd.DataFrame | None = None) -> str:
+        t = self.t if t is None else t
+        modes = [m for m in MODE_ORDER if m in set(t.loc[t["n_ok"] > 0, "mode"])]
+        if not modes:
+            raise Skip("no successful handshakes in any mode")
+        return modes[0]
+
+    def profile_list(self, t: pd.DataFrame, filtered: bool = True) -> list[str]:
+        """Profiles of t in run order; with filtered, only those of --profile."""
+        order = list(dict.fromkeys(self.a.run.profiles["profile"]))
+        have = [p for p in order if p in set(t["profile"])]
+        if filtered and self.profiles:
+            have = [p for p in have if p in self.profiles]
+        return have
+
+
+AXES = {  # axis -> (summary column, label, scale factor for display, log axis)
+    "loss": ("loss", "Packet loss per direction (%)", 100.0, False),
+    "rate": ("rate_bps", "Link rate (Mbit/s)", 1e-6, True),
+    "mtu": ("mtu", "MTU (bytes)", 1.0, False),
+    "rtt": ("rtt_cfg_ms", "Configured RTT (ms)", 1.0, False),
+}
+PROFILE_AXES = ["rtt_cfg_ms", "loss", "rate_bps", "mtu", "jitter_ms"]
+
+
+def _legend(fig, axes, ncol: int | None = None) -> None:
+    handles, labels = [], []
+    for ax in np.atleast_1d(axes).ravel():
+        for h, l in zip(*ax.get_legend_handles_labels()):
+            if l not in labels and not l.startswith("_"):
+                handles.append(h)
+                labels.append(l)
+    if handles:
+        # As many columns as fit in the figure's width (legend text ~0.55 em per character).
+        longest = max(len(l) for l in labels)
+        fs = float(plt.rcParams["legend.fontsize"]) if not isinstance(plt.rcParams["legend.fontsize"], str) else 8.0
+        per_inch = 72.0 / (0.55 * fs)
+        fit = max(1, int(fig.get_figwidth() * per_inch // (longest + 6)))
+        n = min(ncol or 4, fit, len(handles))
+        fig.legend(handles, labels, loc="lower center", ncol=n, bbox_to_anchor=(0.5, 1.0), borderaxespad=0.2,
+                   handlelength=2.6)
+
+
+def _fmt_axis_value(axis: str, v: float) -> str:
+    col, label, f, _ = AXES[axis]
+    unit = {"loss": " %", "rate": " Mbit/s", "mtu": " B", "rtt": " ms"}[axis]
+    return f"{v * f:g}{unit}"
+
+
+# ---------------------------------------------------------------------------------------------
+# 1-4: median and p95 against one configured figure
+
+
+def _sweep(ctx: Ctx, axis: str, panel_by: str | None) -> list[FigOut]:
+    col, xlabel, factor, logx = AXES[axis]
+    t = ctx.t[(ctx.t["n_ok"] > 0)]
+    if t.empty:
+        raise Skip("no successful handshakes")
+    mode = ctx.main_mode(t)
+    t = t[t["mode"] == mode].copy()
+    if axis == "rate":
+        t = t[np.isfinite(t["rate_bps"])]
+    pcol = AXES[panel_by][0] if panel_by else None
+    others = [c for c in PROFILE_AXES if c not in (col, pcol)]
+    t["_others"] = list(zip(*(t[c].round(9) for c in others))) if others else 0
+    panels = []
+    pvals = sorted(t[pcol].dropna().unique()) if pcol else [None]
+    for pv in pvals:
+        tp = t if pv is None else t[t[pcol] == pv]
+        best, bestn = None, 1
+        for o, g in tp.groupby("_others", sort=True):
+            n = g[col].nunique()
+            if n > bestn:
+                best, bestn = g, n
+        if best is not None:
+            panels.append((pv, best))
+    if not panels:
+        what = {"loss": "loss", "rate": "rate", "mtu": "MTU", "rtt": "RTT"}[axis]
+        raise Skip(f"no {what} sweep: no profiles that differ only in {what}")
+    panels = panels[:4]
+    n = len(panels)
+    fig, axes = plt.subplots(2, n, figsize=ST.size(ctx.style, "full" if n > 1 else "half", 0.75 if n > 1 else 1.3),
+                             sharex="col", sharey="row", squeeze=False)
+    used_profiles = []
+    for j, (pv, g) in enumerate(panels):
+        used_profiles += list(g["profile"].unique())
+        for gr, sg in ctx.pal.order(zip(g["group"], g["sig"])):
+            d = g[(g["group"] == gr) & (g["sig"] == sg)].sort_values(col)
+            x = d[col].to_numpy() * factor
+            kw = ctx.pal.line_kw(gr, sg)
+            for i, (m, lo, hi) in enumerate((("p50_ms", "p50_ci_lo_ms", "p50_ci_hi_ms"),
+                                             ("p95_ms", "p95_ci_lo_ms", "p95_ci_hi_ms"))):
+                ax = axes[i, j]
+                yerr = np.vstack([d[m] - d[lo], d[hi] - d[m]]).clip(min=0)
+                ax.errorbar(x, d[m], yerr=np.nan_to_num(yerr), elinewidth=0.6, capsize=0, **kw)
+        if logx:
+            for i in range(2):
+                axes[i, j].set_xscale("log")
+        if pv is not None:
+            axes[0, j].set_title(f"{'RTT' if panel_by == 'rtt' else panel_by} {_fmt_axis_value(panel_by, pv)}")
+        axes[1, j].set_xlabel(xlabel)
+    axes[0, 0].set_ylabel("Median (ms)")
+    axes[1, 0].set_ylabel("95th percentile (ms)")
+    for ax in axes.ravel():
+        ax.set_ylim(bottom=0)
+    _legend(fig, axes)
+    fig.tight_layout()
+    name = {"loss": "loss", "rate": "rate", "mtu": "mtu", "rtt": "rtt"}[axis]
+    title = f"Handshake time vs {'packet loss' if axis == 'loss' else xlabel.split(' (')[0].lower()}"
+    cap = (f"{title} ({MODE_LABELS.get(mode, mode)} handshakes, client side): median (top) and 95th percentile "
+           f"(bottom), bars: {int(S.CI_LEVEL * 100)} % bootstrap CI"
+           + (f"; one panel per {'RTT' if panel_by == 'rtt' else panel_by}" if panel_by else "")
+           + (". Unlimited-rate profiles are not shown" if axis == "rate" else "")
+           + f". Profiles: {_profile_text(ctx.a.run, list(dict.fromkeys(used_profiles)))}. "
+           f"{n_text(ctx.t[ctx.t['profile'].isin(used_profiles) & (ctx.t['mode'] == mode)])}. {ctx.prov}")
+    return [FigOut(name, fig, title, cap)]
+
+
+def fig_loss(ctx: Ctx) -> list[FigOut]:
+    return _sweep(ctx, "loss", "rtt")
+
+
+def fig_rate(ctx: Ctx) -> list[FigOut]:
+    return _sweep(ctx, "rate", "rtt")
+
+
+def fig_mtu(ctx: Ctx) -> list[FigOut]:
+    return _sweep(ctx, "mtu", "rtt")
+
+
+def fig_rtt(ctx: Ctx) -> list[FigOut]:
+    return _sweep(ctx, "rtt", None)
+
+
+# ---------------------------------------------------------------------------------------------
+# 5 ECDF, 6 box: per algorithm for a profile
+
+
+def _per_profile_samples(ctx: Ctx):
+    if ctx.ok.empty:
+        raise Skip("no successful handshakes")
+    mode = ctx.main_mode()
+    ok = ctx.ok[ctx.ok["mode"] == mode]
+    profs = ctx.profile_list(ok)
+    if not profs:
+        raise Skip(f"no successful {mode} handshakes in the selected profiles")
+    return mode, ok, profs
+
+
+def fig_ecdf(ctx: Ctx) -> list[FigOut]:
+    mode, ok, profs = _per_profile_samples(ctx)
+    srv = ctx.srv[ctx.srv["mode"] == mode] if ctx.srv is not None else None
+    outs = []
+    for p in profs:
+        d = ok[ok["profile"] == p]
+        sides = [("Client (connect to handshake done)", d)]
+        if srv is not None and (srv["profile"] == p).any():
+            sides.append(("Server (accept to handshake done)", srv[srv["profile"] == p]))
+        fig, axes = plt.subplots(1, len(sides), figsize=ST.size(ctx.style, "full", 0.42), sharey=True, squeeze=False)
+        allv = d["ms"].to_numpy()
+        logx = allv.size > 0 and np.nanpercentile(allv, 99) / max(np.nanmin(allv), 1e-9) > 20
+        for j, (side, dd) in enumerate(sides):
+            ax = axes[0, j]
+            for gr, sg in ctx.pal.order(zip(dd["group"], dd["sig"])):
+                x = dd.loc[(dd["group"] == gr) & (dd["sig"] == sg), "ms"].to_numpy()
+                if x.size == 0:
+                    continue
+                xs, ys = S.ecdf(x)
+                kw = ctx.pal.line_kw(gr, sg)
+                kw.pop("marker")
+                ax.step(xs, ys, where="post", **kw)
+            ax.set_title(side)
+            ax.set_xlabel("Handshake time (ms)")
+            if logx:
+                ax.set_xscale("log")
+            ax.set_ylim(0, 1.01)
+        axes[0, 0].set_ylabel("Fraction of handshakes")
+        _legend(fig, axes)
+        fig.tight_layout()
+        tp = ctx.t[(ctx.t["profile"] == p) & (ctx.t["mode"] == mode)]
+        title = f"ECDF of handshake times, profile {p}"
+        cap = (f"Empirical CDF of {MODE_LABELS.get(mode, mode)} handshake times per algorithm, profile "
+               f"{_profile_text(ctx.a.run, [p])}; left: client, right: server side (server rows: the first "
+               f"warm-up connections of each cell dropped by accept time). {n_text(tp)}. {ctx.prov}")
+        outs.append(FigOut(f"ecdf-{_slug(p)}", fig, title, cap))
+    return outs
+
+
+def fig_box(ctx: Ctx) -> list[FigOut]:
+    mode, ok, profs = _per_profile_samples(ctx)
+    outs = []
+    for p in profs:
+        d = ok[ok["profile"] == p]
+        pairs = ctx.pal.order(zip(d["group"], d["sig"]))
+        data = [d.loc[(d["group"] == g) & (d["sig"] == s), "ms"].to_numpy() for g, s in pairs]
+        fig, ax = plt.subplots(figsize=ST.size(ctx.style, "full", 0.45))
+        bp = ax.boxplot(data, whis=(5, 95), showfliers=False, patch_artist=True, widths=0.6,
+                        medianprops={"color": "black", "linewidth": 1.0})
+        for patch, (g, s) in zip(bp["boxes"], pairs):
+            lk = ctx.pal.look(g, s)
+            patch.set_facecolor(matplotlib.colors.to_rgba(lk.colour, 0.35))
+            patch.set_edgecolor(lk.colour)
+            patch.set_linestyle(lk.linestyle)
+            patch.set_linewidth(1.2)
+        ax.set_xticks(range(1, len(pairs) + 1))
+        ax.set_xticklabels([ctx.pal.label(g, s) for g, s in pairs], rotation=30, ha="right")
+        ax.set_ylabel("Handshake time (ms)")
+        ax.grid(axis="x", visible=False)
+        fig.tight_layout()
+        tp = ctx.t[(ctx.t["profile"] == p) & (ctx.t["mode"] == mode)]
+        title = f"Handshake time per algorithm, profile {p}"
+        cap = (f"{MODE_LABELS.get(mode, mode)} handshake times (client side) per algorithm, profile "
+               f"{_profile_text(ctx.a.run, [p])}: box 25th-75th percentile, line median, whiskers 5th and 95th "
+               f"percentile (numpy method '{S.PCT_METHOD}'); colour: algorithm family, line style: security level. "
+               f"{n_text(tp)}. {ctx.prov}")
+        outs.append(FigOut(f"box-{_slug(p)}", fig, title, cap))
+    return outs
+
+
+def _slug(s: str) -> str:
+    import re
+
+    return re.sub(r"[^A-Za-z0-9.-]+", "_", str(s))
+
+
+# ---------------------------------------------------------------------------------------------
+# 7 heatmap of slowdown
+
+
+def fig_heatmap(ctx: Ctx) -> list[FigOut]:
+    if ctx.a.summary.baseline is None:
+        raise Skip("no classical baseline cell (slowdown not computed; pass --baseline GROUP:SIG to analyze)")
+    t = ctx.t[ctx.t["slowdown"].notna()]
+    if t.empty:
+        raise Skip("no slowdown values (baseline cells without successful handshakes)")
+    mode = ctx.main_mode(t)
+    t = t[t["mode"] == mode]
+    profs = ctx.profile_list(t, filtered=False)
+    pairs = [p for p in ctx.pal.order(zip(t["group"], t["sig"])) if p != ctx.a.summary.baseline]
+    if not pairs:
+        raise Skip("only the baseline algorithm has data")
+    m = np.full((len(pairs), len(profs)), np.nan)
+    for r in t.itertuples(index=False):
+        if (r.group, r.sig) in pairs:
+            m[pairs.index((r.group, r.sig)), profs.index(r.profile)] = r.slowdown
+    h = max(0.3, min(1.2, 0.09 * len(pairs) + 0.15))
+    fig, ax = plt.subplots(figsize=ST.size(ctx.style, "full", h))
+    vmax = max(1.5, float(np.nanmax(m)))
+    vmin = min(1.0, float(np.nanmin(m)))
+    norm = matplotlib.colors.LogNorm(vmin=vmin, vmax=vmax)  # ratios: 0.5x and 2x equally far from 1
+    im = ax.imshow(m, aspect="auto", cmap=ST.HEATMAP_CMAP, norm=norm, interpolation="nearest")
+    ax.set_xticks(range(len(profs)))
+    ax.set_xticklabels(profs, rotation=35, ha="right")
+    ax.set_yticks(range(len(pairs)))
+    ax.set_yticklabels([ctx.pal.label(g, s) for g, s in pairs])
+    ax.grid(False)
+    for spine in ax.spines.values():
+        spine.set_visible(False)
+    small = len(profs) * len(pairs) <= 160
+    if small:
+        for i in range(len(pairs)):
+            for j in range(len(profs)):
+                v = m[i, j]
+                txt = "–" if not np.isfinite(v) else f"{v:.2f}"
+                dark = np.isfinite(v) and float(norm(v)) < 0.55
+                ax.text(j, i, txt, ha="center", va="center", fontsize=max(5, plt.rcParams["font.size"] - 2.5),
+                        color="white" if dark else "black")
+    cb = fig.colorbar(im, ax=ax, fraction=0.04, pad=0.02)
+    cb.set_label(r"Slowdown ($\times$ baseline median, log scale)")
+    fig.tight_layout()
+    b = ctx.a.summary.baseline
+    title = "Slowdown against the classical baseline"
+    cap = (f"Ratio of median {MODE_LABELS.get(mode, mode)} handshake time to that of {b[0]} / {b[1]} in the same profile "
+           f"(the {int(S.CI_LEVEL * 100)} % bootstrap CIs are in the summary table); '–': no data. Profiles: "
+           f"{_profile_text(ctx.a.run, profs)}. {n_text(t)}. {ctx.prov}")
+    return [FigOut("heatmap-slowdown", fig, title, cap)]
+
+
+# ---------------------------------------------------------------------------------------------
+# 8 handshake bytes
+
+
+def fig_bytes(ctx: Ctx) -> list[FigOut]:
+    from pqshake.experiments import handshake_model as hm
+
+    t = ctx.t[(ctx.t["n_ok"] > 0)]
+    if t.empty:
+        raise Skip("no successful handshakes")
+    mode = "full" if (t["mode"] == "full").any() else ctx.main_mode(t)
+    t = t[t["mode"] == mode]
+    measured = t["bytes_up"].notna().any() and t["bytes_down"].notna().any()
+    # Bytes hardly depend on the link: the median over the loss-free profiles (or all).
+    t0 = t[t["loss"].fillna(0) == 0] if (t["loss"].fillna(0) == 0).any() else t
+    pairs = ctx.pal.order(zip(t0["group"], t0["sig"]))
+    reg = ctx.pal.reg
+    comp = []
+    for g, s in pairs:
+        d = t0[(t0["group"] == g) & (t0["sig"] == s)]
+        sc, ss, pk, sl = hm.sizes_for(g, s, reg)
+        share = sc + ss
+        chain = hm.cert_der_bytes(pk, sl) * ctx.a.run.chain_depth + sl
+        if measured:
+            total = float((d["bytes_up"] + d["bytes_down"]).median())
+        else:
+            total = float((d["model_client_bytes"] + d["model_server_bytes"]).median())
+        comp.append((share, chain, max(0.0, total - share - chain), total))
+    comp = np.array(comp) / 1000.0
+    fig, ax = plt.subplots(figsize=ST.size(ctx.style, "full", 0.16 + 0.05 * len(pairs)))
+    y = np.arange(len(pairs))
+    parts = [("Key shares", "#4d4d4d", ""), ("Certificate chain + CertificateVerify", "#9a9a9a", "//"),
+             ("Rest (records, extensions, Finished, tickets)", "#dcdcdc", "..")]
+    left = np.zeros(len(pairs))
+    for k, (lab, col, hatch) in enumerate(parts):
+        ax.barh(y, comp[:, k], left=left, color=col, hatch=hatch, edgecolor="black", linewidth=0.5, label=lab,
+                height=0.7)
+        left += comp[:, k]
+    for i, (g, s) in enumerate(pairs):  # the algorithm's colour as a stripe left of its bar
+        ax.plot([0, 0], [i - 0.35, i + 0.35], color=ctx.pal.look(g, s).colour, linewidth=4, solid_capstyle="butt",
+                clip_on=False, label="_")
+    ax.set_yticks(y)
+    ax.set_yticklabels([ctx.pal.label(g, s) for g, s in pairs])
+    ax.set_ylim(len(pairs) - 0.5, -0.5)
+    ax.set_xlabel("Handshake bytes, both directions (kB)")
+    ax.grid(axis="y", visible=False)
+    _legend(fig, ax, ncol=3)
+    fig.tight_layout()
+    title = "Handshake bytes per algorithm"
+    src = ("TLS payload bytes measured with TCP_INFO (median of the loss-free profiles)" if measured
+           else "sizes from the handshake model (the run has no TCP_INFO byte counts)")
+    cap = (f"Bytes of a {MODE_LABELS.get(mode, mode)} handshake per algorithm, both directions: key shares and "
+           f"certificate chain (chain depth {ctx.a.run.chain_depth}, plus CertificateVerify) from the algorithm "
+           f"registry, the rest is the difference to the total ({src}). The stripe left of each bar is the "
+           f"algorithm's colour. {n_text(t0)}. {ctx.prov}")
+    return [FigOut("bytes", fig, title, cap)]
+
+
+# ---------------------------------------------------------------------------------------------
+# 9 measured vs bound
+
+
+def fig_bound(ctx: Ctx) -> list[FigOut]:
+    t = ctx.t[(ctx.t["n_ok"] > 0) & ctx.t["bound_ms"].notna() & (ctx.t["bound_ms"] > 0)]
+    if t.empty:
+        raise Skip("no cell with both a median and a model bound")
+    fig, ax = plt.subplots(figsize=ST.size(ctx.style, "full", 0.5))
+    for g, s in ctx.pal.order(zip(t["group"], t["sig"])):
+        d = t[(t["group"] == g) & (t["sig"] == s)]
+        kw = ctx.pal.line_kw(g, s)
+        kw["linestyle"] = "none"
+        yerr = np.vstack([d["p50_ms"] - d["p50_ci_lo_ms"], d["p50_ci_hi_ms"] - d["p50_ms"]]).clip(min=0)
+        ax.errorbar(d["bound_ms"], d["p50_ms"], yerr=yerr, elinewidth=0.6, capsize=0, **kw)
+    lo = float(min(t["bound_ms"].min(), t["p50_ms"].min())) * 0.8
+    hi = float(max(t["bound_ms"].max(), t["p50_ms"].max())) * 1.25
+    xs = np.array([lo, hi])
+    ax.plot(xs, xs, color="black", linewidth=0.8, linestyle="-", label="measured = bound")
+    ax.plot(xs, 2 * xs, color="#999999", linewidth=0.6, linestyle="--", label="2 x bound")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    ax.set_xlabel("Model lower bound (ms)")
+    ax.set_ylabel("Measured median (ms)")
+    ax.set_aspect("equal", adjustable="box")
+    ax.legend(loc="center left", bbox_to_anchor=(1.04, 0.5), handlelength=2.2)
+    fig.tight_layout()
+    ratio = t["measured_over_bound"]
+    title = "Measured median vs model lower bound"
+    cap = (f"Median handshake time (client side, {int(S.CI_LEVEL * 100)} % CI as bars) against the handshake model's "
+           f"lower bound (RTT count x achieved RTT + serialization + CPU) for every cell with data "
+           f"(all profiles and modes); measured/bound from {ratio.min():.2f} to {ratio.max():.2f}, median "
+           f"{ratio.median():.2f}. {ctx.a.summary.cpu_note}. {n_text(t)}. {ctx.prov}")
+    return [FigOut("bound", fig, title, cap)]
+
+
+# ---------------------------------------------------------------------------------------------
+# 10 modes compared
+
+
+def fig_modes(ctx: Ctx) -> list[FigOut]:
+    t = ctx.t[ctx.t["n_ok"] > 0]
+    outs = []
+    for p in ctx.profile_list(t):
+        tp = t[t["profile"] == p]
+        modes = [m for m in MODE_ORDER if m in set(tp["mode"])] + sorted(set(tp["mode"]) - set(MODE_ORDER))
+        if len(modes) < 2:
+            continue
+        pairs = ctx.pal.order(zip(tp["group"], tp["sig"]))
+        sides = [("Client", "p50_ms", ("p50_ci_lo_ms", "p50_ci_hi_ms"))]
+        if tp["server_p50_ms"].notna().any():
+            sides.append(("Server", "server_p50_ms", None))
+        fig, axes = plt.subplots(1, len(sides), figsize=ST.size(ctx.style, "full", 0.42), sharey=True, squeeze=False)
+        w = 0.6 / max(1, len(pairs))
+        for j, (side, col, ci) in enumerate(sides):
+            ax = axes[0, j]
+            for k, (g, s) in enumerate(pairs):
+                d = tp[(tp["group"] == g) & (tp["sig"] == s)].set_index("mode").reindex(modes)
+                xs = np.arange(len(modes)) - 0.3 + w * (k + 0.5)
+                yerr = None
+                if ci is not None:
+                    yerr = np.nan_to_num(np.vstack([d[col] - d[ci[0]], d[ci[1]] - d[col]]).clip(min=0))
+                kw = ctx.pal.line_kw(g, s)
+                kw["linewidth"] = 0.8
+                ax.errorbar(xs, d[col].to_numpy(), yerr=yerr, elinewidth=0.6, capsize=0, **kw)
+            ax.set_xticks(range(len(modes)))
+            ax.set_xticklabels([MODE_LABELS.get(m, m) for m in modes])
+            ax.set_title(f"{side} side")
+            ax.grid(axis="x", visible=False)
+            ax.set_ylim(bottom=0)
+        axes[0, 0].set_ylabel("Median handshake time (ms)")
+        _legend(fig, axes)
+        fig.tight_layout()
+        title = f"Handshake modes compared, profile {p}"
+        cap = (f"Median handshake time per mode (full, resumption, 0-RTT, HelloRetryRequest, TLS 1.2 where run; "
+               f"the thin lines only join an algorithm's points), "
+               f"profile {_profile_text(ctx.a.run, [p])}; left: client side with {int(S.CI_LEVEL * 100)} % bootstrap CI, "
+               f"right: server side (accept to handshake done). {n_text(tp)}. {ctx.prov}")
+        outs.append(FigOut(f"modes-{_slug(p)}", fig, title, cap))
+    if not outs:
+        raise Skip("no profile was run in more than one mode")
+    return outs
+
+
+# ---------------------------------------------------------------------------------------------
+# 11 CPU cost from pqs-speed
+
+
+def fig_cpu(ctx: Ctx) -> list[FigOut]:
+    sp = ctx.a.speed
+    if not sp:
+        raise Skip("no pqs-speed output (build it with 'make build', or pass --speed FILE)")
+    reg = ctx.pal.reg
+    groups = [g for g in dict.fromkeys(ctx.t["group"]) if sp.get("kex", g, "keygen") is not None]
+    sigs = [s for s in dict.fromkeys(ctx.t["sig"]) if sp.get("sig", s, "sign") is not None]
+    groups.sort(key=lambda n: list(reg.groups).index(n) if n in reg.groups else 999)
+    sigs.sort(key=lambda n: list(reg.sigs).index(n) if n in reg.sigs else 999)
+    if not groups and not sigs:
+        raise Skip(f"the pqs-speed output ({sp.source}) has none of the run's algorithms")
+    panels = [(k, names) for k, names in (("kex", groups), ("sig", sigs)) if names]
+    heights = [max(1, len(n)) for _, n in panels]
+    fig, axes = plt.subplots(len(panels), 1, figsize=ST.size(ctx.style, "full", 0.12 + 0.045 * sum(heights)),
+                             gridspec_kw={"height_ratios": heights}, squeeze=False)
+    op_marker = {"keygen": "o", "encaps": "s", "decaps": "D", "derive": "X", "sign": "^", "verify": "v"}
+    for (kind, names), ax in zip(panels, axes[:, 0]):
+        ops = ["keygen", "encaps", "decaps", "derive"] if kind == "kex" else ["keygen", "sign", "verify"]
+        table = reg.groups if kind == "kex" else reg.sigs
+        y = np.arange(len(names))
+        for i, n in enumerate(names):
+            al = table.get(n)
+            colour = al.colour if al else ST.UNKNOWN_COLOUR
+            vals = [(op, sp.get(kind, n, op)) for op in ops]
+            vals = [(op, v / 1e3) for op, v in vals if v is not None]
+            if vals:
+                xs = [v for _, v in vals]
+                ax.plot([min(xs), max(xs)], [i, i], color=colour, linewidth=0.8,
+                        linestyle=al.linestyle if al else "-", label="_")
+            for op, v in vals:
+                ax.plot([v], [i], linestyle="none", marker=op_marker[op], color=colour, markeredgecolor="black",
+                        markeredgewidth=0.4, markersize=plt.rcParams["lines.markersize"] + 1, label="_")
+        for op in ops:  # legend: the operation's marker in neutral grey
+            ax.plot([], [], linestyle="none", marker=op_marker[op], color="#bbbbbb", markeredgecolor="black",
+                    markeredgewidth=0.4, label=op)
+        ax.set_yticks(y)
+        ax.set_yticklabels(names)
+        ax.set_ylim(len(names) - 0.5, -0.5)
+        ax.set_xscale("log")
+        ax.grid(axis="y", visible=False)
+        ax.set_title("Key exchange" if kind == "kex" else "Signatures")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), handletextpad=0.2)
+    axes[-1, 0].set_xlabel(r"CPU time per operation, median ($\mu$s, log scale)")
+    fig.tight_layout()
+    title = "CPU cost per algorithm (pqs-speed)"
+    hdr = sp.header
+    where = f"OpenSSL {hdr.get('openssl_version')}, liboqs {hdr.get('liboqs_version')}" if hdr else "versions unknown"
+    cap = (f"Median CPU time per operation measured by pqs-speed ({where}; source {sp.source}); key exchange: "
+           f"keygen, encaps, decaps for KEMs, keygen and derive for ECDH; signatures: keygen, sign, verify (one "
+           f"marker per operation, log axis). Colour: algorithm family; line style: security level.")
+    return [FigOut("cpu", fig, title, cap)]
+
+
+KINDS: dict[str, Callable[[Ctx], list[FigOut]]] = {
+    "loss": fig_loss, "rate": fig_rate, "mtu": fig_mtu, "rtt": fig_rtt, "ecdf": fig_ecdf, "box": fig_box,
+    "heatmap": fig_heatmap, "bytes": fig_bytes, "bound": fig_bound, "modes": fig_modes, "cpu": fig_cpu,
+}
+
+
+def parse_only(only: list[str] | None) -> list[str]:
+    if not only:
+        return list(KINDS)
+    names = list(KINDS)
+    out = []
+    for item in only:
+        for o in str(item).split(","):
+            o = o.strip()
+            if not o:
+                continue
+            if o.isdigit() and 1 <= int(o) <= len(names):
+                o = names[int(o) - 1]
+            if o not in KINDS:
+                raise UserError(f"--only {o}: unknown figure kind; one of {', '.join(names)} (or 1-{len(names)})")
+            if o not in out:
+                out.append(o)
+    return out
+
+
+def context(a: Analysis, style: str, profiles: list[str] | None = None) -> Ctx:
+    if style not in ST.STYLES:
+        raise UserError(f"--style {style}: one of {', '.join(ST.STYLES)}")
+    s = a.run.samples
+    ok = s.loc[s["ok"].to_numpy(dtype=bool), CELL_KEY + ["handshake_ns"]]
+    ok = pd.DataFrame({**{c: ok[c].astype(str).to_numpy() for c in CELL_KEY}, "ms": ok["handshake_ns"].to_numpy() / 1e6})
+    srv = None
+    if a.run.server is not None:
+        sv = a.run.server
+        sv = sv.loc[sv["ok"].to_numpy(dtype=bool) & sv["server_handshake_ns"].notna().to_numpy(), CELL_KEY + ["server_handshake_ns"]]
+        srv = pd.DataFrame({**{c: sv[c].astype(str).to_numpy() for c in CELL_KEY},
+                            "ms": sv["server_handshake_ns"].to_numpy() / 1e6})
+    t = a.summary.table.copy()
+    for c in CELL_KEY:
+        t[c] = t[c].astype(str)
+    if profiles:
+        unknown = [p for p in profiles if p not in set(t["profile"])]
+        if unknown:
+            raise UserError(f"--profile {unknown[0]}: not in the run; profiles: {', '.join(dict.fromkeys(t['profile']))}")
+    pal = ST.Palette(list(zip(t["group"], t["sig"])))
+    return Ctx(a=a, style=style, pal=pal, t=t, ok=ok, srv=srv, profiles=profiles)
+
+
+def render(a: Analysis, *, style: str = "thesis", only: list[str] | None = None, profiles: list[str] | None = None,
+           formats=("pdf", "png"), echo: Callable[[str], None] = print) -> tuple[list[FigOut], list[tuple[str, str]]]:
+    kinds = parse_only(only)
+    ctx = context(a, style, profiles)
+    if ctx.ok.empty:
+        t = a.summary.table
+        errs = t.loc[t["top_error"].astype(bool), "top_error"]
+        raise UserError(f"{a.run.paths[0]}: no successful handshake in the run ({int(t['n_attempts'].sum())} attempts"
+                        + (f", most often {errs.iloc[0]}" if len(errs) else "") + "): nothing to plot; the failure "
+                        f"counts are in {a.out_dir / 'summary.csv'} (pqshake analyze)")
+    fig_dir = a.out_dir / "figures"
+    fig_dir.mkdir(parents=True, exist_ok=True)
+    done: list[FigOut] = []
+    skipped: list[tuple[str, str]] = []
+    with plt.rc_context(ST.rc(style)):
+        for k in kinds:
+            try:
+                outs = KINDS[k](ctx)
+            except Skip as e:
+                skipped.append((k, str(e)))
+                echo(f"skipped {k}: {e}")
+                continue
+            for o in outs:
+                try:
+                    o.files = ST.save(o.fig, fig_dir / o.name, formats)
+                finally:
+                    plt.close(o.fig)
+                o.fig = None
+                done.append(o)
+    echo(f"wrote {len(done)} figures ({', '.join(formats)}) to {fig_dir}")
+    return done, skipped

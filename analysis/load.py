@@ -1,0 +1,317 @@
+"""Read and validate run directories (results/<name>/<id>/), and merge several when their
+metadata agree. Every problem is a one-line UserError naming the file, what is wrong and the
+fix; the tables come back with the analysis names of columns.py."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+import pandas as pd
+
+from pqshake.errors import UserError
+
+from . import columns as C
+
+# meta.json fields that must agree for runs to be merged ("a.b" = nested key).
+MERGE_FIELDS = (
+    "format_version",
+    "git.commit",
+    "stack.openssl_version",
+    "stack.liboqs_version",
+    "kernel",
+    "cpu.model",
+    "backend",
+)
+# Configured profile figures that must agree between runs for a profile of the same name.
+PROFILE_FIELDS = ("cfg_rtt_ns", "cfg_loss_up", "cfg_loss_down", "cfg_rate_bps_up", "cfg_rate_bps_down",
+                  "cfg_mtu", "cfg_jitter_ns_up", "cfg_jitter_ns_down")
+
+
+@dataclass
+class Run:
+    """One run or several merged. samples: measured attempts (warm-ups dropped), failures kept;
+    server: server-side connections (warm-ups dropped) or None; cells: one row per cell with
+    the configured figures; profiles: one row per profile with the figure axes."""
+
+    paths: list[Path]
+    metas: list[dict]
+    samples: pd.DataFrame
+    server: pd.DataFrame | None
+    cells: pd.DataFrame
+    profiles: pd.DataFrame
+    chain_depth: int = 1
+    n_warmup_dropped: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def meta(self) -> dict:
+        return self.metas[0]
+
+    @property
+    def label(self) -> str:
+        return ", ".join(str(p) for p in self.paths)
+
+
+def get(meta: dict, dotted: str) -> Any:
+    cur: Any = meta
+    for part in dotted.split("."):
+        if not isinstance(cur, dict) or part not in cur:
+            return None
+        cur = cur[part]
+    return cur
+
+
+def read_meta(path: Path) -> dict:
+    p = path / "meta.json"
+    if not path.exists():
+        raise UserError(f"{path}: no such directory; pass a run directory results/<name>/<id> ('pqshake ls' lists runs)")
+    if not p.is_file():
+        # results/<name> -> its runs
+        subs = sorted(d for d in path.iterdir() if (d / "meta.json").is_file()) if path.is_dir() else []
+        hint = f"; runs inside: {', '.join(d.name for d in subs[-3:])}" if subs else ""
+        raise UserError(f"{path}: not a run directory (no meta.json){hint}; pass results/<name>/<id>")
+    try:
+        meta = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise UserError(f"{p}: unreadable ({e.__class__.__name__}: {e}); restore it from the run or re-run") from None
+    if not isinstance(meta, dict):
+        raise UserError(f"{p}: expected a JSON object; restore it from the run or re-run")
+    return meta
+
+
+def _maybe_rebuild(path: Path) -> None:
+    """A runner's run directory with raw/ but no (or stale) parquet tables: rebuild them the
+    way `pqshake load` does. Quietly does nothing for other directories."""
+    if not (path / "raw").is_dir() or not (path / "plan.json").is_file():
+        return
+    try:
+        from pqshake.experiments import rundir as rd
+    except ImportError:
+        return
+    run = rd.RunDir(path)
+    if any(rd._stale(run, t) for t in ("samples", "server", "cells")):
+        try:
+            rd.build_tables(run)
+        except OSError:
+            pass  # read-only: fall through to what exists
+
+
+def _schema_names(f: Path) -> list[str]:
+    import pyarrow.parquet as pq
+
+    try:
+        return list(pq.read_schema(f).names)
+    except Exception as e:  # noqa: BLE001 - pyarrow raises several types for a bad file
+        raise UserError(f"{f}: not a readable parquet file ({e.__class__.__name__}); "
+                        f"rebuild the tables with 'pqshake load {f.parent}'") from None
+
+
+def read_table(run_dir: Path, table: str, what: str) -> pd.DataFrame:
+    """A run table with the analysis names; required columns checked, optional ones that are
+    missing come back as all-NA columns."""
+    import pyarrow.parquet as pq
+
+    f = run_dir / f"{table}.parquet"
+    if not f.is_file():
+        raise UserError(f"{f}: missing; rebuild the tables with 'pqshake load {run_dir}' (or re-run the experiment)")
+    names = _schema_names(f)
+    req, opt = C.required_for(table), C.optional_for(table)
+    missing = [c for c in req if c not in names]
+    if missing:
+        raise UserError(f"{f}: column '{missing[0]}' missing (needed for {what}); the file comes from another "
+                        f"version of the runner: rebuild it with 'pqshake load {run_dir}'")
+    want = [c for c in list(req) + list(opt) if c in names]
+    try:
+        t = pq.read_table(f, columns=want)
+        df = t.to_pandas(strings_to_categorical=True)
+    except Exception as e:  # noqa: BLE001
+        raise UserError(f"{f}: cannot be read ({e.__class__.__name__}: {e}); rebuild it with 'pqshake load {run_dir}'") from None
+    df = df.rename(columns={**req, **opt})
+    for src, dst in opt.items():
+        if dst not in df.columns:
+            df[dst] = np.nan
+    return df
+
+
+def _as_bool(s: pd.Series) -> pd.Series:
+    if s.dtype == bool:
+        return s
+    return s.map(lambda v: bool(v) if v is not None and v == v else False).astype(bool)
+
+
+def _as_float(s: pd.Series) -> pd.Series:
+    return pd.to_numeric(s, errors="coerce").astype("float64")
+
+
+def _categorical(df: pd.DataFrame, cols: Iterable[str]) -> None:
+    for c in cols:
+        if c in df.columns and not isinstance(df[c].dtype, pd.CategoricalDtype):
+            df[c] = df[c].astype("string").astype("category")
+
+
+def _profiles(cells: pd.DataFrame) -> pd.DataFrame:
+    """One row per profile: configured figures and the axes of figures 1-4."""
+    cols = [c for c in PROFILE_FIELDS if c in cells.columns]
+    p = cells.groupby("profile", observed=True)[cols].first().reset_index()
+    for c in PROFILE_FIELDS:
+        if c not in p.columns:
+            p[c] = np.nan
+    p["rtt_ms"] = _as_float(p["cfg_rtt_ns"]) / 1e6
+    p["loss"] = np.fmax(_as_float(p["cfg_loss_up"]), _as_float(p["cfg_loss_down"]))
+    up, down = _as_float(p["cfg_rate_bps_up"]), _as_float(p["cfg_rate_bps_down"])
+    up = up.where(up > 0, np.inf)
+    down = down.where(down > 0, np.inf)
+    p["rate_bps"] = np.fmin(up, down)
+    p["mtu"] = _as_float(p["cfg_mtu"])
+    p["jitter_ms"] = (_as_float(p["cfg_jitter_ns_up"]).fillna(0) + _as_float(p["cfg_jitter_ns_down"]).fillna(0)) / 1e6
+    p["profile"] = p["profile"].astype(str)
+    return p
+
+
+def _drop_server_warmups(server: pd.DataFrame, cells: pd.DataFrame, warmup_default: int) -> pd.DataFrame:
+    """The server log does not know which connections were warm-ups: per cell, drop the first
+    n_warmup connections (plus the priming handshake of resume/0-RTT cells) by accept time."""
+    if server["warmup"].notna().any():
+        return server[~_as_bool(server["warmup"])]
+    if server["cell_id"].isna().all():
+        return server
+    nw = cells.set_index(cells["cell_id"].astype(str))["n_warmup"]
+    server = server.copy()
+    order = server["accepted_mono_ns"] if server["accepted_mono_ns"].notna().any() else pd.Series(
+        np.arange(len(server)), index=server.index)
+    server["_o"] = order.to_numpy()
+    server = server.sort_values(["cell_id", "_o"], kind="stable")
+    rank = server.groupby("cell_id", observed=True).cumcount().to_numpy()
+    cid = server["cell_id"]
+    if not isinstance(cid.dtype, pd.CategoricalDtype):
+        cid = cid.astype("category")
+    lut = {c: float(nw.get(str(c), np.nan)) for c in cid.cat.categories}  # per cell, not per row
+    skip = np.array([lut[c] for c in cid.cat.categories] + [np.nan])[cid.cat.codes.to_numpy()]
+    skip = np.where(np.isnan(skip), warmup_default, skip)
+    prime = server["mode"].isin(["resume", "0rtt"]).to_numpy()
+    keep = rank >= skip + prime
+    return server[keep].drop(columns="_o")
+
+
+def load_one(path: Path | str) -> tuple[dict, pd.DataFrame, pd.DataFrame | None, pd.DataFrame, int, int, list[str]]:
+    path = Path(path)
+    meta = read_meta(path)
+    _maybe_rebuild(path)
+    notes: list[str] = []
+    cells = read_table(path, "cells", "the configured profile figures")
+    samples = read_table(path, "samples", "the handshake statistics")
+    plan: dict = {}
+    if (path / "plan.json").is_file():
+        try:
+            plan = json.loads((path / "plan.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            notes.append(f"{path}/plan.json unreadable: chain depth 1 and the tables' warm-up counts assumed")
+    exp = plan.get("experiment", {}) if isinstance(plan, dict) else {}
+    chain_depth = int(exp.get("chain_depth", 1) or 1)
+    warmup_default = int(exp.get("warmup", 0) or 0)
+
+    samples["warmup"] = _as_bool(samples["warmup"])
+    samples["ok"] = _as_bool(samples["ok"])
+    n_w = int(samples["warmup"].sum())
+    samples = samples[~samples["warmup"].to_numpy()].drop(columns="warmup")
+    for c in ("handshake_ns", "tcp_connect_ns", "server_hello_ns", "ttfb_ns", "ttlb_ns", "bytes_up", "bytes_down",
+              "segs_up", "segs_down", "retrans", "tcp_srtt_ns"):
+        samples[c] = _as_float(samples[c])
+    # An ok attempt must have a handshake time.
+    bad = samples["ok"].to_numpy() & samples["handshake_ns"].isna().to_numpy()
+    if bad.any():
+        notes.append(f"{path}: {int(bad.sum())} attempts marked ok without a handshake time were counted as failed")
+        samples.loc[bad, "ok"] = False
+
+    server = None
+    if (path / "server.parquet").is_file():
+        try:
+            server = read_table(path, "server", "the server-side times")
+        except UserError as e:
+            notes.append(f"server-side figures skipped: {e}")
+        if server is not None:
+            server["ok"] = _as_bool(server["ok"])
+            server["server_handshake_ns"] = _as_float(server["server_handshake_ns"])
+            if "n_warmup" in cells.columns:
+                server = _drop_server_warmups(server, cells, warmup_default)
+    else:
+        notes.append(f"{path}/server.parquet missing: server-side figures skipped")
+    _categorical(cells, C.CELL_KEY + ["cell_id"])
+    return meta, samples, server, cells, chain_depth, n_w, notes
+
+
+def check_merge(metas: list[dict], paths: list[Path], allow: Iterable[str] = ()) -> None:
+    allow = set(allow)
+    for f in MERGE_FIELDS:
+        if f in allow:
+            continue
+        v0 = get(metas[0], f)
+        for m, p in zip(metas[1:], paths[1:]):
+            v = get(m, f)
+            if v != v0:
+                raise UserError(f"cannot merge {paths[0]} and {p}: meta.json field '{f}' differs ({v0!r} vs {v!r}); "
+                                f"analyse them separately, or pass --allow-differ {f} if it does not matter")
+
+
+def load_runs(paths: Iterable[Path | str], allow_differ: Iterable[str] = ()) -> Run:
+    paths = [Path(p) for p in paths]
+    if not paths:
+        raise UserError("no run directory given; pass results/<name>/<id> ('pqshake ls' lists runs)")
+    seen = set()
+    for p in paths:
+        rp = p.resolve()
+        if rp in seen:
+            raise UserError(f"{p}: given twice; pass each run directory once")
+        seen.add(rp)
+    loaded = [load_one(p) for p in paths]
+    metas = [x[0] for x in loaded]
+    check_merge(metas, paths, allow_differ)
+    notes = [n for x in loaded for n in x[6]]
+    samples_l, server_l, cells_l = [], [], []
+    for i, (meta, s, sv, c, _, _, _) in enumerate(loaded):
+        if len(paths) > 1:
+            s = s.assign(run=i)
+            c = c.assign(run=i)
+            sv = sv.assign(run=i) if sv is not None else None
+        samples_l.append(s)
+        cells_l.append(c)
+        if sv is not None:
+            server_l.append(sv)
+    if len(paths) > 1:
+        # A profile of the same name must be the same link in every run.
+        allc = pd.concat([c.assign(_path=str(paths[i])) for i, c in enumerate(cells_l)], ignore_index=True)
+        for f in PROFILE_FIELDS:
+            if f not in allc.columns:
+                continue
+            g = allc.groupby(allc["profile"].astype(str))[f].nunique(dropna=True)
+            diff = g[g > 1]
+            if len(diff):
+                prof = diff.index[0]
+                vals = allc[allc["profile"].astype(str) == prof].groupby("_path")[f].first()
+                a, b = list(vals.items())[:2]
+                raise UserError(f"cannot merge {a[0]} and {b[0]}: profile '{prof}' has a different '{f}' "
+                                f"({a[1]} vs {b[1]}); rename the profile in one experiment or analyse the runs separately")
+        samples = pd.concat(samples_l, ignore_index=True)
+        cells = pd.concat(cells_l, ignore_index=True)
+        server = pd.concat(server_l, ignore_index=True) if server_l else None
+    else:
+        samples, cells = samples_l[0], cells_l[0]
+        server = server_l[0] if server_l else None
+    _categorical(samples, C.CELL_KEY)
+    _categorical(cells, C.CELL_KEY)
+    if server is not None:
+        _categorical(server, C.CELL_KEY)
+    if samples.empty:
+        raise UserError(f"{paths[0] / 'samples.parquet'}: no attempts recorded (only warm-ups or nothing); "
+                        f"nothing to analyse: check the run with 'pqshake ls' and resume it")
+    depths = {x[4] for x in loaded}
+    run = Run(paths=paths, metas=metas, samples=samples, server=server, cells=cells,
+              profiles=_profiles(cells), chain_depth=max(depths), n_warmup_dropped=sum(x[5] for x in loaded),
+              notes=notes)
+    if len(depths) > 1:
+        run.notes.append(f"runs differ in certificate chain depth {sorted(depths)}: the bound uses {run.chain_depth}")
+    return run

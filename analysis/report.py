@@ -1,0 +1,195 @@
+"""`pqshake analyze` and `pqshake figures` as functions: load, summarise, write the outputs
+under RUN_DIR/analysis/ (or --out), and report.md listing every figure with a caption built from
+the run's metadata."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+import numpy as np
+import pandas as pd
+
+from pqshake.errors import UserError
+
+from . import bound as B
+from . import stats as S
+from . import tables as T
+from .load import Run, get, load_runs
+from .summary import MODE_LABELS, Summary, summarize
+
+
+@dataclass
+class Analysis:
+    run: Run
+    summary: Summary
+    out_dir: Path
+    speed: B.Speed | None
+    written: list[Path] = field(default_factory=list)
+
+
+def out_dir_for(paths: list[Path], out: Path | None) -> Path:
+    d = Path(out) if out else Path(paths[0]) / "analysis"
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        probe = d / ".pqs-write-test"
+        probe.write_text("x")
+        probe.unlink()
+    except OSError as e:
+        raise UserError(f"{d}: cannot write the analysis there ({e.strerror or e}); choose another folder with --out DIR",
+                        exit_code=1) from None
+    return d
+
+
+def prepare(paths: Iterable[Path | str], *, out: Path | None = None, speed: str | None = None,
+            baseline: str | None = None, allow_differ: Iterable[str] = (), n_boot: int = S.BOOTSTRAP_N,
+            seed: int = S.BOOTSTRAP_SEED) -> Analysis:
+    paths = [Path(p) for p in paths]
+    run = load_runs(paths, allow_differ)
+    od = out_dir_for(paths, out)
+    groups = sorted(set(run.samples["group"].astype(str)) | set(run.cells["group"].astype(str)))
+    sigs = sorted(set(run.samples["sig"].astype(str)) | set(run.cells["sig"].astype(str)))
+    sp, note = B.find_speed(paths, speed, groups=groups, sigs=sigs, out_dir=od)
+    summ = summarize(run, speed=sp, cpu_note=note, baseline=baseline, n_boot=n_boot, seed=seed)
+    return Analysis(run=run, summary=summ, out_dir=od, speed=sp)
+
+
+def _write_frame(df: pd.DataFrame, path: Path) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    if path.suffix == ".parquet":
+        df.to_parquet(tmp, index=False)
+    else:
+        df.to_csv(tmp, index=False, float_format="%.6g")
+    tmp.replace(path)
+
+
+def versions(run: Run, speed: B.Speed | None = None) -> dict:
+    m = run.meta
+    st = m.get("stack") or {}
+    v = {
+        "openssl": st.get("openssl_version") or (speed.header.get("openssl_version") if speed else None),
+        "liboqs": st.get("liboqs_version") or (speed.header.get("liboqs_version") if speed else None),
+        "commit": (get(m, "git.commit") or "")[:12] or None,
+        "dirty": get(m, "git.dirty"),
+        "kernel": m.get("kernel"),
+        "cpu": get(m, "cpu.model"),
+        "backend": m.get("backend"),
+    }
+    return v
+
+
+def provenance_line(run: Run, speed: B.Speed | None = None) -> str:
+    v = versions(run, speed)
+    parts = []
+    if v["openssl"]:
+        parts.append(f"OpenSSL {v['openssl']}")
+    if v["liboqs"]:
+        parts.append(f"liboqs {v['liboqs']}")
+    if v["backend"]:
+        parts.append(f"link emulation: {v['backend']}")
+    if v["kernel"]:
+        parts.append(f"kernel {v['kernel']}")
+    if v["commit"]:
+        parts.append(f"pqshake {v['commit']}{' (modified)' if v['dirty'] else ''}")
+    names = ", ".join(f"{m.get('name', '?')}/{m.get('id', p.name)}" for m, p in zip(run.metas, run.paths))
+    return f"Run {names}; " + "; ".join(parts) + "."
+
+
+def analyze(paths: Iterable[Path | str], *, echo: Callable[[str], None] = print, **kw) -> Analysis:
+    a = prepare(paths, **kw)
+    t = a.summary.table
+    od = a.out_dir
+    for name in ("summary.parquet", "summary.csv"):
+        _write_frame(t, od / name)
+        a.written.append(od / name)
+    cap = (f"Handshake times per cell (median and p95 with {int(S.CI_LEVEL * 100)}\u00a0% bootstrap CIs, "
+           f"{a.summary.params['bootstrap_n']} resamples; percentiles: numpy method '{S.PCT_METHOD}'); "
+           f"slowdown = ratio of medians against {a.summary.params['baseline'] or 'no baseline'} in the same profile "
+           f"and mode; bound from the handshake model. {provenance_line(a.run, a.speed)}")
+    (od / "summary.tex").write_text(T.latex(t, cap))
+    (od / "summary.md").write_text(f"{cap}\n\n" + T.markdown(t))
+    a.written += [od / "summary.tex", od / "summary.md"]
+    info = {"runs": [str(p) for p in a.run.paths], "params": a.summary.params, "notes": a.summary.notes,
+            "versions": versions(a.run, a.speed), "rows": int(len(t)),
+            "attempts": int(t["n_attempts"].sum()), "ok": int(t["n_ok"].sum())}
+    (od / "analysis.json").write_text(json.dumps(info, indent=2, default=str) + "\n")
+    a.written.append(od / "analysis.json")
+    echo(f"{len(t)} cells, {info['attempts']} attempts ({info['ok']} ok) from {len(a.run.paths)} run(s); "
+         f"warm-ups excluded: {a.run.n_warmup_dropped}")
+    echo(f"percentiles: numpy.percentile(method='{S.PCT_METHOD}'); CIs: {int(S.CI_LEVEL * 100)}% bootstrap, "
+         f"{a.summary.params['bootstrap_n']} resamples, seed {a.summary.params['bootstrap_seed']}")
+    echo(f"slowdown baseline: {a.summary.params['baseline'] or 'none'}; {a.summary.cpu_note}")
+    for n in a.summary.notes:
+        echo(f"note: {n}")
+    echo(f"wrote {od}/summary.parquet, summary.csv, summary.tex, summary.md")
+    return a
+
+
+# ---------------------------------------------------------------------------------------------
+# report.md
+
+
+def _profile_text(run: Run, profiles: list[str] | None = None) -> str:
+    p = run.profiles
+    if profiles is not None:
+        p = p[p["profile"].isin(profiles)]
+    out = []
+    for r in p.itertuples(index=False):
+        bits = [f"RTT {r.rtt_ms:g} ms" if np.isfinite(r.rtt_ms) else "RTT ?"]
+        if np.isfinite(r.loss) and r.loss:
+            bits.append(f"loss {100 * r.loss:g} %")
+        if np.isfinite(r.rate_bps):
+            bits.append(f"{r.rate_bps / 1e6:g} Mbit/s")
+        if np.isfinite(r.mtu) and r.mtu != 1500:
+            bits.append(f"MTU {int(r.mtu)}")
+        if r.jitter_ms:
+            bits.append(f"jitter {r.jitter_ms:g} ms")
+        out.append(f"{r.profile} ({', '.join(bits)})")
+    return "; ".join(out)
+
+
+def n_text(t: pd.DataFrame) -> str:
+    n = t["n_ok"][t["n_ok"] > 0]
+    if n.empty:
+        return "no successful handshakes"
+    lo, hi = int(n.min()), int(n.max())
+    rng = f"{lo}" if lo == hi else f"{lo}-{hi}"
+    return f"n = {rng} successful handshakes per cell ({int(t['n_ok'].sum())} in total)"
+
+
+def write_report(a: Analysis, figures: list, skipped: list[tuple[str, str]], style: str) -> Path:
+    t = a.summary.table
+    od = a.out_dir
+    lines = [f"# Handshake analysis: {', '.join(str(m.get('name', '?')) for m in a.run.metas)}", "",
+             provenance_line(a.run, a.speed), "",
+             f"- Cells: {len(t)} ({t['group'].nunique()} groups x {t['sig'].nunique()} signatures x "
+             f"{t['profile'].nunique()} profiles x {t['mode'].nunique()} modes); {n_text(t)}.",
+             f"- Profiles: {_profile_text(a.run)}.",
+             f"- Percentiles: numpy.percentile(method='{S.PCT_METHOD}'); CIs: {int(S.CI_LEVEL * 100)} % percentile "
+             f"bootstrap, {a.summary.params['bootstrap_n']} resamples, seed {a.summary.params['bootstrap_seed']}.",
+             f"- Slowdown baseline: {a.summary.params['baseline'] or 'none'} (same profile and mode).",
+             f"- Lower bound: handshake model (RTT count x achieved RTT + serialization + CPU); {a.summary.cpu_note}.",
+             f"- Figures: style '{style}', PDF (vector) and PNG.", ""]
+    if a.summary.notes:
+        lines += ["## Notes", ""] + [f"- {n}" for n in a.summary.notes] + [""]
+    lines += ["## Figures", ""]
+    for i, f in enumerate(figures, 1):
+        rel = [p.relative_to(od) if p.is_relative_to(od) else p for p in f.files]
+        png = next((r for r in rel if str(r).endswith(".png")), None)
+        pdf = next((r for r in rel if str(r).endswith(".pdf")), None)
+        lines.append(f"### Figure {i}: {f.title}")
+        lines.append("")
+        if png is not None:
+            lines.append(f"![{f.title}]({png})")
+            lines.append("")
+        lines.append(f"*Figure {i}.* {f.caption}" + (f" ([PDF]({pdf}))" if pdf else ""))
+        lines.append("")
+    if skipped:
+        lines += ["### Skipped", ""] + [f"- {k}: {why}" for k, why in skipped] + [""]
+    lines += ["## Summary table", "", T.markdown(t), "",
+              "LaTeX (booktabs): `summary.tex`; every column: `summary.csv` / `summary.parquet`.", ""]
+    p = od / "report.md"
+    p.write_text("\n".join(lines))
+    return p

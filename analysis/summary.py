@@ -1,0 +1,303 @@
+"""One summary row per cell (group x sig x profile x mode; repetitions and merged runs pooled):
+counts, failure rate, mean/std/percentiles, bootstrap CIs, slowdown against the classical
+baseline, TCP figures, inferred round trips and the handshake-model lower bound."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from pqshake.errors import UserError
+
+from . import bound as B
+from . import stats as S
+from .columns import CELL_KEY
+from .load import Run
+
+MODE_ORDER = ("full", "resume", "0rtt", "hrr", "tls12")
+MODE_LABELS = {"full": "full", "resume": "resumption", "0rtt": "0-RTT", "hrr": "HRR", "tls12": "TLS 1.2"}
+PREFERRED_BASELINE = [("x25519", "ecdsa-p256"), ("x25519", "ed25519"), ("secp256r1", "ecdsa-p256")]
+RTT_MIN_FOR_INFERENCE_MS = 1.0  # below this, CPU dominates and "round trips" mean nothing
+
+
+@dataclass
+class Summary:
+    table: pd.DataFrame
+    baseline: tuple[str, str] | None
+    notes: list[str] = field(default_factory=list)
+    cpu_note: str = ""
+    params: dict = field(default_factory=dict)
+
+
+def _registry():
+    from pqshake.registry import load_registry
+
+    return load_registry()
+
+
+def order_key(reg, role: str, name: str) -> tuple[int, str]:
+    table = reg.groups if role == "group" else reg.sigs
+    names = list(table)
+    return (names.index(name) if name in names else len(names), name)
+
+
+def choose_baseline(pairs: set[tuple[str, str]], option: str | None) -> tuple[str, str] | None:
+    reg = _registry()
+    if option:
+        if ":" not in option:
+            raise UserError(f"--baseline {option}: give GROUP:SIG, e.g. x25519:ecdsa-p256")
+        g, s = option.split(":", 1)
+        if (g, s) not in pairs:
+            have = ", ".join(sorted(f"{a}:{b}" for a, b in pairs)[:6])
+            raise UserError(f"--baseline {option}: the run has no cell with group {g} and sig {s}; it has {have}")
+        return g, s
+    for p in PREFERRED_BASELINE:
+        if p in pairs:
+            return p
+
+    def classical(role, n):
+        a = reg.groups.get(n) if role == "group" else reg.sigs.get(n)
+        return a is not None and a.kind == "classical"
+
+    cands = sorted((p for p in pairs if classical("group", p[0]) and classical("sig", p[1])),
+                   key=lambda p: (order_key(reg, "group", p[0]), order_key(reg, "sig", p[1])))
+    return cands[0] if cands else None
+
+
+def key_codes(df: pd.DataFrame, code_of: dict[tuple[str, ...], int]) -> np.ndarray:
+    """Row -> index of its cell in code_of (-1 if absent), vectorised over the categorical codes
+    (a Python loop runs only over the distinct cells)."""
+    combined = np.zeros(len(df), dtype=np.int64)
+    cats, sizes = [], []
+    for c in CELL_KEY:
+        col = df[c]
+        if not isinstance(col.dtype, pd.CategoricalDtype):
+            col = col.astype("category")
+        n = len(col.cat.categories) + 1
+        combined = combined * n + (col.cat.codes.to_numpy().astype(np.int64) + 1)
+        cats.append([str(x) for x in col.cat.categories])
+        sizes.append(n)
+    uniq, inv = np.unique(combined, return_inverse=True)
+    lut = np.empty(len(uniq), dtype=np.int64)
+    for i, u in enumerate(uniq.tolist()):
+        parts = []
+        for j in reversed(range(len(CELL_KEY))):
+            u, k = divmod(u, sizes[j])
+            parts.append(cats[j][k - 1] if k > 0 else "nan")
+        lut[i] = code_of.get(tuple(reversed(parts)), -1)
+    return lut[inv.reshape(-1)]
+
+
+def _sorted_groups(values: np.ndarray, codes: np.ndarray, ngroups: int) -> list[np.ndarray]:
+    """Per group code, its values sorted (NaNs dropped)."""
+    m = np.isfinite(values)
+    values, codes = values[m], codes[m]
+    order = np.lexsort((values, codes))
+    v, c = values[order], codes[order]
+    edges = np.searchsorted(c, np.arange(ngroups + 1))
+    return [v[edges[i]:edges[i + 1]] for i in range(ngroups)]
+
+
+def summarize(run: Run, *, speed: B.Speed | None = None, cpu_note: str = "", baseline: str | None = None,
+              n_boot: int = S.BOOTSTRAP_N, seed: int = S.BOOTSTRAP_SEED) -> Summary:
+    reg = _registry()
+    s = run.samples
+    notes: list[str] = []
+
+    # Every cell that exists: in the cells table or in the samples.
+    keys = pd.concat([run.cells[CELL_KEY].drop_duplicates().astype(str),
+                      s[CELL_KEY].drop_duplicates().astype(str)], ignore_index=True)
+    keys = keys.drop_duplicates().reset_index(drop=True)
+    keys["_mo"] = keys["mode"].map(lambda m: MODE_ORDER.index(m) if m in MODE_ORDER else 99)
+    prof_order = {p: i for i, p in enumerate(dict.fromkeys(run.cells["profile"].astype(str)))}
+    keys["_po"] = keys["profile"].map(lambda p: prof_order.get(p, 10**6))
+    keys["_go"] = keys["group"].map(lambda g: order_key(reg, "group", g))
+    keys["_so"] = keys["sig"].map(lambda g: order_key(reg, "sig", g))
+    keys = keys.sort_values(["_go", "_so", "_po", "_mo"]).drop(columns=["_go", "_so", "_po", "_mo"]).reset_index(drop=True)
+    index = pd.MultiIndex.from_frame(keys)
+    ng = len(keys)
+    code_of = {k: i for i, k in enumerate(index)}
+
+    codes = key_codes(s, code_of)
+    ok = s["ok"].to_numpy(dtype=bool)
+    hs = s["handshake_ns"].to_numpy(dtype=float)
+
+    n_att = np.bincount(codes, minlength=ng)
+    n_ok = np.bincount(codes[ok], minlength=ng)
+    out = keys.copy()
+    out["n_attempts"] = n_att
+    out["n_ok"] = n_ok
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out["failure_rate"] = np.where(n_att > 0, 1 - n_ok / np.maximum(n_att, 1), np.nan)
+
+    # Most common error of the failed attempts.
+    fail = s.loc[~ok, CELL_KEY + ["error"]]
+    top = [""] * ng
+    if len(fail):
+        fe = fail.assign(error=fail["error"].astype("string").fillna("unknown"), _c=codes[~ok])
+        cnt = fe.groupby(["_c", "error"], observed=True).size().reset_index(name="n")
+        cnt = cnt.sort_values(["_c", "n"], ascending=[True, False]).drop_duplicates("_c")
+        for c, e, n in cnt[["_c", "error", "n"]].itertuples(index=False):
+            top[int(c)] = f"{e} ({n})"
+    out["top_error"] = top
+
+    # Timings (ok attempts only), sorted per cell.
+    per = _sorted_groups(hs[ok] / 1e6, codes[ok], ng)
+    pct_cols = [f"p{q}_ms" for q in S.PERCENTILES]
+    stat = np.full((ng, 2 + len(S.PERCENTILES) + 4), np.nan)
+    draws50: list[np.ndarray | None] = [None] * ng
+    for i, x in enumerate(per):
+        if x.size == 0:
+            continue
+        key = tuple(keys.iloc[i])
+        rng = S.rng_for(seed, *key)
+        stat[i, 0] = x.mean()
+        stat[i, 1] = x.std(ddof=1) if x.size > 1 else np.nan
+        stat[i, 2:2 + len(S.PERCENTILES)] = S.percentiles(x)
+        d50 = S.bootstrap_quantile(x, 50, n_boot, rng)
+        d95 = S.bootstrap_quantile(x, 95, n_boot, rng)
+        draws50[i] = d50
+        stat[i, -4:-2] = S.ci(d50)
+        stat[i, -2:] = S.ci(d95)
+    out["mean_ms"] = stat[:, 0]
+    out["std_ms"] = stat[:, 1]
+    for j, c in enumerate(pct_cols):
+        out[c] = stat[:, 2 + j]
+    out["pct_method"] = f"numpy.percentile(method='{S.PCT_METHOD}')"
+    out["p50_ci_lo_ms"], out["p50_ci_hi_ms"] = stat[:, -4], stat[:, -3]
+    out["p95_ci_lo_ms"], out["p95_ci_hi_ms"] = stat[:, -2], stat[:, -1]
+    out["ci_level"] = S.CI_LEVEL
+    out["bootstrap_n"] = n_boot
+    out["bootstrap_seed"] = seed
+
+    # Slowdown against the baseline pair in the same profile and mode.
+    pairs = set(zip(keys["group"], keys["sig"]))
+    base = choose_baseline(pairs, baseline)
+    sl = np.full((ng, 3), np.nan)
+    if base is None:
+        notes.append("no classical group x classical signature cell in the run: slowdown not computed "
+                     "(choose one with --baseline GROUP:SIG)")
+    else:
+        for i, (g, sg, p, m) in enumerate(keys.itertuples(index=False)):
+            j = code_of.get((base[0], base[1], p, m))
+            if j is None or draws50[i] is None or draws50[j] is None:
+                continue
+            num, den = stat[i, 4], stat[j, 4]  # p50
+            if den > 0:
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    lo, hi = S.ci(draws50[i] / draws50[j])
+                sl[i] = (num / den, lo, hi)
+    out["baseline_group"] = base[0] if base else None
+    out["baseline_sig"] = base[1] if base else None
+    out["slowdown"], out["slowdown_ci_lo"], out["slowdown_ci_hi"] = sl[:, 0], sl[:, 1], sl[:, 2]
+
+    # TCP figures (medians over ok attempts), retransmissions over all attempts.
+    tcp = pd.DataFrame({c: s[c].to_numpy(dtype=float) for c in ("bytes_up", "bytes_down", "segs_up", "segs_down")})
+    tcp["_c"] = codes
+    med = tcp[ok].groupby("_c").median()
+    for c in ("bytes_up", "bytes_down", "segs_up", "segs_down"):
+        out[c] = med[c].reindex(range(ng)).to_numpy() if len(med) else np.nan
+    rt = pd.DataFrame({"r": s["retrans"].to_numpy(dtype=float), "_c": codes})
+    g = rt.groupby("_c")["r"]
+    out["retrans_mean"] = g.mean().reindex(range(ng)).to_numpy()
+    out["retrans_share"] = g.apply(lambda v: float((v > 0).mean()) if v.notna().any() else np.nan).reindex(range(ng)).to_numpy()
+
+    # Network: achieved RTT (median over the cells' probe medians), configured figures.
+    cells = run.cells.copy()
+    for c in CELL_KEY:
+        cells[c] = cells[c].astype(str)
+    cg = cells.groupby(CELL_KEY, observed=True)
+    cinfo = pd.DataFrame({
+        "n_cells": cg.size(),
+        "rtt_achieved_ms": cg["rtt_p50_ns"].median() / 1e6 if "rtt_p50_ns" in cells else np.nan,
+        "cells_failed": cg["status"].apply(lambda v: int((v.astype(str) == "failed").sum())),
+        "cell_reason": cg["reason"].apply(lambda v: next((str(x) for x in v if isinstance(x, str) and x), "")),
+    })
+    out = out.merge(cinfo, left_on=CELL_KEY, right_index=True, how="left")
+    prof = run.profiles.set_index("profile")
+    for col, src in (("rtt_cfg_ms", "rtt_ms"), ("loss", "loss"), ("rate_bps", "rate_bps"), ("mtu", "mtu"),
+                     ("jitter_ms", "jitter_ms"), ("rate_up_bps", "cfg_rate_bps_up"), ("rate_down_bps", "cfg_rate_bps_down")):
+        out[col] = out["profile"].map(prof[src]).astype(float)
+    missing_rtt = out["rtt_achieved_ms"].isna() & out["rtt_cfg_ms"].notna()
+    if missing_rtt.any():
+        notes.append(f"{int(missing_rtt.sum())} cells have no achieved RTT (no probes): the bound uses the configured RTT")
+    rtt_ms = out["rtt_achieved_ms"].fillna(out["rtt_cfg_ms"]).to_numpy(dtype=float)
+
+    # The model's lower bound and the inferred round trips.
+    brows = []
+    cpu_missing = set()
+    for i, (g_, s_, p_, m_) in enumerate(keys.itertuples(index=False)):
+        if not np.isfinite(rtt_ms[i]):
+            brows.append({})
+            continue
+        cpu = B.cpu_seconds(speed, g_, s_, m_, run.chain_depth)
+        if speed and cpu is None:
+            cpu_missing.add(f"{g_}/{s_}")
+        mtu = out.at[i, "mtu"]
+        b = B.bound(g_, s_, m_, rtt_s=rtt_ms[i] / 1e3, rate_up=out.at[i, "rate_up_bps"],
+                    rate_down=out.at[i, "rate_down_bps"], mtu=int(mtu) if np.isfinite(mtu) else 1500,
+                    cpu_s=cpu, chain_depth=run.chain_depth, registry=reg)
+        b["cpu_source"] = "pqs-speed" if cpu is not None else "none"
+        brows.append(b)
+    bd = pd.DataFrame(brows, index=range(ng))
+    for c in ("rtts", "t_rtt", "t_ser", "t_cpu", "total", "client_bytes", "server_bytes", "cpu_source"):
+        if c not in bd:
+            bd[c] = np.nan
+    out["bound_rtts"] = bd["rtts"]
+    out["bound_rtt_ms"] = bd["t_rtt"] * 1e3
+    out["bound_ser_ms"] = bd["t_ser"] * 1e3
+    out["bound_cpu_ms"] = bd["t_cpu"] * 1e3
+    out["bound_ms"] = bd["total"] * 1e3
+    out["cpu_source"] = bd["cpu_source"]
+    out["model_client_bytes"] = bd["client_bytes"]
+    out["model_server_bytes"] = bd["server_bytes"]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out["measured_over_bound"] = out["p50_ms"] / out["bound_ms"]
+        out["p50_over_rtt"] = out["p50_ms"] / rtt_ms
+        net = (out["p50_ms"] - out["bound_ser_ms"].fillna(0) - out["bound_cpu_ms"].fillna(0)) / rtt_ms
+    inferred = np.round(net.to_numpy(dtype=float))
+    inferred[~(rtt_ms >= RTT_MIN_FOR_INFERENCE_MS)] = np.nan
+    out["rtts_inferred"] = inferred
+    if cpu_missing:
+        notes.append(f"pqs-speed has no timings for {', '.join(sorted(cpu_missing)[:5])}"
+                     f"{' ...' if len(cpu_missing) > 5 else ''}: their bound has no CPU term")
+
+    # Server side.
+    out["server_n"] = 0
+    out["server_p50_ms"] = np.nan
+    out["server_p95_ms"] = np.nan
+    if run.server is not None and len(run.server):
+        sv = run.server[run.server["ok"].to_numpy(dtype=bool)]
+        sc = key_codes(sv, code_of)
+        v = sv["server_handshake_ns"].to_numpy(dtype=float) / 1e6
+        keep = sc >= 0
+        sper = _sorted_groups(v[keep], sc[keep], ng)
+        out["server_n"] = [x.size for x in sper]
+        pp = np.array([S.percentiles(x, (50, 95)) for x in sper]) if ng else np.empty((0, 2))
+        out["server_p50_ms"], out["server_p95_ms"] = pp[:, 0], pp[:, 1]
+
+    # Algorithm attributes from the registry (for tables and figures).
+    out.insert(2, "group_kind", out["group"].map(lambda n: getattr(reg.groups.get(n), "kind", "unknown")))
+    out.insert(3, "sig_kind", out["sig"].map(lambda n: getattr(reg.sigs.get(n), "kind", "unknown")))
+    out = out.drop(columns=["rate_up_bps", "rate_down_bps"])
+
+    empty = out[out["n_attempts"] == 0]
+    for r in empty.itertuples(index=False):
+        why = f" ({r.cell_reason})" if isinstance(r.cell_reason, str) and r.cell_reason else ""
+        notes.append(f"cell {r.group} / {r.sig} / {r.profile} / {r.mode}: no attempts recorded{why}; its statistics are empty")
+    allfail = out[(out["n_attempts"] > 0) & (out["n_ok"] == 0)]
+    for r in allfail.itertuples(index=False):
+        notes.append(f"cell {r.group} / {r.sig} / {r.profile} / {r.mode}: all {r.n_attempts} attempts failed "
+                     f"(most often: {r.top_error}); its statistics are empty")
+    if len(out) and (out["n_ok"] == 0).all():
+        notes.insert(0, "no successful handshake in the run: only counts and failure rates are meaningful")
+    if len(notes) > 12:
+        extra = len(notes) - 10
+        notes = notes[:10] + [f"... and {extra} more such notes (see the summary table)"]
+    params = {"pct_method": S.PCT_METHOD, "ci_level": S.CI_LEVEL, "bootstrap_n": n_boot, "bootstrap_seed": seed,
+              "baseline": f"{base[0]} / {base[1]}" if base else None, "cpu": cpu_note,
+              "chain_depth": run.chain_depth}
+    return Summary(table=out.reset_index(drop=True), baseline=base, notes=run.notes + notes, cpu_note=cpu_note,
+                   params=params)

@@ -1,0 +1,268 @@
+"""A seeded synthetic run directory with the runner's schema (experiments/rundir.py
+build_tables: samples/server/cells.parquet + meta.json + plan.json), for developing and testing
+the analysis without a testbed, and for the benchmark (any number of attempts).
+
+Handshake times follow the handshake model (experiments/handshake_model.py) plus log-normal
+noise, a loss penalty and some failures; the numbers are plausible, not measurements.
+
+    python -m pqshake.analysis.synthetic OUT_DIR [--attempts N] [--seed S]
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+
+GROUPS = ["x25519", "X25519MLKEM768", "MLKEM768", "MLKEM1024"]
+SIGS = ["ecdsa-p256", "ml-dsa-44"]
+MODES = ["full", "resume", "0rtt", "hrr", "tls12"]
+
+
+def profile(rtt_ms: float, loss: float = 0.0, rate_mbps: float = 0.0, mtu: int = 1500,
+            jitter_ms: float = 0.0) -> dict:
+    """Configured figures as the runner writes them (experiments/plan.py profile_figures)."""
+    d = int(round(rtt_ms * 1e6 / 2))
+    j = int(round(jitter_ms * 1e6 / 2))
+    r = int(rate_mbps * 1e6)
+    return {"mtu": mtu, "delay_ns_up": d, "jitter_ns_up": j, "rate_bps_up": r, "loss_up": loss,
+            "delay_ns_down": d, "jitter_ns_down": j, "rate_bps_down": r, "loss_down": loss,
+            "rtt_ns": 2 * d}
+
+
+def default_profiles() -> dict[str, dict]:
+    """Enough profiles for every figure: loss sweeps at two RTTs, a rate, an MTU and an RTT
+    sweep; 'rtt10' is the base profile where the other modes are run."""
+    p: dict[str, dict] = {}
+    for rtt in (10, 100):
+        for loss in (0.0, 0.01, 0.05):
+            name = f"rtt{rtt}" if loss == 0 else f"rtt{rtt}-loss{loss * 100:g}"
+            p[name] = profile(rtt, loss)
+    p["rtt1"] = profile(1)
+    p["rtt40"] = profile(40)
+    for rate in (1, 10):
+        p[f"rtt10-rate{rate}"] = profile(10, rate_mbps=rate)
+    p["rtt10-mtu1280"] = profile(10, mtu=1280)
+    p["rtt10-mtu9000"] = profile(10, mtu=9000)
+    return p
+
+
+@dataclass
+class Spec:
+    """What to generate. samples: measured attempts per cell (warm-ups come on top)."""
+
+    name: str = "synthetic"
+    groups: list[str] = field(default_factory=lambda: list(GROUPS))
+    sigs: list[str] = field(default_factory=lambda: list(SIGS))
+    profiles: dict[str, dict] = field(default_factory=default_profiles)
+    modes: list[str] = field(default_factory=lambda: list(MODES))
+    base_profile: str = "rtt10"  # modes other than 'full' only run here
+    repetitions: int = 1
+    samples: int = 30
+    warmup: int = 3
+    seed: int = 1
+    fail_rate: float = 0.003
+    noise: float = 0.03  # sigma of the log-normal multiplicative noise
+    empty_cells: list[str] = field(default_factory=list)  # cell_ids with no attempts at all
+    failed_cells: list[str] = field(default_factory=list)  # cell_ids whose attempts all fail
+    all_fail: bool = False  # every attempt fails
+    drop_columns: list[str] = field(default_factory=list)  # samples.parquet columns to leave out
+    meta: dict = field(default_factory=dict)  # merged into meta.json
+    server: bool = True
+
+
+def cell_id(profile: str, group: str, sig: str, mode: str, rep: int) -> str:
+    return f"{profile}__{group}__{sig}__{mode}__r{rep}"
+
+
+def cells(spec: Spec) -> list[dict]:
+    out = []
+    for pname in spec.profiles:
+        for mode in spec.modes:
+            if mode != "full" and pname != spec.base_profile:
+                continue
+            for g in spec.groups:
+                for s in spec.sigs:
+                    for r in range(spec.repetitions):
+                        out.append({"cell_id": cell_id(pname, g, s, mode, r), "profile": pname,
+                                    "group": g, "sig": s, "mode": mode, "repetition": r})
+    return out
+
+
+def spec_for_attempts(n: int, seed: int = 1, **kw) -> Spec:
+    spec = Spec(seed=seed, **kw)
+    per = max(1, math.ceil(n / max(1, len(cells(spec)))) - spec.warmup)
+    spec.samples = per
+    return spec
+
+
+def _cell_arrays(rng: np.random.Generator, spec: Spec, c: dict, prof: dict) -> dict:
+    from pqshake.experiments import handshake_model as hm
+    from pqshake.registry import load_registry
+
+    reg = load_registry()
+    n = 0 if c["cell_id"] in spec.empty_cells else spec.samples + spec.warmup
+    rtt_s = prof["rtt_ns"] / 1e9
+    rates = [r for r in (prof["rate_bps_up"], prof["rate_bps_down"]) if r]
+    rate = min(rates) if rates else None
+    loss = max(prof["loss_up"], prof["loss_down"])
+    b = hm.handshake_bound(c["group"], c["sig"], rtt_s, rate_bps=rate, mtu=prof["mtu"],
+                           mode=c["mode"], registry=reg)
+    # Slightly above the bound: stack and scheduling overhead, log-normal noise.
+    base = b.total + 0.0002 + rng.gamma(2.0, 0.0001, n)
+    t = base * rng.lognormal(0.0, spec.noise, n)
+    jitter = (prof["jitter_ns_up"] + prof["jitter_ns_down"]) / 1e9
+    if jitter:
+        t += np.abs(rng.normal(0, jitter, n)) * b.rtts
+    retrans = np.zeros(n, dtype=np.int64)
+    if loss:
+        p_syn = 1 - (1 - loss) ** 2
+        p_data = 1 - (1 - loss) ** max(1, b.packets)
+        syn = rng.random(n) < p_syn
+        data = rng.random(n) < p_data
+        t += syn * 1.0 + data * max(2 * rtt_s, 0.2)
+        retrans += syn.astype(np.int64) + data.astype(np.int64)
+    fail_p = 1.0 if (spec.all_fail or c["cell_id"] in spec.failed_cells) else spec.fail_rate + loss * 0.05
+    ok = rng.random(n) >= fail_p
+    hs = np.round(t * 1e9).astype(np.int64)
+    conn = np.round((rtt_s + 0.00005) * 1e9 * rng.lognormal(0, 0.01, n)).astype(np.int64)
+    sh = conn + np.round((rtt_s + b.t_cpu * 0.5) * 1e9).astype(np.int64)
+    warm = np.arange(n) < spec.warmup
+    up = b.client_bytes + 80
+    down = b.server_bytes + (500 if c["mode"] in ("full", "hrr", "tls12") else 200)
+    return {"n": n, "ok": ok, "hs": hs, "conn": conn, "sh": sh, "warm": warm, "retrans": retrans,
+            "up": up, "down": down, "mss": hm.mss(prof["mtu"]), "rtt_s": rtt_s}
+
+
+def generate(out: Path | str, spec: Spec | None = None) -> Path:
+    """Write a synthetic run directory at `out` (created) and return it."""
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    spec = spec or Spec()
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(spec.seed)
+    cl = cells(spec)
+    cols: dict[str, list] = {k: [] for k in (
+        "cell_id", "group", "sig", "profile", "mode", "repetition", "i", "warmup", "ok", "handshake_ns",
+        "error", "tcp_connect_ns", "server_hello_ns", "ttfb_ns", "hrr", "resumed", "early_data",
+        "tcp_bytes_sent", "tcp_bytes_received", "tcp_data_segs_out", "tcp_data_segs_in",
+        "tcp_total_retrans", "tcp_rtt_ns")}
+    srv: dict[str, list] = {k: [] for k in ("cell_id", "group", "sig", "profile", "mode", "repetition",
+                                            "conn", "ok", "accepted_mono_ns", "handshake_ns",
+                                            "tcp_total_retrans", "error")}
+    cell_rows = []
+    for c in cl:
+        prof = spec.profiles[c["profile"]]
+        a = _cell_arrays(rng, spec, c, prof)
+        n = a["n"]
+        for k in ("cell_id", "group", "sig", "profile", "mode", "repetition"):
+            cols[k].append(np.full(n, c[k], dtype=object if k != "repetition" else np.int64))
+        ok = a["ok"]
+        cols["i"].append(np.arange(n, dtype=np.int64))
+        cols["warmup"].append(a["warm"])
+        cols["ok"].append(ok)
+        hs = np.where(ok, a["hs"], -1)
+        cols["handshake_ns"].append(hs)
+        err = np.full(n, None, dtype=object)
+        err[~ok] = np.where(a["hs"][~ok] % 2 == 0, "timeout", "handshake_failed")
+        cols["error"].append(err)
+        cols["tcp_connect_ns"].append(a["conn"])
+        cols["server_hello_ns"].append(np.where(ok, a["sh"], -1))
+        cols["ttfb_ns"].append(np.full(n, -1, dtype=np.int64))
+        cols["hrr"].append(np.full(n, c["mode"] == "hrr"))
+        cols["resumed"].append(np.full(n, c["mode"] in ("resume", "0rtt")))
+        cols["early_data"].append(np.full(n, "accepted" if c["mode"] == "0rtt" else "not_sent", dtype=object))
+        cols["tcp_bytes_sent"].append(np.full(n, a["up"], dtype=np.int64))
+        cols["tcp_bytes_received"].append(np.full(n, a["down"], dtype=np.int64))
+        cols["tcp_data_segs_out"].append(np.full(n, math.ceil(a["up"] / a["mss"]) + 1, dtype=np.int64) + a["retrans"])
+        cols["tcp_data_segs_in"].append(np.full(n, math.ceil(a["down"] / a["mss"]), dtype=np.int64))
+        cols["tcp_total_retrans"].append(a["retrans"])
+        cols["tcp_rtt_ns"].append(np.full(n, int(a["rtt_s"] * 1e9 + 50_000), dtype=np.int64))
+        if spec.server:
+            # Resumption / 0-RTT cells start with a priming full handshake the server also logs.
+            p = 1 if (n and c["mode"] in ("resume", "0rtt")) else 0
+            m = n + p
+            for k in ("cell_id", "group", "sig", "profile", "mode", "repetition"):
+                srv[k].append(np.full(m, c[k], dtype=object if k != "repetition" else np.int64))
+            srv["conn"].append(np.arange(m, dtype=np.int64))
+            srv["ok"].append(np.concatenate([np.ones(p, bool), ok]))
+            srv["accepted_mono_ns"].append(np.arange(m, dtype=np.int64) * 10**9)
+            shs = a["hs"] - np.round(a["rtt_s"] * 1e9).astype(np.int64) + 30_000
+            prime = np.full(p, int(shs.max()) * 2 if n else 0, dtype=np.int64)  # a slower full handshake
+            srv["handshake_ns"].append(np.concatenate([prime, np.where(ok, shs, -1)]))
+            srv["tcp_total_retrans"].append(np.concatenate([np.zeros(p, np.int64), a["retrans"]]))
+            srv["error"].append(np.concatenate([np.full(p, None, dtype=object), err]))
+        n_ok = int(ok[~a["warm"]].sum())
+        failed = n == 0 or c["cell_id"] in spec.failed_cells or spec.all_fail
+        row = dict(c)
+        row.update({"status": "failed" if failed else "complete",
+                    "reason": ("no attempts" if n == 0 else ("every attempt failed" if failed else None)),
+                    "n_attempts": int(n - a["warm"].sum()), "n_ok": n_ok, "n_warmup": int(a["warm"].sum()),
+                    "rtt_p50_ns": int(prof["rtt_ns"] + 60_000), "rtt_p99_ns": int(prof["rtt_ns"] * 1.02 + 120_000),
+                    "backend": "synthetic"})
+        row.update(prof)
+        cell_rows.append(row)
+
+    def table(d: dict[str, list], nullable_ns: Iterable[str]) -> pa.Table:
+        arrays = {}
+        for k, parts in d.items():
+            v = np.concatenate(parts) if parts else np.array([], dtype=object)
+            if k in nullable_ns:
+                arrays[k] = pa.array(v.astype(np.int64), mask=v.astype(np.int64) < 0, type=pa.int64())
+            elif v.dtype == object:
+                arrays[k] = pa.array(v.tolist() if len(v) < 1000 else v, type=pa.string())
+            else:
+                arrays[k] = pa.array(v)
+        return pa.table(arrays)
+
+    samples = table(cols, ("handshake_ns", "server_hello_ns", "ttfb_ns"))
+    samples = samples.append_column("backend", pa.array(np.full(samples.num_rows, "synthetic", dtype=object), type=pa.string()))
+    keep = [c for c in samples.column_names if c not in spec.drop_columns]
+    pq.write_table(samples.select(keep), out / "samples.parquet")
+    if spec.server:
+        pq.write_table(table(srv, ("handshake_ns",)), out / "server.parquet")
+    pd.DataFrame(cell_rows).to_parquet(out / "cells.parquet", index=False)
+    meta = {
+        "format_version": 1, "name": spec.name, "id": out.name, "status": "complete",
+        "started": "2025-11-21T10:00:00.000+00:00", "ended": "2025-11-21T11:00:00.000+00:00",
+        "synthetic": True,
+        "experiment": {"file": f"experiments/{spec.name}.yaml", "sha256": "0" * 64},
+        "seeds": {"order": spec.seed},
+        "git": {"commit": "0123456789abcdef0123456789abcdef01234567", "dirty": False},
+        "host": "synthetic", "kernel": "6.1.0-synthetic", "cpu": {"model": "Synthetic CPU"},
+        "backend": "synthetic", "backends": ["synthetic"],
+        "stack": {"openssl_version": "3.5.5", "liboqs_version": "0.13.0"},
+    }
+    meta.update(spec.meta)
+    (out / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+    (out / "plan.json").write_text(json.dumps({
+        "experiment": {"name": spec.name, "samples": spec.samples, "warmup": spec.warmup, "chain_depth": 1,
+                       "repetitions": spec.repetitions},
+        "seed": spec.seed, "groups": spec.groups, "sigs": spec.sigs, "profiles": list(spec.profiles),
+        "cells": cl}, indent=1) + "\n")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(description="write a synthetic run directory")
+    ap.add_argument("out", type=Path)
+    ap.add_argument("--attempts", type=int, default=None, help="about this many attempts in total")
+    ap.add_argument("--seed", type=int, default=1)
+    a = ap.parse_args(argv)
+    spec = spec_for_attempts(a.attempts, seed=a.seed) if a.attempts else Spec(seed=a.seed)
+    generate(a.out, spec)
+    print(a.out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,85 @@
+"""The summary as a LaTeX (booktabs) and a Markdown table: one row per cell, times in ms."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from .summary import MODE_LABELS
+
+COLUMNS = [  # (header, unit, function of a row -> text)
+    ("Group", "", lambda r: r.group),
+    ("Signature", "", lambda r: r.sig),
+    ("Profile", "", lambda r: r.profile),
+    ("Mode", "", lambda r: MODE_LABELS.get(r.mode, r.mode)),
+    ("n", "", lambda r: f"{r.n_ok}/{r.n_attempts}"),
+    ("Fail", "%", lambda r: _num(100 * r.failure_rate, 1)),
+    ("Median", "ms", lambda r: _ci(r.p50_ms, r.p50_ci_lo_ms, r.p50_ci_hi_ms)),
+    ("p95", "ms", lambda r: _ci(r.p95_ms, r.p95_ci_lo_ms, r.p95_ci_hi_ms)),
+    ("Slowdown", "x", lambda r: _ci(r.slowdown, r.slowdown_ci_lo, r.slowdown_ci_hi, 2)),
+    ("Bound", "ms", lambda r: _num(r.bound_ms)),
+    ("Meas./bound", "", lambda r: _num(r.measured_over_bound, 2)),
+]
+
+
+def _ok(v) -> bool:
+    return v is not None and isinstance(v, (int, float)) and math.isfinite(v)
+
+
+def _sig_digits(v: float) -> int:
+    a = abs(v)
+    return 2 if a < 10 else 1 if a < 100 else 0
+
+
+def _num(v, digits: int | None = None) -> str:
+    if not _ok(v):
+        return "--"
+    d = _sig_digits(v) if digits is None else digits
+    return f"{v:.{d}f}"
+
+
+def _ci(v, lo, hi, digits: int | None = None) -> str:
+    if not _ok(v):
+        return "--"
+    d = _sig_digits(v) if digits is None else digits
+    if _ok(lo) and _ok(hi):
+        return f"{v:.{d}f} [{lo:.{d}f}, {hi:.{d}f}]"
+    return f"{v:.{d}f}"
+
+
+def _rows(df: pd.DataFrame) -> list[list[str]]:
+    return [[str(f(r)) for _, _, f in COLUMNS] for r in df.itertuples(index=False)]
+
+
+def _latex_escape(s: str) -> str:
+    for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("$", r"\$"), ("#", r"\#"),
+                 ("_", r"\_"), ("{", r"\{"), ("}", r"\}"), ("~", r"\textasciitilde{}"), ("^", r"\textasciicircum{}")):
+        s = s.replace(a, b)
+    return s
+
+
+def latex(df: pd.DataFrame, caption: str, label: str = "tab:pqshake-summary") -> str:
+    heads = [_latex_escape(h) + (f" ({_latex_escape(u)})" if u and u != "x" else (r" ($\times$)" if u == "x" else ""))
+             for h, u, _ in COLUMNS]
+    align = "llll" + "r" * (len(COLUMNS) - 4)
+    out = [r"% pqshake summary table; needs \usepackage{booktabs} (and longtable for many rows)",
+           r"\begin{table}[htbp]", r"\centering", r"\scriptsize", rf"\caption{{{_latex_escape(caption)}}}",
+           rf"\label{{{label}}}", rf"\begin{{tabular}}{{{align}}}", r"\toprule", " & ".join(heads) + r" \\", r"\midrule"]
+    prev = None
+    for row in _rows(df):
+        if prev is not None and row[0] != prev:
+            out.append(r"\addlinespace")
+        prev = row[0]
+        out.append(" & ".join(_latex_escape(c) for c in row) + r" \\")
+    out += [r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]
+    return "\n".join(out)
+
+
+def markdown(df: pd.DataFrame) -> str:
+    heads = [h + (f" ({u})" if u else "") for h, u, _ in COLUMNS]
+    out = ["| " + " | ".join(heads) + " |",
+           "|" + "|".join("---" if i < 4 else "---:" for i in range(len(COLUMNS))) + "|"]
+    for row in _rows(df):
+        out.append("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |")
+    return "\n".join(out) + "\n"

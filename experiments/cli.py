@@ -1,0 +1,150 @@
+"""`pqshake plan | run | resume | ls | load`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from pqshake.errors import UserError
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("plan")
+    def plan_cmd(
+        experiment: Path = typer.Argument(..., help="experiment file, e.g. experiments/demo.yaml"),
+        cells: bool = typer.Option(False, "--cells", help="list every cell in run order"),
+        seed: Optional[int] = typer.Option(None, "--seed", help="order seed (default: the file's, else random)"),
+    ) -> None:
+        """Cells, samples and the estimated duration (from the handshake model); nothing is run."""
+        from .plan import build_plan, fmt_seconds, profile_figures
+
+        p = build_plan(experiment, seed=seed)
+        s = p.summary()
+        m = p.model
+        print(f"{m.name}: {s['cells']} cells ({len(p.profiles)} profiles x {len(p.groups)} groups x "
+              f"{len(p.sigs)} sigs x {len(m.modes)} modes x {m.repetitions} repetitions"
+              + (f", {s['excluded']} excluded" if s["excluded"] else "") + ")")
+        print(f"  groups:   {', '.join(p.groups)}")
+        print(f"  sigs:     {', '.join(p.sigs)}")
+        print(f"  modes:    {', '.join(m.modes)}")
+        print(f"  samples:  {m.samples} per cell + {m.warmup} warm-up = {s['attempts']} handshakes; "
+              f"concurrency {m.concurrency}")
+        print(f"  order:    {m.order} (seed {p.seed})")
+        print("  profiles:")
+        for name, prof in p.profiles.items():
+            f = profile_figures(prof)
+            n = sum(1 for c in p.cells if c.profile == name)
+            est = p.estimate_s([c for c in p.cells if c.profile == name])
+            rate = min([r for r in (f["rate_bps_up"], f["rate_bps_down"]) if r], default=0)
+            print(f"    {name:<28} rtt {f['rtt_ns'] / 1e6:8.2f} ms  rate {rate / 1e6 if rate else float('inf'):>8.2f} Mbit/s"
+                  f"  loss {max(f['loss_up'], f['loss_down']) * 100:5.2f} %  mtu {f['mtu']:>5}  {n:>4} cells  ~{fmt_seconds(est)}")
+        for note in p.notes:
+            print(f"  note: {note}")
+        est = p.estimate_s()
+        from .runner import LONG_RUN_S
+
+        print(f"  estimated duration: {fmt_seconds(est)}"
+              + (f"  (longer than {fmt_seconds(LONG_RUN_S)}: 'run' will ask, or pass --yes)" if est > LONG_RUN_S else ""))
+        if cells:
+            for i, c in enumerate(p.cells, 1):
+                print(f"  {i:>5} {c.cell_id}  ~{p.cell_estimate_s(c):.1f}s")
+
+    @app.command("run")
+    def run_cmd(
+        experiment: Path = typer.Argument(..., help="experiment file, e.g. experiments/demo.yaml"),
+        out: Optional[Path] = typer.Option(None, "--out", help="results root (default results/ or $PQS_RESULTS); "
+                                           "the run goes to OUT/<name>/<id>/"),
+        yes: bool = typer.Option(False, "--yes", "-y", help="do not ask before a very long run"),
+        quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress output"),
+        seed: Optional[int] = typer.Option(None, "--seed", help="order seed (default: the file's, else random)"),
+    ) -> None:
+        """Run an experiment; prints the run directory."""
+        from .runner import start_run
+
+        path = start_run(experiment, out=out, yes=yes, quiet=quiet, seed=seed)
+        _print_result(path)
+
+    @app.command("resume")
+    def resume_cmd(
+        run_dir: Path = typer.Argument(..., help="a run directory, results/<name>/<id>"),
+        quiet: bool = typer.Option(False, "--quiet", "-q"),
+    ) -> None:
+        """Run the cells an interrupted run left (partial cells are set aside under logs/)."""
+        from .runner import resume_run
+
+        path = resume_run(run_dir, quiet=quiet)
+        _print_result(path)
+
+    @app.command("ls")
+    def ls_cmd(
+        root: Optional[Path] = typer.Argument(None, help="results root (default results/ or $PQS_RESULTS)"),
+        latest: Optional[str] = typer.Option(None, "--latest", metavar="NAME",
+                                             help="print only the newest run directory of experiment NAME (for scripts)"),
+    ) -> None:
+        """List runs: name, id, status, cells done."""
+        from .rundir import default_results_root, list_runs
+
+        r = root or default_results_root()
+        runs = list_runs(r)
+        if latest is not None:
+            mine = [x for x in runs if x["name"] == latest]
+            if not mine:
+                raise UserError(f"no run of '{latest}' under {r} (pqshake run experiments/{latest}.yaml)")
+            print(max(mine, key=lambda x: x["id"])["path"])
+            return
+        if not runs:
+            print(f"no runs under {r}")
+            return
+        print(f"{'name':<16} {'id':<24} {'status':<24} {'cells':>11}  started")
+        for x in runs:
+            cells = f"{x['cells_done']}/{x['cells'] if x['cells'] is not None else '?'}"
+            st = x["status"] + (f" ({x['cells_failed']} failed)" if x["cells_failed"] else "")
+            print(f"{x['name'] or '?':<16} {x['id']:<24} {st:<24} {cells:>11}  {x['started'] or ''}")
+            print(f"  {x['path']}")
+
+    @app.command("load")
+    def load_cmd(
+        run_dir: Path = typer.Argument(..., help="a run directory, results/<name>/<id>"),
+        table: str = typer.Option("samples", "--table", help="samples, server or cells"),
+        csv: Optional[Path] = typer.Option(None, "--csv", help="also write the table as CSV"),
+    ) -> None:
+        """(Re)build the parquet files from raw/ and print a summary. In Python:
+        `from pqshake.experiments import load; df = load(run_dir)`."""
+        import pandas as pd
+
+        from .rundir import load
+
+        df = load(run_dir, table)
+        print(f"{table}: {len(df)} rows x {len(df.columns)} columns")
+        if csv:
+            try:
+                df.to_csv(csv, index=False)
+            except OSError as e:
+                raise UserError(f"{csv}: cannot write: {e.strerror or e}", exit_code=1) from None
+            print(f"wrote {csv}")
+        if table == "samples" and len(df) and "handshake_ns" in df:
+            meas = df[~df["warmup"].astype(bool)]
+            g = meas.groupby(["profile", "group", "sig", "mode"], sort=True)
+            summ = pd.DataFrame({
+                "n": g.size(),
+                "ok": g["ok"].sum(),
+                "p50_ms": g["handshake_ns"].median() / 1e6,
+                "p90_ms": g["handshake_ns"].quantile(0.9) / 1e6,
+            })
+            with pd.option_context("display.max_rows", 500, "display.width", 160):
+                print(summ.round(3).to_string())
+        elif len(df):
+            with pd.option_context("display.max_rows", 50, "display.width", 160, "display.max_columns", 14):
+                print(df.head(20).to_string())
+
+
+def _print_result(path: Path) -> None:
+    from .rundir import RunDir
+
+    run = RunDir(path)
+    m = run.meta()
+    print(f"{m.get('status')}: {m.get('cells_complete', 0)} cells complete, {m.get('cells_failed', 0)} failed")
+    print(f"run directory: {path}")
+    print(f"figures: make figures RUN={path}")

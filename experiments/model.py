@@ -1,0 +1,205 @@
+"""The experiment file: schema (pydantic, unknown keys refused), `include:` of shared defaults,
+and one-line `file:line field: message` errors (the line of the file the value came from)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from pqshake.errors import UserError
+from pqshake.yamlsrc import Doc, describe, dotted, load_docs
+
+Mode = Literal["full", "resume", "0rtt", "hrr", "tls12"]
+MODES: tuple[str, ...] = ("full", "resume", "0rtt", "hrr", "tls12")
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+def _parse_duration_ns(value: Any) -> int:
+    from pqshake.emulation.units import parse_duration
+
+    return parse_duration(value, what="a duration")
+
+
+def _as_list(v: Any) -> Any:
+    return [v] if isinstance(v, (str, int)) and not isinstance(v, bool) else v
+
+
+class ExcludeRule(BaseModel):
+    """A cell is excluded when it matches every key given (each key: one name, a list, or an
+    @set)."""
+
+    model_config = ConfigDict(extra="forbid")
+    group: list[str] | None = None
+    sig: list[str] | None = None
+    profile: list[str] | None = None
+    mode: list[Mode] | None = None
+
+    @field_validator("group", "sig", "profile", "mode", mode="before")
+    @classmethod
+    def _listify(cls, v: Any) -> Any:
+        return _as_list(v)
+
+    @model_validator(mode="after")
+    def _not_empty(self) -> "ExcludeRule":
+        if not any((self.group, self.sig, self.profile, self.mode)):
+            raise ValueError("an exclude rule needs at least one of group, sig, profile, mode")
+        return self
+
+
+class Experiment(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    description: str | None = None
+    groups: list[str] = Field(min_length=1)
+    sigs: list[str] = Field(default_factory=lambda: ["ecdsa-p256"], min_length=1)
+    profiles: list[str | dict[str, Any]] = Field(min_length=1)
+    modes: list[Mode] = Field(default_factory=lambda: ["full"], min_length=1)
+    samples: int = Field(ge=1, le=10_000_000)
+    warmup: int = Field(default=5, ge=0, le=100_000)
+    repetitions: int = Field(default=1, ge=1, le=1000)
+    concurrency: int = Field(default=1, ge=1, le=256)
+    response_bytes: int = Field(default=0, ge=0, le=1 << 34)
+    timeout: int = Field(default=10_000_000_000, description="per attempt, ns ('10s' in YAML)")
+    chain_depth: int = Field(default=1, ge=1, le=3)
+    backend: str = "auto"
+    order: Literal["shuffled", "sequential"] = "shuffled"
+    seed: int | None = Field(default=None, ge=0, le=2**63 - 1)
+    exclude: list[ExcludeRule] = Field(default_factory=list)
+    rtt_probes: int = Field(default=50, ge=0, le=10_000, description="achieved-RTT probes per cell")
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not NAME_RE.match(v):
+            raise ValueError(f"{v!r}: use letters, digits, '.', '_' or '-' (it names the results folder)")
+        return v
+
+    @field_validator("groups", "sigs", "modes", "profiles", mode="before")
+    @classmethod
+    def _listify(cls, v: Any) -> Any:
+        return _as_list(v) if not isinstance(v, dict) else [v]
+
+    @field_validator("timeout", mode="before")
+    @classmethod
+    def _timeout(cls, v: Any) -> int:
+        ns = _parse_duration_ns(v)
+        if ns < 1_000_000:
+            raise ValueError(f"{v!r} is too short (at least 1ms; e.g. 10s)")
+        return ns
+
+    @field_validator("backend")
+    @classmethod
+    def _backend(cls, v: str) -> str:
+        if not re.match(r"^[a-z][a-z0-9-]*$", v):
+            raise ValueError(f"{v!r}: a backend name such as auto, kernel or userspace")
+        return v
+
+    @field_validator("groups", "sigs", "modes")
+    @classmethod
+    def _unique(cls, v: list[str]) -> list[str]:
+        seen = [x for i, x in enumerate(v) if x in v[:i]]
+        if seen:
+            raise ValueError(f"{seen[0]!r} is listed twice (keep one)")
+        return v
+
+
+@dataclass
+class ExperimentFile:
+    """A loaded experiment: the validated model plus where every value came from."""
+
+    path: Path
+    model: Experiment
+    data: dict[str, Any]
+    key_doc: dict[str, Doc]  # top-level key -> the document (file) that supplied it
+    files: list[Path] = field(default_factory=list)  # the experiment file, then its includes
+
+    def where(self, *loc: Any) -> str:
+        """'file:line field' for a location (for messages raised after validation)."""
+        doc = self.key_doc.get(loc[0]) if loc else None
+        if doc is None:
+            return f"{self.path}:1 {dotted(loc)}"
+        return f"{doc.source}:{doc.line_of(tuple(loc))} {dotted(loc)}"
+
+    def sha256(self) -> str:
+        h = hashlib.sha256()
+        for f in self.files:
+            h.update(f.read_bytes())
+        return h.hexdigest()
+
+
+def _load_one(path: Path, stack: tuple[Path, ...]) -> tuple[dict[str, Any], dict[str, Doc], list[Path]]:
+    docs = load_docs(path)
+    if len(docs) != 1 or not isinstance(docs[0].data, dict):
+        line = docs[1].start_line if len(docs) > 1 else 1
+        raise UserError(f"{path}:{line} an experiment file holds one mapping (name:, groups:, ...), not "
+                        f"{'several documents' if len(docs) > 1 else 'this'}")
+    doc = docs[0]
+    data: dict[str, Any] = {}
+    key_doc: dict[str, Doc] = {}
+    files = [path]
+    inc = doc.data.get("include")
+    if inc is not None:
+        items = [inc] if isinstance(inc, str) else inc
+        if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+            raise UserError(f"{path}:{doc.line_of(('include',))} include: a file name or a list of file names")
+        for i, name in enumerate(items):
+            p = Path(name)
+            if not p.is_absolute():
+                p = path.parent / p
+            p = p.resolve()
+            if p in stack:
+                raise UserError(f"{path}:{doc.line_of(('include', i))} include: '{name}' includes itself (circular include)")
+            if not p.is_file():
+                raise UserError(f"{path}:{doc.line_of(('include', i))} include: '{name}': no such file (path is relative to {path.parent})")
+            sub, sub_docs, sub_files = _load_one(p, stack + (p,))
+            data.update(sub)
+            key_doc.update(sub_docs)
+            files += [f for f in sub_files if f not in files]
+    for k, v in doc.data.items():
+        if k == "include":
+            continue
+        data[k] = v
+        key_doc[k] = doc
+    return data, key_doc, files
+
+
+def load_experiment(path: Path | str) -> ExperimentFile:
+    """Read, merge includes (the file's own keys win; later includes beat earlier ones) and
+    validate. UserError with `file:line field: message` on any problem."""
+    p = Path(path)
+    if p.is_dir():
+        raise UserError(f"{p}: is a directory; give an experiment file such as experiments/demo.yaml")
+    if not p.exists():
+        alt = Path(__file__).parent / (p.name if p.suffix else p.name + ".yaml")
+        if alt.is_file() and not p.parent.name:
+            p = alt
+        else:
+            raise UserError(f"{p}: no such file (experiment files live in experiments/, e.g. experiments/demo.yaml)")
+    p = p.resolve()
+    data, key_doc, files = _load_one(p, (p,))
+    try:
+        model = Experiment.model_validate(data)
+    except ValidationError as e:
+        rows = []
+        for err in e.errors():
+            loc = tuple(x for x in err.get("loc", ()) if not (isinstance(x, str) and x.startswith("function-")))
+            # Union members (str | dict) add their type name to the location: drop it.
+            loc = tuple(x for x in loc if x not in ("str", "dict[str,any]"))
+            doc = key_doc.get(loc[0]) if loc else None
+            if doc is None:
+                doc = next(iter(key_doc.values()), None)
+            src = doc.source if doc else str(p)
+            line = doc.line_of(loc) if doc else 1
+            if loc and loc[0] not in key_doc:
+                # a missing required key: point at the experiment file itself
+                src, line = str(p), 1
+            rows.append(f"{src}:{line} {dotted(loc)}: {describe(err, Experiment)}")
+        msg = rows[0] if len(rows) == 1 else rows[0] + f"  (+{len(rows) - 1} more: " + "; ".join(r.split(" ", 1)[1] for r in rows[1:]) + ")"
+        raise UserError(msg) from None
+    return ExperimentFile(path=p, model=model, data=data, key_doc=key_doc, files=files)

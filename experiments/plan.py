@@ -1,0 +1,370 @@
+"""From an experiment file to an ordered list of cells (group x sig x profile x mode x
+repetition, minus exclusions), with a duration estimate from the handshake model.
+
+Everything here runs before any network is touched: unknown profiles, groups, signature
+algorithms and groups the built stack does not offer are refused here, with the closest names.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import random
+import re
+import secrets
+import subprocess
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from pqshake.errors import UserError
+from pqshake.registry import load_registry
+
+from . import handshake_model as hm
+from .model import ExperimentFile, load_experiment
+
+# Fixed costs (seconds) for the estimate; bench/runner_bench.py measures the real ones.
+PROFILE_SETUP_S = 1.5  # namespaces + link up + check + teardown
+CELL_SETUP_S = 0.25  # server start (certificate chain), timer start, collecting
+CHECK_PROBES = 100  # RTT probes per profile when its link comes up
+
+
+@dataclass(frozen=True)
+class Cell:
+    cell_id: str
+    profile: str
+    group: str
+    sig: str
+    mode: str
+    repetition: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _slug(s: str) -> str:
+    return re.sub(r"[^A-Za-z0-9.-]+", "_", s)
+
+
+def cell_id(profile: str, group: str, sig: str, mode: str, repetition: int) -> str:
+    """Stable across runs and resumes (does not depend on the order)."""
+    return f"{_slug(profile)}__{_slug(group)}__{_slug(sig)}__{mode}__r{repetition}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Profiles
+
+
+def profile_figures(p: Any) -> dict[str, Any]:
+    """Configured figures of a profile as flat numbers: rtt_ns, per direction (up = client ->
+    server, down = server -> client) delay_ns, jitter_ns, rate_bps (0 = unlimited), loss
+    (expected fraction), and mtu."""
+    out: dict[str, Any] = {"mtu": int(getattr(p, "mtu", 1500) or 1500)}
+    for key in ("up", "down"):
+        link = getattr(p, key)
+        out[f"delay_ns_{key}"] = int(link.delay_ns)
+        out[f"jitter_ns_{key}"] = int(link.jitter_ns)
+        out[f"rate_bps_{key}"] = int(link.rate_bps or 0)
+        loss = link.expected_loss() if hasattr(link, "expected_loss") else link.loss
+        out[f"loss_{key}"] = float(loss or 0.0)
+    out["rtt_ns"] = out["delay_ns_up"] + out["delay_ns_down"]
+    return out
+
+
+def resolve_profiles(ef: ExperimentFile) -> dict[str, Any]:
+    """name -> Profile, in the order the experiment lists them. Entries: a library name, a
+    glob over library names ('paquin-*'), a path (relative to the experiment file; 'f.yaml#name'
+    for one of several), or an inline mapping."""
+    import fnmatch
+
+    from pqshake.emulation.profiles import Profile, library, load_profile
+
+    out: dict[str, Any] = {}
+    src = ef.key_doc.get("profiles")
+    source = src.source if src else str(ef.path)
+
+    def add(prof: Any, line: int, i: int) -> None:
+        if prof.name in out:
+            raise UserError(f"{source}:{line} profiles[{i}]: profile '{prof.name}' is listed twice (keep one)")
+        out[prof.name] = prof
+
+    for i, entry in enumerate(ef.model.profiles):
+        line = src.line_of(("profiles", i)) if src else 1
+        if isinstance(entry, dict):
+            add(Profile.from_mapping(entry, source=source, line=line,
+                                     lines=src.lines if src else None, loc_prefix=("profiles", i)), line, i)
+            continue
+        try:
+            if any(ch in entry for ch in "*?[") and "/" not in entry:
+                lib = library()
+                names = sorted((n for n in lib if fnmatch.fnmatchcase(n, entry)), key=_natural)
+                if not names:
+                    raise UserError(f"no library profile matches '{entry}' (list them with 'pqshake net profiles')")
+                for n in names:
+                    add(lib[n], line, i)
+                continue
+            ref = entry
+            base = entry.split("#", 1)[0]
+            if (base.endswith((".yaml", ".yml")) or "/" in base) and not Path(base).is_absolute():
+                cand = ef.path.parent / base
+                if cand.exists():
+                    ref = str(cand) + (entry[len(base):])
+            add(load_profile(ref), line, i)
+        except UserError as e:
+            msg = str(e)
+            if not msg.startswith(source):
+                msg = f"{source}:{line} profiles[{i}]: {msg}"
+            raise UserError(msg, e.exit_code) from None
+    return out
+
+
+def _natural(s: str) -> list:
+    return [float(t) if re.fullmatch(r"\d+(\.\d+)?", t) else t for t in re.split(r"(\d+(?:\.\d+)?)", s)]
+
+
+# ---------------------------------------------------------------------------------------------
+# What the built stack offers
+
+
+def _openssl_binary() -> Path | None:
+    from pqshake.paths import build_dir
+
+    deps = build_dir() / "deps.mk"
+    if deps.is_file():
+        for line in deps.read_text().splitlines():
+            m = re.match(r"^\s*OPENSSL_PREFIX\s*:?=\s*(\S+)", line)
+            if m:
+                p = Path(m.group(1)) / "bin" / "openssl"
+                if os.access(p, os.X_OK):
+                    return p
+    return None
+
+
+@lru_cache(maxsize=1)
+def offered_groups() -> tuple[frozenset[str], str]:
+    """(groups the built stack offers for TLS 1.3, where that answer came from). Asks the
+    built timer (`pqs-timer --list-groups`), else the pinned OpenSSL's `openssl list`.
+    An empty set means the stack is not built (the caller decides what that means)."""
+    from pqshake.paths import build_dir
+
+    timer = build_dir() / "bin" / "pqs-timer"
+    if os.access(timer, os.X_OK):
+        try:
+            r = subprocess.run([str(timer), "--list-groups"], capture_output=True, text=True, timeout=20)
+            if r.returncode == 0 and r.stdout.strip():
+                names = _parse_group_listing(r.stdout)
+                if names:
+                    return frozenset(names), f"{timer} --list-groups"
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    ossl = _openssl_binary()
+    if ossl is not None:
+        for args in (["list", "-tls1_3", "-tls-groups"], ["list", "-tls-groups"]):
+            try:
+                r = subprocess.run([str(ossl), *args], capture_output=True, text=True, timeout=20)
+            except (OSError, subprocess.TimeoutExpired):
+                continue
+            if r.returncode == 0 and r.stdout.strip():
+                return frozenset(_parse_group_listing(r.stdout)), f"{ossl} {' '.join(args)}"
+    return frozenset(), ""
+
+
+def _parse_group_listing(text: str) -> list[str]:
+    text = text.strip()
+    if text.startswith("{") or text.startswith("["):
+        try:
+            data = json.loads(text.splitlines()[0] if text.startswith("{") and "\n" in text else text)
+        except json.JSONDecodeError:
+            data = None
+        if isinstance(data, dict):
+            data = data.get("groups", [])
+        if isinstance(data, list):
+            return [g["name"] if isinstance(g, dict) else str(g) for g in data]
+    names: list[str] = []
+    for line in text.splitlines():
+        for tok in re.split(r"[:,\s]+", line.strip()):
+            if tok and re.match(r"^[A-Za-z0-9_.-]+$", tok):
+                names.append(tok)
+    return names
+
+
+def check_offered(groups: list[str], where: str) -> str | None:
+    """Refuse groups the built stack does not offer. Returns a note when the stack is not
+    built (nothing to check against), None when every group is offered."""
+    offered, source = offered_groups()
+    if not offered:
+        return "the crypto stack is not built yet (make build): groups not checked against it"
+    lower = {o.lower(): o for o in offered}
+    for g in groups:
+        if g in offered or g.lower() in lower:
+            continue
+        close = difflib.get_close_matches(g, sorted(offered), n=3, cutoff=0.4)
+        hint = f"closest offered: {', '.join(close)}" if close else f"offered: {', '.join(sorted(offered))}"
+        raise UserError(f"{where}: group '{g}' is not offered by the built stack ({source}); {hint}")
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# The plan
+
+
+@dataclass
+class Plan:
+    experiment: ExperimentFile
+    groups: list[str]
+    sigs: list[str]
+    profiles: dict[str, Any]
+    cells: list[Cell]
+    seed: int
+    excluded: int
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def model(self):
+        return self.experiment.model
+
+    def profile_blocks(self) -> list[tuple[str, list[Cell]]]:
+        """Consecutive runs of cells sharing a profile (one topology each)."""
+        out: list[tuple[str, list[Cell]]] = []
+        for c in self.cells:
+            if out and out[-1][0] == c.profile:
+                out[-1][1].append(c)
+            else:
+                out.append((c.profile, [c]))
+        return out
+
+    def attempts_per_cell(self) -> int:
+        return self.model.samples + self.model.warmup
+
+    def cell_estimate_s(self, c: Cell) -> float:
+        m = self.model
+        f = profile_figures(self.profiles[c.profile])
+        rtt = f["rtt_ns"] / 1e9
+        rates = [r for r in (f["rate_bps_up"], f["rate_bps_down"]) if r]
+        losses = [x for x in (f["loss_up"], f["loss_down"]) if x]
+        per = hm.expected_attempt_s(c.group, c.sig, rtt, rate_bps=min(rates) if rates else None,
+                                    mtu=f["mtu"], loss=max(losses) if losses else 0.0,
+                                    chain_depth=m.chain_depth, mode=c.mode, registry=load_registry())
+        attempts = self.attempts_per_cell()
+        if c.mode in ("resume", "0rtt"):
+            attempts += 1  # the priming full handshake
+        hs = attempts * per / max(1, min(m.concurrency, attempts))
+        # RTT probes are paced ~1 ms apart (pqs-probe), then one RTT for the last answer.
+        probes = (m.rtt_probes * 0.001 + rtt + 0.05) if m.rtt_probes else 0.0
+        return hs + CELL_SETUP_S + probes
+
+    def estimate_s(self, cells: list[Cell] | None = None) -> float:
+        cells = self.cells if cells is None else cells
+        total = sum(self.cell_estimate_s(c) for c in cells)
+        blocks = {c.profile for c in cells}
+        for name in blocks:
+            rtt = profile_figures(self.profiles[name])["rtt_ns"] / 1e9
+            total += PROFILE_SETUP_S + CHECK_PROBES * 0.001 + rtt
+        return total
+
+    def summary(self) -> dict[str, Any]:
+        m = self.model
+        return {
+            "name": m.name,
+            "cells": len(self.cells),
+            "excluded": self.excluded,
+            "groups": self.groups,
+            "sigs": self.sigs,
+            "profiles": list(self.profiles),
+            "modes": list(m.modes),
+            "repetitions": m.repetitions,
+            "samples_per_cell": m.samples,
+            "warmup_per_cell": m.warmup,
+            "attempts": len(self.cells) * self.attempts_per_cell(),
+            "order": m.order,
+            "seed": self.seed,
+            "estimate_s": round(self.estimate_s(), 1),
+        }
+
+
+def _matches(rule_values: list[str] | None, value: str) -> bool:
+    return rule_values is None or value in rule_values
+
+
+def build_plan(ef: ExperimentFile | Path | str, *, seed: int | None = None,
+               check_stack: bool = True, profiles: dict[str, Any] | None = None) -> Plan:
+    """Expand an experiment into its ordered cells. `seed` overrides the file's (resume passes
+    the recorded one); `profiles` lets tests pass profile objects without the library."""
+    if not isinstance(ef, ExperimentFile):
+        ef = load_experiment(ef)
+    m = ef.model
+    reg = load_registry()
+    groups = reg.expand("group", m.groups, ef.where("groups"))
+    sigs = reg.expand("sig", m.sigs, ef.where("sigs"))
+    notes: list[str] = []
+    profs = resolve_profiles(ef) if profiles is None else profiles
+
+    # Exclusion rules: expand their @sets and check their names too.
+    rules = []
+    for i, r in enumerate(m.exclude):
+        rg = reg.expand("group", r.group, ef.where("exclude", i, "group")) if r.group else None
+        rs = reg.expand("sig", r.sig, ef.where("exclude", i, "sig")) if r.sig else None
+        if r.profile:
+            for p in r.profile:
+                if p not in profs:
+                    close = difflib.get_close_matches(p, list(profs), n=3, cutoff=0.5)
+                    raise UserError(f"{ef.where('exclude', i, 'profile')}: profile '{p}' is not in this experiment's profiles"
+                                    + (f"; did you mean {', '.join(close)}?" if close else f" ({', '.join(profs)})"))
+        rules.append((rg, rs, r.profile, r.mode))
+
+    cells: list[Cell] = []
+    excluded = 0
+    for pname in profs:
+        for g in groups:
+            for s in sigs:
+                for mode in m.modes:
+                    if any(_matches(rg, g) and _matches(rs, s) and _matches(rp, pname) and _matches(rm, mode)
+                           for rg, rs, rp, rm in rules):
+                        excluded += m.repetitions
+                        continue
+                    for rep in range(1, m.repetitions + 1):
+                        cells.append(Cell(cell_id(pname, g, s, mode, rep), pname, g, s, mode, rep))
+    if not cells:
+        raise UserError(f"{ef.where('exclude')}: the exclude rules remove every cell (nothing to run)")
+    if check_stack:
+        # Only groups some cell uses: an exclude rule may drop one the stack lacks.
+        used = [g for g in groups if any(c.group == g for c in cells)]
+        note = check_offered(used, ef.where("groups"))
+        if note:
+            notes.append(note)
+
+    if seed is None:
+        seed = m.seed if m.seed is not None else secrets.randbits(32)
+    if m.order == "shuffled":
+        cells = shuffle_cells(cells, seed)
+    return Plan(ef, groups, sigs, profs, cells, seed, excluded, notes)
+
+
+def shuffle_cells(cells: list[Cell], seed: int) -> list[Cell]:
+    """Shuffle profiles and, within each profile, the cells; a profile's cells stay together
+    (one topology each). Same seed, same order."""
+    rng = random.Random(seed)
+    by_profile: dict[str, list[Cell]] = {}
+    for c in cells:
+        by_profile.setdefault(c.profile, []).append(c)
+    names = list(by_profile)
+    rng.shuffle(names)
+    out: list[Cell] = []
+    for n in names:
+        block = list(by_profile[n])
+        rng.shuffle(block)
+        out.extend(block)
+    return out
+
+
+def fmt_seconds(s: float) -> str:
+    s = int(round(s))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    if s < 86400:
+        return f"{s // 3600}h{(s % 3600) // 60:02d}m"
+    return f"{s // 86400}d{(s % 86400) // 3600:02d}h"

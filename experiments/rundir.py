@@ -1,0 +1,582 @@
+"""The run directory: layout, locking, provenance, atomic cell completion, JSONL -> parquet.
+
+    results/<name>/<id>/
+      meta.json                  format version, provenance, seeds, times, status
+      experiment/                the experiment file and its includes, verbatim
+      experiment.resolved.yaml   includes merged, seed fixed: what `resume` re-plans from
+      plan.json                  the ordered cells
+      raw/<cell_id>/             source of truth, one folder per cell:
+        timer.jsonl server.jsonl rtt.json *.stderr DONE (written last, atomically)
+      net/<profile>/<session>/   describe.json check.json counters-before.json counters-after.json
+      logs/                      run.log, failed cells' logs, partial cells set aside by resume
+      samples.parquet server.parquet cells.parquet   rebuilt from raw/ (run, resume, load)
+
+A cell is complete when raw/<cell_id>/DONE exists; everything else in raw/ is a partial cell
+that `resume` sets aside under logs/ and runs again.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import errno
+import fcntl
+import json
+import os
+import platform
+import re
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Iterable
+
+from pqshake.errors import UserError
+
+FORMAT_VERSION = 1
+DONE = "DONE"
+LOCK_NAME = ".pqs-run.lock"
+
+
+def now_iso() -> str:
+    return dt.datetime.now(dt.timezone.utc).astimezone().isoformat(timespec="milliseconds")
+
+
+def default_results_root() -> Path:
+    from pqshake.paths import REPO
+
+    return Path(os.environ.get("PQS_RESULTS", REPO / "results"))
+
+
+# ---------------------------------------------------------------------------------------------
+# Durable writes
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_file(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """tmp + fsync + rename + fsync(dir): the file is either absent or whole."""
+    tmp = path.with_name(f".{path.name}.tmp.{os.getpid()}")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
+def write_json(path: Path, data: Any) -> None:
+    write_atomic(path, json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+
+
+def read_json(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def is_disk_full(e: BaseException) -> bool:
+    return isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
+# ---------------------------------------------------------------------------------------------
+# Lock: one run per results root at a time
+
+
+class RunLock:
+    """flock on <root>/.pqs-run.lock, held for the whole run; the kernel drops it if the
+    process dies, so a kill -9 leaves no stale lock. The file names the holder."""
+
+    def __init__(self, root: Path):
+        self.path = root / LOCK_NAME
+        self.fd: int | None = None
+
+    def acquire(self, run_dir: Path) -> None:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            try:
+                holder = json.loads(os.pread(fd, 4096, 0).decode() or "{}")
+            except (ValueError, OSError):
+                holder = {}
+            os.close(fd)
+            raise UserError(
+                f"another run is in progress in {self.path.parent} (pid {holder.get('pid', '?')}, "
+                f"{holder.get('run_dir', '?')}); wait for it to finish or stop it (Ctrl-C / kill {holder.get('pid', 'PID')})",
+                exit_code=1,
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps({"pid": os.getpid(), "run_dir": str(run_dir), "since": now_iso()}).encode(), 0)
+        self.fd = fd
+
+    def release(self) -> None:
+        if self.fd is not None:
+            try:
+                os.ftruncate(self.fd, 0)
+            except OSError:
+                pass
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            os.close(self.fd)
+            self.fd = None
+
+
+def lock_holder(root: Path) -> dict | None:
+    """Who holds the lock of a results root (None if nobody)."""
+    p = root / LOCK_NAME
+    if not p.exists():
+        return None
+    fd = os.open(p, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            try:
+                return json.loads(os.pread(fd, 4096, 0).decode() or "{}")
+            except ValueError:
+                return {}
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+def check_writable(root: Path) -> None:
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        probe = root / f".pqs-write-test.{os.getpid()}"
+        probe.write_text("x")
+        probe.unlink()
+    except OSError as e:
+        raise UserError(f"results directory {root} is not writable ({e.strerror or e}); "
+                        "choose another with --out DIR or fix its permissions", exit_code=1) from None
+
+
+# ---------------------------------------------------------------------------------------------
+# Layout
+
+
+class RunDir:
+    def __init__(self, path: Path):
+        self.path = Path(path)
+
+    # paths
+    @property
+    def meta_path(self) -> Path:
+        return self.path / "meta.json"
+
+    @property
+    def raw(self) -> Path:
+        return self.path / "raw"
+
+    @property
+    def logs(self) -> Path:
+        return self.path / "logs"
+
+    @property
+    def net(self) -> Path:
+        return self.path / "net"
+
+    def cell_dir(self, cell_id: str) -> Path:
+        return self.raw / cell_id
+
+    def done_path(self, cell_id: str) -> Path:
+        return self.raw / cell_id / DONE
+
+    @property
+    def resolved_experiment(self) -> Path:
+        return self.path / "experiment.resolved.yaml"
+
+    def is_run(self) -> bool:
+        return self.meta_path.is_file()
+
+    def create(self) -> None:
+        for d in (self.path, self.raw, self.logs, self.net, self.path / "experiment"):
+            d.mkdir(parents=True, exist_ok=True)
+
+    # meta
+    def meta(self) -> dict:
+        return read_json(self.meta_path)
+
+    def update_meta(self, **fields: Any) -> dict:
+        m = self.meta() if self.meta_path.exists() else {}
+        m.update(fields)
+        write_json(self.meta_path, m)
+        return m
+
+    # cells
+    def done(self, cell_id: str) -> dict | None:
+        p = self.done_path(cell_id)
+        if not p.is_file():
+            return None
+        try:
+            return read_json(p)
+        except ValueError:
+            return None
+
+    def done_cells(self) -> dict[str, dict]:
+        out = {}
+        if self.raw.is_dir():
+            for d in self.raw.iterdir():
+                info = self.done(d.name)
+                if info is not None:
+                    out[d.name] = info
+        return out
+
+    def mark_done(self, cell_id: str, info: dict) -> None:
+        write_json(self.done_path(cell_id), info)
+
+    def set_aside_partial(self, cell_id: str, why: str = "partial") -> Path | None:
+        """Move a cell folder without DONE under logs/ (kept as evidence)."""
+        d = self.cell_dir(cell_id)
+        if not d.exists():
+            return None
+        dest = self.logs / f"{why}-{cell_id}-{dt.datetime.now().strftime('%Y%m%dT%H%M%S')}"
+        n = 1
+        while dest.exists():
+            dest = dest.with_name(dest.name + f".{n}")
+            n += 1
+        os.replace(d, dest)
+        fsync_dir(self.raw)
+        return dest
+
+    def log(self, line: str) -> None:
+        try:
+            with open(self.logs / "run.log", "a", encoding="utf-8") as f:
+                f.write(f"{now_iso()} {line}\n")
+        except OSError:
+            pass
+
+
+def new_run_id() -> tuple[str, str]:
+    """(directory id, short hex for namespace names)."""
+    short = os.urandom(3).hex()
+    return f"{dt.datetime.now().strftime('%Y%m%dT%H%M%S')}-{short}", short
+
+
+# ---------------------------------------------------------------------------------------------
+# Provenance
+
+
+def _run(argv: list[str], timeout: float = 10) -> str | None:
+    try:
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    out = (r.stdout or r.stderr).strip()
+    return out if r.returncode == 0 or out else None
+
+
+def git_info(repo: Path) -> dict:
+    commit = _run(["git", "-C", str(repo), "rev-parse", "HEAD"])
+    if commit and not re.match(r"^[0-9a-f]{40}$", commit):
+        commit = None
+    status = _run(["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"])
+    return {"commit": commit, "dirty": bool(status) if commit else True}
+
+
+def cpu_info() -> dict:
+    model = None
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    gov = None
+    try:
+        gov = Path("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor").read_text().strip()
+    except OSError:
+        pass
+    aff = None
+    try:
+        aff = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        pass
+    return {"model": model, "cores": os.cpu_count(), "usable_cores": aff, "governor": gov}
+
+
+def python_packages() -> dict:
+    from importlib import metadata
+
+    out = {"python": platform.python_version()}
+    for name in ("pqshake", "pydantic", "typer", "rich", "pyyaml", "numpy", "scipy", "pandas", "pyarrow"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def tool_versions() -> dict:
+    """Versions the binaries report (their --version, if they have one)."""
+    from pqshake.paths import build_dir
+
+    out = {}
+    for name in ("pqs-timer", "pqs-server"):
+        p = build_dir() / "bin" / name
+        if os.access(p, os.X_OK):
+            v = _run([str(p), "--version"])
+            out[name] = v.splitlines()[0] if v else None
+            if v and v.lstrip().startswith("{"):
+                try:
+                    out[name] = json.loads(v)
+                except ValueError:
+                    pass
+    return out
+
+
+def provenance() -> dict:
+    from pqshake.paths import REPO
+
+    ip = _run(["ip", "-V"])
+    return {
+        "git": git_info(REPO),
+        "host": socket.gethostname(),
+        "kernel": platform.release(),
+        "kernel_version": platform.version(),
+        "iproute2": ip,
+        "cpu": cpu_info(),
+        "python_packages": python_packages(),
+        "tools": tool_versions(),
+        "argv": sys.argv,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# JSONL -> tables
+
+
+def read_jsonl(path: Path) -> Iterable[dict]:
+    """Records of a JSON-lines file; a torn last line (kill -9) is skipped."""
+    try:
+        f = open(path, encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return
+    with f:
+        for line in f:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(rec, dict):
+                yield rec
+
+
+def flatten(rec: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in rec.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(flatten(v, key + "_"))
+        elif isinstance(v, list):
+            out[key] = json.dumps(v)
+        else:
+            out[key] = v
+    return out
+
+
+CELL_COLUMNS = ("cell_id", "group", "sig", "profile", "mode", "repetition", "backend")
+
+
+def timer_rows(cell_dir: Path, cell: dict, warmup: int) -> list[dict]:
+    rows = []
+    n = 0
+    for rec in read_jsonl(cell_dir / "timer.jsonl"):
+        if rec.get("type") != "attempt":
+            continue
+        row = {k: cell.get(k) for k in CELL_COLUMNS}
+        flat = flatten({k: v for k, v in rec.items() if k != "type"})
+        for k, v in flat.items():
+            # Timer fields keep their names; where one collides with a cell column, the cell's
+            # value stays and the timer's is kept as timer_<name>.
+            if k in row and k not in ("warmup",):
+                if v != row[k]:
+                    row[f"timer_{k}"] = v
+            else:
+                row[k] = v
+        if "warmup" not in rec:
+            i = rec.get("i", n)
+            row["warmup"] = bool(isinstance(i, int) and i < warmup)
+        else:
+            row["warmup"] = bool(rec["warmup"])
+        row.setdefault("error", None)
+        row.setdefault("ok", False)
+        rows.append(row)
+        n += 1
+    return rows
+
+
+def server_rows(cell_dir: Path, cell: dict) -> list[dict]:
+    rows = []
+    for rec in read_jsonl(cell_dir / "server.jsonl"):
+        if rec.get("type") != "conn":
+            continue
+        row = {k: cell.get(k) for k in CELL_COLUMNS}
+        for k, v in flatten({k: v for k, v in rec.items() if k != "type"}).items():
+            if k in row:
+                if v != row[k]:
+                    row[f"server_{k}"] = v  # e.g. the negotiated group of a failed connection
+            else:
+                row[k] = v
+        row.setdefault("error", None)
+        rows.append(row)
+    return rows
+
+
+def _frame(rows: list[dict], first: list[str]):
+    import pandas as pd
+
+    df = pd.DataFrame.from_records(rows)
+    if df.empty:
+        df = pd.DataFrame(columns=first)
+    cols = [c for c in first if c in df.columns] + [c for c in df.columns if c not in first]
+    df = df[cols]
+    for c in df.columns:
+        if df[c].dtype == object:
+            kinds = {type(v) for v in df[c].dropna()}
+            if len(kinds) > 1 and not kinds <= {int, float}:
+                df[c] = df[c].map(lambda v: None if v is None or (isinstance(v, float) and v != v) else str(v))
+    return df
+
+
+SAMPLE_FIRST = ["cell_id", "group", "sig", "profile", "mode", "repetition", "i", "warmup", "ok",
+                "handshake_ns", "error", "backend"]
+CELL_FIRST = ["cell_id", "group", "sig", "profile", "mode", "repetition", "status", "reason",
+              "n_attempts", "n_ok", "n_warmup", "rtt_p50_ns", "rtt_p99_ns", "backend"]
+
+
+def build_tables(run: RunDir) -> dict:
+    """(Re)build samples/server/cells.parquet from raw/ (cells with DONE only). Returns the
+    frames. Written via tmp + rename."""
+    plan = read_json(run.path / "plan.json")
+    warmup = int(plan["experiment"].get("warmup", 0))
+    samples, servers, cells = [], [], []
+    for c in plan["cells"]:
+        info = run.done(c["cell_id"])
+        if info is None:
+            continue
+        cell = dict(c)
+        cell["backend"] = info.get("backend")
+        d = run.cell_dir(c["cell_id"])
+        samples += timer_rows(d, cell, warmup)
+        servers += server_rows(d, cell)
+        row = dict(cell)
+        row.update({k: v for k, v in info.items() if not isinstance(v, (dict, list))})
+        for k, v in (info.get("configured") or {}).items():
+            row[k] = v
+        cells.append(row)
+    frames = {
+        "samples": _frame(samples, SAMPLE_FIRST),
+        "server": _frame(servers, SAMPLE_FIRST),
+        "cells": _frame(cells, CELL_FIRST),
+    }
+    for name, df in frames.items():
+        dest = run.path / f"{name}.parquet"
+        tmp = dest.with_name(f".{dest.name}.tmp.{os.getpid()}")
+        df.to_parquet(tmp, index=False)
+        fsync_file(tmp)
+        os.replace(tmp, dest)
+    fsync_dir(run.path)
+    return frames
+
+
+def _stale(run: RunDir, name: str) -> bool:
+    p = run.path / f"{name}.parquet"
+    if not p.exists():
+        return True
+    t = p.stat().st_mtime
+    return any(d.stat().st_mtime > t for d in run.raw.glob(f"*/{DONE}"))
+
+
+def find_run(path: Path | str) -> RunDir:
+    p = Path(path)
+    if not (p / "meta.json").is_file():
+        # results/<name> -> its latest run
+        if p.is_dir():
+            subs = sorted(d for d in p.iterdir() if (d / "meta.json").is_file())
+            if subs:
+                return RunDir(subs[-1])
+        raise UserError(f"{p}: not a run directory (no meta.json); 'pqshake ls' lists runs")
+    return RunDir(p)
+
+
+def load(run_dir: Path | str, table: str = "samples"):
+    """A run's table as a pandas DataFrame: 'samples' (every attempt, warm-ups and failures
+    included), 'server' (one row per server-side connection) or 'cells'."""
+    import pandas as pd
+
+    if table not in ("samples", "server", "cells"):
+        raise UserError(f"table '{table}': one of samples, server, cells")
+    run = find_run(run_dir)
+    if _stale(run, table):
+        try:
+            return build_tables(run)[table]
+        except OSError:
+            # read-only results: build in memory
+            pass
+    return pd.read_parquet(run.path / f"{table}.parquet")
+
+
+def list_runs(root: Path) -> list[dict]:
+    out = []
+    if not root.is_dir():
+        return out
+    holder = lock_holder(root) or {}
+    for meta in sorted(root.glob("*/*/meta.json")):
+        run = RunDir(meta.parent)
+        try:
+            m = run.meta()
+        except (ValueError, OSError):
+            continue
+        try:
+            total = len(read_json(run.path / "plan.json")["cells"])
+        except (OSError, ValueError, KeyError):
+            total = None
+        done = run.done_cells()
+        failed = sum(1 for v in done.values() if v.get("status") != "complete")
+        status = m.get("status", "?")
+        if status == "running" and holder.get("run_dir") != str(run.path):
+            status = "interrupted"
+        out.append({"name": m.get("name"), "id": run.path.name, "path": str(run.path), "status": status,
+                    "cells_done": len(done), "cells_failed": failed, "cells": total,
+                    "started": m.get("started"), "ended": m.get("ended")})
+    return out
+
+
+def copy_experiment(run: RunDir, files: list[Path]) -> list[dict]:
+    """Verbatim copies under experiment/, with their sha256."""
+    import hashlib
+
+    out = []
+    base = files[0].parent
+    for f in files:
+        try:
+            rel = f.relative_to(base)
+        except ValueError:
+            rel = Path("_include") / f.name
+        dest = run.path / "experiment" / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(f, dest)
+        out.append({"path": str(f), "copy": str(dest.relative_to(run.path)),
+                    "sha256": hashlib.sha256(f.read_bytes()).hexdigest()})
+    return out

@@ -1,0 +1,55 @@
+"""The `pqshake` command. Subcommands live beside the code they drive; this file only joins
+them and turns every UserError into one line on stderr (never a traceback)."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from pqshake.errors import UserError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="Measure post-quantum TLS 1.3 handshakes over emulated networks.",
+)
+
+
+def _register() -> None:
+    from pqshake.emulation import cli as emulation_cli
+
+    emulation_cli.register(app)
+    from pqshake.experiments import cli as experiments_cli; experiments_cli.register(app)
+    from pqshake.analysis import cli as analysis_cli; analysis_cli.register(app)
+
+
+def main(argv: list[str] | None = None) -> int:
+    _register()
+    try:
+        # standalone_mode=False: typer.Exit(code) comes back as the return value.
+        rc = app(args=argv, standalone_mode=False)
+    except UserError as e:
+        print(f"pqshake: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("pqshake: interrupted", file=sys.stderr)
+        return 130
+    except SystemExit as e:  # typer/click exits for --help and usage errors
+        return int(e.code or 0)
+    except Exception as e:  # click usage errors and the like
+        import click
+
+        if isinstance(e, click.exceptions.ClickException):
+            e.show()
+            return e.exit_code
+        if isinstance(e, click.exceptions.Abort):
+            print("pqshake: aborted", file=sys.stderr)
+            return 130
+        raise
+    return rc if isinstance(rc, int) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,111 @@
+"""Helpers for the experiment tests: writing experiment files, a loopback stand-in for the
+topology (plan/IO tests only; the end-to-end tests use the real Topology)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def write_exp(tmp_path):
+    def write(text: str, name: str = "exp.yaml") -> Path:
+        p = tmp_path / name
+        p.write_text(textwrap.dedent(text).lstrip())
+        return p
+
+    return write
+
+
+class LoopbackTopology:
+    """Same surface as pqshake.emulation.topology.Topology, on the loopback interface of the
+    test's own namespace: for runner I/O tests without root. No link is emulated."""
+
+    instances: list["LoopbackTopology"] = []
+
+    def __init__(self, profile, run_id=None, backend="auto"):
+        self.profile = profile
+        self.run_id = run_id
+        self.backend = "loopback"
+        self.client_ns = self.server_ns = None
+        self.client_addr = self.server_addr = "127.0.0.1"
+        self.entered = self.exited = 0
+        LoopbackTopology.instances.append(self)
+
+    def __enter__(self):
+        self.entered += 1
+        return self
+
+    def __exit__(self, *exc):
+        self.exited += 1
+
+    def ns_argv(self, role, cmd):
+        return list(cmd)
+
+    def flush_tcp_metrics(self):
+        pass
+
+    def counters(self):
+        return {"up": {"forwarded": 0}, "down": {"forwarded": 0}}
+
+    def describe(self):
+        return {"backend": self.backend, "profile": self.profile.name}
+
+
+def fake_measure_rtt(topo, count=50, **kw):
+    return {"count": count, "received": count, "lost": 0, "p50_ns": 50_000.0, "p99_ns": 90_000.0, "samples_ns": [50_000] * count}
+
+
+@pytest.fixture
+def loopback(monkeypatch):
+    """Patch measure_rtt (it needs pqs-probe in a namespace) and return the topology class."""
+    import pqshake.emulation.check as check
+
+    monkeypatch.setattr(check, "measure_rtt", fake_measure_rtt)
+    LoopbackTopology.instances.clear()
+    return LoopbackTopology
+
+
+# `python -m pqshake.experiments ARGS`, also without the editable install (then the
+# pqshake.<folder> packages are mapped onto the checkout, as tests/conftest.py does in-process).
+BOOT = (
+    "import sys\n"
+    f"sys.path.insert(0, {str(REPO)!r})\n"
+    "import pqshake\n"
+    f"if {str(REPO)!r} not in pqshake.__path__: pqshake.__path__.append({str(REPO)!r})\n"
+    "from pqshake.experiments.__main__ import main\n"
+    "sys.exit(main(sys.argv[1:]))\n"
+)
+
+
+def pqs_argv(*args: str) -> list[str]:
+    return [sys.executable, "-c", BOOT, *args]
+
+
+def _pqs(*args: str, **kw) -> subprocess.CompletedProcess:
+    """Run the experiment commands of `pqshake` in a child process."""
+    kw.setdefault("capture_output", True)
+    kw.setdefault("text", True)
+    return subprocess.run(pqs_argv(*args), cwd=REPO, **kw)
+
+
+@pytest.fixture
+def pqs():
+    return _pqs
+
+
+@pytest.fixture
+def pqs_spawn():
+    """Start the experiment commands in the background (stdout/stderr piped)."""
+
+    def spawn(*args: str) -> subprocess.Popen:
+        return subprocess.Popen(pqs_argv(*args), cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    return spawn

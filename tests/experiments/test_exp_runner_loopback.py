@@ -1,0 +1,151 @@
+"""The runner's bookkeeping with the real pqs-server / pqs-timer on loopback (a stand-in for the
+topology; no root needed): raw files, DONE markers, tables, failed cells, the lock, resume."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from pqshake.errors import UserError
+from pqshake.experiments import load
+from pqshake.experiments import runner as runner_mod
+from pqshake.experiments.rundir import RunDir, RunLock, list_runs
+
+def built(*names: str) -> bool:
+    from pqshake.paths import build_dir
+
+    return all(os.access(build_dir() / "bin" / n, os.X_OK) for n in names)
+
+
+pytestmark = pytest.mark.skipif(not built("pqs-server", "pqs-timer"), reason="pqs-server/pqs-timer not built (make build)")
+
+EXP = """
+name: lo
+groups: [x25519, MLKEM768]
+sigs: [ecdsa-p256]
+profiles: [lan, rtt10]
+samples: 6
+warmup: 2
+rtt_probes: 5
+seed: 3
+"""
+
+
+def _run(write_exp, tmp_path, loopback, text=EXP):
+    exp = write_exp(text)
+    return runner_mod.start_run(exp, out=tmp_path / "results", quiet=True, topology_factory=loopback)
+
+
+def test_run_writes_everything(write_exp, tmp_path, loopback):
+    path = _run(write_exp, tmp_path, loopback)
+    run = RunDir(path)
+    assert path.parent.parent == tmp_path / "results" and path.parent.name == "lo"
+    # one topology per profile, entered once each
+    assert len(loopback.instances) == 2 and all(t.entered == t.exited == 1 for t in loopback.instances)
+    meta = run.meta()
+    assert meta["format_version"] == 1 and meta["status"] == "complete"
+    for k in ("git", "kernel", "iproute2", "cpu", "python_packages", "seeds", "started", "ended", "experiment", "stack"):
+        assert k in meta, k
+    assert meta["seeds"]["order"] == 3 and meta["experiment"]["sha256"]
+    assert meta["stack"].get("openssl_version")
+    assert (path / "experiment" / "exp.yaml").read_text() == (tmp_path / "exp.yaml").read_text()
+    done = run.done_cells()
+    assert len(done) == 4 and all(d["status"] == "complete" for d in done.values())
+    s = load(path)
+    assert len(s) == 4 * 8 and int(s["warmup"].sum()) == 4 * 2
+    for col in ("group", "sig", "profile", "mode", "ok", "handshake_ns", "warmup", "error", "repetition",
+                "cell_id", "backend", "tcp_connect_ns", "tcp_rtt_ns"):
+        assert col in s.columns, col
+    assert s["ok"].all() and set(s["group"]) == {"x25519", "MLKEM768"}
+    srv = load(path, "server")
+    assert len(srv) == 4 * 8 and "handshake_ns" in srv.columns
+    cells = load(path, "cells")
+    assert len(cells) == 4 and set(cells["status"]) == {"complete"}
+    for col in ("rtt_p50_ns", "rtt_p99_ns", "n_attempts", "n_ok", "delay_ns_up", "rate_bps_down", "loss_up", "mtu",
+                "started", "ended", "backend"):
+        assert col in cells.columns, col
+    assert (cells["n_ok"] == 6).all()
+    for p in ("lan", "rtt10"):
+        sess = list((path / "net" / p).iterdir())
+        assert {f.name for f in sess[0].iterdir()} >= {"describe.json", "check.json", "counters-before.json", "counters-after.json"}
+    runs = list_runs(tmp_path / "results")
+    assert runs[0]["status"] == "complete" and runs[0]["cells_done"] == 4
+
+
+def test_crashed_server_makes_failed_cell_and_run_goes_on(write_exp, tmp_path, loopback, monkeypatch):
+    real = runner_mod.server_argv
+
+    def argv(binary, listen, cell, exp, cert_dir, log):
+        a = real(binary, listen, cell, exp, cert_dir, log)
+        if cell.group == "MLKEM768" and cell.profile == "lan":
+            script = ('"$@" & pid=$!; until grep -q \'"type":"conn"\' "$0" 2>/dev/null; do sleep 0.002; done; '
+                      'kill -9 $pid; echo crashed >&2; exit 3')
+            return ["sh", "-c", script, str(log), *a]
+        return a
+
+    monkeypatch.setattr(runner_mod, "server_argv", argv)
+    path = _run(write_exp, tmp_path, loopback)
+    run = RunDir(path)
+    done = run.done_cells()
+    assert len(done) == 4
+    failed = [d for d in done.values() if d["status"] == "failed"]
+    assert len(failed) == 1 and failed[0]["group"] == "MLKEM768" and failed[0]["reason"]
+    assert (path / "logs" / f"failed-{failed[0]['cell_id']}" / "server.stderr").exists()
+    assert run.meta()["status"] == "complete-with-failures"
+    cells = load(path, "cells")
+    assert sorted(cells["status"]) == ["complete", "complete", "complete", "failed"]
+
+
+def test_bad_timer_usage_fails_cell(write_exp, tmp_path, loopback, monkeypatch):
+    real = runner_mod.timer_argv
+    monkeypatch.setattr(runner_mod, "timer_argv", lambda *a: real(*a) + ["--no-such-option"])
+    path = _run(write_exp, tmp_path, loopback)
+    done = RunDir(path).done_cells()
+    assert len(done) == 4 and all(d["status"] == "failed" and "status 2" in d["reason"] for d in done.values())
+
+
+def test_second_run_refused(write_exp, tmp_path):
+    root = tmp_path / "results"
+    root.mkdir()
+    lock = RunLock(root)
+    lock.acquire(root / "x" / "y")
+    try:
+        with pytest.raises(UserError) as e:
+            runner_mod.start_run(write_exp(EXP), out=root, quiet=True)
+        msg = str(e.value)
+        assert "another run is in progress" in msg and f"pid {os.getpid()}" in msg and str(root / "x" / "y") in msg
+    finally:
+        lock.release()
+
+
+def test_results_not_writable(write_exp, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(UserError) as e:
+        runner_mod.start_run(write_exp(EXP), out=blocker / "results", quiet=True)
+    assert "not writable" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_resume_runs_only_missing(write_exp, tmp_path, loopback):
+    path = _run(write_exp, tmp_path, loopback)
+    run = RunDir(path)
+    before = load(path)
+    # simulate a kill mid-cell: one DONE removed (partial cell), one cell dir gone entirely
+    ids = sorted(run.done_cells())
+    (run.raw / ids[0] / "DONE").unlink()
+    import shutil
+
+    shutil.rmtree(run.raw / ids[1])
+    (path / "samples.parquet").unlink()
+    loopback.instances.clear()
+    runner_mod.resume_run(path, quiet=True, topology_factory=loopback)
+    after = load(path)
+    assert len(after) == len(before) == 32
+    assert not after.duplicated(["cell_id", "i"]).any()
+    assert any(p.name.startswith(f"partial-{ids[0]}") for p in (path / "logs").iterdir())
+    assert len(run.meta()["sessions"]) == 2
+    # profile cells left: only their topologies came up
+    assert sum(t.entered for t in loopback.instances) == len({ids[0].split("__")[0], ids[1].split("__")[0]})
