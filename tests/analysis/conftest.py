@@ -13,7 +13,7 @@ import pytest
 matplotlib.use("Agg")
 
 REPO = Path(__file__).resolve().parents[2]
-FIXTURE_RUN: Path | None = None  # e.g. REPO / "tests/fixtures/demo/<id>"
+FIXTURE_RUN: Path | None = REPO / "tests/fixtures/run"  # a real run made by the runner from tests/fixtures/fixture-run.yaml
 SPEED_FILE = Path(__file__).with_name("data") / "speed.jsonl"  # real pqs-speed output (a few algorithms)
 
 
@@ -75,3 +75,9 @@ def cli(argv: list[str], capsys) -> tuple[int, str, str]:
     rc = main(argv)
     out = capsys.readouterr()
     return rc, out.out, out.err
+
+
+@pytest.fixture
+def synthetic_run(tmp_path) -> Path:
+    """A seeded synthetic run with known profile names, for statistics with known answers."""
+    return make_run(tmp_path / "synthetic-run")

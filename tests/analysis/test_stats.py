@@ -71,7 +71,8 @@ def test_ratio_of_medians_known():
     assert np.isnan(S.ratio_of_quantiles(np.array([]), base)[0])
 
 
-def test_summary_matches_independent_computation(run_dir):
+def test_summary_matches_independent_computation(synthetic_run):
+    run_dir = synthetic_run
     """Summary rows against numpy on the raw parquet: counts, percentiles, slowdown."""
     from pqshake.analysis.load import load_runs
     from pqshake.analysis.summary import summarize
@@ -98,7 +99,8 @@ def test_summary_matches_independent_computation(run_dir):
     assert set(t["pct_method"]) == {"numpy.percentile(method='linear')"}
 
 
-def test_bound_and_inferred_round_trips(run_dir):
+def test_bound_and_inferred_round_trips(synthetic_run):
+    run_dir = synthetic_run
     from pqshake.analysis.bound import read_speed
     from pqshake.analysis.load import load_runs
     from pqshake.analysis.summary import summarize
