@@ -10,6 +10,8 @@
 #include <openssl/provider.h>
 #include <openssl/safestack.h>
 
+#include "oqsprov/oqsprov.h"
+
 /* ---------------- groups ---------------- */
 
 static void append(char *out, size_t outlen, const char *s)
@@ -86,6 +88,10 @@ void pqs_groups_server_default(char *out, size_t outlen)
     for (char *tok = strtok_r(all, ":", &save); tok; tok = strtok_r(NULL, ":", &save)) {
         if (out[0] && list_names(out, tok))
             continue;
+        /* pqs-oqs groups are offered when named (--groups): OpenSSL 3.5.5's server-side group
+         * selection reads out of bounds with very long server lists (oqsprov/README.md). */
+        if (pqs_oqs_group_by_name(tok) != NULL)
+            continue;
         if (out[0])
             append(out, outlen, ":");
         append(out, outlen, tok);
@@ -94,7 +100,7 @@ void pqs_groups_server_default(char *out, size_t outlen)
 
 bool pqs_groups_validate(SSL_CTX *ctx, const char *list, char *why, size_t whylen)
 {
-    char avail[2048];
+    char avail[8192];
     if (list == NULL || *list == '\0') {
         pqs_groups_available(ctx, avail, sizeof avail);
         snprintf(why, whylen, "empty group list; available: %s", avail);
@@ -130,6 +136,13 @@ bool pqs_groups_validate(SSL_CTX *ctx, const char *list, char *why, size_t whyle
         bool found = strcasecmp(tok, "DEFAULT") == 0;
         for (int i = 0; !found && i < sk_OPENSSL_CSTRING_num(sk); i++)
             found = strcasecmp(tok, sk_OPENSSL_CSTRING_value(sk, i)) == 0;
+        char refused[256];
+        if (!found && pqs_oqs_refusal(tok, refused, sizeof refused) != NULL) {
+            /* A liboqs KEM the provider refuses at table-build time (Classic McEliece). */
+            snprintf(why, whylen, "%s", refused);
+            ok = false;
+            break;
+        }
         if (!found) {
             pqs_groups_available(ctx, avail, sizeof avail);
             snprintf(why, whylen, "unknown group '%s'; available: %s", tok, avail);

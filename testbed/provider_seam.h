@@ -1,15 +1,24 @@
 /* provider_seam.h - the one place where OpenSSL providers are loaded, for all three programs.
  *
- * Today: the OpenSSL default provider, plus the built-in "pqs-slhdsa" shim that makes the
- * default provider's SLH-DSA usable as a TLS 1.3 signature scheme (see provider_seam.c).
- * Later: the liboqs KEM provider registers here (OSSL_PROVIDER_add_builtin + load); every
- * group it declares through the TLS-GROUP capability then shows up in groups.c's tables,
- * in --groups validation and in pqs-speed without further changes. */
+ * The OpenSSL default provider, the built-in "pqs-slhdsa" shim that makes the default
+ * provider's SLH-DSA usable as a TLS 1.3 signature scheme, and the built-in liboqs KEM
+ * provider "pqs-oqs" (testbed/oqsprov): every group it declares through the TLS-GROUP
+ * capability shows up in --groups validation and in pqs-speed (not in pqs-server's default
+ * list: see oqsprov/README.md). */
 #ifndef PQS_PROVIDER_SEAM_H
 #define PQS_PROVIDER_SEAM_H
 
 #include <openssl/types.h>
 #include "common.h"
+
+/* Chooses the KEM provider before pqs_load_providers (a program's --provider option):
+ * kem_provider NULL = not set (then $PQS_PROVIDER, else "pqs-oqs", our built-in liboqs
+ * provider), "none" = OpenSSL's groups only, any other name = OSSL_PROVIDER_load(name)
+ * instead of ours (a system oqsprovider; the pinned no-module OpenSSL cannot load modules, so
+ * this fails with a one-line reason). native_codepoints -1 = not set (then $PQS_OQS_NATIVE=1),
+ * 1 = our provider also serves OpenSSL's native ML-KEM groups (X25519MLKEM768 0x11EC, ...) with
+ * liboqs and the property query prefers it: the interop mode (see oqsprov/README.md). */
+void pqs_seam_configure(const char *kem_provider, int native_codepoints);
 
 /* Loads the providers into libctx (NULL = default library context). Returns 0, or -1 with a
  * message on stderr. Call once, before any other OpenSSL use. */

@@ -21,9 +21,12 @@
 #include <openssl/rsa.h>
 #include <openssl/ssl.h>
 
+#include <oqs/oqs.h>
+
 #include "certs.h"
 #include "common.h"
 #include "groups.h"
+#include "oqsprov/oqsprov.h"
 #include "provider_seam.h"
 
 #define PROG "pqs-speed"
@@ -33,7 +36,7 @@ typedef struct speed_cfg {
     const char *groups;
     const char *sigs;
     const char *aeads;
-    bool do_kex, do_sig, do_aead;
+    bool do_kex, do_sig, do_aead, do_direct;
     int samples;
     int64_t min_sample_ns;
     int64_t budget_ns;
@@ -147,7 +150,7 @@ typedef struct {
     EVP_PKEY *peer;       /* second key pair (ECDH peer) */
     EVP_PKEY_CTX *dctx;   /* derive / encaps / decaps */
     EVP_PKEY_CTX *ectx;
-    unsigned char ct[8192], ss[1024];
+    unsigned char ct[65536], ss[1024];
     size_t ctlen, sslen;
 } kex_state;
 
@@ -206,8 +209,15 @@ static int op_derive(void *arg)
     return EVP_PKEY_derive(s->dctx, s->ss, &s->sslen) == 1;
 }
 
-static void bench_group(const speed_cfg *cfg, pqs_sink *out, const pqs_group_info *g)
+/* Medians through EVP of keygen, encaps, decaps (0 = not measured), for the comparison
+ * with direct liboqs calls. */
+typedef struct {
+    int64_t keygen, encaps, decaps;
+} kex_medians;
+
+static void bench_group(const speed_cfg *cfg, pqs_sink *out, const pqs_group_info *g, kex_medians *med)
 {
+    memset(med, 0, sizeof *med);
     kex_state s;
     memset(&s, 0, sizeof s);
     s.g = g;
@@ -223,6 +233,7 @@ static void bench_group(const speed_cfg *cfg, pqs_sink *out, const pqs_group_inf
     size_t publen = EVP_PKEY_get1_encoded_public_key(s.key, &pub);
     OPENSSL_free(pub);
     timing t = measure(cfg, op_keygen, &s);
+    med->keygen = t.ok ? t.median_ns : 0;
     emit(out, kind, g->name, "keygen", -1, &t, "share_bytes", (int64_t)publen, NULL, 0);
     if (g->is_kem) {
         s.ectx = EVP_PKEY_CTX_new_from_pkey(NULL, s.key, pqs_propq());
@@ -233,9 +244,11 @@ static void bench_group(const speed_cfg *cfg, pqs_sink *out, const pqs_group_inf
             goto done;
         }
         t = measure(cfg, op_encaps, &s);
+        med->encaps = t.ok ? t.median_ns : 0;
         emit(out, kind, g->name, "encaps", -1, &t, "ct_bytes", (int64_t)s.ctlen, "ss_bytes", (int64_t)s.sslen);
         op_encaps(&s);
         t = measure(cfg, op_decaps, &s);
+        med->decaps = t.ok ? t.median_ns : 0;
         emit(out, kind, g->name, "decaps", -1, &t, "ct_bytes", (int64_t)s.ctlen, NULL, 0);
     } else {
         if (EVP_PKEY_generate(s.kctx, &s.peer) <= 0
@@ -253,6 +266,103 @@ done:
     EVP_PKEY_free(s.key);
     EVP_PKEY_free(s.peer);
     ERR_clear_error();
+}
+
+/* ---------------- direct liboqs (the provider's overhead) ---------------- */
+
+typedef struct {
+    OQS_KEM *kem;
+    uint8_t *pk, *sk, *ct, *ss;
+} direct_state;
+
+static int op_direct_keygen(void *arg)
+{
+    direct_state *d = arg;
+    return OQS_KEM_keypair(d->kem, d->pk, d->sk) == OQS_SUCCESS;
+}
+
+static int op_direct_encaps(void *arg)
+{
+    direct_state *d = arg;
+    return OQS_KEM_encaps(d->kem, d->ct, d->ss, d->pk) == OQS_SUCCESS;
+}
+
+static int op_direct_decaps(void *arg)
+{
+    direct_state *d = arg;
+    uint8_t ss[256];
+    int ok = OQS_KEM_decaps(d->kem, ss, d->ct, d->sk) == OQS_SUCCESS;
+    OPENSSL_cleanse(ss, sizeof ss);
+    return ok;
+}
+
+static void emit_direct(pqs_sink *out, const pqs_oqs_group *row, const char *op, const timing *t, int64_t via)
+{
+    pqs_json j;
+    pqs_json_begin(&j, "kex_direct");
+    pqs_json_str(&j, "name", row->name);
+    pqs_json_str(&j, "oqs_alg", row->oqs_alg);
+    pqs_json_str(&j, "op", op);
+    pqs_json_bool(&j, "ok", t->ok);
+    if (t->ok) {
+        pqs_json_int(&j, "median_ns", t->median_ns);
+        pqs_json_int(&j, "min_ns", t->min_ns);
+        pqs_json_int(&j, "p10_ns", t->p10_ns);
+        pqs_json_int(&j, "p90_ns", t->p90_ns);
+        pqs_json_int(&j, "max_ns", t->max_ns);
+        pqs_json_int(&j, "samples", t->samples);
+        pqs_json_int(&j, "iters_per_sample", t->iters);
+    }
+    if (t->ok && via > 0) {
+        pqs_json_int(&j, "provider_median_ns", via);
+        pqs_json_double(&j, "overhead_pct", 100.0 * (double)(via - t->median_ns) / (double)t->median_ns);
+    } else {
+        pqs_json_null(&j, "provider_median_ns");
+        pqs_json_null(&j, "overhead_pct");
+    }
+    pqs_json_end(&j);
+    pqs_sink_write(out, &j);
+}
+
+/* Same KEM, called directly: keygen, encaps, decaps of liboqs without EVP or the provider.
+ * Only for the pure rows of pqs-oqs (a hybrid's extra cost is the classical half, which
+ * has its own kex lines: x25519, secp256r1, ...). */
+static void bench_direct(const speed_cfg *cfg, pqs_sink *out, const pqs_oqs_group *row, const kex_medians *med)
+{
+    direct_state d;
+    memset(&d, 0, sizeof d);
+    timing bad;
+    memset(&bad, 0, sizeof bad);
+    d.kem = OQS_KEM_new(row->oqs_alg);
+    if (d.kem == NULL) {
+        emit_direct(out, row, "keygen", &bad, 0);
+        return;
+    }
+    d.pk = malloc(d.kem->length_public_key);
+    d.sk = malloc(d.kem->length_secret_key);
+    d.ct = malloc(d.kem->length_ciphertext);
+    d.ss = malloc(d.kem->length_shared_secret);
+    if (d.pk && d.sk && d.ct && d.ss && op_direct_keygen(&d) && op_direct_encaps(&d)) {
+        timing t = measure(cfg, op_direct_keygen, &d);
+        emit_direct(out, row, "keygen", &t, med->keygen);
+        op_direct_keygen(&d);
+        t = measure(cfg, op_direct_encaps, &d);
+        emit_direct(out, row, "encaps", &t, med->encaps);
+        op_direct_encaps(&d);
+        t = measure(cfg, op_direct_decaps, &d);
+        emit_direct(out, row, "decaps", &t, med->decaps);
+    } else {
+        emit_direct(out, row, "keygen", &bad, 0);
+    }
+    free(d.pk);
+    if (d.sk)
+        OPENSSL_cleanse(d.sk, d.kem->length_secret_key);
+    free(d.sk);
+    free(d.ct);
+    if (d.ss)
+        OPENSSL_cleanse(d.ss, d.kem->length_shared_secret);
+    free(d.ss);
+    OQS_KEM_free(d.kem);
 }
 
 /* ---------------- signatures ---------------- */
@@ -418,6 +528,10 @@ static void usage(FILE *f)
 "  --sigs LIST        signature algorithms, ':'-separated (default: all, see below)\n"
 "  --aeads LIST       AEADs (default AES-128-GCM:AES-256-GCM:ChaCha20-Poly1305)\n"
 "  --only KINDS       run only these of kex,sig,aead (comma separated)\n"
+"  --provider NAME    KEM provider: pqs-oqs (built in, default), none, or a system provider\n"
+"                     loaded by name (not possible with the pinned no-module OpenSSL)\n"
+"  --oqs-native       pqs-oqs also serves OpenSSL's native ML-KEM group names (liboqs)\n"
+"  --no-direct        no kex_direct lines (the same liboqs KEM called directly)\n"
 "  --samples N        timings per operation (default 21, max 1001); the median is reported\n"
 "  --min-sample DUR   each timing batches calls to last at least DUR (default 2ms)\n"
 "  --budget DUR       stop sampling an operation after DUR (keeps >= 3 samples; default 2s)\n"
@@ -433,14 +547,17 @@ int main(int argc, char **argv)
 {
     speed_cfg cfg = {.samples = 21, .min_sample_ns = 2000000, .budget_ns = 2000000000LL,
                      .aeads = "AES-128-GCM:AES-256-GCM:ChaCha20-Poly1305",
-                     .do_kex = true, .do_sig = true, .do_aead = true};
-    enum { OPT_GROUPS = 256, OPT_SIGS, OPT_AEADS, OPT_ONLY, OPT_SAMPLES, OPT_MIN, OPT_BUDGET, OPT_OUT, OPT_HELP };
+                     .do_kex = true, .do_sig = true, .do_aead = true, .do_direct = true};
+    enum { OPT_GROUPS = 256, OPT_SIGS, OPT_AEADS, OPT_ONLY, OPT_SAMPLES, OPT_MIN, OPT_BUDGET, OPT_OUT, OPT_HELP,
+           OPT_PROVIDER, OPT_OQS_NATIVE, OPT_NO_DIRECT };
     static const struct option opts[] = {
         {"groups", required_argument, 0, OPT_GROUPS}, {"sigs", required_argument, 0, OPT_SIGS},
         {"aeads", required_argument, 0, OPT_AEADS}, {"only", required_argument, 0, OPT_ONLY},
         {"samples", required_argument, 0, OPT_SAMPLES}, {"min-sample", required_argument, 0, OPT_MIN},
         {"budget", required_argument, 0, OPT_BUDGET}, {"out", required_argument, 0, OPT_OUT},
-        {"help", no_argument, 0, OPT_HELP}, {0, 0, 0, 0}};
+        {"help", no_argument, 0, OPT_HELP}, {"provider", required_argument, 0, OPT_PROVIDER},
+        {"oqs-native", no_argument, 0, OPT_OQS_NATIVE}, {"no-direct", no_argument, 0, OPT_NO_DIRECT},
+        {0, 0, 0, 0}};
     uint64_t v;
     opterr = 0;
     int c;
@@ -470,6 +587,14 @@ int main(int argc, char **argv)
                 pqs_usage_error(PROG, "bad --budget '%s'", optarg);
             break;
         case OPT_OUT: cfg.out = optarg; break;
+        case OPT_PROVIDER:
+            if (*optarg == '\0' || strlen(optarg) >= 64)
+                pqs_usage_error(PROG, "bad --provider '%s'; available: %s, none, or a provider name", optarg,
+                                PQS_OQSPROV_NAME);
+            pqs_seam_configure(optarg, -1);
+            break;
+        case OPT_OQS_NATIVE: pqs_seam_configure(NULL, 1); break;
+        case OPT_NO_DIRECT: cfg.do_direct = false; break;
         case OPT_HELP: usage(stdout); return PQS_EXIT_OK;
         default: pqs_usage_error(PROG, "unknown or incomplete option '%s'", argv[optind - 1]);
         }
@@ -544,7 +669,12 @@ int main(int argc, char **argv)
                 emit(&out, "kex", tok, "keygen", -1, &bad, NULL, 0, NULL, 0);
                 continue;
             }
-            bench_group(&cfg, &out, g);
+            kex_medians med;
+            bench_group(&cfg, &out, g, &med);
+            const pqs_oqs_group *row = pqs_oqs_group_by_name(g->name);
+            if (cfg.do_direct && row != NULL && row->cl == PQS_CL_NONE && !row->native
+                && strstr(pqs_provider_names(), PQS_OQSPROV_NAME) != NULL)
+                bench_direct(&cfg, &out, row, &med);
         }
     }
     if (cfg.do_sig) {

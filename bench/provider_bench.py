@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""pqs-oqs (testbed/oqsprov): the provider's overhead per KEM operation and handshakes per
+second on loopback per group.
+
+1. Overhead: pqs-speed times keygen/encaps/decaps of every pure pqs-oqs group through EVP
+   (libssl's path: provider dispatch, key objects, share encoding) and the same liboqs method
+   called directly (kex_direct lines). Rounds are repeated and the per-round ratio's median
+   is reported, so load from other processes hits both alike. Goal: <= 5 %.
+2. Handshakes/s: pqs-timer, full mode, one connection at a time, against one pqs-server that
+   offers every pqs-oqs group (plus OpenSSL's native ML-KEM groups for reference).
+
+Usage: bench/provider_bench.py [--rounds N (3)] [--seconds S (1)] [--groups a,b] [--json FILE]
+Not a test: it prints numbers; exit 0 unless a tool fails to run.
+"""
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+BUILD = Path(os.environ.get("PQS_BUILD", REPO / "build")).resolve()
+sys.path.insert(0, str(REPO))
+from pqshake.registry import load_registry  # noqa: E402
+
+NATIVE_REF = ["x25519", "MLKEM768", "X25519MLKEM768"]
+
+
+def oqs_groups():
+    return [g for g in load_registry().groups.values() if g.provider == "oqs"]
+
+
+def overhead(groups, rounds):
+    ratios, via_med, direct_med = {}, {}, {}
+    for _ in range(rounds):
+        p = subprocess.run([str(BUILD / "bin" / "pqs-speed"), "--only", "kex", "--groups", ":".join(groups),
+                            "--samples", "11", "--min-sample", "5ms", "--budget", "1s"],
+                           capture_output=True, text=True, check=True)
+        for ln in p.stdout.splitlines():
+            r = json.loads(ln)
+            if r["type"] != "kex_direct" or not r["ok"] or r["provider_median_ns"] is None:
+                continue
+            key = (r["name"], r["op"])
+            ratios.setdefault(key, []).append(r["provider_median_ns"] / r["median_ns"])
+            via_med.setdefault(key, []).append(r["provider_median_ns"])
+            direct_med.setdefault(key, []).append(r["median_ns"])
+    rows = []
+    for (name, op), rs in ratios.items():
+        rows.append({"group": name, "op": op, "provider_ns": int(min(via_med[(name, op)])),
+                     "direct_ns": int(min(direct_med[(name, op)])),
+                     "overhead_pct": round((statistics.median(rs) - 1) * 100, 2),
+                     "overhead_min_pct": round((min(via_med[(name, op)]) / min(direct_med[(name, op)]) - 1) * 100, 2)})
+    return rows
+
+
+def start_server(workdir, groups):
+    log = workdir / "server.log"
+    proc = subprocess.Popen([str(BUILD / "bin" / "pqs-server"), "--listen", "127.0.0.1:0", "--cert-dir",
+                             str(workdir), "--log", str(log), "--groups", ":".join(groups), "--threads", "2",
+                             "--fsync", "0"], stdout=subprocess.DEVNULL)
+    for _ in range(600):
+        if log.exists():
+            for ln in log.read_text().splitlines():
+                try:
+                    rec = json.loads(ln)
+                except ValueError:
+                    continue
+                if rec.get("type") == "ready":
+                    return proc, rec["listen"], str(workdir / "ca.pem")
+        time.sleep(0.05)
+    proc.kill()
+    raise SystemExit("pqs-server did not become ready")
+
+
+def handshakes(groups, seconds):
+    """One pqs-server per group (OpenSSL 3.5.5 misreads very long server group lists)."""
+    rows = []
+    for g in groups:
+        with tempfile.TemporaryDirectory() as d:
+            proc, addr, ca = start_server(Path(d), [g])
+            try:
+                p = subprocess.run([str(BUILD / "bin" / "pqs-timer"), "--connect", addr, "--ca", ca, "--groups", g,
+                                    "--duration", f"{seconds}s", "--samples", "100000", "--warmup", "2"],
+                                   capture_output=True, text=True, check=True)
+            finally:
+                proc.send_signal(signal.SIGTERM)
+                proc.wait(timeout=30)
+            s = [json.loads(ln) for ln in p.stdout.splitlines() if '"type":"summary"' in ln][-1]
+            att = [json.loads(ln) for ln in p.stdout.splitlines() if '"type":"attempt"' in ln]
+            hs = sorted(a["handshake_ns"] for a in att if a.get("ok") and a.get("handshake_ns"))
+            rows.append({"group": g, "ok": s["ok"], "failed": s["failed"],
+                         "handshakes_per_s": s["handshakes_per_s"],
+                         "median_handshake_ms": round(hs[len(hs) // 2] / 1e6, 3) if hs else None})
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--seconds", type=float, default=1.0)
+    ap.add_argument("--groups", default=None, help="comma separated subset of the pqs-oqs groups")
+    ap.add_argument("--json", default=None)
+    a = ap.parse_args()
+    groups = oqs_groups()
+    if a.groups:
+        want = a.groups.split(",")
+        groups = [g for g in groups if g.name in want]
+    pure = [g.name for g in groups if g.kind == "pq"]
+    print(f"provider overhead (EVP through pqs-oqs vs direct liboqs), {a.rounds} rounds, median of per-round ratios")
+    ov = overhead(pure, a.rounds) if pure else []
+    print(f"{'group':<16} {'op':<7} {'provider_us':>12} {'direct_us':>10} {'overhead%':>10} {'ovh(min)%':>10}")
+    for r in ov:
+        print(f"{r['group']:<16} {r['op']:<7} {r['provider_ns'] / 1e3:>12.1f} {r['direct_ns'] / 1e3:>10.1f} "
+              f"{r['overhead_pct']:>10.2f} {r['overhead_min_pct']:>10.2f}")
+    if ov:
+        big = statistics.median(r["overhead_pct"] for r in ov)
+        within = sum(1 for r in ov if r["overhead_pct"] <= 5.0)
+        print(f"median overhead {big:.2f} %; {within}/{len(ov)} operations within the 5 % goal")
+    names = [g.name for g in groups] + NATIVE_REF
+    print(f"\nhandshakes/s on loopback (pqs-timer full mode, 1 connection, {a.seconds}s per group)")
+    hs = handshakes(names, a.seconds)
+    print(f"{'group':<22} {'hs/s':>9} {'median_ms':>10} {'ok':>6} {'failed':>6}")
+    for r in hs:
+        print(f"{r['group']:<22} {r['handshakes_per_s']:>9.1f} {r['median_handshake_ms'] or 0:>10.3f} {r['ok']:>6} {r['failed']:>6}")
+    if a.json:
+        Path(a.json).write_text(json.dumps({"overhead": ov, "handshakes": hs}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
