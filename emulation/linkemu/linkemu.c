@@ -145,6 +145,26 @@ static void die(int code, const char *fmt, ...)
 	exit(code);
 }
 
+static void print_help(void)
+{
+	fputs("usage: pqs-linkemu --a IFACE --b IFACE --up SPEC --down SPEC [options]\n"
+	      "Userspace link emulator: bridges IFACE A and B (AF_PACKET) in the current network\n"
+	      "namespace; --up shapes frames A->B (client->server), --down B->A.\n\n"
+	      "  --seed N            seed of every random stream (default: random, in the ready line)\n"
+	      "  --stats FILE        counters as JSON, written at exit and on SIGUSR1\n"
+	      "  --rt-priority N     SCHED_FIFO priority, 0 = normal scheduling (default 50)\n"
+	      "  --busy-wait-us N    poll this long before a departure, 0 = never (default 50)\n"
+	      "  --calibrate-ns N    subtracted from each departure: the emulator's own latency (default 5000)\n"
+	      "  --ready-file FILE   created once forwarding\n"
+	      "  --help              this text\n\n"
+	      "SPEC: comma-separated key=value, all optional (empty = ideal wire):\n"
+	      "  delay_ns jitter_ns dist=uniform|normal|pareto|paretonormal loss loss_corr\n"
+	      "  ge_p ge_r ge_1h ge_1k (Gilbert-Elliott) rate_bps overhead limit dup corrupt\n"
+	      "  reorder gap keep_order=0|1     (semantics: emulation/linkemu/README.md)\n"
+	      "Exit status: 0 after SIGTERM/SIGINT/SIGHUP, 1 environment error, 2 bad usage.\n",
+	      stdout);
+}
+
 static void usage_exit(const char *fmt, ...)
 {
 	va_list ap;
@@ -760,7 +780,7 @@ int main(int argc, char **argv)
 		case 'w': e->busy_ns = parse_num("--busy-wait-us", optarg, 0, 10000) * 1000LL; break;
 		case 'c': e->calibrate_ns = parse_num("--calibrate-ns", optarg, 0, 1000000000LL); break;
 		case 'R': e->ready_path = optarg; break;
-		case 'h': usage_exit("help"); break;
+		case 'h': print_help(); exit(0);
 		case ':': usage_exit("option %s needs a value", argv[optind - 1]); break;
 		default: usage_exit("unknown option %s", argv[optind - 1]); break;
 		}

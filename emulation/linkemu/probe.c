@@ -83,6 +83,24 @@ static void die(int code, const char *fmt, ...)
 	exit(code);
 }
 
+static void print_help(void)
+{
+	fputs("usage: pqs-probe --serve ADDR:PORT\n"
+	      "       pqs-probe --connect ADDR:PORT --count N --interval-us N --size BYTES [--df] [--timeout-ms N]\n"
+	      "UDP timestamping probe: --serve echoes probes; --connect sends N probes and prints one\n"
+	      "JSON line per probe ({\"seq\":..,\"ok\":true,\"rtt_ns\":..} or \"ok\":false when lost)\n"
+	      "and a summary line. rtt_ns is the network RTT from kernel timestamps, less the\n"
+	      "reflector's own handling time.\n\n"
+	      "  --count N          probes to send\n"
+	      "  --interval-us N    gap between probes\n"
+	      "  --size BYTES       UDP payload size\n"
+	      "  --df               don't fragment: a datagram above the path MTU fails (path-MTU checks)\n"
+	      "  --timeout-ms N     how long to wait for the last replies\n"
+	      "  --help             this text\n"
+	      "Exit status: 0 done, 1 environment error, 2 bad usage.\n",
+	      stdout);
+}
+
 static void usage(const char *fmt, ...)
 {
 	va_list ap;
@@ -443,7 +461,7 @@ int main(int argc, char **argv)
 		case 'z': size = num("--size", optarg, HDR_SIZE, MAX_SIZE); break;
 		case 'D': df = true; break;
 		case 't': timeout = num("--timeout-ms", optarg, 0, 3600000); break;
-		case 'h': usage("help"); break;
+		case 'h': print_help(); exit(0);
 		case ':': usage("option %s needs a value", argv[optind - 1]); break;
 		default: usage("unknown option %s", argv[optind - 1]); break;
 		}
