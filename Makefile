@@ -59,6 +59,7 @@ bench: build venv
 # The demo: everything from a fresh machine to figures. The run directory is printed; the
 # figures land in RUN/figures/.
 demo: build venv
+	@$(PQS) doctor
 	@$(PQS) run $(EXP) --yes
 	@$(MAKE) --no-print-directory figures RUN="$$($(PQS) ls --latest $$($(PY) -c 'import sys,yaml;print(yaml.safe_load(open(sys.argv[1]))["name"])' $(EXP)))"
 
@@ -88,3 +89,28 @@ clean:
 
 distclean: clean
 	rm -rf $(VENV)
+
+# ---------------------------------------------------------------------------------- Docker --
+# make docker-build; make docker-run EXP=experiments/demo.yaml (results land in ./results, owned
+# by you). Privileges: NET_ADMIN (veths, qdiscs, addresses) + SYS_ADMIN (ip netns add / mnexec:
+# unshare + bind mounts) + SYS_NICE (SCHED_FIFO for pqs-linkemu's timing);
+# systempaths=unconfined because Docker mounts /proc/sys read-only and every namespace gets its
+# own sysctls (tcp_no_metrics_save, buffers, IPv6 off); apparmor=unconfined because Docker's
+# AppArmor profile denies the mounts 'ip netns add' makes (no effect on hosts without AppArmor).
+# Not --privileged: no host devices, no other capabilities. DOCKER_PRIVS=--privileged overrides.
+IMAGE        ?= pqshake:local
+DOCKER       ?= docker
+DOCKER_PRIVS ?= --cap-add NET_ADMIN --cap-add SYS_ADMIN --cap-add SYS_NICE \
+                --security-opt systempaths=unconfined --security-opt apparmor=unconfined
+
+.PHONY: docker-build docker-run
+docker-build:
+	DOCKER_BUILDKIT=1 $(DOCKER) build -f docker/Dockerfile -t $(IMAGE) .
+
+docker-run:
+	@test -f "$(EXP)" || { echo "make docker-run: EXP=$(EXP): no such file"; exit 2; }
+	@mkdir -p results
+	$(DOCKER) run --rm --init $$(test -t 0 && echo -it) $(DOCKER_PRIVS) \
+	  -e PQS_UID=$$(id -u) -e PQS_GID=$$(id -g) \
+	  -v "$(TOP)/results:/results" -v "$(abspath $(dir $(EXP))):/exp:ro" \
+	  $(IMAGE) run /exp/$(notdir $(EXP)) --yes

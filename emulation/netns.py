@@ -320,6 +320,10 @@ def remove_run(rec: dict[str, Any]) -> list[str]:
     """Tear down everything a record lists: its processes (pid + start time must match), every
     process inside its namespaces, the namespaces (and so their interfaces), the record."""
     removed: list[str] = []
+    if rec.get("mininet"):  # Mininet hosts: unnamed namespaces (emulation/mininet_topo.py)
+        from pqshake.emulation.mininet_topo import remove_leftovers
+
+        removed += remove_leftovers(rec)
     procs = [p for p in rec.get("processes", []) if pid_alive(int(p["pid"]), p.get("start"))]
     if procs:
         kill_pids(int(p["pid"]) for p in procs)

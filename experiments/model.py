@@ -51,6 +51,45 @@ class ExcludeRule(BaseModel):
         return self
 
 
+class Competing(BaseModel):
+    """Bulk TCP flows (iperf3) sharing the dumbbell's bottleneck for the whole run."""
+
+    model_config = ConfigDict(extra="forbid")
+    flows: int = Field(default=1, ge=0, le=8, description="iperf3 flows, client i -> server i")
+    direction: Literal["up", "down"] = Field(default="up", description="up = client -> server (down: -R)")
+
+
+class MininetTopologySpec(BaseModel):
+    """`engine: mininet`: which topology the cells run on (emulation/mininet_topo.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["dumbbell", "star", "chain"]
+    clients: int = Field(default=1, ge=1, le=8, description="dumbbell: client/server pairs; star: clients")
+    hops: list[str | dict[str, Any]] | None = Field(default=None, description="chain: one profile per hop, client side first")
+    competing: Competing | None = Field(default=None, description="dumbbell: bulk flows through the bottleneck")
+    name: str | None = Field(default=None, description="chain: the name its cells carry as profile (default chain-<hops>)")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "MininetTopologySpec":
+        if self.kind == "chain":
+            if not self.hops:
+                raise ValueError("a chain needs hops: [profile, ...] (one per hop)")
+            if len(self.hops) > 8:
+                raise ValueError(f"a chain has at most 8 hops, not {len(self.hops)}")
+            if self.clients != 1:
+                raise ValueError("a chain has one client and one server (clients: 1)")
+        elif self.hops is not None:
+            raise ValueError(f"hops is for kind: chain; a {self.kind} shapes each link with the cell's profile")
+        if self.competing is not None and self.kind != "dumbbell":
+            raise ValueError("competing flows need kind: dumbbell (they share its bottleneck)")
+        if self.name is not None and not re.match(r"^[a-z0-9][a-z0-9._-]{0,63}$", self.name):
+            raise ValueError(f"name {self.name!r}: lower-case letters, digits, '.', '_' or '-'")
+        return self
+
+
+CHAIN_PROFILES_PLACEHOLDER = "<chain hops>"
+
+
 class Experiment(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -72,6 +111,26 @@ class Experiment(BaseModel):
     seed: int | None = Field(default=None, ge=0, le=2**63 - 1)
     exclude: list[ExcludeRule] = Field(default_factory=list)
     rtt_probes: int = Field(default=50, ge=0, le=10_000, description="achieved-RTT probes per cell")
+    engine: Literal["single-link", "mininet"] = Field(default="single-link", description="single-link (3 namespaces) or mininet")
+    topology: MininetTopologySpec | None = Field(default=None, description="engine: mininet only")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _chain_has_no_profiles(cls, data: Any) -> Any:
+        # A chain's links are its hops: `profiles` is then not given (one cell profile, the chain).
+        if isinstance(data, dict) and isinstance(data.get("topology"), dict) and data["topology"].get("kind") == "chain":
+            if "profiles" in data:
+                raise ValueError("profiles: a chain takes its profiles from topology.hops (remove profiles)")
+            data = {**data, "profiles": [CHAIN_PROFILES_PLACEHOLDER]}
+        return data
+
+    @model_validator(mode="after")
+    def _engine(self) -> "Experiment":
+        if self.engine == "mininet" and self.topology is None:
+            raise ValueError("engine: mininet needs topology: {kind: dumbbell | star | chain, ...}")
+        if self.engine != "mininet" and self.topology is not None:
+            raise ValueError("topology is for engine: mininet (add engine: mininet, or remove topology)")
+        return self
 
     @field_validator("name")
     @classmethod

@@ -77,24 +77,33 @@ def resolve_profiles(ef: ExperimentFile) -> dict[str, Any]:
     """name -> Profile, in the order the experiment lists them. Entries: a library name, a
     glob over library names ('paquin-*'), a path (relative to the experiment file; 'f.yaml#name'
     for one of several), or an inline mapping."""
+    return _resolve_entries(ef, ef.model.profiles, ("profiles",))
+
+
+def _resolve_entries(ef: ExperimentFile, entries: list, loc: tuple, unique: bool = True) -> dict[str, Any]:
+    """Profile entries at location `loc` of the experiment (('profiles',) or ('topology',
+    'hops')) -> name -> Profile. With unique=False (chain hops) a profile may repeat: the keys
+    are then '<index>:<name>'."""
     import fnmatch
 
     from pqshake.emulation.profiles import Profile, library, load_profile
 
     out: dict[str, Any] = {}
-    src = ef.key_doc.get("profiles")
+    src = ef.key_doc.get(loc[0])
     source = src.source if src else str(ef.path)
+    label = "".join(loc[:1]) + "".join(f".{x}" for x in loc[1:])
 
     def add(prof: Any, line: int, i: int) -> None:
-        if prof.name in out:
-            raise UserError(f"{source}:{line} profiles[{i}]: profile '{prof.name}' is listed twice (keep one)")
-        out[prof.name] = prof
+        key = prof.name if unique else f"{len(out)}:{prof.name}"
+        if key in out:
+            raise UserError(f"{source}:{line} {label}[{i}]: profile '{prof.name}' is listed twice (keep one)")
+        out[key] = prof
 
-    for i, entry in enumerate(ef.model.profiles):
-        line = src.line_of(("profiles", i)) if src else 1
+    for i, entry in enumerate(entries):
+        line = src.line_of((*loc, i)) if src else 1
         if isinstance(entry, dict):
             add(Profile.from_mapping(entry, source=source, line=line,
-                                     lines=src.lines if src else None, loc_prefix=("profiles", i)), line, i)
+                                     lines=src.lines if src else None, loc_prefix=(*loc, i)), line, i)
             continue
         try:
             if any(ch in entry for ch in "*?[") and "/" not in entry:
@@ -115,7 +124,7 @@ def resolve_profiles(ef: ExperimentFile) -> dict[str, Any]:
         except UserError as e:
             msg = str(e)
             if not msg.startswith(source):
-                msg = f"{source}:{line} profiles[{i}]: {msg}"
+                msg = f"{source}:{line} {label}[{i}]: {msg}"
             raise UserError(msg, e.exit_code) from None
     return out
 
@@ -220,6 +229,7 @@ class Plan:
     seed: int
     excluded: int
     notes: list[str] = field(default_factory=list)
+    hops: list[Any] = field(default_factory=list)  # engine: mininet, kind: chain: one profile per hop
 
     @property
     def model(self):
@@ -281,6 +291,8 @@ class Plan:
             "order": m.order,
             "seed": self.seed,
             "estimate_s": round(self.estimate_s(), 1),
+            "engine": m.engine,
+            "topology": m.topology.model_dump(mode="json") if m.topology is not None else None,
         }
 
 
@@ -299,7 +311,16 @@ def build_plan(ef: ExperimentFile | Path | str, *, seed: int | None = None,
     groups = reg.expand("group", m.groups, ef.where("groups"))
     sigs = reg.expand("sig", m.sigs, ef.where("sigs"))
     notes: list[str] = []
-    profs = resolve_profiles(ef) if profiles is None else profiles
+    hops: list[Any] = []
+    if m.engine == "mininet" and m.topology is not None and m.topology.kind == "chain":
+        # A chain's cells carry one profile: the end-to-end figures of its hops.
+        from pqshake.emulation.mininet_topo import chain_profile
+
+        hops = list(_resolve_entries(ef, m.topology.hops or [], ("topology", "hops"), unique=False).values())
+        chain = chain_profile(hops, m.topology.name)
+        profs = {chain.name: chain} if profiles is None else profiles
+    else:
+        profs = resolve_profiles(ef) if profiles is None else profiles
 
     # Exclusion rules: expand their @sets and check their names too.
     rules = []
@@ -335,11 +356,19 @@ def build_plan(ef: ExperimentFile | Path | str, *, seed: int | None = None,
         if note:
             notes.append(note)
 
+    if m.engine == "mininet" and m.topology is not None:
+        t = m.topology
+        what = (f"a {len(hops)}-hop chain ({', '.join(h.name for h in hops)})" if t.kind == "chain"
+                else f"a {t.kind} with {t.clients} client{'s' if t.clients > 1 else ''}"
+                + (f" and {t.competing.flows} competing bulk flow(s) {t.competing.direction}" if t.competing and t.competing.flows else ""))
+        notes.append(f"engine: mininet, {what}" + (" (c1's handshakes are the cells' samples; c2.. run concurrently "
+                                                     "into raw/<cell>/timer-cN.jsonl)" if t.clients > 1 else ""))
+
     if seed is None:
         seed = m.seed if m.seed is not None else secrets.randbits(32)
     if m.order == "shuffled":
         cells = shuffle_cells(cells, seed)
-    return Plan(ef, groups, sigs, profs, cells, seed, excluded, notes)
+    return Plan(ef, groups, sigs, profs, cells, seed, excluded, notes, hops)
 
 
 def shuffle_cells(cells: list[Cell], seed: int) -> list[Cell]:

@@ -193,6 +193,66 @@ class CellRunner:
         self.procs.append(p)
         return p
 
+    # Mininet topologies with several clients (engine: mininet): clients c2..cN handshake at the
+    # same time as c1, each with its own server (dumbbell: on s2..sN; star: another pqs-server on
+    # s1). Their lines go to raw/<cell>/timer-<cI>.jsonl and server-<cI>.jsonl; the tables are
+    # built from c1's timer.jsonl as for every cell, DONE lists each companion's counts.
+    def _start_companions(self, topo: Any, cell: Cell, d: Path) -> list[dict]:
+        clients = list(getattr(topo, "clients", []) or [])[1:]
+        servers = list(getattr(topo, "servers", []) or ["s1"])
+        out: list[dict] = []
+        for k, c in enumerate(clients, start=2):
+            s = servers[k - 1] if len(servers) >= k else servers[0]
+            cert_dir = d / f"certs-{c}"
+            cert_dir.mkdir()
+            log = d / f"server-{c}.jsonl"
+            argv = topo.ns_argv(s, server_argv(self.server_bin, f"{topo.addr_of(s)}:0", cell, self.exp, cert_dir, log))
+            (d / f"server-{c}.argv.json").write_text(json.dumps(argv))
+            out.append({"client": c, "server_host": s, "log": log, "cert_dir": cert_dir,
+                        "server": self._spawn(argv, d / f"server-{c}.stdout", d / f"server-{c}.stderr"), "timer": None})
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        for comp in out:
+            ready = None
+            while ready is None and time.monotonic() < deadline and comp["server"].poll() is None:
+                ready = _first_line(comp["log"], "ready")
+                if ready is None:
+                    time.sleep(0.01)
+            if ready is None:
+                raise UserError(f"companion server on {comp['server_host']} did not start (see {comp['log']})", exit_code=1)
+            port = ready.get("port") or int(str(ready.get("listen", ":0")).rsplit(":", 1)[1])
+            ca = Path(ready.get("ca") or comp["cert_dir"] / "ca.pem")
+            comp["out"] = d / f"timer-{comp['client']}.jsonl"
+            targv = topo.ns_argv(comp["client"], timer_argv(self.timer_bin, f"{topo.addr_of(comp['server_host'])}:{port}",
+                                                           cell, self.exp, ca, comp["out"]))
+            (d / f"timer-{comp['client']}.argv.json").write_text(json.dumps(targv))
+            comp["targv"] = targv
+        for comp in out:  # all at once, then c1's timer right after
+            comp["timer"] = self._spawn(comp["targv"], d / f"timer-{comp['client']}.stdout", d / f"timer-{comp['client']}.stderr")
+        return out
+
+    def _finish_companions(self, comps: list[dict], reason: str | None, expected: int, worst: float) -> tuple[str | None, list[dict]]:
+        deadline = time.monotonic() + worst
+        summary = []
+        for comp in comps:
+            t = comp["timer"]
+            while t.poll() is None and time.monotonic() < deadline:
+                time.sleep(POLL_S)
+            rc = t.returncode if t.poll() is not None else _kill(t)
+            srv_alive = comp["server"].poll() is None
+            src = _kill(comp["server"], grace=3.0)
+            counts = _count(comp["out"])
+            counts.pop("header", None)
+            row = {"client": comp["client"], "server_host": comp["server_host"], "timer_rc": rc, "server_rc": src, **counts}
+            summary.append(row)
+            if reason is None:
+                if rc != 0:
+                    reason = f"client {comp['client']}: timer exited with status {rc}"
+                elif not srv_alive:
+                    reason = f"client {comp['client']}: its server died (status {src})"
+                elif counts["n_attempts"] < expected:
+                    reason = f"client {comp['client']}: timer recorded {counts['n_attempts']} of {expected} attempts"
+        return reason, summary
+
     def run_cell(self, topo: Any, cell: Cell) -> dict:
         from pqshake.emulation.check import measure_rtt
 
@@ -226,6 +286,7 @@ class CellRunner:
         reason = None
         server = timer = None
         server_rc = timer_rc = None
+        companions: list[dict] = []
         expected = exp.samples + exp.warmup
         self.progress.start_cell(cell.cell_id, expected)
         try:
@@ -248,6 +309,7 @@ class CellRunner:
             if ready is not None:
                 port = ready.get("port") or int(str(ready.get("listen", ":0")).rsplit(":", 1)[1])
                 ca = Path(ready.get("ca") or cert_dir / "ca.pem")
+                companions = self._start_companions(topo, cell, d)
                 targv = timer_argv(self.timer_bin, f"{topo.server_addr}:{port}", cell, exp, ca, timer_out)
                 (d / "timer.argv.json").write_text(json.dumps(topo.ns_argv("client", targv)))
                 timer = self._spawn(topo.ns_argv("client", targv), d / "timer.stdout", d / "timer.stderr")
@@ -269,7 +331,13 @@ class CellRunner:
                 timer_rc = timer.returncode
                 if reason is None and timer_rc != 0:
                     reason = f"timer exited with status {timer_rc}"
+                if companions:
+                    reason, info["companions"] = self._finish_companions(companions, reason, expected, worst)
         finally:
+            for c in companions:
+                for key in ("timer", "server"):
+                    if c.get(key) is not None and c[key].poll() is None:
+                        _kill(c[key], grace=1.0)
             # On Stop/KeyboardInterrupt this kills both at once; the cell stays without DONE.
             if timer is not None:
                 timer_rc = _kill(timer, grace=1.0) if timer.poll() is None else timer.returncode
@@ -325,6 +393,8 @@ def execute(run: rd.RunDir, plan: Plan, todo: list[Cell], progress: Progress, se
     """Run `todo` (in plan order). Returns counts. Raises Stop / DiskFull after cleaning up."""
     from pqshake.emulation.check import measure_rtt
 
+    if topology_factory is None and plan.model.engine == "mininet":
+        topology_factory = mininet_factory(plan)
     if topology_factory is None:
         from pqshake.emulation.topology import Topology as topology_factory  # noqa: N813
 
@@ -371,6 +441,24 @@ def execute(run: rd.RunDir, plan: Plan, todo: list[Cell], progress: Progress, se
         runner.kill_all()
     counts["backends"] = sorted(backends)
     return counts
+
+
+def mininet_factory(plan: Plan) -> Callable[..., Any]:
+    """engine: mininet: a topology_factory(profile, run_id, backend) building the experiment's
+    Mininet topology; the cell's profile shapes the dumbbell's bottleneck / every star spoke; a
+    chain's hops come from the plan (the cell profile is their end-to-end figures)."""
+    from pqshake.emulation.mininet_topo import MininetTopology
+
+    t = plan.model.topology
+    assert t is not None
+
+    def make(prof: Any, run_id: str | None = None, backend: str = "auto") -> MininetTopology:
+        links = list(plan.hops) if t.kind == "chain" else [prof]
+        return MininetTopology(t.kind, links, clients=t.clients, run_id=run_id, backend=backend,
+                               seed=getattr(prof, "seed", None),
+                               competing=t.competing.model_dump() if t.competing else None, profile=prof)
+
+    return make
 
 
 def _session_record(run: rd.RunDir, session: str):

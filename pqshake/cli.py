@@ -22,6 +22,7 @@ def _register() -> None:
 
     emulation_cli.register(app)
     from pqshake.experiments import cli as experiments_cli; experiments_cli.register(app)
+    from pqshake import doctor; doctor.register(app)
     from pqshake.analysis import cli as analysis_cli; analysis_cli.register(app)
 
 

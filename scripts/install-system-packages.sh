@@ -1,15 +1,27 @@
 #!/usr/bin/env bash
 # Install the Debian/Ubuntu packages pqshake needs, only those missing, only as root.
 # Run by `make deps` (and so by `make demo` / `make test`) and by docker/Dockerfile.
+# Usage: install-system-packages.sh [--runtime]
+#   --runtime: only what running needs (no compilers): the final stage of docker/Dockerfile.
 set -euo pipefail
+mode=${1:-all}
+case $mode in all|--runtime) ;; *) echo "usage: $0 [--runtime]" >&2; exit 2 ;; esac
 
 # command-or-file : package
-needs=(
-  "cc:gcc" "make:make" "cmake:cmake" "ninja:ninja-build" "pkg-config:pkg-config" "perl:perl"
+runtime=(
   "ip:iproute2" "tc:iproute2" "ethtool:ethtool" "ping:iputils-ping" "iperf3:iperf3"
-  "clang:clang" "cargo:cargo" "flock:util-linux" "sha256sum:coreutils"
-  "/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.asan-x86_64.a:libclang-rt-14-dev"
+  "flock:util-linux" "python3:python3"
+  # engine: mininet (Debian's package; --no-install-recommends: no Open vSwitch, Linux bridges)
+  "mnexec:mininet"
 )
+needs=("${runtime[@]}")
+if [ "$mode" = all ]; then
+  needs+=(
+    "cc:gcc" "make:make" "cmake:cmake" "ninja:ninja-build" "pkg-config:pkg-config" "perl:perl"
+    "clang:clang" "cargo:cargo" "sha256sum:coreutils"
+    "/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.asan-x86_64.a:libclang-rt-14-dev"
+  )
+fi
 missing=()
 for pair in "${needs[@]}"; do
   what=${pair%%:*} pkg=${pair#*:}
@@ -22,7 +34,7 @@ for pair in "${needs[@]}"; do
   [[ " ${missing[*]-} " == *" $pkg "* ]] || missing+=("$pkg")
 done
 # python3-venv: the interpreter must be able to make a virtualenv with pip.
-if ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then missing+=("python3-venv"); fi
+if [ "$mode" = all ] && ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then missing+=("python3-venv"); fi
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "system: all required packages present"

@@ -73,20 +73,9 @@ def loopback(monkeypatch):
     return LoopbackTopology
 
 
-# `python -m pqshake.experiments ARGS`, also without the editable install (then the
-# pqshake.<folder> packages are mapped onto the checkout, as tests/conftest.py does in-process).
-BOOT = (
-    "import sys\n"
-    f"sys.path.insert(0, {str(REPO)!r})\n"
-    "import pqshake\n"
-    f"if {str(REPO)!r} not in pqshake.__path__: pqshake.__path__.append({str(REPO)!r})\n"
-    "from pqshake.experiments.__main__ import main\n"
-    "sys.exit(main(sys.argv[1:]))\n"
-)
-
-
 def pqs_argv(*args: str) -> list[str]:
-    return [sys.executable, "-c", BOOT, *args]
+    """The `pqshake` command, run by this interpreter (the virtualenv's)."""
+    return [sys.executable, "-m", "pqshake.cli", *args]
 
 
 def _pqs(*args: str, **kw) -> subprocess.CompletedProcess:

@@ -1,0 +1,114 @@
+"""`pqshake doctor`: one line per item with its fix; exit 0 exactly when a run can start."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pqshake import doctor
+from pqshake.doctor import FAIL, INFO, OK, WARN, Item
+
+REPO = Path(__file__).resolve().parents[1]
+PQS = [sys.executable, "-m", "pqshake.cli"]
+ITEMS = ("privileges", "network namespaces", "veth", "tbf/htb", "AF_PACKET", "netem / backend", "crypto stack",
+         "tools", "mininet", "disk for results", "cpu frequency", "leftovers")
+
+
+def test_capabilities_parsed_and_missing_ones_named():
+    full = (1 << doctor.CAP_NET_ADMIN) | (1 << doctor.CAP_SYS_ADMIN) | (1 << doctor.CAP_NET_RAW) | (1 << doctor.CAP_SYS_NICE)
+    assert doctor.cap_eff(f"Name:\tx\nCapEff:\t{full:016x}\n") == full
+    assert doctor.privileges(uid=0, caps=full).status == OK
+    it = doctor.privileges(uid=1000, caps=0)
+    assert it.status == FAIL and "CAP_NET_ADMIN" in it.detail and "sudo" in it.fix
+    it = doctor.privileges(uid=0, caps=1 << doctor.CAP_NET_ADMIN | 1 << doctor.CAP_NET_RAW)  # a container without SYS_ADMIN
+    assert it.status == FAIL and "SYS_ADMIN" in it.detail and "--cap-add SYS_ADMIN" in it.fix
+    it = doctor.privileges(uid=0, caps=full & ~(1 << doctor.CAP_SYS_NICE))
+    assert it.status == WARN and "SCHED_FIFO" in it.detail
+
+
+def test_exit_code_and_lines():
+    items = [Item("a", OK, "fine"), Item("bb", WARN, "slow", "do x"), Item("c", INFO, "n/a", "y")]
+    assert doctor.exit_code(items) == 0
+    text = doctor.render(items)
+    assert "[warn] bb slow (fix: do x)" in text and text.endswith("a run can start (1 warning)")
+    items.append(Item("d", FAIL, "broken", "fix it"))
+    assert doctor.exit_code(items) == 1
+    assert doctor.render(items).splitlines()[-2] == "[FAIL] d  broken (fix: fix it)"
+    assert "cannot start" in doctor.render(items)
+    assert "(fix" not in Item("ok", OK, "fine", "never shown").line()
+
+
+def test_cpu_governor_warns_for_powersave(tmp_path):
+    for i, g in enumerate(("powersave", "performance")):
+        d = tmp_path / f"cpu{i}" / "cpufreq"
+        d.mkdir(parents=True)
+        (d / "scaling_governor").write_text(g + "\n")
+    it = doctor.cpu_item(tmp_path)
+    assert it.status == WARN and "powersave on 1 cpu" in it.detail and "performance" in it.fix
+    (tmp_path / "cpu0/cpufreq/scaling_governor").write_text("performance\n")
+    assert doctor.cpu_item(tmp_path).status == OK
+    assert doctor.cpu_item(tmp_path / "none").status == INFO  # no cpufreq (VM)
+
+
+def test_disk(tmp_path):
+    assert doctor.disk_item(tmp_path / "not" / "yet").status in (OK, WARN)  # nearest existing parent
+    assert "free under" in doctor.disk_item(tmp_path).detail
+
+
+def test_missing_stack_is_a_failure(tmp_path, monkeypatch):
+    monkeypatch.setenv("PQS_BUILD", str(tmp_path))
+    it = doctor.stack_item()
+    assert it.status == FAIL and "make build" in it.fix and "pqs-timer" in it.detail
+
+
+def test_dead_run_is_reported_with_clean_as_fix(tmp_path, monkeypatch):
+    monkeypatch.setenv("PQS_STATE_DIR", str(tmp_path))
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "zz9.json").write_text(json.dumps({
+        "run_id": "zz9", "pid": 2 ** 22 + 7, "pid_start": 1, "namespaces": ["pqs-zz9-client"], "processes": []}))
+    it = doctor.leftovers_item()
+    assert it.status == WARN and "zz9" in it.detail and it.fix == "pqshake clean"
+
+
+@pytest.mark.netns
+def test_doctor_here_passes_with_every_item(tmp_path):
+    env = dict(os.environ, PQS_RESULTS=str(tmp_path))
+    r = subprocess.run([*PQS, "doctor"], capture_output=True, text=True, timeout=60, cwd=REPO, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    for name in ITEMS:
+        assert any(l[7:].startswith(name) for l in lines), f"no line for {name}:\n{r.stdout}"
+    assert lines[-1].startswith("doctor: a run can start")
+    backend = next(l for l in lines if "netem / backend" in l)
+    assert "backend auto = " in backend
+    # no scratch namespace left behind
+    assert not [n for n in os.listdir("/run/netns") if n.endswith("-doctor")] if os.path.isdir("/run/netns") else True
+    r = subprocess.run([*PQS, "doctor", "--json"], capture_output=True, text=True, timeout=60, cwd=REPO, env=env)
+    recs = [json.loads(l) for l in r.stdout.splitlines()]
+    assert {x["name"] for x in recs} == set(ITEMS) and all(x["status"] in ("ok", "warn", "info") for x in recs)
+
+
+def test_doctor_without_root_fails_with_the_fix():
+    if os.geteuid() == 0:
+        import shutil
+        import tempfile
+
+        nobody = 65534
+        state = tempfile.mkdtemp(prefix="pqs-doctor-test-")
+        os.chmod(state, 0o777)
+        try:
+            r = subprocess.run(["setpriv", f"--reuid={nobody}", f"--regid={nobody}", "--clear-groups", "--inh-caps=-all",
+                                *PQS, "doctor"], capture_output=True, text=True, timeout=60, cwd=REPO,
+                               env=dict(os.environ, PQS_STATE_DIR=state, HOME=state))
+        finally:
+            shutil.rmtree(state, ignore_errors=True)
+    else:
+        r = subprocess.run([*PQS, "doctor"], capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "[FAIL] privileges" in r.stdout and "sudo" in r.stdout
+    assert r.stdout.rstrip().endswith("fix the FAIL lines above")
