@@ -22,6 +22,8 @@ if [ "$mode" = all ]; then
     "/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.asan-x86_64.a:libclang-rt-14-dev"
   )
 fi
+# A rustup-installed cargo counts (it lives outside the default PATH of non-login shells).
+[ -x "${CARGO_HOME:-$HOME/.cargo}/bin/cargo" ] && PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 missing=()
 for pair in "${needs[@]}"; do
   what=${pair%%:*} pkg=${pair#*:}

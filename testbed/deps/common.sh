@@ -42,6 +42,7 @@ fetch_crate() {
   if [ -f "$out" ] && [ "$(sha256_of "$out")" = "$want" ]; then
     printf '%s\n' "$out"; return
   fi
+  [ -x "${CARGO_HOME:-$HOME/.cargo}/bin/cargo" ] && PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
   command -v cargo >/dev/null || die "cargo not found: install Rust (rustup or Debian's 'cargo') or set PQS_SOURCES_DIR to a directory with the upstream tarballs"
   local tmp; tmp=$(mktemp -d)
   local base=${ver%%+*}
