@@ -141,7 +141,8 @@ def main():
                 proc.wait(timeout=30)
             # paired: each round's two runs are adjacent in time, so load from other processes
             # hits both alike; the median of the per-round ratios is the robust estimate
-            ratio = statistics.median(o["rate"] / t["rate"] for o, t in zip(ours, theirs))
+            ratios = [o["rate"] / t["rate"] for o, t in zip(ours, theirs)]
+            ratio = statistics.median(ratios)
             r_ours = statistics.median(o["rate"] for o in ours)
             r_theirs = statistics.median(t["rate"] for t in theirs)
             r_bare = statistics.median(b["rate"] for b in bare)
@@ -153,7 +154,8 @@ def main():
             # The same from the throughput difference: noisy on a shared machine.
             diff_us = (1 / r_ours - 1 / r_bare) * 1e6
             res = {"group": group, "ours_per_s": round(r_ours, 1), "s_time_per_s": round(r_theirs, 1),
-                   "ratio": round(ratio, 3), "ours_uninstrumented_per_s": round(r_bare, 1),
+                   "ratio": round(ratio, 3), "ratio_min": round(min(ratios), 3),
+                   "ratio_max": round(max(ratios), 3), "ours_uninstrumented_per_s": round(r_bare, 1),
                    "instrumentation_us_per_handshake": round(instr_us, 2),
                    "callback_us_per_handshake": round(cb_us, 3),
                    "tcp_info_read_us": round(ti_us, 2),

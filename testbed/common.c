@@ -114,20 +114,36 @@ void pqs_json_str(pqs_json *j, const char *key, const char *val)
         pqs_json_escaped(j, val);
 }
 
+/* Decimal digits of v, written backwards from end; returns the first character. (snprintf
+ * costs several hundred instructions per number; an attempt line has ~30 of them.) */
+static char *fmt_u64(char *end, uint64_t v)
+{
+    char *p = end;
+    do {
+        *--p = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    return p;
+}
+
 void pqs_json_int(pqs_json *j, const char *key, int64_t val)
 {
-    char t[32];
-    int n = snprintf(t, sizeof t, "%" PRId64, val);
+    char t[24];
+    char *e = t + sizeof t;
+    char *p = fmt_u64(e, val < 0 ? (uint64_t)0 - (uint64_t)val : (uint64_t)val);
+    if (val < 0)
+        *--p = '-';
     pqs_json_key(j, key);
-    jput(j, t, (size_t)n);
+    jput(j, p, (size_t)(e - p));
 }
 
 void pqs_json_uint(pqs_json *j, const char *key, uint64_t val)
 {
-    char t[32];
-    int n = snprintf(t, sizeof t, "%" PRIu64, val);
+    char t[24];
+    char *e = t + sizeof t;
+    char *p = fmt_u64(e, val);
     pqs_json_key(j, key);
-    jput(j, t, (size_t)n);
+    jput(j, p, (size_t)(e - p));
 }
 
 void pqs_json_double(pqs_json *j, const char *key, double val)

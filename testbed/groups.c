@@ -243,6 +243,93 @@ size_t pqs_groups_enumerate(OSSL_LIB_CTX *libctx, pqs_group_info *out, size_t ma
     return st.n;
 }
 
+size_t pqs_groups_tuple_count(const char *list)
+{
+    size_t n = 1;
+    for (const char *p = list; *p; p++)
+        n += *p == '/';
+    return n;
+}
+
+static bool tls13_builtin_sigalg(const char *name)
+{
+    size_t l = strlen(name);
+    if (strncmp(name, "rsa_pkcs1_", 10) == 0 || strncmp(name, "dsa_", 4) == 0)
+        return false;
+    if ((l >= 5 && strcmp(name + l - 5, "_sha1") == 0) || (l >= 7 && strcmp(name + l - 7, "_sha224") == 0))
+        return false;
+    return true;
+}
+
+typedef struct {
+    char *out;
+    size_t outlen;
+} sigalg_state;
+
+static void add_unique(char *out, size_t outlen, const char *name)
+{
+    if (out[0] && list_names(out, name))
+        return;
+    if (out[0])
+        append(out, outlen, ":");
+    append(out, outlen, name);
+}
+
+static int sigalg_cb(const OSSL_PARAM params[], void *arg)
+{
+    sigalg_state *st = arg;
+    const OSSL_PARAM *p = OSSL_PARAM_locate_const(params, OSSL_CAPABILITY_TLS_SIGALG_IANA_NAME);
+    const char *name = NULL;
+    if (p == NULL || !OSSL_PARAM_get_utf8_string_ptr(p, &name) || name == NULL)
+        return 1;
+    int min_tls = 0, max_tls = 0;
+    if ((p = OSSL_PARAM_locate_const(params, OSSL_CAPABILITY_TLS_SIGALG_MIN_TLS)) != NULL)
+        OSSL_PARAM_get_int(p, &min_tls);
+    if ((p = OSSL_PARAM_locate_const(params, OSSL_CAPABILITY_TLS_SIGALG_MAX_TLS)) != NULL)
+        OSSL_PARAM_get_int(p, &max_tls);
+    /* 0 = no bound; -1 = not for TLS (DTLS only) */
+    if (min_tls < 0 || max_tls < 0 || min_tls > TLS1_3_VERSION || (max_tls != 0 && max_tls < TLS1_3_VERSION))
+        return 1;
+    add_unique(st->out, st->outlen, name);
+    return 1;
+}
+
+static int sigalg_provider_cb(OSSL_PROVIDER *prov, void *arg)
+{
+    OSSL_PROVIDER_get_capabilities(prov, "TLS-SIGALG", sigalg_cb, arg);
+    return 1;
+}
+
+void pqs_sigalgs_tls13_list(char *out, size_t outlen)
+{
+    out[0] = '\0';
+    char *builtin = SSL_get1_builtin_sigalgs(NULL);
+    if (builtin != NULL) {
+        char *save = NULL;
+        for (char *tok = strtok_r(builtin, ":", &save); tok; tok = strtok_r(NULL, ":", &save))
+            if (tls13_builtin_sigalg(tok))
+                add_unique(out, outlen, tok);
+        OPENSSL_free(builtin);
+    }
+    sigalg_state st = {out, outlen};
+    OSSL_PROVIDER_do_all(NULL, sigalg_provider_cb, &st);
+}
+
+int pqs_print_list(const char *colon_list)
+{
+    if (colon_list == NULL || colon_list[0] == '\0')
+        return 1;
+    for (const char *p = colon_list; *p;) {
+        size_t n = strcspn(p, ":");
+        if (n > 0)
+            printf("%.*s\n", (int)n, p);
+        p += n;
+        if (*p == ':')
+            p++;
+    }
+    return fflush(stdout) == 0 ? 0 : 1;
+}
+
 /* ---------------- signature algorithms ---------------- */
 
 static const pqs_sig_alg sig_table[] = {

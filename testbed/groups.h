@@ -51,6 +51,23 @@ typedef struct {
 /* Fills up to max entries (deduplicated by id, provider order); returns the count. */
 size_t pqs_groups_enumerate(OSSL_LIB_CTX *libctx, pqs_group_info *out, size_t max);
 
+/* ':'-separated TLS 1.3 signature schemes the loaded providers offer: OpenSSL's built-in
+ * table without the schemes TLS 1.3 does not allow (rsa_pkcs1_*, dsa_*, SHA-1, SHA-224), then
+ * every provider TLS-SIGALG capability usable in TLS 1.3 (ML-DSA, pqs-slhdsa's SLH-DSA). */
+void pqs_sigalgs_tls13_list(char *out, size_t outlen);
+
+/* --list-groups / --list-sigs of pqs-server and pqs-timer: prints a ':'-separated list one
+ * name per line on stdout. Returns the exit status (0, or 1 if nothing could be listed). */
+int pqs_print_list(const char *colon_list);
+
+/* OpenSSL 3.5.5 writes past its tuple-count array when a group list has 32 or more tuples and
+ * mis-sizes the 33rd tuple (ssl/t1_lib.c tuple_cb; README "Known issues"): lists are limited
+ * to this many tuples ('/'-separated parts). */
+#define PQS_GROUPS_MAX_TUPLES 31
+
+/* Number of '/'-separated tuples in an OpenSSL group list. */
+size_t pqs_groups_tuple_count(const char *list);
+
 /* ---- signature algorithms (certificate keys) ---- */
 
 typedef struct {

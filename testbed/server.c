@@ -50,6 +50,9 @@ typedef struct server_cfg {
     const char *log_path;
     int fsync_every;
     bool tls12;
+    const char *provider;    /* --provider NAME (NULL: $PQS_PROVIDER, else pqs-oqs) */
+    int oqs_native;          /* --oqs-native: 1; -1 = not given ($PQS_OQS_NATIVE) */
+    int list;                /* --list-groups 1, --list-sigs 2 */
 } server_cfg;
 
 typedef struct worker {
@@ -77,16 +80,18 @@ static void usage(FILE *f)
 {
     fprintf(f,
 "usage: " PROG " [options]\n"
+"       " PROG " --list-groups | --list-sigs [--provider NAME] [--oqs-native]\n"
 "TLS 1.3 (and TLS 1.2) test server; one JSON line per connection with server-side timestamps.\n"
 "\n"
 "  --listen ADDR:PORT     address to listen on (default 127.0.0.1:4433; port 0 = ephemeral,\n"
 "                         the ready line reports the actual port; IPv6 as [::1]:PORT)\n"
 "  --groups LIST          TLS groups accepted, in preference order, ':'-separated (default:\n"
-"                         every TLS 1.3 group the providers implement: hybrids, ML-KEM,\n"
-"                         x25519, secp256r1, x448, secp384r1, secp521r1, then the rest).\n"
+"                         OpenSSL's TLS 1.3 groups: hybrids, ML-KEM, x25519, secp256r1,\n"
+"                         x448, secp384r1, secp521r1, then the rest; pqs-oqs groups when named).\n"
 "                         A plain list is strict\n"
 "                         server preference (made into OpenSSL 3.5 tuples a/b/c); a list that\n"
-"                         contains '/' is passed to OpenSSL unchanged\n"
+"                         contains '/' is passed to OpenSSL unchanged. At most 31 tuples\n"
+"                         (OpenSSL 3.5.5 bug, see README): a plain list of at most 31 groups\n"
 "  --sig ALG              leaf key / CertificateVerify algorithm (default ecdsa-p256)\n"
 "  --ca-sig ALG           key algorithm of the root and intermediates (default: --sig)\n"
 "  --chain-depth N        certificates sent: leaf + N-1 intermediates, 1..3 (default 1);\n"
@@ -104,6 +109,13 @@ static void usage(FILE *f)
 "  --log FILE             JSON lines log, appended (default - = stdout)\n"
 "  --fsync N              with --log FILE: fsync every N lines and at exit (default 64;\n"
 "                         0 = never). Every line is fflush'ed at once regardless\n"
+"  --provider NAME        KEM provider: pqs-oqs (default, built-in liboqs provider), none\n"
+"                         (OpenSSL's groups only), or a provider module by name (the pinned\n"
+"                         no-module OpenSSL cannot load one: exit 1). Default $PQS_PROVIDER\n"
+"  --oqs-native           pqs-oqs also serves OpenSSL's native ML-KEM groups (X25519MLKEM768,\n"
+"                         ...) with liboqs, for interop tests (default: $PQS_OQS_NATIVE=1)\n"
+"  --list-groups          print the TLS 1.3 groups the loaded providers offer, one per line\n"
+"  --list-sigs            print the TLS 1.3 signature algorithms they offer, one per line\n"
 "  --help                 this text\n"
 "\n"
 "ALG: ");
@@ -431,7 +443,8 @@ static void *worker_main(void *arg)
 static void parse_args(int argc, char **argv, server_cfg *cfg)
 {
     enum { OPT_LISTEN = 256, OPT_GROUPS, OPT_SIG, OPT_CA_SIG, OPT_DEPTH, OPT_CERTDIR, OPT_RESP, OPT_EARLY,
-           OPT_TICKETS, OPT_CACHE, OPT_NOTLS12, OPT_THREADS, OPT_BACKLOG, OPT_IDLE, OPT_LOG, OPT_FSYNC, OPT_HELP };
+           OPT_TICKETS, OPT_CACHE, OPT_NOTLS12, OPT_THREADS, OPT_BACKLOG, OPT_IDLE, OPT_LOG, OPT_FSYNC, OPT_HELP,
+           OPT_PROVIDER, OPT_OQSNATIVE, OPT_LISTGROUPS, OPT_LISTSIGS };
     static const struct option opts[] = {
         {"listen", required_argument, 0, OPT_LISTEN}, {"groups", required_argument, 0, OPT_GROUPS},
         {"sig", required_argument, 0, OPT_SIG}, {"ca-sig", required_argument, 0, OPT_CA_SIG},
@@ -444,7 +457,10 @@ static void parse_args(int argc, char **argv, server_cfg *cfg)
         {"backlog", required_argument, 0, OPT_BACKLOG},
         {"idle-timeout", required_argument, 0, OPT_IDLE}, {"log", required_argument, 0, OPT_LOG},
         {"fsync", required_argument, 0, OPT_FSYNC}, {"help", no_argument, 0, OPT_HELP},
+        {"provider", required_argument, 0, OPT_PROVIDER}, {"oqs-native", no_argument, 0, OPT_OQSNATIVE},
+        {"list-groups", no_argument, 0, OPT_LISTGROUPS}, {"list-sigs", no_argument, 0, OPT_LISTSIGS},
         {0, 0, 0, 0}};
+    cfg->oqs_native = -1;
     const char *listen = "127.0.0.1:4433", *sig = "ecdsa-p256", *ca_sig = NULL;
     uint64_t v;
     int fsync_set = 0;
@@ -511,12 +527,22 @@ static void parse_args(int argc, char **argv, server_cfg *cfg)
             fsync_set = 1;
             break;
         case OPT_HELP: usage(stdout); exit(PQS_EXIT_OK);
+        case OPT_PROVIDER:
+            if (optarg[0] == '\0' || strlen(optarg) >= 64)
+                pqs_usage_error(PROG, "bad --provider '%s': pqs-oqs, none or a provider name", optarg);
+            cfg->provider = optarg;
+            break;
+        case OPT_OQSNATIVE: cfg->oqs_native = 1; break;
+        case OPT_LISTGROUPS: cfg->list = 1; break;
+        case OPT_LISTSIGS: cfg->list = 2; break;
         default:
             pqs_usage_error(PROG, "unknown or incomplete option '%s'", argv[optind - 1]);
         }
     }
     if (optind < argc)
         pqs_usage_error(PROG, "unexpected argument '%s'", argv[optind]);
+    if (cfg->list)
+        return; /* --list-*: nothing else is needed */
     if (!fsync_set)
         cfg->fsync_every = 64;
     const char *why = NULL;
@@ -558,6 +584,20 @@ static SSL_CTX *make_ctx(server *s, char *why, size_t whylen, char *groups_out, 
         snprintf(list, sizeof list, "%s", s->cfg.groups);
     }
     pqs_groups_server_pref(list, groups_out, glen);
+    size_t tuples = pqs_groups_tuple_count(groups_out);
+    if (tuples > PQS_GROUPS_MAX_TUPLES) {
+        if (s->cfg.groups != NULL)
+            pqs_usage_error(PROG, "bad --groups: %zu preference tuples (%s), at most %d: OpenSSL 3.5.5 "
+                            "corrupts its group tuple array from the 32nd tuple on (server crash); use "
+                            "fewer groups or fewer '/'", tuples,
+                            strchr(s->cfg.groups, '/') ? "'/'-separated parts" : "a plain list is one tuple per group",
+                            PQS_GROUPS_MAX_TUPLES);
+        /* default list: strict preference for the first 30, the rest in one last tuple */
+        int slash = 0;
+        for (char *p = groups_out; *p; p++)
+            if (*p == '/' && ++slash >= PQS_GROUPS_MAX_TUPLES)
+                *p = ':';
+    }
     if (!SSL_CTX_set1_groups_list(ctx, groups_out)) {
         snprintf(why, whylen, "OpenSSL rejected the group list '%.1000s'", groups_out);
         SSL_CTX_free(ctx);
@@ -588,8 +628,19 @@ int main(int argc, char **argv)
     sigaddset(&sigs, SIGINT);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
+    pqs_seam_configure(s->cfg.provider, s->cfg.oqs_native);
     if (pqs_load_providers(NULL) != 0)
         return PQS_EXIT_ENV;
+    if (s->cfg.list) {
+        static char names[16384];
+        if (s->cfg.list == 1)
+            pqs_groups_tls13_list(names, sizeof names);
+        else
+            pqs_sigalgs_tls13_list(names, sizeof names);
+        int rc = pqs_print_list(names);
+        pqs_unload_providers();
+        return rc;
+    }
 
     char why[4096], groups[4096];
     if (strlen(s->cfg.cert_dir) > 4000) pqs_usage_error(PROG, "--cert-dir path too long");

@@ -3,7 +3,8 @@
  * Each attempt: fresh non-blocking TCP socket and SSL object (prepared before the clock
  * starts), t0 = CLOCK_MONOTONIC just before connect(), handshake_ns ends when SSL_connect
  * returns. Everything else (request/response, ticket wait, TCP_INFO, JSON) happens after.
- * Close: SO_LINGER {1,0} -> RST (no close_notify), so no TIME_WAIT is left on either side. */
+ * Close: SO_LINGER {1,0} -> RST (no close_notify), so no TIME_WAIT is left on either side,
+ * deferred until the next attempt's measured interval has ended (see close_deferred). */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -60,6 +61,9 @@ typedef struct timer_cfg {
     const char *out;
     int fsync_every;
     bool instrument;
+    const char *provider;    /* --provider NAME (NULL: $PQS_PROVIDER, else pqs-oqs) */
+    int oqs_native;          /* --oqs-native: 1; -1 = not given ($PQS_OQS_NATIVE) */
+    int list;                /* --list-groups 1, --list-sigs 2 */
 } timer_cfg;
 
 struct timer;
@@ -76,6 +80,13 @@ typedef struct tworker {
     size_t n_hs, cap_hs;
     uint64_t attempts, ok, errs[PQS_ERR__COUNT];
     int64_t first_start_ns, last_end_ns;
+    /* Deferred close (see close_deferred): the previous attempt's socket, still open, and the
+     * time after which it may be reset even if the next handshake has not ended yet. */
+    int pend_fd;
+    int64_t pend_guard_ns;   /* absolute CLOCK_MONOTONIC */
+    int64_t pend_end_ns;     /* when that attempt ended */
+    int64_t pend_final_ns;   /* end of the run: reset it at the latest then */
+    uint64_t pend_forced;    /* closed early by the stall guard (diagnostic) */
 } tworker;
 
 typedef struct timer {
@@ -111,6 +122,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
 "usage: " PROG " --connect ADDR:PORT --ca FILE [options]\n"
+"       " PROG " --list-groups | --list-sigs [--provider NAME] [--oqs-native]\n"
 "Times TLS handshakes; one JSON line per attempt (failures included, never retried).\n"
 "\n"
 "  --connect ADDR:PORT    server address (IPv4, [IPv6] or localhost)\n"
@@ -146,6 +158,13 @@ static void usage(FILE *f)
 "  --out FILE             append JSON lines to FILE (default -, stdout)\n"
 "  --fsync N              with --out FILE: fsync every N lines and at exit (default 64;\n"
 "                         0 = only fflush). Every line is always fflush'ed.\n"
+"  --provider NAME        KEM provider: pqs-oqs (default, built-in liboqs provider), none\n"
+"                         (OpenSSL's groups only), or a provider module by name (the pinned\n"
+"                         no-module OpenSSL cannot load one: exit 1). Default $PQS_PROVIDER\n"
+"  --oqs-native           pqs-oqs also serves OpenSSL's native ML-KEM groups (X25519MLKEM768,\n"
+"                         ...) with liboqs, for interop tests (default: $PQS_OQS_NATIVE=1)\n"
+"  --list-groups          print the TLS 1.3 groups the loaded providers offer, one per line\n"
+"  --list-sigs            print the TLS 1.3 signature algorithms they offer, one per line\n"
 "  --help                 this text\n"
 "\n"
 "Exit status: 0 run completed (even if attempts failed), 1 environment error, 2 bad usage.\n");
@@ -153,18 +172,93 @@ static void usage(FILE *f)
 
 /* ---------------- I/O with a deadline ---------------- */
 
-/* 1 ready, 0 deadline passed, -1 poll error */
-static int wait_io(int fd, short events, int64_t deadline)
+/* ---------------- deferred RST close ----------------
+ *
+ * An attempt's socket is not reset when the attempt ends: a RST makes the server's kernel drop
+ * whatever it has not read yet, our Finished included, when both arrive close together (rate
+ * limited / lossy links), and the server would log a failed handshake for an ok attempt. So
+ * the socket stays open (without its SSL object) and is reset after the NEXT attempt's measured
+ * interval has ended; by then the server has had at least one more handshake's time to read
+ * it. Nothing is added inside a measured interval, except by the stall guard: if the next
+ * handshake makes no progress past pend_guard_ns (= end of the previous attempt + max(2 srtt,
+ * 2 x its handshake time, 50 ms)), the pending socket is reset from inside the wait, since a server with fewer free
+ * workers than our connections may be waiting for exactly that close. At the end of the run
+ * each worker waits for its last socket until the server sends something (ticket, EOF, RST)
+ * or max(2 srtt, handshake time, 25 ms) has passed, then resets it. No TIME_WAIT: every close is a RST. */
+
+#define PEND_GUARD_MIN_NS 50000000LL  /* 50 ms: stall guard during the next handshake */
+#define PEND_FINAL_MIN_NS 25000000LL  /* 25 ms: the run's last socket (once per worker) */
+
+static void rst_close(int fd)
+{
+    struct linger lg = {.l_onoff = 1, .l_linger = 0};
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg); /* RST: no TIME_WAIT */
+    close(fd);
+}
+
+static void close_deferred(tworker *w)
+{
+    if (w->pend_fd >= 0) {
+        rst_close(w->pend_fd);
+        w->pend_fd = -1;
+    }
+}
+
+/* End of the run: wait until the server sends something on the last socket (it has read our
+ * Finished) or max(2 srtt, handshake time, 25 ms) after the attempt ended, then reset it. */
+static void close_deferred_final(tworker *w)
+{
+    if (w->pend_fd < 0)
+        return;
+    int64_t until = w->pend_final_ns;
+    for (;;) {
+        int64_t left = until - pqs_mono_ns();
+        if (left <= 0)
+            break;
+        struct pollfd p = {.fd = w->pend_fd, .events = POLLIN};
+        int r = poll(&p, 1, (int)((left + 999999) / 1000000));
+        if (r != 0 && !(r < 0 && errno == EINTR))
+            break; /* data (tickets), EOF or RST from the server: it has read our Finished */
+    }
+    close_deferred(w);
+}
+
+/* True if the server has sent something on the pending socket (data, FIN or RST): it has
+ * processed our Finished, so the socket can be reset at once. */
+static bool pending_answered(const tworker *w)
+{
+    struct pollfd p = {.fd = w->pend_fd, .events = POLLIN};
+    return poll(&p, 1, 0) > 0;
+}
+
+/* 1 ready, 0 deadline passed, -1 poll error. With a pending socket (w not NULL), it is also
+ * watched while we are blocked anyway: reset as soon as the server answers on it, or once the
+ * stall guard time has passed without progress. */
+static int wait_io(int fd, short events, int64_t deadline, tworker *w)
 {
     for (;;) {
-        int64_t left = deadline - pqs_mono_ns();
+        int64_t now = pqs_mono_ns();
+        int64_t left = deadline - now;
         if (left <= 0)
             return 0;
-        struct pollfd p = {.fd = fd, .events = events};
+        bool pend = w != NULL && w->pend_fd >= 0;
+        if (pend && w->pend_guard_ns - now < left) {
+            left = w->pend_guard_ns - now;
+            if (left <= 0) {
+                close_deferred(w);
+                w->pend_forced++;
+                continue;
+            }
+        }
+        struct pollfd p[2] = {{.fd = fd, .events = events}, {.fd = pend ? w->pend_fd : -1, .events = POLLIN}};
         int ms = (int)((left + 999999) / 1000000);
-        int r = poll(&p, 1, ms);
-        if (r > 0)
+        int r = poll(p, pend ? 2 : 1, ms);
+        if (r > 0 && p[0].revents != 0)
             return 1;
+        if (r > 0) {
+            close_deferred(w); /* only the pending socket is ready: the server has read it */
+            continue;
+        }
         if (r < 0 && errno != EINTR)
             return -1;
     }
@@ -187,15 +281,15 @@ static void fail(attempt *a, pqs_err e, const char *stage, int err_no, const cha
 
 /* After an SSL call returned ret <= 0: waits for the wanted I/O and returns true (retry), or
  * records the failure and returns false. */
-static bool ssl_retry(SSL *ssl, int ret, int fd, int64_t deadline, attempt *a, const char *stage)
+static bool ssl_retry(SSL *ssl, int ret, int fd, int64_t deadline, attempt *a, const char *stage, tworker *w)
 {
     int saved = errno;
     int e = SSL_get_error(ssl, ret);
     if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
-        int w = wait_io(fd, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline);
-        if (w > 0)
+        int rw = wait_io(fd, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline, w);
+        if (rw > 0)
             return true;
-        if (w == 0)
+        if (rw == 0)
             fail(a, PQS_ERR_TIMEOUT, stage, ETIMEDOUT, "no progress before the attempt deadline (%s)", stage);
         else
             fail(a, PQS_ERR_IO_ERROR, stage, errno, "poll: %s", strerror(errno));
@@ -239,6 +333,8 @@ static void run_attempt(tworker *w, attempt *a)
     int fd = -1;
 
     pqs_tlsobs_reset(&a->obs);
+    if (w->pend_fd >= 0 && pending_answered(w))
+        close_deferred(w);
 
     /* ---- setup, before the clock ---- */
     fd = socket(cfg->connect.ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -285,7 +381,7 @@ static void run_attempt(tworker *w, attempt *a)
                 fail(a, PQS_ERR_CONNECT_FAILED, "connect", e, "connect: %s", strerror(e));
             goto out;
         }
-        int r = wait_io(fd, POLLOUT, deadline);
+        int r = wait_io(fd, POLLOUT, deadline, w);
         if (r == 0) {
             fail(a, PQS_ERR_CONNECT_TIMEOUT, "connect", ETIMEDOUT, "TCP connect did not complete before the deadline");
             goto out;
@@ -308,7 +404,7 @@ static void run_attempt(tworker *w, attempt *a)
         size_t wr = 0;
         int r;
         while ((r = SSL_write_early_data(ssl, w->req, w->req_len, &wr)) != 1)
-            if (!ssl_retry(ssl, r, fd, deadline, a, "early_data"))
+            if (!ssl_retry(ssl, r, fd, deadline, a, "early_data", w))
                 goto out;
         a->early_sent = wr;
     }
@@ -316,12 +412,13 @@ static void run_attempt(tworker *w, attempt *a)
         int r = SSL_connect(ssl);
         if (r == 1)
             break;
-        if (!ssl_retry(ssl, r, fd, deadline, a, "handshake"))
+        if (!ssl_retry(ssl, r, fd, deadline, a, "handshake", w))
             goto out;
     }
     a->t_hs = pqs_mono_ns();
     /* ---- end of the measured interval ---- */
     a->hs_done = true;
+    close_deferred(w); /* the previous attempt's socket: RST now */
 
     if (needs_request(cfg)) {
         bool early_ok = send_early && SSL_get_early_data_status(ssl) == SSL_EARLY_DATA_ACCEPTED;
@@ -331,7 +428,7 @@ static void run_attempt(tworker *w, attempt *a)
             size_t wr = 0;
             int r;
             while ((r = SSL_write_ex(ssl, w->req, w->req_len, &wr)) != 1)
-                if (!ssl_retry(ssl, r, fd, deadline, a, "request"))
+                if (!ssl_retry(ssl, r, fd, deadline, a, "request", NULL))
                     goto info;
             a->req_sent = wr;
         }
@@ -346,7 +443,7 @@ static void run_attempt(tworker *w, attempt *a)
                 a->resp_bytes += rd;
                 continue;
             }
-            if (!ssl_retry(ssl, r, fd, deadline, a, "response"))
+            if (!ssl_retry(ssl, r, fd, deadline, a, "response", NULL))
                 break;
         }
         if (want > 0 && a->resp_bytes >= want)
@@ -368,7 +465,7 @@ static void run_attempt(tworker *w, attempt *a)
             int r = SSL_read_ex(ssl, w->rbuf, sizeof w->rbuf, &rd);
             if (r == 1)
                 continue;
-            if (a->new_sess != NULL || !ssl_retry(ssl, r, fd, tdl, &scratch, "ticket"))
+            if (a->new_sess != NULL || !ssl_retry(ssl, r, fd, tdl, &scratch, "ticket", NULL))
                 break;
         }
     }
@@ -404,9 +501,30 @@ out:
      * (OpenSSL drops the session of a connection freed without a shutdown). */
     if (a->hs_done)
         SSL_set_shutdown(ssl, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
-    struct linger lg = {.l_onoff = 1, .l_linger = 0};
-    setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg); /* RST: no TIME_WAIT */
-    close(fd);
+    close_deferred(w); /* failure paths: the previous socket, if the interval ended early */
+    /* A ticket or response read after the handshake proves the server has read our Finished. */
+    bool answered = a->new_sess != NULL || a->resp_bytes > 0 || a->obs.tickets > 0;
+    if (a->hs_done && !answered) {
+        /* Our Finished may still be in flight or unread: reset this socket only after the
+         * next attempt's measured interval (see close_deferred). */
+        /* Path delay: 2 srtt, or the handshake time H itself (>= 2 RTT; srtt alone
+         * underestimates the path behind a TCP-terminating emulator or proxy). Stall guard:
+         * max(2 srtt, 2 H, 50 ms); the run's last socket: max(2 srtt, H, 25 ms). */
+        int64_t srtt2 = a->tcp.valid ? 2 * (int64_t)a->tcp.rtt_us * 1000 : 0;
+        int64_t h = a->t_hs - a->t0;
+        int64_t guard = srtt2 > 2 * h ? srtt2 : 2 * h;
+        if (guard < PEND_GUARD_MIN_NS)
+            guard = PEND_GUARD_MIN_NS;
+        int64_t fin = srtt2 > h ? srtt2 : h;
+        if (fin < PEND_FINAL_MIN_NS)
+            fin = PEND_FINAL_MIN_NS;
+        w->pend_fd = fd;
+        w->pend_end_ns = pqs_mono_ns();
+        w->pend_guard_ns = w->pend_end_ns + guard;
+        w->pend_final_ns = w->pend_end_ns + fin;
+    } else {
+        rst_close(fd);
+    }
     if (a->new_sess != NULL) {
         if (w->sess != NULL)
             SSL_SESSION_free(w->sess);
@@ -534,6 +652,7 @@ static void *worker_main(void *arg)
             w->errs[a.err]++;
         }
     }
+    close_deferred_final(w);
     if (w->sess != NULL)
         SSL_SESSION_free(w->sess);
     w->sess = NULL;
@@ -557,13 +676,14 @@ static int64_t pct(const int64_t *v, size_t n, double q)
 
 static void log_summary(timer *t, int64_t run_start, int64_t run_end)
 {
-    uint64_t attempts = 0, ok = 0, errs[PQS_ERR__COUNT] = {0};
+    uint64_t attempts = 0, ok = 0, errs[PQS_ERR__COUNT] = {0}, forced = 0;
     size_t n = 0;
     int64_t first = 0, last = 0;
     for (int k = 0; k < t->cfg.concurrency; k++) {
         tworker *w = &t->workers[k];
         attempts += w->attempts;
         ok += w->ok;
+        forced += w->pend_forced;
         n += w->n_hs;
         for (int e = 0; e < PQS_ERR__COUNT; e++)
             errs[e] += w->errs[e];
@@ -601,6 +721,7 @@ static void log_summary(timer *t, int64_t run_start, int64_t run_end)
     pqs_json_int(&j, "run_ns", run_end - run_start);
     pqs_json_double(&j, "attempts_per_s", span ? (double)attempts * 1e9 / (double)span : 0.0);
     pqs_json_double(&j, "handshakes_per_s", span ? (double)ok * 1e9 / (double)span : 0.0);
+    pqs_json_uint(&j, "rst_guard_closes", forced);
     if (m > 0) {
         double sum = 0;
         for (size_t k = 0; k < m; k++)
@@ -666,7 +787,8 @@ static void parse_args(int argc, char **argv, timer_cfg *cfg)
 {
     enum { OPT_CONNECT = 256, OPT_GROUPS, OPT_CA, OPT_NOVERIFY, OPT_SNI, OPT_SIGALGS, OPT_CIPHERS, OPT_SAMPLES,
            OPT_DURATION, OPT_WARMUP, OPT_MODE, OPT_DECOY, OPT_EARLY, OPT_RESP, OPT_REQ, OPT_CONC, OPT_TIMEOUT,
-           OPT_TICKETWAIT, OPT_NOINSTR, OPT_OUT, OPT_FSYNC, OPT_HELP };
+           OPT_TICKETWAIT, OPT_NOINSTR, OPT_OUT, OPT_FSYNC, OPT_HELP, OPT_PROVIDER, OPT_OQSNATIVE,
+           OPT_LISTGROUPS, OPT_LISTSIGS };
     static const struct option opts[] = {
         {"connect", required_argument, 0, OPT_CONNECT}, {"groups", required_argument, 0, OPT_GROUPS},
         {"ca", required_argument, 0, OPT_CA}, {"no-verify", no_argument, 0, OPT_NOVERIFY},
@@ -681,9 +803,12 @@ static void parse_args(int argc, char **argv, timer_cfg *cfg)
         {"ticket-wait", required_argument, 0, OPT_TICKETWAIT},
         {"no-instrument", no_argument, 0, OPT_NOINSTR}, {"out", required_argument, 0, OPT_OUT},
         {"fsync", required_argument, 0, OPT_FSYNC}, {"help", no_argument, 0, OPT_HELP},
+        {"provider", required_argument, 0, OPT_PROVIDER}, {"oqs-native", no_argument, 0, OPT_OQSNATIVE},
+        {"list-groups", no_argument, 0, OPT_LISTGROUPS}, {"list-sigs", no_argument, 0, OPT_LISTSIGS},
         {0, 0, 0, 0}};
     uint64_t v;
     bool groups_set = false;
+    cfg->oqs_native = -1;
     cfg->groups = "X25519MLKEM768";
     cfg->servername = "localhost";
     cfg->verify = true;
@@ -764,12 +889,22 @@ static void parse_args(int argc, char **argv, timer_cfg *cfg)
             cfg->fsync_every = (int)v;
             break;
         case OPT_HELP: usage(stdout); exit(PQS_EXIT_OK);
+        case OPT_PROVIDER:
+            if (optarg[0] == '\0' || strlen(optarg) >= 64)
+                pqs_usage_error(PROG, "bad --provider '%s': pqs-oqs, none or a provider name", optarg);
+            cfg->provider = optarg;
+            break;
+        case OPT_OQSNATIVE: cfg->oqs_native = 1; break;
+        case OPT_LISTGROUPS: cfg->list = 1; break;
+        case OPT_LISTSIGS: cfg->list = 2; break;
         default:
             pqs_usage_error(PROG, "unknown or incomplete option '%s'", argv[optind - 1]);
         }
     }
     if (optind < argc)
         pqs_usage_error(PROG, "unexpected argument '%s'", argv[optind]);
+    if (cfg->list)
+        return; /* --list-*: nothing else is needed */
     if (cfg->mode == MODE_TLS12 && !groups_set)
         cfg->groups = "x25519"; /* the default hybrid does not exist in TLS 1.2 */
     if (cfg->connect_str == NULL)
@@ -793,8 +928,19 @@ int main(int argc, char **argv)
     parse_args(argc, argv, cfg);
     signal(SIGPIPE, SIG_IGN);
 
+    pqs_seam_configure(cfg->provider, cfg->oqs_native);
     if (pqs_load_providers(NULL) != 0)
         return PQS_EXIT_ENV;
+    if (cfg->list) {
+        static char names[16384];
+        if (cfg->list == 1)
+            pqs_groups_tls13_list(names, sizeof names);
+        else
+            pqs_sigalgs_tls13_list(names, sizeof names);
+        int rc = pqs_print_list(names);
+        pqs_unload_providers();
+        return rc;
+    }
     t->ctx = SSL_CTX_new_ex(NULL, pqs_propq(), TLS_client_method());
     if (t->ctx == NULL) {
         fprintf(stderr, PROG ": SSL_CTX_new failed\n");
@@ -835,6 +981,10 @@ int main(int argc, char **argv)
     } else {
         snprintf(cfg->groups_eff, sizeof cfg->groups_eff, "%s", cfg->groups);
     }
+    if (pqs_groups_tuple_count(cfg->groups_eff) > PQS_GROUPS_MAX_TUPLES)
+        pqs_usage_error(PROG, "bad --groups: %zu '/'-separated tuples, at most %d: OpenSSL 3.5.5 corrupts "
+                        "its group tuple array from the 32nd tuple on", pqs_groups_tuple_count(cfg->groups_eff),
+                        PQS_GROUPS_MAX_TUPLES);
     if (!SSL_CTX_set1_groups_list(ctx, cfg->groups_eff))
         pqs_usage_error(PROG, "bad --groups '%s': rejected by OpenSSL", cfg->groups_eff);
     if (cfg->sigalgs && !SSL_CTX_set1_sigalgs_list(ctx, cfg->sigalgs))
@@ -875,7 +1025,7 @@ int main(int argc, char **argv)
     pqs_json_uint(&j, "response_bytes", cfg->response_bytes);
     pqs_json_uint(&j, "early_data_bytes", cfg->mode == MODE_0RTT ? cfg->early_bytes : 0);
     pqs_json_bool(&j, "instrument", cfg->instrument);
-    pqs_json_str(&j, "close", "rst");
+    pqs_json_str(&j, "close", "rst_deferred");
     if (cfg->instrument) {
         int ncb = 0;
         int64_t cb_ns = calibrate_callback_ns(&ncb);
@@ -889,6 +1039,7 @@ int main(int argc, char **argv)
         tworker *w = &t->workers[k];
         w->t = t;
         w->id = k;
+        w->pend_fd = -1;
         if (needs_request(cfg)) {
             size_t len = cfg->mode == MODE_0RTT ? cfg->early_bytes : cfg->request_bytes;
             char hdr[64];

@@ -36,6 +36,16 @@ int main(void)
     pqs_json_end(&j);
     CHECK_STR("json_array_uint", line(&j), "{\"argv\":[\"x\",\"--a b\"],\"u\":18446744073709551615}\n");
 
+    pqs_json_begin(&j, NULL);
+    pqs_json_int(&j, "a", 0);
+    pqs_json_int(&j, "b", INT64_MIN);
+    pqs_json_int(&j, "c", INT64_MAX);
+    pqs_json_uint(&j, "d", 0);
+    pqs_json_int(&j, "e", 1000000007);
+    pqs_json_end(&j);
+    CHECK_STR("json_int_limits", line(&j),
+              "{\"a\":0,\"b\":-9223372036854775808,\"c\":9223372036854775807,\"d\":0,\"e\":1000000007}\n");
+
     pqs_json_begin(&j, "big");
     char big[PQS_JSON_MAX];
     memset(big, 'a', sizeof big - 1);

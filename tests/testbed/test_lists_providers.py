@@ -1,0 +1,114 @@
+"""--list-groups / --list-sigs, --provider / --oqs-native on pqs-server and pqs-timer, and the
+group-list tuple limit that works around OpenSSL 3.5.5's tuple array bug (README "Known
+issues")."""
+import subprocess
+import sys
+
+import pytest
+
+from testbed_helpers import BUILD, REPO, Server, run_timer, run_tool
+
+TOOLS = ["pqs-timer", "pqs-server"]
+
+
+def lines(p):
+    assert p.returncode == 0, p.stderr
+    out = p.stdout.splitlines()
+    assert out and all(ln and ln == ln.strip() and ":" not in ln for ln in out), p.stdout
+    assert len(out) == len(set(out))
+    return out
+
+
+@pytest.mark.parametrize("tool", TOOLS)
+def test_list_groups(tool):
+    groups = lines(run_tool(tool, "--list-groups"))
+    for g in ("X25519MLKEM768", "MLKEM768", "x25519", "secp256r1", "ffdhe2048",
+              "p256_frodo640aes", "hqc128", "oqs_mlkem768", "x25519_sntrup761"):
+        assert g in groups
+    assert len(groups) == 19 + 56
+    # the experiment runner's parser reads exactly these names
+    sys.path.insert(0, str(REPO))
+    from experiments.plan import _parse_group_listing
+    assert _parse_group_listing(run_tool(tool, "--list-groups").stdout) == groups
+
+
+@pytest.mark.parametrize("tool", TOOLS)
+def test_list_sigs(tool):
+    sigs = lines(run_tool(tool, "--list-sigs"))
+    for s in ("ecdsa_secp256r1_sha256", "ed25519", "rsa_pss_rsae_sha256", "mldsa44", "mldsa87",
+              "slhdsa_sha2_128f", "slhdsa_shake_128s"):
+        assert s in sigs
+    assert not [s for s in sigs if s.startswith(("rsa_pkcs1", "dsa_")) or s.endswith(("_sha1", "_sha224"))]
+
+
+@pytest.mark.parametrize("tool", TOOLS)
+def test_provider_none_and_native(tool):
+    none = lines(run_tool(tool, "--list-groups", "--provider", "none"))
+    assert "X25519MLKEM768" in none and "p256_frodo640aes" not in none and len(none) == 19
+    native = lines(run_tool(tool, "--list-groups", "--oqs-native"))
+    assert "X25519MLKEM768" in native and "p256_frodo640aes" in native
+
+
+@pytest.mark.parametrize("tool", TOOLS)
+def test_unloadable_provider_is_one_line_exit_1(tool):
+    p = run_tool(tool, "--list-groups", "--provider", "oqsprovider")
+    assert p.returncode == 1 and p.stdout == ""
+    assert len(p.stderr.strip().splitlines()) == 1 and "no-module" in p.stderr
+
+
+@pytest.mark.parametrize("tool", TOOLS)
+def test_help_documents_the_options(tool):
+    out = run_tool(tool, "--help").stdout
+    for o in ("--provider NAME", "--oqs-native", "--list-groups", "--list-sigs"):
+        assert o in out
+
+
+def test_provider_choice_in_headers(tmp_path):
+    with Server(tmp_path, "--groups", "X25519MLKEM768", "--provider", "none") as srv:
+        r = run_timer("--connect", srv.addr, "--ca", srv.ca, "--groups", "X25519MLKEM768",
+                      "--samples", 3, "--oqs-native")
+    hdr = [x for x in srv.stop() if x["type"] == "header"][0]
+    assert hdr["providers"] == "default,pqs-slhdsa"
+    assert r.header["providers"] == "default,pqs-slhdsa,pqs-oqs(native-codepoints)"
+    assert r.summary["ok"] == 3  # liboqs client <-> OpenSSL-native server, same code point
+
+
+def test_provider_none_refuses_oqs_groups(tmp_path):
+    p = run_tool("pqs-server", "--cert-dir", str(tmp_path), "--provider", "none", "--groups", "hqc128")
+    assert p.returncode == 2 and "unknown group 'hqc128'" in p.stderr
+
+
+# ---- tuple limit (OpenSSL 3.5.5 tuple_cb) ----
+
+def all_groups():
+    return [g for g in lines(run_tool("pqs-timer", "--list-groups")) if not g.startswith("ffdhe")]
+
+
+def test_server_refuses_more_than_31_tuples(tmp_path):
+    g = all_groups()
+    for bad in (":".join(g[:32]), "/".join(g[:32]), ":".join(g[:60])):
+        p = run_tool("pqs-server", "--cert-dir", str(tmp_path), "--groups", bad)
+        assert p.returncode == 2 and p.stdout == ""
+        assert len(p.stderr.strip().splitlines()) == 1 and "at most 31" in p.stderr, p.stderr
+    p = run_tool("pqs-timer", "--connect", "127.0.0.1:1", "--no-verify", "--groups", "/".join(g[:32]))
+    assert p.returncode == 2 and "at most 31" in p.stderr
+
+
+@pytest.mark.parametrize("shape", ["31_tuples", "4_tuples_of_16"])
+def test_long_lists_within_the_limit_serve_the_last_group(tmp_path, shape):
+    """The server picks a group far down a long list (the case that crashed), under ASan."""
+    if not (BUILD / "asan" / "bin" / "pqs-server").exists():
+        pytest.skip("asan build missing")
+    g = all_groups()[:60]
+    if shape == "31_tuples":
+        lst, last = "/".join(g[:30]) + "/" + ":".join(g[30:]), g[59]
+    else:
+        lst, last = "/".join(":".join(g[i:i + 16]) for i in range(0, 60, 16)), g[59]
+    env = {"ASAN_OPTIONS": "detect_leaks=0:exitcode=23"}
+    srv = Server(tmp_path, "--groups", lst, "--threads", "2", asan=True, env=env)
+    try:
+        r = run_timer("--connect", srv.addr, "--ca", srv.ca, "--groups", last, "--samples", 3)
+    finally:
+        srv.stop()
+    assert srv.returncode == 0, srv.stderr()[-2000:]
+    assert r.summary["ok"] == 3 and r.attempts[0]["group"] == last
