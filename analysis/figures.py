@@ -68,6 +68,17 @@ class Ctx:
         return have
 
 
+
+def _plain_log_axis(axis, set_scale) -> None:
+    """Log scale with plain tick labels (0.1, 1, 10, 100 rather than 10^-1 ...): readers of a
+    rate axis think in Mbit/s, not in powers of ten."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    set_scale("log")
+    axis.set_major_locator(LogLocator(base=10))
+    axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())
+
 AXES = {  # axis -> (summary column, label, scale factor for display, log axis)
     "loss": ("loss", "Packet loss per direction (%)", 100.0, False),
     "rate": ("rate_bps", "Link rate (Mbit/s)", 1e-6, True),
@@ -149,7 +160,7 @@ def _sweep(ctx: Ctx, axis: str, panel_by: str | None) -> list[FigOut]:
                 ax.errorbar(x, d[m], yerr=np.nan_to_num(yerr), elinewidth=0.6, capsize=0, **kw)
         if logx:
             for i in range(2):
-                axes[i, j].set_xscale("log")
+                _plain_log_axis(axes[i, j].xaxis, axes[i, j].set_xscale)
         if pv is not None:
             axes[0, j].set_title(f"{'RTT' if panel_by == 'rtt' else panel_by} {_fmt_axis_value(panel_by, pv)}")
         axes[1, j].set_xlabel(xlabel)
@@ -226,7 +237,7 @@ def fig_ecdf(ctx: Ctx) -> list[FigOut]:
             ax.set_title(side)
             ax.set_xlabel("Handshake time (ms)")
             if logx:
-                ax.set_xscale("log")
+                _plain_log_axis(ax.xaxis, ax.set_xscale)
             ax.set_ylim(0, 1.01)
         axes[0, 0].set_ylabel("Fraction of handshakes")
         _legend(fig, axes)
