@@ -52,6 +52,17 @@ build_liboqs() {
 ossl_prefix="$PQS_CACHE/$(cache_key openssl "$OPENSSL_VERSION" "$OPENSSL_OPTS")"
 oqs_prefix="$PQS_CACHE/$(cache_key liboqs "$LIBOQS_VERSION" "$LIBOQS_OPTS")"
 
+# PQS_DEPS_VERIFY_ONLY=1: fetch/unpack and verify the sources, build nothing (tests use it).
+if [ "${PQS_DEPS_VERIFY_ONLY:-}" = 1 ]; then
+  for comp in OPENSSL LIBOQS; do
+    work=$(mktemp -d "$PQS_CACHE/work.XXXXXX")
+    unpack_source "$comp" "$work"
+    say "$comp: $SOURCE_DESC -> $SRC_ROOT"
+    rm -rf "$work"
+  done
+  exit 0
+fi
+
 for pair in "openssl:$ossl_prefix" "liboqs:$oqs_prefix"; do
   comp=${pair%%:*} prefix=${pair#*:}
   if [ -f "$prefix/PQS-BUILD-INFO" ]; then

@@ -68,6 +68,12 @@ TOML
   printf '%s\n' "$out"
 }
 
+# tree_sha256 DIR PATHS...: sha256 over the sorted sha256sum lines of every file under PATHS.
+tree_sha256() {
+  local dir=$1; shift
+  (cd "$dir" && find "$@" -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
+}
+
 # unpack_source COMPONENT DEST: unpacks the verified source tree of COMPONENT (OPENSSL|LIBOQS)
 # into DEST; sets SRC_ROOT (the source root) and SOURCE_DESC (where it came from).
 unpack_source() {
@@ -80,11 +86,23 @@ unpack_source() {
     local f
     if [ -f "$PQS_SOURCES_DIR/$tarball" ]; then
       f="$PQS_SOURCES_DIR/$tarball"
-      if [ -n "$tar_sha" ]; then verify "$f" "$tar_sha";
-      elif [ -n "${PQS_TARBALL_SHA256:-}" ]; then verify "$f" "$PQS_TARBALL_SHA256";
-      else die "no pinned sha256 for $f: set ${comp}_TARBALL_SHA256 in testbed/deps/versions.env (or PQS_TARBALL_SHA256) to the hash published with the release"; fi
-      tar -xzf "$f" -C "$dest"
-      SOURCE_DESC="$f (sha256 verified)"
+      local tree_sha tree_paths
+      eval "tree_sha=\${${comp}_TREE_SHA256:-} tree_paths=\${${comp}_TREE_PATHS:-}"
+      if [ -n "$tar_sha" ]; then
+        verify "$f" "$tar_sha"
+        tar -xzf "$f" -C "$dest"
+        SOURCE_DESC="$f (sha256 verified)"
+      elif [ -n "$tree_sha" ]; then
+        tar -xzf "$f" -C "$dest" || die "$f: not a gzip tarball"
+        [ -d "$dest/$tar_sub" ] || die "$f: has no top-level folder $tar_sub/ (is it the $comp release tarball?)"
+        local got
+        # shellcheck disable=SC2086
+        got=$(tree_sha256 "$dest/$tar_sub" $tree_paths)
+        [ "$got" = "$tree_sha" ] || die "checksum mismatch for $f: expected tree sha256 $tree_sha over $tree_paths, got $got (delete the file or fix testbed/deps/versions.env)"
+        SOURCE_DESC="$f (source tree sha256 verified)"
+      else
+        die "no pinned sha256 for $f: set ${comp}_TARBALL_SHA256 in testbed/deps/versions.env to the hash published with the release"
+      fi
       SRC_ROOT="$dest/$tar_sub"; return
     elif [ -f "$PQS_SOURCES_DIR/$crate_name-$crate_ver.crate" ]; then
       f="$PQS_SOURCES_DIR/$crate_name-$crate_ver.crate"

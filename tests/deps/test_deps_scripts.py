@@ -54,3 +54,52 @@ def test_no_lock_file_or_registry_host_committed():
     req = (REPO / "requirements.txt").read_text()
     assert "--hash=sha256:" in req
     assert "://" not in req and "--index-url" not in req and "--find-links" not in req
+
+
+def _cached_crate(v: dict[str, str], name_key: str, ver_key: str) -> Path:
+    cache = Path(os.environ.get("PQS_CACHE", Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "pqshake"))
+    crate = cache / "downloads" / f"{v[name_key]}-{v[ver_key]}.crate"
+    if not crate.exists():
+        import pytest
+
+        if os.environ.get("CI"):
+            pytest.fail(f"{crate} missing: `make deps` fetches it before the tests")
+        pytest.skip(f"{crate} not fetched yet (make deps)")
+    return crate
+
+
+def test_upstream_liboqs_tarball_is_verified_by_its_source_tree(tmp_path):
+    """An offline user's upstream tarball (top folder liboqs-0.13.0/) passes when its source tree
+    is the pinned one, and a single changed byte stops the build naming the file and both hashes.
+    The tarball is made here from the verified crate's tree, repacked the way a release is."""
+    import tarfile
+
+    v = versions()
+    oqs = _cached_crate(v, "LIBOQS_CRATE", "LIBOQS_CRATE_VERSION")
+    ossl = _cached_crate(v, "OPENSSL_CRATE", "OPENSSL_CRATE_VERSION")
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / ossl.name).symlink_to(ossl)
+    tree = tmp_path / "tree"
+    with tarfile.open(oqs) as t:
+        t.extractall(tree, filter="data")
+    top = tree / v["LIBOQS_TARBALL_SUBDIR"]
+    (tree / f"{v['LIBOQS_CRATE']}-{v['LIBOQS_CRATE_VERSION']}" / v["LIBOQS_CRATE_SUBDIR"]).rename(top)
+
+    def pack_and_verify():
+        tarball = src / v["LIBOQS_TARBALL"]
+        subprocess.run(["tar", "-C", str(tree), "-cf", str(tarball.with_suffix("")), v["LIBOQS_TARBALL_SUBDIR"]], check=True)
+        subprocess.run(["gzip", "-1f", str(tarball.with_suffix(""))], check=True)
+        env = dict(os.environ, PQS_CACHE=str(tmp_path / "cache"), PQS_SOURCES_DIR=str(src), PQS_DEPS_VERIFY_ONLY="1")
+        return tarball, subprocess.run(["bash", str(SCRIPT), str(tmp_path / "deps.mk")], env=env, capture_output=True, text=True)
+
+    tarball, r = pack_and_verify()
+    assert r.returncode == 0, r.stderr
+    assert f"{tarball} (source tree sha256 verified)" in r.stderr
+
+    victim = top / "src" / "kem" / "kem.c"
+    victim.write_bytes(victim.read_bytes().replace(b"OQS_KEM", b"OQS_KEX", 1))
+    tarball, r = pack_and_verify()
+    assert r.returncode != 0
+    last = r.stderr.strip().splitlines()[-1]
+    assert str(tarball) in last and v["LIBOQS_TREE_SHA256"] in last and "got " in last, last
