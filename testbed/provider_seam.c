@@ -1,10 +1,12 @@
 /* provider_seam.c - provider loading for all three programs (see provider_seam.h). */
 #include "provider_seam.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/opensslv.h>
@@ -18,11 +20,13 @@
 
 /* The seam's state: which providers were loaded, and the property query that prefers them. */
 static struct {
-    char names[256];
+    char names[PATH_MAX + 128];
     char propq[128];
+    char module[PATH_MAX + 1]; /* a provider module loaded instead of ours ("" = none) */
+    char module_name[128], module_version[64]; /* as the module reports them */
     OSSL_PROVIDER *loaded[4]; /* in load order; unloaded in reverse */
     int n_loaded;
-    char kem_provider[64]; /* "" = not configured: $PQS_PROVIDER, else pqs-oqs */
+    char kem_provider[PATH_MAX + 1]; /* "" = not configured: $PQS_PROVIDER, else pqs-oqs */
     int oqs_native;        /* -1 = not configured: $PQS_OQS_NATIVE */
 } seam_state = {.oqs_native = -1};
 
@@ -39,6 +43,97 @@ static void add_name(const char *name)
     if (seam_state.names[0])
         strncat(seam_state.names, ",", sizeof seam_state.names - strlen(seam_state.names) - 1);
     strncat(seam_state.names, name, sizeof seam_state.names - strlen(seam_state.names) - 1);
+}
+
+/* Where OpenSSL looks for a module given by name: $OPENSSL_MODULES, else the compiled-in
+ * MODULESDIR (for the pinned build a path that does not exist after installation, see
+ * testbed/README.md), as provider_core.c does it. */
+static const char *module_search_dir(OSSL_LIB_CTX *libctx)
+{
+    const char *d = OSSL_PROVIDER_get0_default_search_path(libctx);
+    if (d == NULL || *d == '\0')
+        d = getenv("OPENSSL_MODULES");
+    if (d == NULL || *d == '\0')
+        d = OPENSSL_info(OPENSSL_INFO_MODULES_DIR);
+    return d != NULL ? d : "";
+}
+
+/* The OpenSSL error queue as one line ("reason: data; reason"), cleared. Repeated reasons
+ * without new data and provider_core's "name=..." are left out. */
+static void errors_one_line(char *buf, size_t len)
+{
+    const char *data = NULL;
+    int flags = 0;
+    unsigned long e;
+    buf[0] = '\0';
+    while ((e = ERR_get_error_all(NULL, NULL, NULL, &data, &flags)) != 0) {
+        const char *r = ERR_reason_error_string(e);
+        const char *d = (flags & ERR_TXT_STRING) && data != NULL ? data : "";
+        if (strncmp(d, "name=", 5) == 0)
+            continue;
+        if (*d == '\0' && (r == NULL || strstr(buf, r) != NULL))
+            continue;
+        size_t l = strlen(buf);
+        snprintf(buf + l, len - l, "%s%s%s%s", l ? "; " : "", r ? r : "error", *d ? ": " : "", d);
+    }
+    for (char *c = buf; *c; c++) /* one line, whatever dlerror() said */
+        if (*c == '\n' || *c == '\r')
+            *c = ' ';
+}
+
+/* A provider module instead of ours: NAME (OpenSSL's lookup: NAME.so in $OPENSSL_MODULES or
+ * the default module directory), FILE.so (the same directory, file name given) or a path
+ * (contains '/'; made absolute). The module runs with its own libcrypto if it has one (a
+ * system oqs-provider linked to libcrypto.so.3, or our pqs-oqs.so with a static copy) and
+ * reaches ours only through the core dispatch table and a child library context. */
+static int load_module(OSSL_LIB_CTX *libctx, const char *name)
+{
+    char target[PATH_MAX + 1];
+    const char *dir = module_search_dir(libctx);
+    size_t nl = strlen(name);
+    if (strchr(name, '/') != NULL) {
+        if (realpath(name, target) == NULL)
+            snprintf(target, sizeof target, "%s", name); /* OpenSSL reports the missing file */
+    } else if (nl > 3 && strcmp(name + nl - 3, ".so") == 0) {
+        snprintf(target, sizeof target, "%s/%s", dir, name);
+    } else {
+        snprintf(target, sizeof target, "%s", name);
+    }
+    ERR_clear_error();
+    OSSL_PROVIDER *prov = OSSL_PROVIDER_load(libctx, target);
+    if (prov == NULL) {
+        char why[768];
+        errors_one_line(why, sizeof why);
+        if (strchr(name, '/') != NULL)
+            fprintf(stderr,
+                    "cannot load provider module '%s': %s; give the path of an OpenSSL 3 provider module "
+                    "(exports OSSL_provider_init), or its name with OPENSSL_MODULES set to its directory "
+                    "(Fedora/openSUSE oqsprovider: OPENSSL_MODULES=/usr/lib64/ossl-modules); built in: %s, none\n",
+                    name, why[0] ? why : "not loaded", PQS_OQSPROV_NAME);
+        else
+            fprintf(stderr,
+                    "cannot load provider module '%s': %s (searched %s); set OPENSSL_MODULES to the directory "
+                    "holding %s%s (Fedora/openSUSE oqsprovider: OPENSSL_MODULES=/usr/lib64/ossl-modules; Arch: "
+                    "/usr/lib/ossl-modules; Debian/Ubuntu: /usr/lib/x86_64-linux-gnu/ossl-modules) or give its "
+                    "path; built in: %s, none\n",
+                    name, why[0] ? why : "not found", dir, name,
+                    nl > 3 && strcmp(name + nl - 3, ".so") == 0 ? "" : ".so", PQS_OQSPROV_NAME);
+        return -1;
+    }
+    seam_state.loaded[seam_state.n_loaded++] = prov;
+    add_name(target);
+    snprintf(seam_state.module, sizeof seam_state.module, "%s", target);
+    const char *mname = NULL, *mversion = NULL;
+    OSSL_PARAM q[] = {OSSL_PARAM_utf8_ptr(OSSL_PROV_PARAM_NAME, &mname, 0),
+                      OSSL_PARAM_utf8_ptr(OSSL_PROV_PARAM_VERSION, &mversion, 0), OSSL_PARAM_END};
+    if (OSSL_PROVIDER_get_params(prov, q)) {
+        if (mname != NULL)
+            snprintf(seam_state.module_name, sizeof seam_state.module_name, "%s", mname);
+        if (mversion != NULL)
+            snprintf(seam_state.module_version, sizeof seam_state.module_version, "%s", mversion);
+    }
+    ERR_clear_error();
+    return 0;
 }
 
 /* The KEM provider: ours (built in, the default), none, or a system one by name. */
@@ -75,22 +170,7 @@ static int load_kem_provider(OSSL_LIB_CTX *libctx)
         }
         return 0;
     }
-    prov = OSSL_PROVIDER_load(libctx, name);
-    if (prov == NULL) {
-        unsigned long e = ERR_peek_last_error();
-        char buf[256] = "";
-        if (e)
-            ERR_error_string_n(e, buf, sizeof buf);
-        fprintf(stderr,
-                "cannot load provider '%s' (%s); the pinned OpenSSL is built no-shared no-module, so it "
-                "cannot load provider modules: only built-in providers (%s) are available\n",
-                name, buf[0] ? buf : "not found", PQS_OQSPROV_NAME);
-        ERR_clear_error();
-        return -1;
-    }
-    seam_state.loaded[seam_state.n_loaded++] = prov;
-    add_name(name);
-    return 0;
+    return load_module(libctx, name);
 }
 
 int pqs_load_providers(OSSL_LIB_CTX *libctx)
@@ -151,6 +231,9 @@ void pqs_json_header_common(pqs_json *j, const char *tool, int argc, char **argv
     pqs_json_str(j, "openssl_version_full", OpenSSL_version(OPENSSL_VERSION));
     pqs_json_str(j, "liboqs_version", pqs_liboqs_version());
     pqs_json_str(j, "providers", pqs_provider_names());
+    pqs_json_str(j, "provider_module", seam_state.module[0] ? seam_state.module : NULL);
+    pqs_json_str(j, "provider_module_name", seam_state.module_name[0] ? seam_state.module_name : NULL);
+    pqs_json_str(j, "provider_module_version", seam_state.module_version[0] ? seam_state.module_version : NULL);
     pqs_json_str(j, "clock", "CLOCK_MONOTONIC");
     pqs_json_int(j, "anchor_mono_ns", m0 + (m1 - m0) / 2);
     pqs_json_int(j, "anchor_realtime_ns", r);

@@ -11,11 +11,17 @@
 #include <openssl/types.h>
 #include "common.h"
 
+/* Longest --provider value (a module path). */
+#define PQS_PROVIDER_NAME_MAX 4096
+
 /* Chooses the KEM provider before pqs_load_providers (a program's --provider option):
  * kem_provider NULL = not set (then $PQS_PROVIDER, else "pqs-oqs", our built-in liboqs
- * provider), "none" = OpenSSL's groups only, any other name = OSSL_PROVIDER_load(name)
- * instead of ours (a system oqsprovider; the pinned no-module OpenSSL cannot load modules, so
- * this fails with a one-line reason). native_codepoints -1 = not set (then $PQS_OQS_NATIVE=1),
+ * provider), "none" = OpenSSL's groups only, any other value = a provider module loaded
+ * instead of ours with OSSL_PROVIDER_load: NAME (NAME.so in $OPENSSL_MODULES or the default
+ * module directory), FILE.so (that file in the same directory) or a path (contains '/'), e.g.
+ * our own build/lib/ossl-modules/pqs-oqs.so or a system oqsprovider. A module that does not
+ * load fails with one line (module, OpenSSL's reason, the fix). The header records it in
+ * `providers` and `provider_module*`. native_codepoints -1 = not set (then $PQS_OQS_NATIVE=1),
  * 1 = our provider also serves OpenSSL's native ML-KEM groups (X25519MLKEM768 0x11EC, ...) with
  * liboqs and the property query prefers it: the interop mode (see oqsprov/README.md). */
 void pqs_seam_configure(const char *kem_provider, int native_codepoints);

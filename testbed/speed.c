@@ -528,8 +528,9 @@ static void usage(FILE *f)
 "  --sigs LIST        signature algorithms, ':'-separated (default: all, see below)\n"
 "  --aeads LIST       AEADs (default AES-128-GCM:AES-256-GCM:ChaCha20-Poly1305)\n"
 "  --only KINDS       run only these of kex,sig,aead (comma separated)\n"
-"  --provider NAME    KEM provider: pqs-oqs (built in, default), none, or a system provider\n"
-"                     loaded by name (not possible with the pinned no-module OpenSSL)\n"
+"  --provider NAME    KEM provider: pqs-oqs (built in, default), none, or a provider module\n"
+"                     instead of pqs-oqs: NAME (NAME.so in $OPENSSL_MODULES), FILE.so or a\n"
+"                     path (build/lib/ossl-modules/pqs-oqs.so, a system oqsprovider)\n"
 "  --oqs-native       pqs-oqs also serves OpenSSL's native ML-KEM group names (liboqs)\n"
 "  --no-direct        no kex_direct lines (the same liboqs KEM called directly)\n"
 "  --samples N        timings per operation (default 21, max 1001); the median is reported\n"
@@ -588,9 +589,9 @@ int main(int argc, char **argv)
             break;
         case OPT_OUT: cfg.out = optarg; break;
         case OPT_PROVIDER:
-            if (*optarg == '\0' || strlen(optarg) >= 64)
-                pqs_usage_error(PROG, "bad --provider '%s'; available: %s, none, or a provider name", optarg,
-                                PQS_OQSPROV_NAME);
+            if (*optarg == '\0' || strlen(optarg) >= PQS_PROVIDER_NAME_MAX)
+                pqs_usage_error(PROG, "bad --provider '%s'; available: %s, none, or a provider module name or path",
+                                optarg, PQS_OQSPROV_NAME);
             pqs_seam_configure(optarg, -1);
             break;
         case OPT_OQS_NATIVE: pqs_seam_configure(NULL, 1); break;

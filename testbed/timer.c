@@ -159,8 +159,10 @@ static void usage(FILE *f)
 "  --fsync N              with --out FILE: fsync every N lines and at exit (default 64;\n"
 "                         0 = only fflush). Every line is always fflush'ed.\n"
 "  --provider NAME        KEM provider: pqs-oqs (default, built-in liboqs provider), none\n"
-"                         (OpenSSL's groups only), or a provider module by name (the pinned\n"
-"                         no-module OpenSSL cannot load one: exit 1). Default $PQS_PROVIDER\n"
+"                         (OpenSSL's groups only), or a provider module instead of pqs-oqs:\n"
+"                         NAME (NAME.so in $OPENSSL_MODULES), FILE.so or a path, e.g.\n"
+"                         build/lib/ossl-modules/pqs-oqs.so or a system oqsprovider with\n"
+"                         OPENSSL_MODULES=/usr/lib64/ossl-modules. Default $PQS_PROVIDER\n"
 "  --oqs-native           pqs-oqs also serves OpenSSL's native ML-KEM groups (X25519MLKEM768,\n"
 "                         ...) with liboqs, for interop tests (default: $PQS_OQS_NATIVE=1)\n"
 "  --list-groups          print the TLS 1.3 groups the loaded providers offer, one per line\n"
@@ -890,8 +892,9 @@ static void parse_args(int argc, char **argv, timer_cfg *cfg)
             break;
         case OPT_HELP: usage(stdout); exit(PQS_EXIT_OK);
         case OPT_PROVIDER:
-            if (optarg[0] == '\0' || strlen(optarg) >= 64)
-                pqs_usage_error(PROG, "bad --provider '%s': pqs-oqs, none or a provider name", optarg);
+            if (optarg[0] == '\0' || strlen(optarg) >= PQS_PROVIDER_NAME_MAX)
+                pqs_usage_error(PROG, "bad --provider '%s': pqs-oqs, none, a provider module name or path",
+                                optarg);
             cfg->provider = optarg;
             break;
         case OPT_OQSNATIVE: cfg->oqs_native = 1; break;

@@ -7,7 +7,8 @@
  * documented in oqsprov/README.md.
  *
  * It is registered as a built-in provider by provider_seam.c (OSSL_PROVIDER_add_builtin +
- * OSSL_PROVIDER_load_ex). One load parameter:
+ * OSSL_PROVIDER_load_ex), and the same code is built as the loadable module
+ * $(BUILD)/lib/ossl-modules/pqs-oqs.so (testbed/oqsprov_module.c). One load parameter:
  *   "native-codepoints" = "yes": the provider also implements the algorithm names behind
  *   OpenSSL's native ML-KEM groups (X25519MLKEM768 0x11EC, SecP256r1MLKEM768 0x11EB,
  *   SecP384r1MLKEM1024 0x11ED, MLKEM512/768/1024 0x0200-0x0202) with liboqs, in the native
