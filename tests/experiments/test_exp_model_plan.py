@@ -230,20 +230,29 @@ def test_group_not_offered_message(write_exp, monkeypatch):
     assert {c.group for c in build_plan(p).cells} == {"x25519"}
 
 
-@needs_stack
-def test_group_not_offered_by_stack(write_exp):
-    from pqshake.registry import load_registry
+@pytest.fixture
+def stack_without_oqs(monkeypatch):
+    """The built stack with the liboqs provider switched off, for one test (the answer of
+    offered_groups() is cached: cleared before and after)."""
+    monkeypatch.setenv("PQS_PROVIDER", "none")
+    offered_groups.cache_clear()
+    yield
+    monkeypatch.undo()
+    offered_groups.cache_clear()
 
-    offered, _ = offered_groups()
-    assert "X25519MLKEM768" in offered
-    missing = [g for g in load_registry().groups if g not in offered]
-    if not missing:
-        pytest.skip("the stack offers every registry group")
-    p = write_exp(f"name: t\ngroups: [x25519, {missing[0]}]\nprofiles: [lan]\nsamples: 1\n")
+
+@needs_stack
+def test_group_not_offered_by_stack(write_exp, stack_without_oqs):
+    """A stack without the liboqs provider (PQS_PROVIDER=none: the timer loads OpenSSL's groups
+    only) does not offer frodo640aes: refused before any network, with the closest names."""
+    offered, source = offered_groups()
+    assert "X25519MLKEM768" in offered and "frodo640aes" not in offered, source
+    p = write_exp("name: t\ngroups: [x25519, frodo640aes]\nprofiles: [lan]\nsamples: 1\n")
     with pytest.raises(UserError) as e:
         build_plan(p)
     msg = one_line(e)
-    assert msg.startswith(f"{p}:2 groups") and "not offered by the built stack" in msg and "closest offered" in msg
+    assert msg.startswith(f"{p}:2 groups") and "'frodo640aes' is not offered by the built stack" in msg
+    assert "closest offered" in msg
 
 
 def test_estimate_uses_model(write_exp):
