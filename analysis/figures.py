@@ -75,7 +75,7 @@ def _plain_log_axis(axis, set_scale) -> None:
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     set_scale("log")
-    axis.set_major_locator(LogLocator(base=10))
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
     axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
     axis.set_minor_formatter(NullFormatter())
 
@@ -223,7 +223,9 @@ def fig_ecdf(ctx: Ctx) -> list[FigOut]:
             sides.append(("Server (accept to handshake done)", srv[srv["profile"] == p]))
         fig, axes = plt.subplots(1, len(sides), figsize=ST.size(ctx.style, "full", 0.42), sharey=True, squeeze=False)
         allv = d["ms"].to_numpy()
-        logx = allv.size > 0 and np.nanpercentile(allv, 99) / max(np.nanmin(allv), 1e-9) > 20
+        # A loss tail (an RTO is ~1 s) would squeeze the body of the curves into one pixel
+        # column on a linear axis: log x as soon as the slowest handshake is 5x the fastest.
+        logx = allv.size > 0 and np.nanmax(allv) / max(np.nanmin(allv), 1e-9) > 5
         for j, (side, dd) in enumerate(sides):
             ax = axes[0, j]
             for gr, sg in ctx.pal.order(zip(dd["group"], dd["sig"])):
@@ -231,9 +233,10 @@ def fig_ecdf(ctx: Ctx) -> list[FigOut]:
                 if x.size == 0:
                     continue
                 xs, ys = S.ecdf(x)
-                kw = ctx.pal.line_kw(gr, sg)
-                kw.pop("marker")
-                ax.step(xs, ys, where="post", **kw)
+                # Markers at the quartiles carry what colour and line style cannot: the
+                # signature (filled/hollow) and the kind of key exchange (marker shape).
+                marks = sorted({int(np.searchsorted(ys, q)) for q in (0.25, 0.5, 0.75) if np.searchsorted(ys, q) < len(ys)})
+                ax.plot(xs, ys, drawstyle="steps-post", markevery=marks, **ctx.pal.line_kw(gr, sg))
             ax.set_title(side)
             ax.set_xlabel("Handshake time (ms)")
             if logx:
