@@ -20,30 +20,38 @@ static int secbits(int level)
     return level >= 5 ? 256 : level >= 3 ? 192 : 128;
 }
 
+/* One allocation: struct, then cl_pub, pq_pub, pq_priv (sizes fixed by the row). Only the
+ * struct is zeroed; the buffers are written in full before has_pub / has_priv is set. */
 static pqs_oqs_key *key_new(pqs_oqs_provctx *p, size_t row)
 {
     if (p == NULL || row >= pqs_oqs_group_count() || p->kem[row] == NULL)
         return NULL;
-    pqs_oqs_key *k = OPENSSL_zalloc(sizeof *k);
+    const pqs_oqs_sizes *sz = &p->sizes[row];
+    const OQS_KEM *kem = p->kem[row];
+    pqs_oqs_key *k = OPENSSL_malloc(sizeof *k + sz->cl_pub + sz->pq_pub + kem->length_secret_key);
     if (k == NULL)
         return NULL;
+    memset(k, 0, sizeof *k);
     k->prov = p;
     k->row = row;
     k->g = pqs_oqs_group_at(row);
-    k->sz = &p->sizes[row];
-    k->kem = p->kem[row];
+    k->sz = sz;
+    k->kem = kem;
+    unsigned char *buf = (unsigned char *)(k + 1);
+    k->cl_pub = sz->cl_pub ? buf : NULL;
+    k->pq_pub = buf + sz->cl_pub;
+    k->pq_priv = k->pq_pub + sz->pq_pub;
     return k;
 }
 
+/* Back to an empty key of the same row: the secret key is cleansed if it was ever written. */
 static void key_clear(pqs_oqs_key *k)
 {
-    OPENSSL_free(k->pq_pub);
-    OPENSSL_clear_free(k->pq_priv, k->kem->length_secret_key);
-    OPENSSL_free(k->cl_pub);
+    if (k->priv_dirty)
+        OPENSSL_cleanse(k->pq_priv, k->kem->length_secret_key);
     EVP_PKEY_free(k->cl);
-    k->pq_pub = k->pq_priv = k->cl_pub = NULL;
     k->cl = NULL;
-    k->has_pub = k->has_priv = 0;
+    k->has_pub = k->has_priv = k->priv_dirty = 0;
 }
 
 void pqs_oqs_key_free(pqs_oqs_key *k)
@@ -58,17 +66,13 @@ static void km_free(void *vk) { pqs_oqs_key_free(vk); }
 
 static int key_generate(pqs_oqs_key *k)
 {
-    k->pq_pub = OPENSSL_malloc(k->sz->pq_pub);
-    k->pq_priv = OPENSSL_malloc(k->kem->length_secret_key);
-    if (k->pq_pub == NULL || k->pq_priv == NULL)
-        return 0;
+    k->priv_dirty = 1;
     if (OQS_KEM_keypair(k->kem, k->pq_pub, k->pq_priv) != OQS_SUCCESS) {
         ERR_raise_data(ERR_LIB_PROV, PROV_R_FAILED_TO_GENERATE_KEY, "liboqs %s keypair", k->g->oqs_alg);
         return 0;
     }
     if (k->g->cl != PQS_CL_NONE) {
-        k->cl_pub = OPENSSL_malloc(k->sz->cl_pub);
-        if (k->cl_pub == NULL || (k->cl = pqs_cl_keygen(k->prov->libctx, k->g->cl)) == NULL
+        if ((k->cl = pqs_cl_keygen(k->prov->libctx, k->g->cl)) == NULL
             || !pqs_cl_encode_pub(k->cl, k->g->cl, k->cl_pub))
             return 0;
     }
@@ -102,14 +106,11 @@ static int key_share_read(pqs_oqs_key *k, const unsigned char *in, size_t len)
     size_t pq = k->sz->pq_pub, cl = k->sz->cl_pub;
     const unsigned char *pq_in = k->g->pq_first ? in : in + cl;
     const unsigned char *cl_in = k->g->pq_first ? in + pq : in;
-    if ((k->pq_pub = OPENSSL_memdup(pq_in, pq)) == NULL)
-        return 0;
+    memcpy(k->pq_pub, pq_in, pq);
     if (cl) {
-        if ((k->cl_pub = OPENSSL_memdup(cl_in, cl)) == NULL
-            || (k->cl = pqs_cl_decode_pub(k->prov->libctx, k->g->cl, cl_in, cl)) == NULL) {
-            key_clear(k);
+        memcpy(k->cl_pub, cl_in, cl);
+        if ((k->cl = pqs_cl_decode_pub(k->prov->libctx, k->g->cl, cl_in, cl)) == NULL)
             return 0;
-        }
     }
     k->has_pub = 1;
     return 1;
@@ -150,15 +151,14 @@ static void *km_dup(const void *vk, int selection)
     if (d == NULL)
         return NULL;
     if ((selection & OSSL_KEYMGMT_SELECT_PUBLIC_KEY) && k->has_pub) {
-        if ((d->pq_pub = OPENSSL_memdup(k->pq_pub, k->sz->pq_pub)) == NULL)
-            goto err;
-        if (k->sz->cl_pub && (d->cl_pub = OPENSSL_memdup(k->cl_pub, k->sz->cl_pub)) == NULL)
-            goto err;
+        memcpy(d->pq_pub, k->pq_pub, k->sz->pq_pub);
+        if (k->sz->cl_pub)
+            memcpy(d->cl_pub, k->cl_pub, k->sz->cl_pub);
         d->has_pub = 1;
     }
     if ((selection & OSSL_KEYMGMT_SELECT_PRIVATE_KEY) && k->has_priv) {
-        if ((d->pq_priv = OPENSSL_memdup(k->pq_priv, k->kem->length_secret_key)) == NULL)
-            goto err;
+        d->priv_dirty = 1;
+        memcpy(d->pq_priv, k->pq_priv, k->kem->length_secret_key);
         d->has_priv = 1;
     }
     if (k->cl != NULL && (d->has_priv || (d->has_pub && !k->has_priv))) {

@@ -22,18 +22,21 @@ typedef struct pqs_oqs_provctx {
 } pqs_oqs_provctx;
 
 /* A key: own key pair (keygen), peer public key (set from an encoded share), or empty
- * (parameters only, as libssl's ssl_generate_param_group makes it). */
+ * (parameters only, as libssl's ssl_generate_param_group makes it). One allocation per key:
+ * the struct is followed by the buffers the row's sizes fix (cl_pub, pq_pub, pq_priv), so
+ * the pointers below are set once by key_new and never freed on their own. */
 typedef struct {
     pqs_oqs_provctx *prov;
     size_t row;
     const pqs_oqs_group *g;
     const pqs_oqs_sizes *sz;
     const OQS_KEM *kem;
-    unsigned char *pq_pub;  /* sz->pq_pub bytes */
-    unsigned char *pq_priv; /* kem->length_secret_key bytes, cleansed on free */
+    unsigned char *pq_pub;  /* sz->pq_pub bytes, valid if has_pub */
+    unsigned char *pq_priv; /* kem->length_secret_key bytes, valid if has_priv; cleansed on
+                             * clear/free once anything was written there (priv_dirty) */
     EVP_PKEY *cl;           /* classical half: key pair (own) or public key (peer) */
-    unsigned char *cl_pub;  /* encoded classical public, sz->cl_pub bytes */
-    int has_pub, has_priv;
+    unsigned char *cl_pub;  /* encoded classical public, sz->cl_pub bytes (none: NULL) */
+    int has_pub, has_priv, priv_dirty;
 } pqs_oqs_key;
 
 extern const OSSL_DISPATCH pqs_oqs_kem_functions[];
