@@ -240,3 +240,11 @@ void pqs_json_header_common(pqs_json *j, const char *tool, int argc, char **argv
     pqs_json_int(j, "anchor_uncertainty_ns", m1 - m0);
     pqs_json_str_array(j, "argv", argc, argv);
 }
+
+const char *pqs_seam_provider_arg(const char *prog, const char *arg)
+{
+    if (arg[0] == '\0' || strlen(arg) >= PQS_PROVIDER_NAME_MAX)
+        pqs_usage_error(prog, "bad --provider '%s': %s, none, a provider module name or path", arg,
+                        PQS_OQSPROV_NAME);
+    return arg;
+}

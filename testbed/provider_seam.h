@@ -26,6 +26,10 @@
  * liboqs and the property query prefers it: the interop mode (see oqsprov/README.md). */
 void pqs_seam_configure(const char *kem_provider, int native_codepoints);
 
+/* A --provider value checked (not empty, shorter than PQS_PROVIDER_NAME_MAX) and returned;
+ * anything else ends the program with the usage error every --provider option gives. */
+const char *pqs_seam_provider_arg(const char *prog, const char *arg);
+
 /* Loads the providers into libctx (NULL = default library context). Returns 0, or -1 with a
  * message on stderr. Call once, before any other OpenSSL use. */
 int pqs_load_providers(OSSL_LIB_CTX *libctx);

@@ -530,10 +530,7 @@ static void parse_args(int argc, char **argv, server_cfg *cfg)
             break;
         case OPT_HELP: usage(stdout); exit(PQS_EXIT_OK);
         case OPT_PROVIDER:
-            if (optarg[0] == '\0' || strlen(optarg) >= PQS_PROVIDER_NAME_MAX)
-                pqs_usage_error(PROG, "bad --provider '%s': pqs-oqs, none, a provider module name or path",
-                                optarg);
-            cfg->provider = optarg;
+            cfg->provider = pqs_seam_provider_arg(PROG, optarg);
             break;
         case OPT_OQSNATIVE: cfg->oqs_native = 1; break;
         case OPT_LISTGROUPS: cfg->list = 1; break;

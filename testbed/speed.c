@@ -708,10 +708,7 @@ int main(int argc, char **argv)
             break;
         case OPT_OUT: cfg.out = optarg; break;
         case OPT_PROVIDER:
-            if (*optarg == '\0' || strlen(optarg) >= PQS_PROVIDER_NAME_MAX)
-                pqs_usage_error(PROG, "bad --provider '%s'; available: %s, none, or a provider module name or path",
-                                optarg, PQS_OQSPROV_NAME);
-            pqs_seam_configure(optarg, -1);
+            pqs_seam_configure(pqs_seam_provider_arg(PROG, optarg), -1);
             break;
         case OPT_OQS_NATIVE: pqs_seam_configure(NULL, 1); break;
         case OPT_NO_DIRECT: cfg.do_direct = false; break;
