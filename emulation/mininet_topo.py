@@ -31,13 +31,14 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import signal
 import subprocess
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
+from pqshake.emulation.signals import TerminateOnSignals, signals_ignored
 from pqshake.emulation import backend as backend_mod
 from pqshake.emulation import backend_netem, backend_userspace, netns
 from pqshake.emulation.profiles import Profile
@@ -128,7 +129,7 @@ class MininetTopology:
         self.commands: list[list[str]] = []
         self.final_counters: dict[str, Any] | None = None
         self._record: dict[str, Any] | None = None
-        self._old_handlers: dict[int, Any] = {}
+        self._signals = TerminateOnSignals()
         self._up = False
 
     # ---------------------------------------------------------------- names --
@@ -168,7 +169,7 @@ class MininetTopology:
 
             clean_dead()
         self.backend, self.backend_reason = backend_mod.resolve(self.requested_backend)
-        self._install_signals()
+        self._signals.install()
         try:
             self._record = netns.claim_run(
                 self.run_id, namespaces=[], backend=self.backend, profile=self.profile.name, files=[],
@@ -179,7 +180,7 @@ class MininetTopology:
             self._up = True
         except BaseException:
             self._teardown()
-            self._restore_signals()
+            self._signals.restore()
             raise
         return self
 
@@ -187,20 +188,7 @@ class MininetTopology:
         try:
             self._teardown()
         finally:
-            self._restore_signals()
-
-    def _install_signals(self) -> None:
-        if threading.current_thread() is not threading.main_thread():
-            return
-        from pqshake.emulation.topology import _raise_terminated
-
-        for s in (signal.SIGTERM, signal.SIGHUP):
-            self._old_handlers[s] = signal.signal(s, _raise_terminated)
-
-    def _restore_signals(self) -> None:
-        for s, h in self._old_handlers.items():
-            signal.signal(s, h)
-        self._old_handlers.clear()
+            self._signals.restore()
 
     def _save_record(self) -> None:
         assert self._record is not None
@@ -220,36 +208,30 @@ class MininetTopology:
     def _teardown(self) -> None:
         if self._record is None:
             return
-        blocked = {}
-        if threading.current_thread() is threading.main_thread():
-            for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-                blocked[s] = signal.signal(s, signal.SIG_IGN)
-        try:
+        # A second Ctrl-C / SIGTERM must not leave half a topology behind.
+        with signals_ignored():
             try:
-                self.final_counters = self.counters() if self._up else None
-            except Exception:  # noqa: BLE001
-                pass
-            for p in self.bulk:
-                _stop(p)
-            for e in self.emulators:
                 try:
-                    e.stop()
+                    self.final_counters = self.counters() if self._up else None
                 except Exception:  # noqa: BLE001
                     pass
-            for n in self.nodes.values():  # Mininet's own per-node teardown (SIGHUP to its shell's group)
-                try:
-                    n.terminate()
-                except Exception:  # noqa: BLE001
-                    pass
-            netns.remove_run(self._record)  # whatever is left: by the record, not by pattern
-            import shutil
-
-            shutil.rmtree(self.workdir, ignore_errors=True)
-        finally:
-            self._record = None
-            self._up = False
-            for s, h in blocked.items():
-                signal.signal(s, h)
+                for p in self.bulk:
+                    _stop(p)
+                for e in self.emulators:
+                    try:
+                        e.stop()
+                    except Exception:  # noqa: BLE001
+                        pass
+                for n in self.nodes.values():  # Mininet's own per-node teardown (SIGHUP to its shell's group)
+                    try:
+                        n.terminate()
+                    except Exception:  # noqa: BLE001
+                        pass
+                netns.remove_run(self._record)  # whatever is left: by the record, not by pattern
+                shutil.rmtree(self.workdir, ignore_errors=True)
+            finally:
+                self._record = None
+                self._up = False
 
     # ----------------------------------------------------------------- build --
     def _build(self) -> None:

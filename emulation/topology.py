@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -28,16 +26,9 @@ from typing import Any
 from pqshake.emulation import backend as backend_mod
 from pqshake.emulation import backend_netem, backend_userspace, netns
 from pqshake.emulation.profiles import Profile
+from pqshake.emulation.signals import TerminateOnSignals, signals_ignored
 from pqshake.errors import UserError
 from pqshake.paths import state_dir
-
-
-class _Terminated(SystemExit):
-    pass
-
-
-def _raise_terminated(signum, frame):  # pragma: no cover - exercised by the signal tests
-    raise _Terminated(128 + signum)
 
 
 class Topology:
@@ -69,7 +60,7 @@ class Topology:
         self.emulator: backend_userspace.Emulator | None = None
         self.final_counters: dict[str, Any] | None = None
         self._record: dict[str, Any] | None = None
-        self._old_handlers: dict[int, Any] = {}
+        self._signals = TerminateOnSignals()
         self._up = False
 
     # ------------------------------------------------------------ names --
@@ -96,7 +87,7 @@ class Topology:
 
             clean_dead()
         self.backend, self.backend_reason = backend_mod.resolve(self.requested_backend)
-        self._install_signals()
+        self._signals.install()
         try:
             self._record = netns.claim_run(
                 self.run_id, persistent=self.persistent, backend=self.backend,
@@ -107,7 +98,7 @@ class Topology:
             self._up = True
         except BaseException:
             self._teardown()
-            self._restore_signals()
+            self._signals.restore()
             raise
         return self
 
@@ -115,12 +106,12 @@ class Topology:
         try:
             self._teardown()
         finally:
-            self._restore_signals()
+            self._signals.restore()
 
     def detach(self) -> dict[str, Any]:
         """For `net up`: leave everything running; the record (persistent) lets `net down`
         remove it. The emulator was started in its own session, not tied to this process."""
-        self._restore_signals()
+        self._signals.restore()
         assert self._record is not None
         self._record["persistent"] = True
         netns.write_record(self._record)
@@ -128,43 +119,27 @@ class Topology:
         self._record = None
         return self.describe()
 
-    def _install_signals(self) -> None:
-        if threading.current_thread() is not threading.main_thread():
-            return
-        for s in (signal.SIGTERM, signal.SIGHUP):
-            self._old_handlers[s] = signal.signal(s, _raise_terminated)
-
-    def _restore_signals(self) -> None:
-        for s, h in self._old_handlers.items():
-            signal.signal(s, h)
-        self._old_handlers.clear()
-
     def _teardown(self) -> None:
         if self._record is None:
             return
         # A second Ctrl-C / SIGTERM must not leave half a topology behind.
-        blocked = {}
-        if threading.current_thread() is threading.main_thread():
-            for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-                blocked[s] = signal.signal(s, signal.SIG_IGN)
-        try:
-            if self.emulator is not None:
-                try:
-                    self.final_counters = self._normalize_userspace(self.emulator.stop())
-                except Exception:
-                    pass
-            elif self.backend == "netem" and self._up:
-                try:
-                    self.final_counters = backend_netem.read_counters(self.names)
-                except Exception:
-                    pass
-            netns.remove_run(self._record)
-            shutil.rmtree(self.workdir, ignore_errors=True)
-        finally:
-            self._record = None
-            self._up = False
-            for s, h in blocked.items():
-                signal.signal(s, h)
+        with signals_ignored():
+            try:
+                if self.emulator is not None:
+                    try:
+                        self.final_counters = self._normalize_userspace(self.emulator.stop())
+                    except Exception:
+                        pass
+                elif self.backend == "netem" and self._up:
+                    try:
+                        self.final_counters = backend_netem.read_counters(self.names)
+                    except Exception:
+                        pass
+                netns.remove_run(self._record)
+                shutil.rmtree(self.workdir, ignore_errors=True)
+            finally:
+                self._record = None
+                self._up = False
 
     # ------------------------------------------------------------- build --
     def _build(self) -> None:
