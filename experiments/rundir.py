@@ -324,21 +324,20 @@ def python_packages() -> dict:
     return out
 
 
-def tool_versions() -> dict:
-    """Versions the binaries report (their --version, if they have one)."""
+def tool_binaries() -> dict:
+    """The programs a run executes, by sha256 of the binary (their versions and the crypto
+    stack's come from the timer's header line, under `stack`)."""
+    import hashlib
+
     from pqshake.paths import build_dir
 
     out = {}
-    for name in ("pqs-timer", "pqs-server"):
+    for name in ("pqs-timer", "pqs-server", "pqs-linkemu", "pqs-probe"):
         p = build_dir() / "bin" / name
-        if os.access(p, os.X_OK):
-            v = _run([str(p), "--version"])
-            out[name] = v.splitlines()[0] if v else None
-            if v and v.lstrip().startswith("{"):
-                try:
-                    out[name] = json.loads(v)
-                except ValueError:
-                    pass
+        try:
+            out[name] = {"path": str(p), "sha256": hashlib.sha256(p.read_bytes()).hexdigest()}
+        except OSError:
+            out[name] = None
     return out
 
 
@@ -354,7 +353,7 @@ def provenance() -> dict:
         "iproute2": ip,
         "cpu": cpu_info(),
         "python_packages": python_packages(),
-        "tools": tool_versions(),
+        "tools": tool_binaries(),
         "argv": sys.argv,
     }
 
