@@ -76,6 +76,15 @@ def bench_backend(name: str, count: int, rows: list, quick: bool) -> None:
             f"err p50 {(r['p50_ns'] - 2 * one_way * 1e6) / 1e6:+.3f} ms")
         if one_way == 0:
             zero = r
+    # The same after idle gaps longer than the delay (a handshake's flights are RTT/2 apart):
+    # the emulator then departs from a deep idle state, which it must learn to wake early for.
+    for one_way in (10, 50):
+        p = prof(rtt=f"{2 * one_way}ms")
+        with Topology(p, backend=name) as t:
+            r = check.measure_rtt(t, count=min(count, 200), interval_us=4 * one_way * 1000)
+        row(f"RTT {2 * one_way} ms, probes {4 * one_way} ms apart", f"{2 * one_way:.3f} ms",
+            f"{r['p50_ns'] / 1e6:.3f} / {r['p99_ns'] / 1e6:.3f} ms",
+            f"err p50 {(r['p50_ns'] - 2 * one_way * 1e6) / 1e6:+.3f} ms")
     # jitter
     p = prof(uplink={"delay": "20ms", "jitter": "5ms", "distribution": "normal"}, downlink={"delay": "20ms"})
     with Topology(p, backend=name) as t:
