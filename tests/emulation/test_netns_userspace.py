@@ -110,23 +110,30 @@ def path_noise_ns():
 def test_jitter_distribution_ks(dist, path_noise_ns):
     """Only the uplink jitters; RTT - fixed delays should follow jitter x X plus the path's own
     noise (measured on the same path without jitter: pareto's sharp lower edge makes the test
-    sensitive to even a 0.03 sigma offset). Two-sample KS test at alpha 0.001 (a correct
-    emulator fails 1 run in 1000, given that the path noise does not depend on the jitter).
-    Probes are 25 ms apart, so order keeping (which would hold a frame behind an earlier,
-    later-due one) does not act."""
+    sensitive to even a 0.03 sigma offset). Two-sample KS test at alpha 0.001; a VM stall during
+    the 7.5 s of probes shifts a burst of them, which the noise sample cannot model, so a
+    rejection is re-tested once on a fresh topology (new seed) and the test fails only when both
+    reject: a correct emulator fails with probability 1e-6 (given that the path noise does not
+    depend on the jitter), a wrong distribution fails both times. Probes are 25 ms apart, so
+    order keeping (which would hold a frame behind an earlier, later-due one) does not act."""
     p = prof(uplink={"delay": "20ms", "jitter": "5ms", "distribution": dist}, downlink={"delay": "1ms"})
     n = 300
-    with Topology(p, backend="userspace") as topo:
-        seed = topo.seed
-        r = check.measure_rtt(topo, count=n, interval_us=25_000)
-    x = (np.array(r["samples_ns"], dtype=float) - 21e6) / 5e6  # standardised: X + noise
     rng = np.random.default_rng(20261121)
     q = (np.arange(20_000) + 0.5) / 20_000
     ref = check.dist_quantile(dist, q) + rng.choice(path_noise_ns, q.size) / 5e6
-    ks = stats.ks_2samp(x, ref)
-    report(f"jitter {dist}", {"ks_D": ks.statistic, "p": ks.pvalue, "n": len(x)})
-    assert len(x) == n
-    assert ks.pvalue > 0.001, f"KS D={ks.statistic:.3f} p={ks.pvalue:.2g} (seed {seed})"
+    tries = []
+    for _ in range(2):
+        with Topology(p, backend="userspace") as topo:
+            seed = topo.seed
+            r = check.measure_rtt(topo, count=n, interval_us=25_000)
+        x = (np.array(r["samples_ns"], dtype=float) - 21e6) / 5e6  # standardised: X + noise
+        assert len(x) == n
+        ks = stats.ks_2samp(x, ref)
+        tries.append(f"D={ks.statistic:.3f} p={ks.pvalue:.2g} (seed {seed})")
+        report(f"jitter {dist}", {"ks_D": ks.statistic, "p": ks.pvalue, "n": len(x), "try": len(tries)})
+        if ks.pvalue > 0.001:
+            return
+    raise AssertionError(f"KS rejects {dist} on two independent runs: {'; '.join(tries)}")
 
 
 def test_order_kept_under_jitter():

@@ -133,25 +133,33 @@ def test_jitter_distribution_ks(devnet, tmp_path, dist, quantile):
     configuration. What is measured is the configured delay plus the path's own latency noise
     (wake-ups, the probe's stack: tens of us, rare ms tails), so the expectation is the
     configured distribution convolved with that noise, measured on the same wire without jitter
-    (RTT - 5 ms). Two-sample KS test, measured vs configured+noise, alpha = 0.001: a perfect
-    emulator fails with probability 0.1 % (given that noise does not depend on the jitter)."""
+    (RTT - 5 ms). Two-sample KS test, measured vs configured+noise, alpha = 0.001. A VM stall
+    during the 1.5 s of probes shifts a burst of consecutive probes, which the noise sample
+    cannot model, so a rejection is re-tested once on fresh probes and the test fails only when
+    both reject: a correct emulator fails with probability 1e-6 (given that the noise does not
+    depend on the jitter), a wrong distribution fails both times."""
     import random
     with devnet.emu("delay_ns=5000000", "", tmp=tmp_path):
         base_lines, _ = devnet.probe(1000, 1000)
     noise = [r - 5.0 for r in rtts_ms(base_lines)]
     jitter_ns = 2000000 if dist == "uniform" else 1000000
     spec = f"delay_ns=5000000,jitter_ns={jitter_ns},dist={dist},keep_order=0"
-    with devnet.emu(spec, "", tmp=tmp_path) as emu:
-        lines, summary = devnet.probe(1500, 1000)
-    assert emu["rc"] == 0
-    sample = rtts_ms(lines)
-    assert len(sample) == 1500
     rng = random.Random(20261121)
     expected = [quantile(rng.random()) + rng.choice(noise) for _ in range(6000)]
-    d = ks2_stat(sample, expected)
-    crit = ks2_crit(len(sample), len(expected))
-    print(f"{dist}: KS D={d:.4f} crit={crit:.4f}")
-    assert d < crit, d
+    results = []
+    for attempt in range(2):
+        with devnet.emu(spec, "", tmp=tmp_path) as emu:
+            lines, summary = devnet.probe(1500, 1000)
+        assert emu["rc"] == 0
+        sample = rtts_ms(lines)
+        assert len(sample) == 1500
+        d = ks2_stat(sample, expected)
+        crit = ks2_crit(len(sample), len(expected))
+        results.append(round(d, 4))
+        print(f"{dist}: KS D={d:.4f} crit={crit:.4f} (try {attempt + 1})")
+        if d < crit:
+            return
+    raise AssertionError(f"{dist}: KS D {results} >= {crit:.4f} on two independent samples")
 
 
 def test_keep_order_shapes_delay(devnet, tmp_path):
