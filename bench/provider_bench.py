@@ -26,13 +26,15 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 BUILD = Path(os.environ.get("PQS_BUILD", REPO / "build")).resolve()
 sys.path.insert(0, str(REPO))
 from pqshake.registry import load_registry  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import testbed_bench  # noqa: E402
 
 NATIVE_REF = ["x25519", "MLKEM768", "X25519MLKEM768"]
 
@@ -77,22 +79,8 @@ def overhead(groups, rounds):
 
 
 def start_server(workdir, groups):
-    log = workdir / "server.log"
-    proc = subprocess.Popen([str(BUILD / "bin" / "pqs-server"), "--listen", "127.0.0.1:0", "--cert-dir",
-                             str(workdir), "--log", str(log), "--groups", ":".join(groups), "--threads", "2",
-                             "--fsync", "0"], stdout=subprocess.DEVNULL)
-    for _ in range(600):
-        if log.exists():
-            for ln in log.read_text().splitlines():
-                try:
-                    rec = json.loads(ln)
-                except ValueError:
-                    continue
-                if rec.get("type") == "ready":
-                    return proc, rec["listen"], str(workdir / "ca.pem")
-        time.sleep(0.05)
-    proc.kill()
-    raise SystemExit("pqs-server did not become ready")
+    """pqs-server offering `groups` (the same start-up and readiness wait as testbed_bench)."""
+    return testbed_bench.start_server(workdir, ":".join(groups))
 
 
 def handshakes(groups, seconds):
