@@ -2,12 +2,21 @@
  *
  *   pqs-probe --serve ADDR:PORT
  *   pqs-probe --connect ADDR:PORT --count N --interval-us N --size BYTES
- *             [--df] [--timeout-ms N]
+ *             [--df] [--timeout-ms N] [--two-step]
  *
  * rtt_ns is the network round trip: (client kernel receive timestamp -
  * client send time) - (reflector residence time, from its kernel receive
  * timestamp to just before its send).  So the scheduling latency of both
- * programs is excluded; rtt_raw_ns keeps the plain difference. */
+ * programs is excluded; rtt_raw_ns keeps the plain difference.
+ *
+ * --two-step (as PTP does it): the reflector's "just before its send" is a
+ * userspace clock read, so a send path that is cold after an idle gap
+ * (~20 us here) would count as network time.  A two-step probe asks the
+ * reflector for its kernel transmit timestamp of the echo; the reflector
+ * sends a follow-up datagram with the residence from kernel receive to
+ * kernel transmit once that timestamp is on its error queue.  It never waits
+ * for it: the echo loop polls both queues, so a follow-up never delays an
+ * echo.  A probe whose follow-up is lost keeps the one-step residence. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
@@ -29,7 +38,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAGIC 0x50515350u /* "PQSP" */
+#define MAGIC 0x50515350u          /* "PQSP": one-step probe and its echo */
+#define MAGIC_TWO_STEP 0x50515354u /* "PQST": probe asking for a follow-up */
+#define MAGIC_FOLLOW 0x50515346u   /* "PQSF": follow-up, residence kernel rx -> kernel tx */
 #define HDR_SIZE 32
 #define MAX_SIZE 65507
 
@@ -45,6 +56,8 @@ struct result {
 	int64_t rtt, raw;
 	int64_t tx_kernel;    /* kernel software tx timestamp (mono), 0 = none */
 	int64_t send_ns, rx_mono, residence;
+	int64_t residence_two_step; /* from the follow-up; valid if followed */
+	uint8_t followed;
 	uint8_t state; /* 0 pending, 1 ok, 2 send error */
 	uint8_t err;   /* 1 emsgsize, 2 other */
 };
@@ -60,6 +73,8 @@ struct probe {
 	atomic_uint nsent_ok;
 	atomic_uint received;
 	atomic_uint dups;
+	atomic_uint followups;
+	bool two_step;
 	atomic_int sending_done;
 	atomic_llong deadline; /* mono ns; valid once sending_done */
 	int64_t timeout_ns;
@@ -86,7 +101,7 @@ static void die(int code, const char *fmt, ...)
 static void print_help(void)
 {
 	fputs("usage: pqs-probe --serve ADDR:PORT\n"
-	      "       pqs-probe --connect ADDR:PORT --count N --interval-us N --size BYTES [--df] [--timeout-ms N]\n"
+	      "       pqs-probe --connect ADDR:PORT --count N --interval-us N --size BYTES [--df] [--timeout-ms N] [--two-step]\n"
 	      "UDP timestamping probe: --serve echoes probes; --connect sends N probes and prints one\n"
 	      "JSON line per probe ({\"seq\":..,\"ok\":true,\"rtt_ns\":..} or \"ok\":false when lost)\n"
 	      "and a summary line. rtt_ns is the network RTT from kernel timestamps, less the\n"
@@ -96,6 +111,8 @@ static void print_help(void)
 	      "  --size BYTES       UDP payload size\n"
 	      "  --df               don't fragment: a datagram above the path MTU fails (path-MTU checks)\n"
 	      "  --timeout-ms N     how long to wait for the last replies\n"
+	      "  --two-step         the reflector follows each echo with its kernel transmit time, so its\n"
+	      "                     residence ends at the kernel's send, not at its own clock read\n"
 	      "  --help             this text\n"
 	      "Exit status: 0 done, 1 environment error, 2 bad usage.\n",
 	      stdout);
@@ -109,7 +126,7 @@ static void usage(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputs(" (usage: pqs-probe --serve ADDR:PORT | --connect ADDR:PORT --count N "
-	      "--interval-us N --size BYTES [--df] [--timeout-ms N])\n",
+	      "--interval-us N --size BYTES [--df] [--timeout-ms N] [--two-step])\n",
 	      stderr);
 	exit(2);
 }
@@ -167,43 +184,154 @@ static int udp_socket(void)
 }
 
 /* ------------------------------------------------------------- server -- */
+/* Two-step echoes whose kernel transmit timestamp has not been read yet, by
+ * seq modulo the table size; a slot is checked against session and seq, so
+ * a stale or overwritten slot only costs that probe its follow-up. */
+#define PENDING 4096
+
+struct pending {
+	uint64_t session;
+	uint32_t seq;
+	bool used;
+	int64_t rx_real; /* kernel receive timestamp of the probe */
+	struct sockaddr_in peer;
+};
+
+struct reflector {
+	int fd;
+	struct pending slot[PENDING];
+};
+
+static void send_echo(struct reflector *r, unsigned char *buf, size_t n, struct probe_hdr *h,
+		      const struct sockaddr_in *peer, int64_t rx)
+{
+	int64_t now = ts_ns(CLOCK_REALTIME);
+	h->residence_ns = (rx > 0 && now >= rx && now - rx < 1000000000LL) ? now - rx : 0;
+	memcpy(buf, h, sizeof(*h));
+	struct iovec iov = {buf, n};
+	union {
+		char b[CMSG_SPACE(sizeof(uint32_t))];
+		struct cmsghdr align;
+	} ctl;
+	struct msghdr mh = {.msg_name = (void *)peer, .msg_namelen = sizeof(*peer),
+			    .msg_iov = &iov, .msg_iovlen = 1};
+	bool two_step = h->magic == MAGIC_TWO_STEP && rx > 0;
+	if (two_step) {
+		/* ask for a software transmit timestamp of this datagram only */
+		memset(&ctl, 0, sizeof(ctl));
+		mh.msg_control = ctl.b;
+		mh.msg_controllen = sizeof(ctl.b);
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SO_TIMESTAMPING;
+		c->cmsg_len = CMSG_LEN(sizeof(uint32_t));
+		uint32_t f = SOF_TIMESTAMPING_TX_SOFTWARE;
+		memcpy(CMSG_DATA(c), &f, sizeof(f));
+	}
+	/* best effort; a failed echo is a lost probe for the client */
+	if (sendmsg(r->fd, &mh, 0) < 0 || !two_step)
+		return;
+	struct pending *p = &r->slot[h->seq % PENDING];
+	p->session = h->session;
+	p->seq = h->seq;
+	p->rx_real = rx;
+	p->peer = *peer;
+	p->used = true;
+}
+
+/* Transmit timestamps of two-step echoes: each comes back with a copy of the
+ * frame (headers first), where the probe header is found by its magic. */
+static void send_followups(struct reflector *r)
+{
+	unsigned char data[256];
+	char ctrl[512];
+	for (;;) {
+		struct iovec iov = {data, sizeof(data)};
+		struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1,
+				    .msg_control = ctrl, .msg_controllen = sizeof(ctrl)};
+		ssize_t n = recvmsg(r->fd, &mh, MSG_ERRQUEUE | MSG_DONTWAIT);
+		if (n < 0)
+			return;
+		int64_t tx = -1;
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPING) {
+				struct scm_timestamping t;
+				memcpy(&t, CMSG_DATA(c), sizeof(t));
+				tx = (int64_t)t.ts[0].tv_sec * 1000000000LL + t.ts[0].tv_nsec;
+			}
+		}
+		if (tx <= 0)
+			continue;
+		size_t len = (size_t)n < sizeof(data) ? (size_t)n : sizeof(data);
+		for (size_t off = 0; off + HDR_SIZE <= len; off++) {
+			struct probe_hdr h;
+			memcpy(&h, data + off, sizeof(h));
+			if (h.magic != MAGIC_TWO_STEP)
+				continue;
+			struct pending *p = &r->slot[h.seq % PENDING];
+			if (!p->used || p->session != h.session || p->seq != h.seq)
+				break;
+			p->used = false;
+			int64_t res = tx - p->rx_real;
+			if (res < 0 || res >= 1000000000LL)
+				break;
+			struct probe_hdr f = {.magic = MAGIC_FOLLOW, .seq = h.seq, .send_ns = h.send_ns,
+					      .residence_ns = res, .session = h.session};
+			(void)sendto(r->fd, &f, sizeof(f), 0, (struct sockaddr *)&p->peer, sizeof(p->peer));
+			break;
+		}
+	}
+}
+
 static int serve(const char *addr)
 {
+	static struct reflector R;
+	struct reflector *r = &R;
 	struct sockaddr_in sa, peer;
 	static unsigned char buf[MAX_SIZE + 1];
-	char ctrl[128];
+	char ctrl[256];
 
 	parse_addr(addr, &sa);
-	int fd = udp_socket();
+	r->fd = udp_socket();
 	int one = 1;
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+	setsockopt(r->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	/* report software stamps; which sends are stamped is chosen per echo */
+	int tsflags = SOF_TIMESTAMPING_SOFTWARE;
+	if (setsockopt(r->fd, SOL_SOCKET, SO_TIMESTAMPING, &tsflags, sizeof(tsflags)) < 0)
+		fprintf(stderr, "pqs-probe: warning: no tx timestamps (two-step probes get no follow-up): %s\n",
+			strerror(errno));
+	if (bind(r->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 		die(1, "bind %s: %s", addr, strerror(errno));
 	printf("{\"type\":\"serving\",\"addr\":\"%s\"}\n", addr);
 	fflush(stdout);
 	for (;;) {
-		struct iovec iov = {buf, sizeof(buf)};
-		struct msghdr mh = {.msg_name = &peer, .msg_namelen = sizeof(peer),
-				    .msg_iov = &iov, .msg_iovlen = 1,
-				    .msg_control = ctrl, .msg_controllen = sizeof(ctrl)};
-		ssize_t n = recvmsg(fd, &mh, 0);
-		if (n < 0) {
+		struct pollfd pfd = {r->fd, POLLIN, 0};
+		if (poll(&pfd, 1, -1) < 0) {
 			if (errno == EINTR)
 				continue;
-			die(1, "recvmsg: %s", strerror(errno));
+			die(1, "poll: %s", strerror(errno));
 		}
-		if (n < HDR_SIZE)
-			continue;
-		struct probe_hdr h;
-		memcpy(&h, buf, sizeof(h));
-		if (h.magic != MAGIC)
-			continue;
-		int64_t rx = rx_stamp(&mh);
-		int64_t now = ts_ns(CLOCK_REALTIME);
-		h.residence_ns = (rx > 0 && now >= rx && now - rx < 1000000000LL) ? now - rx : 0;
-		memcpy(buf, &h, sizeof(h));
-		/* best effort; a failed echo is a lost probe for the client */
-		(void)sendto(fd, buf, (size_t)n, 0, (struct sockaddr *)&peer, mh.msg_namelen);
+		/* echoes first: they are what the client times */
+		for (;;) {
+			struct iovec iov = {buf, sizeof(buf)};
+			struct msghdr mh = {.msg_name = &peer, .msg_namelen = sizeof(peer),
+					    .msg_iov = &iov, .msg_iovlen = 1,
+					    .msg_control = ctrl, .msg_controllen = sizeof(ctrl)};
+			ssize_t n = recvmsg(r->fd, &mh, MSG_DONTWAIT);
+			if (n < 0) {
+				if (errno == EINTR)
+					continue;
+				break; /* EAGAIN, or an ICMP error for an earlier echo */
+			}
+			if (n < HDR_SIZE || mh.msg_namelen != sizeof(peer))
+				continue;
+			struct probe_hdr h;
+			memcpy(&h, buf, sizeof(h));
+			if (h.magic != MAGIC && h.magic != MAGIC_TWO_STEP)
+				continue;
+			send_echo(r, buf, (size_t)n, &h, &peer, rx_stamp(&mh));
+		}
+		send_followups(r);
 	}
 	return 0;
 }
@@ -252,7 +380,8 @@ static void *rx_thread(void *arg)
 	char ctrl[128];
 
 	for (;;) {
-		if (atomic_load(&p->received) >= p->count)
+		if (atomic_load(&p->received) >= p->count &&
+		    (!p->two_step || atomic_load(&p->followups) >= p->count))
 			break;
 		if (atomic_load(&p->sending_done) && ts_ns(CLOCK_MONOTONIC) >= atomic_load(&p->deadline))
 			break;
@@ -275,7 +404,18 @@ static void *rx_thread(void *arg)
 				continue;
 			struct probe_hdr h;
 			memcpy(&h, buf, sizeof(h));
-			if (h.magic != MAGIC || h.session != p->session || h.seq >= p->count)
+			if (h.session != p->session || h.seq >= p->count)
+				continue;
+			if (h.magic == MAGIC_FOLLOW) {
+				struct result *res = &p->res[h.seq];
+				if (!res->followed && h.residence_ns >= 0 && h.residence_ns < 1000000000LL) {
+					res->residence_two_step = h.residence_ns;
+					res->followed = 1;
+					atomic_fetch_add(&p->followups, 1);
+				}
+				continue;
+			}
+			if (h.magic != (p->two_step ? MAGIC_TWO_STEP : MAGIC))
 				continue;
 			int64_t rx = rx_stamp(&mh);
 			int64_t rx_mono = mono;
@@ -314,13 +454,14 @@ static int64_t pct(const int64_t *v, size_t n, double q)
 }
 
 static int client(const char *addr, long long count, long long interval_us, long long size,
-		  bool df, long long timeout_ms)
+		  bool df, long long timeout_ms, bool two_step)
 {
 	static struct probe P;
 	struct probe *p = &P;
 	struct sockaddr_in sa;
 
 	parse_addr(addr, &sa);
+	p->two_step = two_step;
 	p->count = (uint32_t)count;
 	p->timeout_ns = timeout_ms * 1000000LL;
 	p->res = calloc((size_t)count + 1, sizeof(*p->res));
@@ -352,7 +493,8 @@ static int client(const char *addr, long long count, long long interval_us, long
 		struct timespec ts = {at / 1000000000LL, at % 1000000000LL};
 		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
 			;
-		struct probe_hdr h = {.magic = MAGIC, .seq = i, .session = p->session};
+		struct probe_hdr h = {.magic = two_step ? MAGIC_TWO_STEP : MAGIC, .seq = i,
+				      .session = p->session};
 		h.send_ns = ts_ns(CLOCK_MONOTONIC);
 		memcpy(buf, &h, sizeof(h));
 		ssize_t r;
@@ -374,11 +516,15 @@ static int client(const char *addr, long long count, long long interval_us, long
 	read_errqueue(p);
 	for (uint32_t id = 0; id < atomic_load(&p->nsent_ok); id++)
 		p->res[p->id_to_seq[id]].tx_kernel = p->tx_by_id[id];
-	uint32_t with_txts = 0;
+	uint32_t with_txts = 0, with_followup = 0;
 	for (uint32_t i = 0; i < p->count; i++) {
 		struct result *r = &p->res[i];
 		if (r->state != 1)
 			continue;
+		if (r->followed) {
+			r->residence = r->residence_two_step;
+			with_followup++;
+		}
 		int64_t tx = r->send_ns;
 		/* the kernel tx stamp is later than our clock read; use it
 		 * unless it is implausible */
@@ -417,11 +563,12 @@ static int client(const char *addr, long long count, long long interval_us, long
 	qsort(rtts, nok, sizeof(int64_t), cmp_i64);
 	printf("{\"type\":\"summary\",\"sent\":%u,\"received\":%zu,\"lost\":%zu,"
 	       "\"emsgsize\":%u,\"send_errors\":%u,\"duplicates\":%u,\"tx_timestamps\":%u,"
+	       "\"two_step\":%u,"
 	       "\"size\":%lld,\"df\":%s,"
 	       "\"min_ns\":%" PRId64 ",\"p50_ns\":%" PRId64 ",\"p90_ns\":%" PRId64
 	       ",\"p99_ns\":%" PRId64 ",\"max_ns\":%" PRId64 ",\"mean_ns\":%.0f}\n",
 	       p->count - emsg - serr, nok, (size_t)p->count - nok, emsg, serr,
-	       atomic_load(&p->dups), with_txts, size, df ? "true" : "false", nok ? rtts[0] : 0,
+	       atomic_load(&p->dups), with_txts, with_followup, size, df ? "true" : "false", nok ? rtts[0] : 0,
 	       pct(rtts, nok, 0.5), pct(rtts, nok, 0.9), pct(rtts, nok, 0.99),
 	       nok ? rtts[nok - 1] : 0, nok ? sum / (double)nok : 0.0);
 	fflush(stdout);
@@ -438,7 +585,7 @@ int main(int argc, char **argv)
 {
 	const char *serve_addr = NULL, *conn = NULL;
 	long long count = -1, interval = -1, size = -1, timeout = 1000;
-	bool df = false;
+	bool df = false, two_step = false;
 	static const struct option lo[] = {
 		{"serve", required_argument, NULL, 's'},
 		{"connect", required_argument, NULL, 'c'},
@@ -447,6 +594,7 @@ int main(int argc, char **argv)
 		{"size", required_argument, NULL, 'z'},
 		{"df", no_argument, NULL, 'D'},
 		{"timeout-ms", required_argument, NULL, 't'},
+		{"two-step", no_argument, NULL, 'T'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -460,6 +608,7 @@ int main(int argc, char **argv)
 		case 'i': interval = num("--interval-us", optarg, 0, 60000000); break;
 		case 'z': size = num("--size", optarg, HDR_SIZE, MAX_SIZE); break;
 		case 'D': df = true; break;
+		case 'T': two_step = true; break;
 		case 't': timeout = num("--timeout-ms", optarg, 0, 3600000); break;
 		case 'h': print_help(); exit(0);
 		case ':': usage("option %s needs a value", argv[optind - 1]); break;
@@ -470,9 +619,11 @@ int main(int argc, char **argv)
 		usage("unexpected argument \"%s\"", argv[optind]);
 	if (!!serve_addr == !!conn)
 		usage("exactly one of --serve and --connect is required");
+	if (serve_addr && two_step)
+		usage("--two-step is a --connect option (the reflector always offers follow-ups)");
 	if (serve_addr)
 		return serve(serve_addr);
 	if (count < 0 || interval < 0 || size < 0)
 		usage("--connect needs --count, --interval-us and --size");
-	return client(conn, count, interval, size, df, timeout);
+	return client(conn, count, interval, size, df, timeout, two_step);
 }

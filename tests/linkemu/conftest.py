@@ -104,12 +104,14 @@ class DevNet:
             if stats.exists():
                 info["stats"] = json.loads(stats.read_text())
 
-    def probe(self, count, interval_us, size=64, df=False, timeout_ms=2000):
+    def probe(self, count, interval_us, size=64, df=False, timeout_ms=2000, two_step=False):
         cmd = self.nsexec("client", self.bins / "pqs-probe", "--connect",
                           f"{SERVER_IP}:{PROBE_PORT}", "--count", count, "--interval-us",
                           interval_us, "--size", size, "--timeout-ms", timeout_ms)
         if df:
             cmd.append("--df")
+        if two_step:
+            cmd.append("--two-step")
         out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
         lines = [json.loads(x) for x in out.splitlines()]
         return lines[:-1], lines[-1]

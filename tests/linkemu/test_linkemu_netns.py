@@ -278,3 +278,35 @@ def test_rate_tcp_goodput(devnet, tmp_path, rate):
     want = rate * 1448 / 1514
     print(f"rate {rate}: goodput {got / 1e6:.3f} Mbit/s, want {want / 1e6:.3f}")
     assert abs(got / want - 1) < 0.01
+
+
+def test_two_step_probe(devnet, tmp_path):
+    """--two-step: every echo gets a follow-up (no loss configured), the follow-up's residence
+    (kernel rx -> kernel tx) is what is subtracted, and answering follow-ups never holds an
+    echo back. Interleaved one-step / two-step rounds on the same emulator, probes 25 ms apart
+    (the idle case two-step exists for). Bounds are loose: a follow-up can only remove the
+    reflector's send-path time (tens of us), so two-step may not be above one-step by more than
+    noise (0.1 ms on the median), and both stay within 0.3 ms of the configured 21 ms."""
+    up, down = "delay_ns=20000000", "delay_ns=1000000"
+    n = 120
+    with devnet.emu(up, down, tmp=tmp_path) as emu:
+        one_lines, one = devnet.probe(n, 25_000)
+        two_lines, two = devnet.probe(n, 25_000, two_step=True)
+        fast_lines, fast = devnet.probe(1000, 1000, two_step=True)
+    assert emu["rc"] == 0, emu["stderr"]
+    assert one["two_step"] == 0 and one["received"] == n
+    assert two["received"] == n and two["two_step"] == n, two
+    assert fast["received"] == 1000 and fast["two_step"] >= 990, fast
+    # the emulator forwarded the follow-ups as frames of their own (one per echo)
+    assert emu["stats"]["down"]["forwarded"] >= n + 2 * n + 2 * 1000 - 10, emu["stats"]["down"]
+    p50_one, p50_two = one["p50_ns"] / 1e6, two["p50_ns"] / 1e6
+    print(f"one-step p50 {p50_one:.4f} ms, two-step p50 {p50_two:.4f} ms, "
+          f"two-step at 1 ms p50 {fast['p50_ns'] / 1e6:.4f} p99 {fast['p99_ns'] / 1e6:.4f} ms")
+    assert p50_two <= p50_one + 0.1
+    for p50 in (p50_one, p50_two, fast["p50_ns"] / 1e6):
+        assert abs(p50 - 21) <= 0.3
+    # raw RTT minus the corrected one is the residence: positive, under 10 ms
+    for x in two_lines:
+        assert 0 < x["rtt_raw_ns"] - x["rtt_ns"] < 10_000_000, x
+    # echoes are not held back behind follow-ups: the 1 ms stream's p99 stays near the median
+    assert fast["p99_ns"] / 1e6 - 21 <= 5.0, fast
