@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -38,19 +39,36 @@
 #ifndef PACKET_QDISC_BYPASS
 #define PACKET_QDISC_BYPASS 20
 #endif
+#ifndef PACKET_FANOUT_CPU
+#define PACKET_FANOUT_CPU 2
+#endif
+
+/* One receive socket per CPU and interface (PACKET_FANOUT_CPU hands a frame
+ * to socket "CPU it arrived on"), one worker thread per allowed CPU, pinned
+ * there.  Why: a veth frame is received on its sender's CPU, and waking a
+ * thread that sleeps on another, idle vCPU costs ~20 us on a VM (an IPI and a
+ * halt exit), which no calibration can remove at zero delay; waking the
+ * worker of the same CPU costs a few us. */
+#define MAX_SOCKS 64
+#define MAX_WORKERS 16
 
 #define LATE_THRESHOLD_NS 100000 /* "late": sent > 100 us after its target */
 #define RX_BATCH 32
 #define RX_BUF 65600 /* any frame a packet socket can hand us without GRO */
 #define LOAD_PERIOD_NS 100000000LL /* adaptive busy-wait / RT control period */
+/* A worker that busy-waited more than this share of a period does not in the
+ * next: at high frame rates (back-to-back departures) the spin would take
+ * the CPU from the endpoint on the same CPU that feeds the link. */
+#define SPIN_SHARE_MAX 0.25
 #define DEFAULT_CALIBRATE_NS 5000
 #define DEFAULT_BUSY_WAIT_US 50
 #define DEFAULT_RT_PRIORITY 50
-/* The watchdog thread (on another CPU) sends frames the main thread has not
- * sent this long after their target: covers the main thread's wake-up
- * stalls (a PREEMPT_NONE kernel with busy CPUs delays even SCHED_FIFO
- * wake-ups by up to milliseconds now and then). */
+/* A worker sends frames of a direction it does not own this long after
+ * their target if the owner has not: covers the owner's wake-up stalls (a
+ * PREEMPT_NONE kernel with busy CPUs delays even SCHED_FIFO wake-ups by up
+ * to milliseconds now and then). */
 #define WATCHDOG_GRACE_NS 25000
+#define WAKE_MARGIN_MAX_NS 500000LL /* never spin longer than this for a wake-up */
 
 struct dir_stats {
 	uint64_t rx_frames, rx_bytes;
@@ -63,6 +81,8 @@ struct dir_stats {
 struct dir_state {
 	const char *name;        /* "up" / "down" */
 	int in, out;             /* index into emu.ifc[] */
+	int owner;               /* worker that received this direction's last frame:
+				  * it times the departures, the others watch */
 	struct pqs_dir_sched sched;
 	struct pqs_heap heap;
 	uint64_t seq;
@@ -72,15 +92,42 @@ struct dir_state {
 
 struct ifc {
 	const char *name;
-	int ifindex, mtu, fd;
+	int ifindex, mtu;
+	int fd[MAX_SOCKS];       /* fd[k] receives frames that arrive on CPU k; fd[0] sends */
 };
 
-/* All mutable emulator state lives here. */
+struct emu;
+
+/* One per allowed CPU; worker 0 is the main thread (it also owns the signalfd). */
+struct worker {
+	struct emu *e;
+	int idx, cpu;            /* cpu: pinned to it, -1 when pinning failed */
+	pthread_t th;
+	int epfd, tfd;
+	int64_t timer_armed;     /* absolute ns the timerfd is set to, 0 = none */
+	bool armed_self;         /* set by this worker (its wake-up latency is learned) */
+	/* How late the timer fires after an idle period (the VM's wake-up latency from a deep
+	 * idle state can exceed the fixed busy-wait: ~100 us seen after 20 ms idle). Learned
+	 * from every own timer wake: quick to rise, slow to fall; the worker wakes this much
+	 * earlier (plus busy_ns) and busy-waits to the departure, so it is not late. */
+	int64_t wake_margin_ns;
+	bool spin_allowed;       /* adaptive: false while this worker is busy */
+	int rt_prio_active;
+	int64_t period_start, period_cpu, period_spin;
+	unsigned char *rxbuf;    /* RX_BATCH * RX_BUF */
+	struct mmsghdr msgs[RX_BATCH];
+	struct iovec iov[RX_BATCH];
+	char ctrl[RX_BATCH][64];
+};
+
+/* All mutable emulator state lives here; the lock protects everything
+ * except the fds, which do not change after start.  A worker holds the lock
+ * except while in epoll_wait. */
 struct emu {
 	struct ifc ifc[2];
+	int nsock;               /* receive sockets per interface */
 	struct dir_state dir[2];
-	int epfd, tfd, sfd;
-	int64_t timer_armed;     /* absolute ns the timerfd is set to, 0 = none */
+	int sfd, stopfd;
 	/* options */
 	uint64_t seed;
 	int rt_priority;         /* requested; 0 = do not try */
@@ -88,33 +135,17 @@ struct emu {
 	const char *stats_path, *ready_path;
 	/* runtime */
 	bool rt_active;
-	int rt_prio_active;
 	char rt_error[160];
 	uint64_t rt_demotions;
-	bool spin_allowed;       /* adaptive: false while the CPU is busy */
-	/* How late the timer fires after an idle period (the VM's wake-up latency from a deep
-	 * idle state can exceed the fixed busy-wait: ~100 us seen after 20 ms idle). Learned
-	 * from every timer wake: quick to rise, slow to fall; the emulator wakes this much
-	 * earlier (plus busy_ns) and busy-waits to the departure, so it is not late. */
-	int64_t wake_margin_ns;
-	int64_t period_start, period_cpu, period_spin, spin_ns_total;
+	int64_t spin_ns_total;
 	uint64_t busy_disabled_periods;
 	int64_t t_start;
-	unsigned char *rxbuf;    /* RX_BATCH * RX_BUF */
-	/* watchdog thread; the lock protects everything above and below
-	 * except the fds, which are not changed after start */
 	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	pthread_t watchdog;
-	bool watchdog_on, watchdog_started, stop;
-	int cpu_main, cpu_watchdog;  /* last CPU of the main thread / the CPU
-				      * excluded from the watchdog's mask */
-	cpu_set_t allowed;
-	int64_t watchdog_wake;   /* when the watchdog will look next */
-	uint64_t watchdog_sent;
-	struct mmsghdr msgs[RX_BATCH];
-	struct iovec iov[RX_BATCH];
-	char ctrl[RX_BATCH][64];
+	bool stop;
+	struct worker w[MAX_WORKERS];
+	int nworkers;
+	uint64_t watchdog_sent;  /* frames a worker sent for a direction it does not own,
+				  * WATCHDOG_GRACE_NS after their target */
 };
 
 /* ------------------------------------------------------------ helpers -- */
@@ -132,10 +163,10 @@ static int64_t real_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-static int64_t cpu_ns(void)
+static int64_t thread_cpu_ns(void)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
@@ -211,43 +242,34 @@ static void json_str(FILE *f, const char *s)
 }
 
 /* ------------------------------------------------------------ sockets -- */
-static void open_iface(struct ifc *ic)
+static int open_socket(struct ifc *ic)
 {
 	struct ifreq ifr;
-
-	if (strlen(ic->name) >= IFNAMSIZ)
-		die(1, "interface %s not found (name too long)", ic->name);
-	ic->ifindex = (int)if_nametoindex(ic->name);
-	if (!ic->ifindex)
-		die(1, "interface %s not found", ic->name);
-
 	/* protocol 0: receive nothing until bound to the interface */
-	ic->fd = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (ic->fd < 0)
+	int fd = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
 		die(1, "socket(AF_PACKET) failed: %s - run as root or with CAP_NET_RAW",
 		    strerror(errno));
 
 	memset(&ifr, 0, sizeof(ifr));
 	snprintf(ifr.ifr_name, IFNAMSIZ, "%s", ic->name);
-	if (ioctl(ic->fd, SIOCGIFMTU, &ifr) < 0)
+	if (ioctl(fd, SIOCGIFMTU, &ifr) < 0)
 		die(1, "SIOCGIFMTU %s: %s", ic->name, strerror(errno));
 	ic->mtu = ifr.ifr_mtu;
-	if (ioctl(ic->fd, SIOCGIFFLAGS, &ifr) == 0 && !(ifr.ifr_flags & IFF_UP))
-		fprintf(stderr, "pqs-linkemu: warning: interface %s is down\n", ic->name);
 
 	int one = 1, sz = 16 << 20;
-	if (setsockopt(ic->fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one)) < 0)
+	if (setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one)) < 0)
 		die(1, "setsockopt(PACKET_IGNORE_OUTGOING) on %s: %s (kernel >= 4.20 needed)",
 		    ic->name, strerror(errno));
 	/* optional: skip the (noqueue) qdisc layer on transmit */
-	(void)setsockopt(ic->fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one));
-	if (setsockopt(ic->fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz)) < 0)
-		(void)setsockopt(ic->fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
-	if (setsockopt(ic->fd, SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof(sz)) < 0)
-		(void)setsockopt(ic->fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	(void)setsockopt(fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one));
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz)) < 0)
+		(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof(sz)) < 0)
+		(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
 	/* kernel receive timestamps: the arrival time is taken before our
 	 * wake-up latency, so that latency does not add to the delay */
-	if (setsockopt(ic->fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one)) < 0)
+	if (setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one)) < 0)
 		fprintf(stderr, "pqs-linkemu: warning: SO_TIMESTAMPNS: %s\n", strerror(errno));
 
 	struct sockaddr_ll sll;
@@ -255,14 +277,46 @@ static void open_iface(struct ifc *ic)
 	sll.sll_family = AF_PACKET;
 	sll.sll_protocol = htons(ETH_P_ALL);
 	sll.sll_ifindex = ic->ifindex;
-	if (bind(ic->fd, (struct sockaddr *)&sll, sizeof(sll)) < 0)
+	if (bind(fd, (struct sockaddr *)&sll, sizeof(sll)) < 0)
 		die(1, "bind(AF_PACKET, %s): %s", ic->name, strerror(errno));
+	return fd;
+}
 
+/* nsock sockets on one interface; with more than one they form a
+ * PACKET_FANOUT_CPU group, so fd[k] gets the frames that arrive on CPU k
+ * (members are numbered in joining order). */
+static void open_iface(struct ifc *ic, int nsock)
+{
+	if (strlen(ic->name) >= IFNAMSIZ)
+		die(1, "interface %s not found (name too long)", ic->name);
+	ic->ifindex = (int)if_nametoindex(ic->name);
+	if (!ic->ifindex)
+		die(1, "interface %s not found", ic->name);
+	/* a group id nobody else in this namespace uses: try a few */
+	uint32_t id = ((uint32_t)getpid() * 2654435761u) ^ ((uint32_t)ic->ifindex << 8);
+	for (int k = 0; k < nsock; k++) {
+		ic->fd[k] = open_socket(ic);
+		if (nsock == 1)
+			break;
+		for (int attempt = 0;; attempt++) {
+			uint32_t arg = (id & 0xffff) | ((uint32_t)PACKET_FANOUT_CPU << 16);
+			if (setsockopt(ic->fd[k], SOL_PACKET, PACKET_FANOUT, &arg, sizeof(arg)) == 0)
+				break;
+			if (k > 0 || attempt >= 16)
+				die(1, "PACKET_FANOUT on %s: %s", ic->name, strerror(errno));
+			id += 0x9e37;
+		}
+	}
+	struct ifreq ifr;
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, IFNAMSIZ, "%s", ic->name);
+	if (ioctl(ic->fd[0], SIOCGIFFLAGS, &ifr) == 0 && !(ifr.ifr_flags & IFF_UP))
+		fprintf(stderr, "pqs-linkemu: warning: interface %s is down\n", ic->name);
 	struct packet_mreq mr;
 	memset(&mr, 0, sizeof(mr));
 	mr.mr_ifindex = ic->ifindex;
 	mr.mr_type = PACKET_MR_PROMISC;
-	if (setsockopt(ic->fd, SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mr, sizeof(mr)) < 0)
+	if (setsockopt(ic->fd[0], SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mr, sizeof(mr)) < 0)
 		fprintf(stderr, "pqs-linkemu: warning: promiscuous mode on %s: %s\n", ic->name,
 			strerror(errno));
 }
@@ -271,7 +325,6 @@ static void open_iface(struct ifc *ic)
 static void try_rt(struct emu *e)
 {
 	e->rt_active = false;
-	e->rt_prio_active = 0;
 	if (e->rt_priority <= 0) {
 		snprintf(e->rt_error, sizeof(e->rt_error), "disabled by --rt-priority 0");
 		return;
@@ -283,42 +336,44 @@ static void try_rt(struct emu *e)
 		return;
 	}
 	e->rt_active = true;
-	e->rt_prio_active = e->rt_priority;
 	e->rt_error[0] = 0;
 }
 
-static void set_rt(struct emu *e, bool on)
+/* the calling thread only (Linux schedules threads, not processes) */
+static void set_rt(struct worker *w, bool on)
 {
-	struct sched_param sp = {.sched_priority = on ? e->rt_priority : 0};
+	struct sched_param sp = {.sched_priority = on ? w->e->rt_priority : 0};
 	if (sched_setscheduler(0, on ? SCHED_FIFO : SCHED_OTHER, &sp) == 0)
-		e->rt_prio_active = on ? e->rt_priority : 0;
+		w->rt_prio_active = on ? w->e->rt_priority : 0;
 }
 
-/* Every LOAD_PERIOD_NS: if the emulator itself is busy (high packet rate),
- * stop busy-waiting and leave SCHED_FIFO so that RT throttling (95 % of a
- * second) can never trigger; resume when the load is gone. */
-static void load_check(struct emu *e, int64_t now)
+/* Every LOAD_PERIOD_NS, per worker: if it is busy (high packet rate), stop
+ * busy-waiting and leave SCHED_FIFO so that RT throttling (95 % of a second)
+ * can never trigger; resume when the load is gone. */
+static void load_check(struct worker *w, int64_t now)
 {
-	int64_t wall = now - e->period_start;
+	struct emu *e = w->e;
+	int64_t wall = now - w->period_start;
 	if (wall < LOAD_PERIOD_NS)
 		return;
-	int64_t c = cpu_ns();
-	double cpu = (double)(c - e->period_cpu) / (double)wall;
-	double work = (double)(c - e->period_cpu - e->period_spin) / (double)wall;
-	e->spin_allowed = work < 0.35 && e->busy_ns > 0;
-	if (!e->spin_allowed && e->busy_ns > 0)
+	int64_t c = thread_cpu_ns();
+	double cpu = (double)(c - w->period_cpu) / (double)wall;
+	double work = (double)(c - w->period_cpu - w->period_spin) / (double)wall;
+	double spin = (double)w->period_spin / (double)wall;
+	w->spin_allowed = work < 0.35 && spin < SPIN_SHARE_MAX && e->busy_ns > 0;
+	if (!w->spin_allowed && e->busy_ns > 0)
 		e->busy_disabled_periods++;
 	if (e->rt_active) {
-		if (e->rt_prio_active && cpu > 0.9) {
-			set_rt(e, false);
+		if (w->rt_prio_active && cpu > 0.9) {
+			set_rt(w, false);
 			e->rt_demotions++;
-		} else if (!e->rt_prio_active && cpu < 0.6) {
-			set_rt(e, true);
+		} else if (!w->rt_prio_active && cpu < 0.6) {
+			set_rt(w, true);
 		}
 	}
-	e->period_start = now;
-	e->period_cpu = c;
-	e->period_spin = 0;
+	w->period_start = now;
+	w->period_cpu = c;
+	w->period_spin = 0;
 }
 
 /* -------------------------------------------------------------- stats -- */
@@ -384,15 +439,20 @@ static void write_stats(struct emu *e, const char *reason)
 		"\"cpu_s_per_10k_packets_excl_busy_wait\":%.6f,"
 		"\"busy_wait_s\":%.6f,\"packets_total\":%" PRIu64 ",\"late_threshold_ns\":%d,"
 		"\"rt_active\":%s,\"rt_demotions\":%" PRIu64 ",\"busy_wait_disabled_periods\":%" PRIu64
-		",\"calibrate_ns\":%" PRId64 ",\"busy_wait_us\":%" PRId64 ",\"wake_margin_ns\":%" PRId64
-		",\"seed\":%" PRIu64 ",\"watchdog\":%s,\"watchdog_sent\":%" PRIu64 ",\"cpu_main\":%d,\"cpu_watchdog\":%d,",
+		",\"calibrate_ns\":%" PRId64 ",\"busy_wait_us\":%" PRId64
+		",\"seed\":%" PRIu64 ",\"watchdog\":%s,\"watchdog_sent\":%" PRIu64 ",\"workers\":[",
 		reason, (int)getpid(), (double)(mono_ns() - e->t_start) / 1e9, ut, st,
 		total ? (ut + st) * 1e4 / (double)total : 0.0,
 		total ? (ut + st - (double)e->spin_ns_total / 1e9) * 1e4 / (double)total : 0.0,
 		(double)e->spin_ns_total / 1e9, total,
 		LATE_THRESHOLD_NS, e->rt_active ? "true" : "false", e->rt_demotions,
-		e->busy_disabled_periods, e->calibrate_ns, e->busy_ns / 1000, e->wake_margin_ns, e->seed,
-		e->watchdog_started ? "true" : "false", e->watchdog_sent, e->cpu_main, e->cpu_watchdog);
+		e->busy_disabled_periods, e->calibrate_ns, e->busy_ns / 1000, e->seed,
+		e->nworkers > 1 ? "true" : "false", e->watchdog_sent);
+	for (int i = 0; i < e->nworkers; i++)
+		fprintf(f, "%s{\"cpu\":%d,\"wake_margin_ns\":%" PRId64 ",\"spin_allowed\":%s}",
+			i ? "," : "", e->w[i].cpu, e->w[i].wake_margin_ns,
+			e->w[i].spin_allowed ? "true" : "false");
+	fputs("],", f);
 	fputs("\"up\":", f);
 	write_dir_json(f, &e->dir[0]);
 	fputs(",\"down\":", f);
@@ -454,30 +514,32 @@ static void enqueue_frame(struct emu *e, struct dir_state *d, const unsigned cha
 	}
 }
 
-/* Read everything available on one interface (bounded per call). */
-static void rx_iface(struct emu *e, int ifc_idx)
+/* Read everything available on one receive socket (bounded per call). */
+static void rx_iface(struct worker *w, int ifc_idx, int sock)
 {
+	struct emu *e = w->e;
 	struct dir_state *d = &e->dir[ifc_idx]; /* frames from A go up, from B down */
-	int fd = e->ifc[ifc_idx].fd;
+	int fd = e->ifc[ifc_idx].fd[sock];
 
 	for (int round = 0; round < 8; round++) {
 		for (int i = 0; i < RX_BATCH; i++) {
-			e->iov[i].iov_base = e->rxbuf + (size_t)i * RX_BUF;
-			e->iov[i].iov_len = RX_BUF;
-			memset(&e->msgs[i].msg_hdr, 0, sizeof(e->msgs[i].msg_hdr));
-			e->msgs[i].msg_hdr.msg_iov = &e->iov[i];
-			e->msgs[i].msg_hdr.msg_iovlen = 1;
-			e->msgs[i].msg_hdr.msg_control = e->ctrl[i];
-			e->msgs[i].msg_hdr.msg_controllen = sizeof(e->ctrl[i]);
+			w->iov[i].iov_base = w->rxbuf + (size_t)i * RX_BUF;
+			w->iov[i].iov_len = RX_BUF;
+			memset(&w->msgs[i].msg_hdr, 0, sizeof(w->msgs[i].msg_hdr));
+			w->msgs[i].msg_hdr.msg_iov = &w->iov[i];
+			w->msgs[i].msg_hdr.msg_iovlen = 1;
+			w->msgs[i].msg_hdr.msg_control = w->ctrl[i];
+			w->msgs[i].msg_hdr.msg_controllen = sizeof(w->ctrl[i]);
 		}
-		int n = recvmmsg(fd, e->msgs, RX_BATCH, MSG_DONTWAIT | MSG_TRUNC, NULL);
+		int n = recvmmsg(fd, w->msgs, RX_BATCH, MSG_DONTWAIT | MSG_TRUNC, NULL);
 		if (n <= 0)
 			return;
+		d->owner = w->idx;
 		int64_t now = mono_ns();
 		int64_t off = real_ns() - now; /* realtime - monotonic */
 		for (int i = 0; i < n; i++) {
-			struct msghdr *mh = &e->msgs[i].msg_hdr;
-			uint32_t len = e->msgs[i].msg_len;
+			struct msghdr *mh = &w->msgs[i].msg_hdr;
+			uint32_t len = w->msgs[i].msg_len;
 			int64_t t_arr = now;
 			for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
 				if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
@@ -495,16 +557,18 @@ static void rx_iface(struct emu *e, int ifc_idx)
 				d->st.oversize++;
 				continue;
 			}
-			enqueue_frame(e, d, e->rxbuf + (size_t)i * RX_BUF, len, t_arr, false);
+			enqueue_frame(e, d, w->rxbuf + (size_t)i * RX_BUF, len, t_arr, false);
 		}
 		if (n < RX_BATCH)
 			return;
 	}
 }
 
-/* Send every frame whose target time is at least lag ns past.  Returns
- * the number of frames sent. */
-static unsigned tx_due(struct emu *e, int64_t *nowp, int64_t lag)
+/* Send every frame whose target time is past.  Returns the number of
+ * frames sent; `self` is the sending worker (a frame of a direction it
+ * does not own, sent WATCHDOG_GRACE_NS late or more, counts as a watchdog
+ * send). */
+static unsigned tx_due(struct emu *e, int64_t *nowp, int self)
 {
 	unsigned sent = 0;
 	for (;;) {
@@ -512,7 +576,7 @@ static unsigned tx_due(struct emu *e, int64_t *nowp, int64_t lag)
 		for (int i = 0; i < 2; i++) {
 			struct dir_state *d = &e->dir[i];
 			struct pqs_pkt *p = pqs_heap_top(&d->heap);
-			if (!p || p->target > *nowp - lag || d->retry_at > *nowp)
+			if (!p || p->target > *nowp || d->retry_at > *nowp)
 				continue;
 			if (!best || p->target < pqs_heap_top(&best->heap)->target)
 				best = d;
@@ -521,7 +585,7 @@ static unsigned tx_due(struct emu *e, int64_t *nowp, int64_t lag)
 			return sent;
 		struct pqs_pkt *p = pqs_heap_top(&best->heap);
 		int64_t now = mono_ns();
-		ssize_t r = send(e->ifc[best->out].fd, p->data, p->len, MSG_DONTWAIT);
+		ssize_t r = send(e->ifc[best->out].fd[0], p->data, p->len, MSG_DONTWAIT);
 		if (r < 0 && (errno == EAGAIN || errno == ENOBUFS || errno == EINTR)) {
 			best->st.tx_retries++;
 			best->retry_at = now + 20000;
@@ -538,6 +602,8 @@ static unsigned tx_due(struct emu *e, int64_t *nowp, int64_t lag)
 				best->st.late++;
 			best->st.forwarded++;
 			best->st.bytes += p->len;
+			if (best->owner != self && (int64_t)late >= WATCHDOG_GRACE_NS)
+				e->watchdog_sent++;
 		}
 		free(p);
 		sent++;
@@ -545,23 +611,48 @@ static unsigned tx_due(struct emu *e, int64_t *nowp, int64_t lag)
 	}
 }
 
-static int64_t next_target(struct emu *e)
+/* When direction d next needs attention: its head frame's target, or the
+ * end of a send back-off; INT64_MAX when empty. */
+static int64_t dir_next(const struct dir_state *d)
 {
-	int64_t t = INT64_MAX;
-	for (int i = 0; i < 2; i++) {
-		struct pqs_pkt *p = pqs_heap_top(&e->dir[i].heap);
-		if (p) {
-			int64_t x = p->target > e->dir[i].retry_at ? p->target : e->dir[i].retry_at;
-			if (x < t)
-				t = x;
-		}
-	}
-	return t;
+	struct pqs_pkt *p = pqs_heap_top(&d->heap);
+	if (!p)
+		return INT64_MAX;
+	return p->target > d->retry_at ? p->target : d->retry_at;
 }
 
-static void arm_timer(struct emu *e, int64_t at)
+/* How long before a departure worker w wakes: its learned wake-up latency
+ * plus the busy-wait, when it may spin. */
+static int64_t early_ns(const struct worker *w)
 {
-	if (at == e->timer_armed)
+	return w->spin_allowed ? w->e->busy_ns + w->wake_margin_ns : 0;
+}
+
+/* When worker w must be awake: early_ns before a departure of a direction
+ * it owns; for the others it is the watchdog, WATCHDOG_GRACE_NS after the
+ * target (a busy owner hardly sleeps: then only after LOAD_PERIOD_NS).
+ * watch_only: only the watchdog part. */
+static int64_t wake_at(const struct emu *e, const struct worker *w, bool watch_only)
+{
+	int64_t at = INT64_MAX;
+	for (int i = 0; i < 2; i++) {
+		const struct dir_state *d = &e->dir[i];
+		int64_t t = dir_next(d);
+		if (t == INT64_MAX || (watch_only && d->owner == w->idx))
+			continue;
+		if (d->owner == w->idx)
+			t -= early_ns(w);
+		else
+			t += e->w[d->owner].spin_allowed ? WATCHDOG_GRACE_NS : LOAD_PERIOD_NS;
+		if (t < at)
+			at = t;
+	}
+	return at;
+}
+
+static void arm_timer(struct worker *w, int64_t at, bool self)
+{
+	if (at == w->timer_armed)
 		return;
 	struct itimerspec its;
 	memset(&its, 0, sizeof(its));
@@ -569,46 +660,52 @@ static void arm_timer(struct emu *e, int64_t at)
 		its.it_value.tv_sec = at / 1000000000LL;
 		its.it_value.tv_nsec = at % 1000000000LL;
 	}
-	if (timerfd_settime(e->tfd, TFD_TIMER_ABSTIME, &its, NULL) == 0)
-		e->timer_armed = at;
+	if (timerfd_settime(w->tfd, TFD_TIMER_ABSTIME, &its, NULL) == 0) {
+		w->timer_armed = at;
+		w->armed_self = self;
+	}
 }
 
-enum { EV_A = 0, EV_B = 1, EV_TIMER = 2, EV_SIGNAL = 3 };
+enum { EV_RX = 0, EV_TIMER = 1, EV_SIGNAL = 2, EV_STOP = 3 };
 
-#define WAKE_MARGIN_MAX_NS 500000LL /* never spin longer than this for a wake-up */
+static uint64_t ev_key(int kind, int ifc, int sock)
+{
+	return (uint64_t)kind | (uint64_t)ifc << 8 | (uint64_t)sock << 16;
+}
 
 /* A high quantile of the timer's lateness, tracked cheaply: a quarter of the way up towards
  * a later wake, a sixteenth of the way down towards an earlier one. */
-static void learn_wake_margin(struct emu *e, int64_t late)
+static void learn_wake_margin(struct worker *w, int64_t late)
 {
 	if (late < 0)
 		late = 0;
 	if (late > WAKE_MARGIN_MAX_NS)
 		late = WAKE_MARGIN_MAX_NS;
-	if (late > e->wake_margin_ns)
-		e->wake_margin_ns += (late - e->wake_margin_ns) / 4;
+	if (late > w->wake_margin_ns)
+		w->wake_margin_ns += (late - w->wake_margin_ns) / 4;
 	else
-		e->wake_margin_ns -= (e->wake_margin_ns - late) / 16;
+		w->wake_margin_ns -= (w->wake_margin_ns - late) / 16;
 }
 
 /* returns -1 to stop */
-static int handle_events(struct emu *e, struct epoll_event *ev, int n)
+static int handle_events(struct worker *w, struct epoll_event *ev, int n)
 {
+	struct emu *e = w->e;
 	int stop = 0;
 	for (int i = 0; i < n; i++) {
-		switch (ev[i].data.u32) {
-		case EV_A:
-		case EV_B:
-			rx_iface(e, (int)ev[i].data.u32);
+		uint64_t key = ev[i].data.u64;
+		switch ((int)(key & 0xff)) {
+		case EV_RX:
+			rx_iface(w, (int)(key >> 8 & 0xff), (int)(key >> 16));
 			break;
 		case EV_TIMER: {
 			uint64_t x;
-			if (read(e->tfd, &x, sizeof(x)) < 0) {
+			if (read(w->tfd, &x, sizeof(x)) < 0) {
 				/* EAGAIN: already consumed */
 			}
-			if (e->timer_armed > 0)
-				learn_wake_margin(e, mono_ns() - e->timer_armed);
-			e->timer_armed = 0;
+			if (w->timer_armed > 0 && w->armed_self)
+				learn_wake_margin(w, mono_ns() - w->timer_armed);
+			w->timer_armed = 0;
 			break;
 		}
 		case EV_SIGNAL: {
@@ -621,120 +718,68 @@ static int handle_events(struct emu *e, struct epoll_event *ev, int n)
 			}
 			break;
 		}
+		case EV_STOP:
+			stop = -1;
+			break;
 		}
 	}
 	return stop;
 }
 
-static int64_t watchdog_due(struct emu *e, int64_t next)
+/* Take the lock, spinning a little first: the holder keeps it for a few us,
+ * and a worker that sleeps on a contended mutex is woken through an IPI, tens
+ * of us later on a VM - that is what made departures late when both
+ * workers were busy-waiting for departures at the same moment. */
+static void lock_emu(struct emu *e)
 {
-	if (next == INT64_MAX)
-		return INT64_MAX;
-	if (!e->spin_allowed) /* busy: the main thread hardly sleeps */
-		return next + LOAD_PERIOD_NS;
-	return next + WATCHDOG_GRACE_NS;
-}
-
-static void *watchdog_main(void *arg)
-{
-	struct emu *e = arg;
-	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
-	pthread_mutex_lock(&e->lock);
-	while (!e->stop) {
-		int64_t now = mono_ns();
-		e->watchdog_sent += tx_due(e, &now, WATCHDOG_GRACE_NS);
-		int64_t wake = watchdog_due(e, next_target(e));
-		e->watchdog_wake = wake;
-		if (e->cpu_main != e->cpu_watchdog && e->cpu_main >= 0) {
-			/* stay off the main thread's CPU: a stall there must not
-			 * stall both threads */
-			cpu_set_t set = e->allowed;
-			CPU_CLR(e->cpu_main, &set);
-			if (CPU_COUNT(&set) > 0)
-				(void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-			e->cpu_watchdog = e->cpu_main;
-		}
-		if (wake == INT64_MAX) {
-			pthread_cond_wait(&e->cond, &e->lock);
-		} else {
-			struct timespec ts = {wake / 1000000000LL, wake % 1000000000LL};
-			pthread_cond_timedwait(&e->cond, &e->lock, &ts);
-		}
+	for (int i = 0; i < 4096; i++) {
+		if (pthread_mutex_trylock(&e->lock) == 0)
+			return;
+#if defined(__x86_64__) || defined(__i386__)
+		__builtin_ia32_pause();
+#endif
 	}
-	pthread_mutex_unlock(&e->lock);
-	return NULL;
-}
-
-/* With two or more CPUs start the watchdog.  Nothing is pinned (several
- * emulators may run at once); the watchdog keeps itself off the CPU the
- * main thread last ran on. */
-static void start_watchdog(struct emu *e)
-{
-	cpu_set_t set;
-	e->cpu_main = e->cpu_watchdog = -1;
-	const char *off = getenv("PQS_LINKEMU_NO_WATCHDOG"); /* for A/B measurements */
-	if (off && *off && strcmp(off, "0") != 0)
-		return;
-	if (sched_getaffinity(0, sizeof(set), &set) < 0 || CPU_COUNT(&set) < 2)
-		return;
-	e->allowed = set;
-	e->cpu_main = sched_getcpu();
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&e->cond, &ca);
-	pthread_condattr_destroy(&ca);
-	e->watchdog_wake = INT64_MAX;
-	if (pthread_create(&e->watchdog, NULL, watchdog_main, e) != 0) {
-		fprintf(stderr, "pqs-linkemu: warning: no watchdog thread\n");
-		return;
-	}
-	e->watchdog_on = true;
-	e->watchdog_started = true;
-}
-
-static void stop_watchdog(struct emu *e)
-{
-	if (!e->watchdog_on)
-		return;
-	e->stop = true;
-	pthread_cond_signal(&e->cond);
-	pthread_mutex_unlock(&e->lock);
-	pthread_join(e->watchdog, NULL);
 	pthread_mutex_lock(&e->lock);
-	e->watchdog_on = false;
 }
 
 /* Called with the lock held; returns with it held. */
-static void run(struct emu *e)
+static void run_worker(struct worker *w)
 {
+	struct emu *e = w->e;
 	struct epoll_event ev[8];
-	for (;;) {
+	while (!e->stop) {
 		int64_t now = mono_ns();
-		tx_due(e, &now, 0);
-		load_check(e, now);
-		if (e->watchdog_on)
-			e->cpu_main = sched_getcpu();
-		int64_t next = next_target(e);
+		tx_due(e, &now, w->idx);
+		load_check(w, now);
 		int timeout = -1;
-		int64_t early = e->busy_ns + e->wake_margin_ns;
-		if (next != INT64_MAX && e->spin_allowed && next - now <= early) {
-			/* short busy-wait: keep receiving while we wait */
+		int64_t at = wake_at(e, w, false);
+		if (at != INT64_MAX && at <= now && w->spin_allowed) {
+			/* short busy-wait before an owned departure: keep receiving while we wait */
 			timeout = 0;
-		} else if (next != INT64_MAX) {
-			int64_t wake = e->spin_allowed ? next - early : next;
-			arm_timer(e, wake > now ? wake : now + 1);
+		} else if (at != INT64_MAX) {
+			arm_timer(w, at > now ? at : now + 1, true);
 		}
-		if (e->watchdog_on && watchdog_due(e, next) < e->watchdog_wake)
-			pthread_cond_signal(&e->cond);
+		/* the other workers' watchdog duty: only ever make their timer earlier
+		 * (a wake-up for nothing costs little, a missed one the watchdog).
+		 * Never their own departures: a timer armed here fires on this CPU
+		 * and wakes the owner through an IPI, late; an owner arms its own
+		 * timer (and it only gains a direction by receiving on it). */
+		for (int i = 0; i < e->nworkers; i++) {
+			struct worker *v = &e->w[i];
+			if (v == w)
+				continue;
+			int64_t vat = wake_at(e, v, true);
+			if (vat != INT64_MAX && (v->timer_armed == 0 || vat < v->timer_armed))
+				arm_timer(v, vat > now ? vat : now + 1, false);
+		}
 		int64_t t0 = timeout == 0 ? now : 0;
 		pthread_mutex_unlock(&e->lock);
-		int n = epoll_wait(e->epfd, ev, 8, timeout);
+		int n = epoll_wait(w->epfd, ev, 8, timeout);
 		int saved = errno;
-		pthread_mutex_lock(&e->lock);
+		lock_emu(e);
 		if (timeout == 0) {
 			int64_t dt = mono_ns() - t0;
-			e->period_spin += dt;
+			w->period_spin += dt;
 			e->spin_ns_total += dt;
 		}
 		if (n < 0) {
@@ -742,9 +787,130 @@ static void run(struct emu *e)
 				continue;
 			die(1, "epoll_wait: %s", strerror(saved));
 		}
-		if (handle_events(e, ev, n) < 0)
-			return;
+		if (handle_events(w, ev, n) < 0) {
+			e->stop = true;
+			uint64_t one = 1;
+			if (write(e->stopfd, &one, sizeof(one)) < 0) {
+				/* cannot fail for an eventfd below its maximum */
+			}
+		}
 	}
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+	pthread_mutex_lock(&w->e->lock);
+	w->period_start = mono_ns();
+	w->period_cpu = thread_cpu_ns();
+	run_worker(w);
+	pthread_mutex_unlock(&w->e->lock);
+	return NULL;
+}
+
+/* Which CPUs get a worker: the allowed ones (at most MAX_WORKERS), unless
+ * PQS_LINKEMU_WORKERS=N asks for fewer (1 = a single unpinned thread: the
+ * A/B baseline).  Sockets: one per configured CPU. */
+static void plan_workers(struct emu *e)
+{
+	cpu_set_t set;
+	int want = MAX_WORKERS;
+	const char *env = getenv("PQS_LINKEMU_WORKERS");
+	if (env && *env) {
+		char *end;
+		long x = strtol(env, &end, 10);
+		if (*end || x < 1 || x > MAX_WORKERS)
+			die(2, "PQS_LINKEMU_WORKERS=%s: expected 1..%d", env, MAX_WORKERS);
+		want = (int)x;
+	}
+	e->nworkers = 0;
+	if (want > 1 && sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 1) {
+		for (int c = 0; c < CPU_SETSIZE && e->nworkers < want; c++)
+			if (CPU_ISSET(c, &set))
+				e->w[e->nworkers++].cpu = c;
+	}
+	if (e->nworkers <= 1) {
+		e->nworkers = 1;
+		e->w[0].cpu = -1;
+		e->nsock = 1;
+		return;
+	}
+	long conf = sysconf(_SC_NPROCESSORS_CONF);
+	int maxcpu = e->w[e->nworkers - 1].cpu + 1;
+	e->nsock = (int)(conf > maxcpu ? conf : maxcpu);
+	if (e->nsock > MAX_SOCKS)
+		e->nsock = MAX_SOCKS;
+}
+
+/* Each worker's epoll: the sockets of its CPU (sockets of CPUs without a
+ * worker are dealt round-robin), its timer, the stop eventfd; worker 0 also
+ * the signalfd. */
+static void setup_workers(struct emu *e)
+{
+	for (int i = 0; i < e->nworkers; i++) {
+		struct worker *w = &e->w[i];
+		w->e = e;
+		w->idx = i;
+		w->spin_allowed = e->busy_ns > 0;
+		w->rt_prio_active = e->rt_active ? e->rt_priority : 0;
+		w->rxbuf = malloc((size_t)RX_BATCH * RX_BUF);
+		w->epfd = epoll_create1(EPOLL_CLOEXEC);
+		w->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+		if (!w->rxbuf || w->epfd < 0 || w->tfd < 0)
+			die(1, "worker setup: %s", strerror(errno));
+		struct epoll_event ev = {.events = EPOLLIN};
+		ev.data.u64 = ev_key(EV_TIMER, 0, 0);
+		epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->tfd, &ev);
+		ev.data.u64 = ev_key(EV_STOP, 0, 0);
+		epoll_ctl(w->epfd, EPOLL_CTL_ADD, e->stopfd, &ev);
+		if (i == 0) {
+			ev.data.u64 = ev_key(EV_SIGNAL, 0, 0);
+			epoll_ctl(w->epfd, EPOLL_CTL_ADD, e->sfd, &ev);
+		}
+	}
+	for (int k = 0; k < e->nsock; k++) {
+		int owner = k % e->nworkers;
+		for (int i = 0; i < e->nworkers; i++)
+			if (e->w[i].cpu == k)
+				owner = i;
+		for (int f = 0; f < 2; f++) {
+			struct epoll_event ev = {.events = EPOLLIN};
+			ev.data.u64 = ev_key(EV_RX, f, k);
+			if (epoll_ctl(e->w[owner].epfd, EPOLL_CTL_ADD, e->ifc[f].fd[k], &ev) < 0)
+				die(1, "epoll_ctl: %s", strerror(errno));
+		}
+	}
+}
+
+static void pin(struct worker *w)
+{
+	if (w->cpu < 0)
+		return;
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(w->cpu, &set);
+	if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) != 0)
+		w->cpu = -1;
+}
+
+static void *worker_thread(void *arg)
+{
+	pin(arg);
+	return worker_main(arg);
+}
+
+/* Worker 0 runs on the calling (main) thread. */
+static void run_workers(struct emu *e)
+{
+	for (int i = 1; i < e->nworkers; i++) {
+		if (pthread_create(&e->w[i].th, NULL, worker_thread, &e->w[i]) != 0)
+			die(1, "pthread_create: %s", strerror(errno));
+	}
+	pin(&e->w[0]);
+	worker_main(&e->w[0]);
+	for (int i = 1; i < e->nworkers; i++)
+		pthread_join(e->w[i].th, NULL);
 }
 
 /* --------------------------------------------------------------- main -- */
@@ -842,35 +1008,21 @@ int main(int argc, char **argv)
 	if (e->sfd < 0)
 		die(1, "signalfd: %s", strerror(errno));
 
-	open_iface(&e->ifc[0]);
-	open_iface(&e->ifc[1]);
+	e->stopfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (e->stopfd < 0)
+		die(1, "eventfd: %s", strerror(errno));
+	plan_workers(e);
+	open_iface(&e->ifc[0], e->nsock);
+	open_iface(&e->ifc[1], e->nsock);
 
-	e->rxbuf = malloc((size_t)RX_BATCH * RX_BUF);
-	if (!e->rxbuf)
-		die(1, "out of memory");
-	e->epfd = epoll_create1(EPOLL_CLOEXEC);
-	e->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	if (e->epfd < 0 || e->tfd < 0)
-		die(1, "epoll/timerfd: %s", strerror(errno));
-	struct epoll_event ev = {.events = EPOLLIN};
-	ev.data.u32 = EV_A;
-	epoll_ctl(e->epfd, EPOLL_CTL_ADD, e->ifc[0].fd, &ev);
-	ev.data.u32 = EV_B;
-	epoll_ctl(e->epfd, EPOLL_CTL_ADD, e->ifc[1].fd, &ev);
-	ev.data.u32 = EV_TIMER;
-	epoll_ctl(e->epfd, EPOLL_CTL_ADD, e->tfd, &ev);
-	ev.data.u32 = EV_SIGNAL;
-	epoll_ctl(e->epfd, EPOLL_CTL_ADD, e->sfd, &ev);
-
-	/* timer slack matters at normal priority (default 50 us) */
+	/* timer slack matters at normal priority (default 50 us); threads
+	 * created later inherit it and the scheduling policy */
 	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
 	try_rt(e);
+	setup_workers(e);
 	if (e->rt_active)
 		(void)mlockall(MCL_CURRENT);
-	e->spin_allowed = e->busy_ns > 0;
 	e->t_start = mono_ns();
-	e->period_start = e->t_start;
-	e->period_cpu = cpu_ns();
 
 	/* ready line */
 	char jup[1024], jdown[1024];
@@ -895,8 +1047,8 @@ int main(int argc, char **argv)
 		json_str(mf, e->rt_error);
 	fprintf(mf,
 		",\"busy_wait_us\":%" PRId64 ",\"calibrate_ns\":%" PRId64
-		",\"late_threshold_ns\":%d,\"up\":%s,\"down\":%s}\n",
-		e->busy_ns / 1000, e->calibrate_ns, LATE_THRESHOLD_NS, jup, jdown);
+		",\"late_threshold_ns\":%d,\"workers\":%d,\"up\":%s,\"down\":%s}\n",
+		e->busy_ns / 1000, e->calibrate_ns, LATE_THRESHOLD_NS, e->nworkers, jup, jdown);
 	fclose(mf);
 	line[sizeof(line) - 1] = 0;
 	fputs(line, stdout);
@@ -913,20 +1065,23 @@ int main(int argc, char **argv)
 	}
 
 	pthread_mutex_init(&e->lock, NULL);
-	pthread_mutex_lock(&e->lock);
-	start_watchdog(e);
-	run(e);
-	stop_watchdog(e);
+	run_workers(e);
 
+	pthread_mutex_lock(&e->lock);
 	write_stats(e, "exit");
 	pthread_mutex_unlock(&e->lock);
 	pqs_heap_free(&e->dir[0].heap);
 	pqs_heap_free(&e->dir[1].heap);
-	free(e->rxbuf);
-	close(e->ifc[0].fd);
-	close(e->ifc[1].fd);
-	close(e->epfd);
-	close(e->tfd);
+	for (int i = 0; i < e->nworkers; i++) {
+		free(e->w[i].rxbuf);
+		close(e->w[i].epfd);
+		close(e->w[i].tfd);
+	}
+	for (int k = 0; k < e->nsock; k++) {
+		close(e->ifc[0].fd[k]);
+		close(e->ifc[1].fd[k]);
+	}
+	close(e->stopfd);
 	close(e->sfd);
 	return 0;
 }
