@@ -628,9 +628,16 @@ static int64_t early_ns(const struct worker *w)
 	return w->spin_allowed ? w->e->busy_ns + w->wake_margin_ns : 0;
 }
 
+/* The one worker that watches a direction: the owner's next (one watchdog,
+ * not a herd of them on a many-CPU machine). */
+static int watcher_of(const struct emu *e, const struct dir_state *d)
+{
+	return (d->owner + 1) % e->nworkers;
+}
+
 /* When worker w must be awake: early_ns before a departure of a direction
- * it owns; for the others it is the watchdog, WATCHDOG_GRACE_NS after the
- * target (a busy owner hardly sleeps: then only after LOAD_PERIOD_NS).
+ * it owns; as a direction's watchdog WATCHDOG_GRACE_NS after the target (a
+ * busy owner hardly sleeps: then only after LOAD_PERIOD_NS).
  * watch_only: only the watchdog part. */
 static int64_t wake_at(const struct emu *e, const struct worker *w, bool watch_only)
 {
@@ -639,6 +646,8 @@ static int64_t wake_at(const struct emu *e, const struct worker *w, bool watch_o
 		const struct dir_state *d = &e->dir[i];
 		int64_t t = dir_next(d);
 		if (t == INT64_MAX || (watch_only && d->owner == w->idx))
+			continue;
+		if (d->owner != w->idx && watcher_of(e, d) != w->idx)
 			continue;
 		if (d->owner == w->idx)
 			t -= early_ns(w);
