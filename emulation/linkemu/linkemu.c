@@ -10,7 +10,9 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
+#include <linux/errqueue.h>
 #include <linux/if_packet.h>
+#include <linux/net_tstamp.h>
 #include <net/ethernet.h>
 #include <net/if.h>
 #include <sched.h>
@@ -64,7 +66,7 @@
  * every socket; it hands them back once it alone is below UNCOLLAPSE_WORK */
 #define COLLAPSE_WORK 0.35
 #define UNCOLLAPSE_WORK 0.15
-#define DEFAULT_CALIBRATE_NS 5000
+#define DEFAULT_CALIBRATE_NS 0
 #define DEFAULT_BUSY_WAIT_US 50
 #define DEFAULT_RT_PRIORITY 50
 /* A worker sends frames of a direction it does not own this long after
@@ -97,7 +99,9 @@ struct dir_state {
 struct ifc {
 	const char *name;
 	int ifindex, mtu;
-	int fd[MAX_SOCKS];       /* fd[k] receives frames that arrive on CPU k; fd[0] sends */
+	int fd[MAX_SOCKS];       /* fd[k] receives frames that arrive on CPU k */
+	int txfd;                /* sends (receives nothing); kernel TX timestamps on */
+	bool tx_stamps;
 };
 
 struct emu;
@@ -115,6 +119,13 @@ struct worker {
 	 * from every own timer wake: quick to rise, slow to fall; the worker wakes this much
 	 * earlier (plus busy_ns) and busy-waits to the departure, so it is not late. */
 	int64_t wake_margin_ns;
+	/* The send path, from just before send() to the frame's kernel TX
+	 * timestamp at the veth (where the receiver stamps its arrival), learned
+	 * from every send: ~5 us warm, 10-60 us for the first send after an idle
+	 * gap (cold caches, the other namespace's stack).  A departure starts
+	 * that much before its target, so the frame reaches the wire on time. */
+	int64_t send_lead_warm_ns, send_lead_cold_ns;
+	int64_t last_send_ns;
 	bool spin_allowed;       /* adaptive: false while this worker is busy */
 	double last_work;        /* CPU share without spinning, last load period */
 	int rt_prio_active;
@@ -203,7 +214,7 @@ static void print_help(void)
 	      "  --stats FILE        counters as JSON, written at exit and on SIGUSR1\n"
 	      "  --rt-priority N     SCHED_FIFO priority, 0 = normal scheduling (default 50)\n"
 	      "  --busy-wait-us N    poll this long before a departure, 0 = never (default 50)\n"
-	      "  --calibrate-ns N    subtracted from each departure: the emulator's own latency (default 5000)\n"
+	      "  --calibrate-ns N    subtracted from each target on top of the learned send path (default 0)\n"
 	      "  --ready-file FILE   created once forwarding\n"
 	      "  --help              this text\n\n"
 	      "SPEC: comma-separated key=value, all optional (empty = ideal wire):\n"
@@ -320,6 +331,26 @@ static void open_iface(struct ifc *ic, int nsock)
 			id += 0x9e37;
 		}
 	}
+	/* the send socket: protocol 0 on the bind, so it never receives */
+	ic->txfd = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (ic->txfd < 0)
+		die(1, "socket(AF_PACKET) failed: %s", strerror(errno));
+	int one = 1, sz = 16 << 20;
+	(void)setsockopt(ic->txfd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one));
+	if (setsockopt(ic->txfd, SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof(sz)) < 0)
+		(void)setsockopt(ic->txfd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	int tsflags = SOF_TIMESTAMPING_TX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE |
+		      SOF_TIMESTAMPING_OPT_TSONLY;
+	ic->tx_stamps = setsockopt(ic->txfd, SOL_SOCKET, SO_TIMESTAMPING, &tsflags,
+				   sizeof(tsflags)) == 0;
+	struct sockaddr_ll sll;
+	memset(&sll, 0, sizeof(sll));
+	sll.sll_family = AF_PACKET;
+	sll.sll_protocol = 0;
+	sll.sll_ifindex = ic->ifindex;
+	if (bind(ic->txfd, (struct sockaddr *)&sll, sizeof(sll)) < 0)
+		die(1, "bind(AF_PACKET, %s): %s", ic->name, strerror(errno));
+
 	struct ifreq ifr;
 	memset(&ifr, 0, sizeof(ifr));
 	snprintf(ifr.ifr_name, IFNAMSIZ, "%s", ic->name);
@@ -476,9 +507,10 @@ static void write_stats(struct emu *e, const char *reason)
 		e->nworkers > 1 ? "true" : "false", e->watchdog_sent, e->collapses,
 		e->collapsed ? "true" : "false");
 	for (int i = 0; i < e->nworkers; i++)
-		fprintf(f, "%s{\"cpu\":%d,\"wake_margin_ns\":%" PRId64 ",\"spin_allowed\":%s}",
-			i ? "," : "", e->w[i].cpu, e->w[i].wake_margin_ns,
-			e->w[i].spin_allowed ? "true" : "false");
+		fprintf(f, "%s{\"cpu\":%d,\"wake_margin_ns\":%" PRId64 ",\"send_lead_warm_ns\":%" PRId64
+			",\"send_lead_cold_ns\":%" PRId64 ",\"spin_allowed\":%s}",
+			i ? "," : "", e->w[i].cpu, e->w[i].wake_margin_ns, e->w[i].send_lead_warm_ns,
+			e->w[i].send_lead_cold_ns, e->w[i].spin_allowed ? "true" : "false");
 	fputs("],", f);
 	fputs("\"up\":", f);
 	write_dir_json(f, &e->dir[0]);
@@ -621,19 +653,69 @@ static void rx_iface(struct worker *w, int ifc_idx, int sock)
 	}
 }
 
-/* Send every frame whose target time is past.  Returns the number of
- * frames sent; `self` is the sending worker (a frame of a direction it
- * does not own, sent WATCHDOG_GRACE_NS late or more, counts as a watchdog
- * send). */
+/* The kernel TX timestamp of the frame just sent on txfd (CLOCK_MONOTONIC),
+ * or -1.  On a veth it is taken inside send(), so it is already queued;
+ * older entries (none expected) are drained and the newest one is used. */
+static int64_t tx_stamp(const struct ifc *ic, int64_t sent_at)
+{
+	if (!ic->tx_stamps)
+		return -1;
+	int64_t stamp = -1;
+	for (;;) {
+		char ctrl[256];
+		struct msghdr mh = {.msg_control = ctrl, .msg_controllen = sizeof(ctrl)};
+		if (recvmsg(ic->txfd, &mh, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
+			break;
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPING) {
+				struct scm_timestamping t;
+				memcpy(&t, CMSG_DATA(c), sizeof(t));
+				stamp = (int64_t)t.ts[0].tv_sec * 1000000000LL + t.ts[0].tv_nsec;
+			}
+		}
+	}
+	if (stamp <= 0)
+		return -1;
+	int64_t mono = mono_ns();
+	int64_t k = stamp - (real_ns() - mono);
+	/* sanity: inside the send call (clock conversion jitter allowed) */
+	return (k >= sent_at - 2000 && k <= mono + 2000) ? k : -1;
+}
+
+#define COLD_GAP_NS 1000000LL      /* a send this long after the last is "cold" */
+#define SEND_LEAD_MAX_NS 200000LL  /* never start a departure earlier than this */
+
+static int64_t send_lead(const struct worker *w, int64_t now)
+{
+	return now - w->last_send_ns >= COLD_GAP_NS ? w->send_lead_cold_ns : w->send_lead_warm_ns;
+}
+
+static void learn_send_lead(struct worker *w, bool cold, int64_t took)
+{
+	int64_t *est = cold ? &w->send_lead_cold_ns : &w->send_lead_warm_ns;
+	if (took < 0)
+		took = 0;
+	if (took > SEND_LEAD_MAX_NS)
+		took = SEND_LEAD_MAX_NS;
+	*est += (took - *est) / 8;
+}
+
+/* Send every frame whose departure is due: its target less this worker's
+ * send lead.  Returns the number of frames sent; `self` is the sending
+ * worker (a frame of a direction it does not own, sent WATCHDOG_GRACE_NS
+ * late or more, counts as a watchdog send).  Lateness is measured at the
+ * frame's kernel TX timestamp when there is one. */
 static unsigned tx_due(struct emu *e, int64_t *nowp, int self)
 {
+	struct worker *w = &e->w[self];
 	unsigned sent = 0;
 	for (;;) {
 		struct dir_state *best = NULL;
+		int64_t lead = send_lead(w, *nowp);
 		for (int i = 0; i < 2; i++) {
 			struct dir_state *d = &e->dir[i];
 			struct pqs_pkt *p = pqs_heap_top(&d->heap);
-			if (!p || p->target > *nowp || d->retry_at > *nowp)
+			if (!p || p->target - lead > *nowp || d->retry_at > *nowp)
 				continue;
 			if (!best || p->target < pqs_heap_top(&best->heap)->target)
 				best = d;
@@ -641,8 +723,10 @@ static unsigned tx_due(struct emu *e, int64_t *nowp, int self)
 		if (!best)
 			return sent;
 		struct pqs_pkt *p = pqs_heap_top(&best->heap);
+		struct ifc *out = &e->ifc[best->out];
 		int64_t now = mono_ns();
-		ssize_t r = send(e->ifc[best->out].fd[0], p->data, p->len, MSG_DONTWAIT);
+		bool cold = now - w->last_send_ns >= COLD_GAP_NS;
+		ssize_t r = send(out->txfd, p->data, p->len, MSG_DONTWAIT);
 		if (r < 0 && (errno == EAGAIN || errno == ENOBUFS || errno == EINTR)) {
 			best->st.tx_retries++;
 			best->retry_at = now + 20000;
@@ -653,7 +737,13 @@ static unsigned tx_due(struct emu *e, int64_t *nowp, int self)
 		if (r < 0) {
 			best->st.tx_errors++;
 		} else {
-			uint64_t late = (uint64_t)(now > p->target ? now - p->target : 0);
+			int64_t wire = tx_stamp(out, now);
+			if (wire > 0)
+				learn_send_lead(w, cold, wire - now);
+			else
+				wire = now;
+			w->last_send_ns = now;
+			uint64_t late = (uint64_t)(wire > p->target ? wire - p->target : 0);
 			pqs_hist_add(&best->st.lateness, late);
 			if (late > LATE_THRESHOLD_NS)
 				best->st.late++;
@@ -682,7 +772,9 @@ static int64_t dir_next(const struct dir_state *d)
  * plus the busy-wait, when it may spin. */
 static int64_t early_ns(const struct worker *w)
 {
-	return w->spin_allowed ? w->e->busy_ns + w->wake_margin_ns : 0;
+	int64_t lead = w->send_lead_cold_ns > w->send_lead_warm_ns ? w->send_lead_cold_ns
+								 : w->send_lead_warm_ns;
+	return lead + (w->spin_allowed ? w->e->busy_ns + w->wake_margin_ns : 0);
 }
 
 /* The one worker that watches a direction: the owner's next (one watchdog,
@@ -1166,6 +1258,8 @@ int main(int argc, char **argv)
 		close(e->ifc[0].fd[k]);
 		close(e->ifc[1].fd[k]);
 	}
+	close(e->ifc[0].txfd);
+	close(e->ifc[1].txfd);
 	close(e->stopfd);
 	close(e->sfd);
 	return 0;
