@@ -310,3 +310,34 @@ def test_two_step_probe(devnet, tmp_path):
         assert 0 < x["rtt_raw_ns"] - x["rtt_ns"] < 10_000_000, x
     # echoes are not held back behind follow-ups: the 1 ms stream's p99 stays near the median
     assert fast["p99_ns"] / 1e6 - 21 <= 5.0, fast
+
+
+def test_workers_and_learned_send_path(devnet, tmp_path):
+    """One worker per allowed CPU (each pinned to its CPU); after probes with idle gaps every
+    worker that sent learned a cold send path from kernel TX timestamps (positive, below the
+    200 us cap); PQS_LINKEMU_WORKERS=1 gives the single-thread baseline."""
+    import os
+    spec = "delay_ns=2000000"
+    with devnet.emu(spec, spec, tmp=tmp_path) as emu:
+        devnet.probe(60, 10_000)
+    assert emu["rc"] == 0, emu["stderr"]
+    st = emu["stats"]
+    cpus = sorted(os.sched_getaffinity(0))
+    workers = st["workers"]
+    assert emu["ready"]["workers"] == len(workers)
+    if len(cpus) > 1:
+        assert [w["cpu"] for w in workers] == cpus[:16]
+        assert st["watchdog"] is True
+    learned = [w["send_lead_cold_ns"] for w in workers if w["send_lead_cold_ns"] > 0]
+    assert learned, workers
+    assert all(0 < x <= 200_000 for x in learned), workers
+    assert st["up"]["forwarded"] == 60 and st["down"]["forwarded"] == 60
+
+    os.environ["PQS_LINKEMU_WORKERS"] = "1"
+    try:
+        with devnet.emu(spec, spec, tmp=tmp_path) as emu1:
+            _, summary = devnet.probe(20, 5_000)
+    finally:
+        del os.environ["PQS_LINKEMU_WORKERS"]
+    assert emu1["rc"] == 0 and summary["received"] == 20
+    assert emu1["ready"]["workers"] == 1 and emu1["stats"]["watchdog"] is False
