@@ -261,23 +261,32 @@ def test_jumbo_frames(devnet_jumbo, tmp_path):
 @pytest.mark.parametrize("rate", [10_000_000, 100_000_000])
 def test_rate_tcp_goodput(devnet, tmp_path, rate):
     """TCP goodput = rate x 1448/1514 (MSS 1448 with timestamps in a 1514 B
-    frame: the rate counts the Ethernet frame without FCS) within 1 %."""
-    srv = subprocess.Popen(devnet.nsexec("server", "iperf3", "-s", "-1", "-B", SERVER_IP),
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        time.sleep(0.3)
-        spec = f"rate_bps={rate},delay_ns=2000000,limit=1000"
-        with devnet.emu(spec, spec, tmp=tmp_path):
-            out = subprocess.run(devnet.nsexec("client", "iperf3", "-c", SERVER_IP, "-t", "5",
-                                               "-O", "1", "-J"),
-                                 check=True, capture_output=True, text=True).stdout
-    finally:
-        srv.kill()
-        srv.wait()
-    got = json.loads(out)["end"]["sum_received"]["bits_per_second"]
+    frame: the rate counts the Ethernet frame without FCS) within 1 %.
+    A VM stall of the sender can leave the link idle for tens of ms (seen
+    once in CI: 98.9 % at 10 Mbit/s, next five runs 99.98-100.01 %), so a
+    miss is re-measured once on a fresh emulator; a wrong rate misses both."""
     want = rate * 1448 / 1514
-    print(f"rate {rate}: goodput {got / 1e6:.3f} Mbit/s, want {want / 1e6:.3f}")
-    assert abs(got / want - 1) < 0.01
+    tries = []
+    for _ in range(2):
+        srv = subprocess.Popen(devnet.nsexec("server", "iperf3", "-s", "-1", "-B", SERVER_IP),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            time.sleep(0.3)
+            spec = f"rate_bps={rate},delay_ns=2000000,limit=1000"
+            with devnet.emu(spec, spec, tmp=tmp_path) as emu:
+                out = subprocess.run(devnet.nsexec("client", "iperf3", "-c", SERVER_IP, "-t", "5",
+                                                   "-O", "1", "-J"),
+                                     check=True, capture_output=True, text=True).stdout
+        finally:
+            srv.kill()
+            srv.wait()
+        got = json.loads(out)["end"]["sum_received"]["bits_per_second"]
+        lat = emu.get("stats", {}).get("up", {}).get("lateness_ns")
+        tries.append(f"{got / 1e6:.3f} Mbit/s (up lateness {lat})")
+        print(f"rate {rate}: goodput {got / 1e6:.3f} Mbit/s, want {want / 1e6:.3f}")
+        if abs(got / want - 1) < 0.01:
+            return
+    pytest.fail(f"goodput off by more than 1 % twice, want {want / 1e6:.3f}: {tries}")
 
 
 def test_two_step_probe(devnet, tmp_path):
