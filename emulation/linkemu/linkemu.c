@@ -2,6 +2,7 @@
  * interfaces with per-direction delay/jitter/loss/rate/queue emulation.
  * See README.md for semantics. */
 #include "emu_core.h"
+#include "tstamp.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -10,9 +11,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
-#include <linux/errqueue.h>
 #include <linux/if_packet.h>
-#include <linux/net_tstamp.h>
 #include <net/ethernet.h>
 #include <net/if.h>
 #include <sched.h>
@@ -631,16 +630,11 @@ static void rx_iface(struct worker *w, int ifc_idx, int sock)
 			struct msghdr *mh = &w->msgs[i].msg_hdr;
 			uint32_t len = w->msgs[i].msg_len;
 			int64_t t_arr = now;
-			for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
-				if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
-					struct timespec ts;
-					memcpy(&ts, CMSG_DATA(c), sizeof(ts));
-					int64_t k = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec - off;
-					/* sanity: a stamp from another clock domain is ignored */
-					if (k <= now && k > now - 1000000000LL)
-						t_arr = k;
-				}
-			}
+			int64_t stamp = pqs_rx_stamp(mh);
+			int64_t k = stamp - off;
+			/* sanity: a stamp from another clock domain is ignored */
+			if (stamp > 0 && k <= now && k > now - 1000000000LL)
+				t_arr = k;
 			d->st.rx_frames++;
 			d->st.rx_bytes += len;
 			if ((mh->msg_flags & MSG_TRUNC) || len > RX_BUF) {
@@ -657,23 +651,17 @@ static void rx_iface(struct worker *w, int ifc_idx, int sock)
 /* The kernel TX timestamp of the frame just sent on txfd (CLOCK_MONOTONIC),
  * or -1.  On a veth it is taken inside send(), so it is already queued;
  * older entries (none expected) are drained and the newest one is used. */
-static int64_t tx_stamp(const struct ifc *ic, int64_t sent_at)
+static int64_t wire_time(const struct ifc *ic, int64_t sent_at)
 {
-	if (!ic->tx_stamps)
-		return -1;
 	int64_t stamp = -1;
 	for (;;) {
 		char ctrl[256];
 		struct msghdr mh = {.msg_control = ctrl, .msg_controllen = sizeof(ctrl)};
 		if (recvmsg(ic->txfd, &mh, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
 			break;
-		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPING) {
-				struct scm_timestamping t;
-				memcpy(&t, CMSG_DATA(c), sizeof(t));
-				stamp = (int64_t)t.ts[0].tv_sec * 1000000000LL + t.ts[0].tv_nsec;
-			}
-		}
+		int64_t t = pqs_tx_stamp(&mh);
+		if (t > 0)
+			stamp = t;
 	}
 	if (stamp <= 0)
 		return -1;
@@ -732,23 +720,11 @@ static unsigned tx_due(struct emu *e, int64_t *nowp, int self)
 		 * sample of warm ones, none while loaded (1 Gbit/s is CPU-bound) */
 		bool stamp = out->tx_stamps && w->spin_allowed &&
 			     (cold || ++w->sends % WARM_SAMPLE == 0);
-		union {
-			char b[CMSG_SPACE(sizeof(uint32_t))];
-			struct cmsghdr align;
-		} ctl;
+		union pqs_tx_stamp_ctl ctl;
 		struct iovec iov = {p->data, p->len};
 		struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-		if (stamp) {
-			memset(&ctl, 0, sizeof(ctl));
-			mh.msg_control = ctl.b;
-			mh.msg_controllen = sizeof(ctl.b);
-			struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-			c->cmsg_level = SOL_SOCKET;
-			c->cmsg_type = SO_TIMESTAMPING;
-			c->cmsg_len = CMSG_LEN(sizeof(uint32_t));
-			uint32_t f = SOF_TIMESTAMPING_TX_SOFTWARE;
-			memcpy(CMSG_DATA(c), &f, sizeof(f));
-		}
+		if (stamp)
+			pqs_ask_tx_stamp(&mh, &ctl);
 		ssize_t r = sendmsg(out->txfd, &mh, MSG_DONTWAIT);
 		if (r < 0 && (errno == EAGAIN || errno == ENOBUFS || errno == EINTR)) {
 			best->st.tx_retries++;
@@ -760,7 +736,7 @@ static unsigned tx_due(struct emu *e, int64_t *nowp, int self)
 		if (r < 0) {
 			best->st.tx_errors++;
 		} else {
-			int64_t wire = stamp ? tx_stamp(out, now) : -1;
+			int64_t wire = stamp ? wire_time(out, now) : -1;
 			if (wire > 0)
 				learn_send_lead(w, cold, wire - now);
 			else

@@ -21,8 +21,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <linux/errqueue.h>
-#include <linux/net_tstamp.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -37,6 +35,8 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "tstamp.h"
 
 #define MAGIC 0x50515350u          /* "PQSP": one-step probe and its echo */
 #define MAGIC_TWO_STEP 0x50515354u /* "PQST": probe asking for a follow-up */
@@ -156,19 +156,6 @@ static void parse_addr(const char *s, struct sockaddr_in *sa)
 	sa->sin_port = htons((uint16_t)num("port", colon + 1, 0, 65535));
 }
 
-/* kernel receive timestamp (CLOCK_REALTIME) from a recvmsg, or -1 */
-static int64_t rx_stamp(struct msghdr *mh)
-{
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
-			struct timespec ts;
-			memcpy(&ts, CMSG_DATA(c), sizeof(ts));
-			return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-		}
-	}
-	return -1;
-}
-
 static int udp_socket(void)
 {
 	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -209,25 +196,12 @@ static void send_echo(struct reflector *r, unsigned char *buf, size_t n, struct 
 	h->residence_ns = (rx > 0 && now >= rx && now - rx < 1000000000LL) ? now - rx : 0;
 	memcpy(buf, h, sizeof(*h));
 	struct iovec iov = {buf, n};
-	union {
-		char b[CMSG_SPACE(sizeof(uint32_t))];
-		struct cmsghdr align;
-	} ctl;
+	union pqs_tx_stamp_ctl ctl;
 	struct msghdr mh = {.msg_name = (void *)peer, .msg_namelen = sizeof(*peer),
 			    .msg_iov = &iov, .msg_iovlen = 1};
 	bool two_step = h->magic == MAGIC_TWO_STEP && rx > 0;
-	if (two_step) {
-		/* ask for a software transmit timestamp of this datagram only */
-		memset(&ctl, 0, sizeof(ctl));
-		mh.msg_control = ctl.b;
-		mh.msg_controllen = sizeof(ctl.b);
-		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SO_TIMESTAMPING;
-		c->cmsg_len = CMSG_LEN(sizeof(uint32_t));
-		uint32_t f = SOF_TIMESTAMPING_TX_SOFTWARE;
-		memcpy(CMSG_DATA(c), &f, sizeof(f));
-	}
+	if (two_step)
+		pqs_ask_tx_stamp(&mh, &ctl);
 	/* best effort; a failed echo is a lost probe for the client */
 	if (sendmsg(r->fd, &mh, 0) < 0 || !two_step)
 		return;
@@ -252,14 +226,7 @@ static void send_followups(struct reflector *r)
 		ssize_t n = recvmsg(r->fd, &mh, MSG_ERRQUEUE | MSG_DONTWAIT);
 		if (n < 0)
 			return;
-		int64_t tx = -1;
-		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPING) {
-				struct scm_timestamping t;
-				memcpy(&t, CMSG_DATA(c), sizeof(t));
-				tx = (int64_t)t.ts[0].tv_sec * 1000000000LL + t.ts[0].tv_nsec;
-			}
-		}
+		int64_t tx = pqs_tx_stamp(&mh);
 		if (tx <= 0)
 			continue;
 		size_t len = (size_t)n < sizeof(data) ? (size_t)n : sizeof(data);
@@ -329,7 +296,7 @@ static int serve(const char *addr)
 			memcpy(&h, buf, sizeof(h));
 			if (h.magic != MAGIC && h.magic != MAGIC_TWO_STEP)
 				continue;
-			send_echo(r, buf, (size_t)n, &h, &peer, rx_stamp(&mh));
+			send_echo(r, buf, (size_t)n, &h, &peer, pqs_rx_stamp(&mh));
 		}
 		send_followups(r);
 	}
@@ -350,14 +317,10 @@ static void read_errqueue(struct probe *p)
 		if (recvmsg(p->fd, &mh, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
 			return;
 		int64_t mono = ts_ns(CLOCK_MONOTONIC), real = ts_ns(CLOCK_REALTIME);
-		int64_t stamp = -1;
+		int64_t stamp = pqs_tx_stamp(&mh);
 		int64_t id = -1;
 		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPING) {
-				struct scm_timestamping t;
-				memcpy(&t, CMSG_DATA(c), sizeof(t));
-				stamp = (int64_t)t.ts[0].tv_sec * 1000000000LL + t.ts[0].tv_nsec;
-			} else if ((c->cmsg_level == SOL_IP && c->cmsg_type == IP_RECVERR) ||
+			if ((c->cmsg_level == SOL_IP && c->cmsg_type == IP_RECVERR) ||
 				   (c->cmsg_level == SOL_IPV6 && c->cmsg_type == IPV6_RECVERR)) {
 				struct sock_extended_err ee;
 				memcpy(&ee, CMSG_DATA(c), sizeof(ee));
@@ -417,7 +380,7 @@ static void *rx_thread(void *arg)
 			}
 			if (h.magic != (p->two_step ? MAGIC_TWO_STEP : MAGIC))
 				continue;
-			int64_t rx = rx_stamp(&mh);
+			int64_t rx = pqs_rx_stamp(&mh);
 			int64_t rx_mono = mono;
 			if (rx > 0) {
 				int64_t k = rx - (real - mono);
