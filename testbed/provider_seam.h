@@ -11,6 +11,19 @@
 #include <openssl/types.h>
 #include "common.h"
 
+/* --help lines of the options pqs-server and pqs-timer both take from this seam
+ * (--provider, --oqs-native, --list-groups, --list-sigs), in their 25-column layout. */
+#define PQS_SEAM_OPTIONS_HELP \
+	"  --provider NAME        KEM provider: pqs-oqs (default, built-in liboqs provider), none\n" \
+	"                         (OpenSSL's groups only), or a provider module instead of pqs-oqs:\n" \
+	"                         NAME (NAME.so in $OPENSSL_MODULES), FILE.so or a path, e.g.\n" \
+	"                         build/lib/ossl-modules/pqs-oqs.so or a system oqsprovider with\n" \
+	"                         OPENSSL_MODULES=/usr/lib64/ossl-modules. Default $PQS_PROVIDER\n" \
+	"  --oqs-native           pqs-oqs also serves OpenSSL's native ML-KEM groups (X25519MLKEM768,\n" \
+	"                         ...) with liboqs, for interop tests (default: $PQS_OQS_NATIVE=1)\n" \
+	"  --list-groups          print the TLS 1.3 groups the loaded providers offer, one per line\n" \
+	"  --list-sigs            print the TLS 1.3 signature algorithms they offer, one per line\n"
+
 /* Longest --provider value (a module path). */
 #define PQS_PROVIDER_NAME_MAX 4096
 

@@ -158,15 +158,7 @@ static void usage(FILE *f)
 "  --out FILE             append JSON lines to FILE (default -, stdout)\n"
 "  --fsync N              with --out FILE: fsync every N lines and at exit (default 64;\n"
 "                         0 = only fflush). Every line is always fflush'ed.\n"
-"  --provider NAME        KEM provider: pqs-oqs (default, built-in liboqs provider), none\n"
-"                         (OpenSSL's groups only), or a provider module instead of pqs-oqs:\n"
-"                         NAME (NAME.so in $OPENSSL_MODULES), FILE.so or a path, e.g.\n"
-"                         build/lib/ossl-modules/pqs-oqs.so or a system oqsprovider with\n"
-"                         OPENSSL_MODULES=/usr/lib64/ossl-modules. Default $PQS_PROVIDER\n"
-"  --oqs-native           pqs-oqs also serves OpenSSL's native ML-KEM groups (X25519MLKEM768,\n"
-"                         ...) with liboqs, for interop tests (default: $PQS_OQS_NATIVE=1)\n"
-"  --list-groups          print the TLS 1.3 groups the loaded providers offer, one per line\n"
-"  --list-sigs            print the TLS 1.3 signature algorithms they offer, one per line\n"
+PQS_SEAM_OPTIONS_HELP
 "  --help                 this text\n"
 "\n"
 "Exit status: 0 run completed (even if attempts failed), 1 environment error, 2 bad usage.\n");
