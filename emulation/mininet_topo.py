@@ -39,8 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from pqshake.emulation.signals import TerminateOnSignals, signals_ignored
-from pqshake.emulation import backend as backend_mod
 from pqshake.emulation import backend_netem, backend_userspace, netns
+from pqshake.emulation.lifecycle import RunLifecycle
 from pqshake.emulation.profiles import Profile
 from pqshake.errors import UserError
 from pqshake.paths import binary, state_dir
@@ -84,7 +84,7 @@ def chain_profile(hops: list[Profile], name: str | None = None) -> Profile:
 # ---------------------------------------------------------------------- the topology --
 
 
-class MininetTopology:
+class MininetTopology(RunLifecycle):
     """Context manager with the interface of `topology.Topology` the runner uses (`backend`,
     `profile`, `client_addr`, `server_addr`, `ns_argv(role, cmd)`, `flush_tcp_metrics()`,
     `counters()`, `describe()`), plus `clients`/`servers` (host tags) and `addr_of(tag)`.
@@ -162,33 +162,12 @@ class MininetTopology:
         return ["mnexec", "-a", str(self.pid_of(role)), *cmd]
 
     # ------------------------------------------------------------ lifecycle --
-    def __enter__(self) -> "MininetTopology":
-        netns.require_root()
-        if self.clean_dead:
-            from pqshake.emulation.clean import clean_dead
-
-            clean_dead()
-        self.backend, self.backend_reason = backend_mod.resolve(self.requested_backend)
-        self._signals.install()
-        try:
-            self._record = netns.claim_run(
-                self.run_id, namespaces=[], backend=self.backend, profile=self.profile.name, files=[],
-                workdir=str(self.workdir), engine="mininet", topology=self.kind,
-                mininet={"nodes": {}, "interfaces": []},
-            )
-            self._build()
-            self._up = True
-        except BaseException:
-            self._teardown()
-            self._signals.restore()
-            raise
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        try:
-            self._teardown()
-        finally:
-            self._signals.restore()
+    def _claim(self) -> dict[str, Any]:
+        return netns.claim_run(
+            self.run_id, namespaces=[], backend=self.backend, profile=self.profile.name, files=[],
+            workdir=str(self.workdir), engine="mininet", topology=self.kind,
+            mininet={"nodes": {}, "interfaces": []},
+        )
 
     def _save_record(self) -> None:
         assert self._record is not None

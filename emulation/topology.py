@@ -23,15 +23,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pqshake.emulation import backend as backend_mod
 from pqshake.emulation import backend_netem, backend_userspace, netns
+from pqshake.emulation.lifecycle import RunLifecycle
 from pqshake.emulation.profiles import Profile
 from pqshake.emulation.signals import TerminateOnSignals, signals_ignored
 from pqshake.errors import UserError
 from pqshake.paths import state_dir
 
 
-class Topology:
+class Topology(RunLifecycle):
     def __init__(
         self,
         profile: Profile,
@@ -80,33 +80,12 @@ class Topology:
         return ["ip", "netns", "exec", self.ns_name(role), *cmd]
 
     # -------------------------------------------------------- lifecycle --
-    def __enter__(self) -> "Topology":
-        netns.require_root()
-        if self.clean_dead:
-            from pqshake.emulation.clean import clean_dead
-
-            clean_dead()
-        self.backend, self.backend_reason = backend_mod.resolve(self.requested_backend)
-        self._signals.install()
-        try:
-            self._record = netns.claim_run(
-                self.run_id, persistent=self.persistent, backend=self.backend,
-                profile=self.profile.name, files=[], workdir=str(self.workdir),
-                client_addr=self.client_addr, server_addr=self.server_addr,
-            )
-            self._build()
-            self._up = True
-        except BaseException:
-            self._teardown()
-            self._signals.restore()
-            raise
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        try:
-            self._teardown()
-        finally:
-            self._signals.restore()
+    def _claim(self) -> dict[str, Any]:
+        return netns.claim_run(
+            self.run_id, persistent=self.persistent, backend=self.backend,
+            profile=self.profile.name, files=[], workdir=str(self.workdir),
+            client_addr=self.client_addr, server_addr=self.server_addr,
+        )
 
     def detach(self) -> dict[str, Any]:
         """For `net up`: leave everything running; the record (persistent) lets `net down`
