@@ -92,23 +92,30 @@ def apply(profile: Profile, names: netns.Names, seed: int | None) -> list[list[s
     return cmds
 
 
+def parse_counters(tc_json: str, kind: str = "netem") -> dict[str, Any]:
+    """One direction's counters from `tc -s -j qdisc show dev X`: the first qdisc of `kind`.
+    The statistics keys are iproute2's generic ones (every qdisc kind prints them), which is
+    why tests can check this parser against a real tbf on kernels that lack netem."""
+    try:
+        qd = [q for q in json.loads(tc_json or "[]") if q.get("kind") == kind]
+    except json.JSONDecodeError:
+        qd = []
+    q = qd[0] if qd else {}
+    return {
+        "forwarded": q.get("packets", 0),
+        "bytes": q.get("bytes", 0),
+        "dropped": q.get("drops", 0),  # netem counts random loss AND tail drops here
+        "overlimits": q.get("overlimits", 0),
+        "requeues": q.get("requeues", 0),
+        "backlog_packets": q.get("qlen", 0),
+        "raw": q,
+    }
+
+
 def read_counters(names: netns.Names) -> dict[str, Any]:
     """`tc -s -j qdisc show` for both directions: sent packets/bytes, drops, overlimits, backlog."""
     out: dict[str, Any] = {}
     for direction, dev in (("up", names.link_s_if), ("down", names.link_c_if)):
         cp = netns.run(["tc", "-n", names.link_ns, "-s", "-j", "qdisc", "show", "dev", dev])
-        try:
-            qd = [q for q in json.loads(cp.stdout or "[]") if q.get("kind") == "netem"]
-        except json.JSONDecodeError:
-            qd = []
-        q = qd[0] if qd else {}
-        out[direction] = {
-            "forwarded": q.get("packets", 0),
-            "bytes": q.get("bytes", 0),
-            "dropped": q.get("drops", 0),  # netem counts random loss AND tail drops here
-            "overlimits": q.get("overlimits", 0),
-            "requeues": q.get("requeues", 0),
-            "backlog_packets": q.get("qlen", 0),
-            "raw": q,
-        }
+        out[direction] = parse_counters(cp.stdout)
     return out
