@@ -71,17 +71,24 @@ def test_gilbert_elliott_loss_mean():
 
 
 @pytest.mark.parametrize("mbit", [1, 10, 100])
-def test_tcp_throughput_and_no_queue_drops(mbit):
+def test_tcp_throughput_and_no_queue_drops(mbit, undisturbed):
+    """TCP goodput >= 90 % of the rate (and not above it) with no queue drops at the profile's
+    BDP-sized limit. A VM stall holds ACKs back and idles the sender, so measurements during
+    which the host stole CPU time do not count as failures (conftest.judge_undisturbed)."""
     p = prof(rtt="20ms", rate=f"{mbit}Mbit")
-    with Topology(p, backend="userspace") as topo:
-        t = check.measure_throughput(topo, "up", seconds=4, omit=1)
-        c = topo.counters()
-    report(f"tcp {mbit}Mbit", {"goodput_mbit": t["bps"] / 1e6, "retransmits": t["retransmits"],
-                                "queue_dropped": [c["up"]["queue_dropped"], c["down"]["queue_dropped"]],
-                                "limit": p.up.limit, "queue_max": c["up"].get("queue_max")})
-    assert t["bps"] >= 0.9 * mbit * 1e6
-    assert t["bps"] <= 1.0 * mbit * 1e6
-    assert c["up"]["queue_dropped"] == 0 and c["down"]["queue_dropped"] == 0
+
+    def measure():
+        with Topology(p, backend="userspace") as topo:
+            t = check.measure_throughput(topo, "up", seconds=4, omit=1)
+            c = topo.counters()
+        r = {"goodput_mbit": round(t["bps"] / 1e6, 4), "retransmits": t["retransmits"],
+             "queue_dropped": [c["up"]["queue_dropped"], c["down"]["queue_dropped"]],
+             "limit": p.up.limit, "queue_max": c["up"].get("queue_max")}
+        report(f"tcp {mbit}Mbit", r)
+        return r
+
+    undisturbed(measure, lambda r: 0.9 * mbit <= r["goodput_mbit"] <= mbit and r["queue_dropped"] == [0, 0],
+                f"tcp {mbit} Mbit/s")
 
 
 @pytest.mark.parametrize("mtu", [576, 1280, 9000])
@@ -107,33 +114,33 @@ def path_noise_ns():
 
 
 @pytest.mark.parametrize("dist", ["uniform", "normal", "pareto", "paretonormal"])
-def test_jitter_distribution_ks(dist, path_noise_ns):
+def test_jitter_distribution_ks(dist, path_noise_ns, undisturbed):
     """Only the uplink jitters; RTT - fixed delays should follow jitter x X plus the path's own
     noise (measured on the same path without jitter: pareto's sharp lower edge makes the test
-    sensitive to even a 0.03 sigma offset). Two-sample KS test at alpha 0.001; a VM stall during
-    the 7.5 s of probes shifts a burst of them, which the noise sample cannot model, so a
-    rejection is re-tested once on a fresh topology (new seed) and the test fails only when both
-    reject: a correct emulator fails with probability 1e-6 (given that the path noise does not
-    depend on the jitter), a wrong distribution fails both times. Probes are 25 ms apart, so
-    order keeping (which would hold a frame behind an earlier, later-due one) does not act."""
+    sensitive to even a 0.03 sigma offset). Two-sample KS test at alpha 0.001 on a fresh
+    topology (new seed) per sample; the test fails when two samples reject: a correct emulator
+    fails with probability 1e-6 (given that the path noise does not depend on the jitter), a
+    wrong distribution fails every time. A VM stall during the 7.5 s of probes shifts a burst of
+    them, which the noise sample cannot model, so samples taken while the host stole CPU time
+    do not count as rejections (conftest.judge_undisturbed). Probes are 25 ms apart, so order
+    keeping (which would hold a frame behind an earlier, later-due one) does not act."""
     p = prof(uplink={"delay": "20ms", "jitter": "5ms", "distribution": dist}, downlink={"delay": "1ms"})
     n = 300
     rng = np.random.default_rng(20261121)
     q = (np.arange(20_000) + 0.5) / 20_000
     ref = check.dist_quantile(dist, q) + rng.choice(path_noise_ns, q.size) / 5e6
-    tries = []
-    for _ in range(2):
+
+    def ks():
         with Topology(p, backend="userspace") as topo:
             seed = topo.seed
             r = check.measure_rtt(topo, count=n, interval_us=25_000)
         x = (np.array(r["samples_ns"], dtype=float) - 21e6) / 5e6  # standardised: X + noise
         assert len(x) == n
-        ks = stats.ks_2samp(x, ref)
-        tries.append(f"D={ks.statistic:.3f} p={ks.pvalue:.2g} (seed {seed})")
-        report(f"jitter {dist}", {"ks_D": ks.statistic, "p": ks.pvalue, "n": len(x), "try": len(tries)})
-        if ks.pvalue > 0.001:
-            return
-    raise AssertionError(f"KS rejects {dist} on two independent runs: {'; '.join(tries)}")
+        res = stats.ks_2samp(x, ref)
+        report(f"jitter {dist}", {"ks_D": res.statistic, "p": res.pvalue, "n": len(x), "seed": seed})
+        return {"D": round(float(res.statistic), 3), "p": float(f"{res.pvalue:.2g}"), "seed": seed}
+
+    undisturbed(ks, lambda r: r["p"] > 0.001, f"KS {dist}")
 
 
 def test_order_kept_under_jitter():

@@ -131,16 +131,18 @@ def _pareto_q(mu, sigma):
     ("normal", _normal_q(5.0, 1.0)),
     ("pareto", _pareto_q(5.0, 1.0)),
 ])
-def test_jitter_distribution_ks(devnet, tmp_path, dist, quantile):
+def test_jitter_distribution_ks(devnet, tmp_path, dist, quantile, undisturbed):
     """One-way delay (up only, keep_order=0 so jitter is not reshaped) against its
     configuration. What is measured is the configured delay plus the path's own latency noise
     (wake-ups, the probe's stack: tens of us, rare ms tails), so the expectation is the
     configured distribution convolved with that noise, measured on the same wire without jitter
-    (RTT - 5 ms). Two-sample KS test, measured vs configured+noise, alpha = 0.001. A VM stall
-    during the 1.5 s of probes shifts a burst of consecutive probes, which the noise sample
-    cannot model, so a rejection is re-tested once on fresh probes and the test fails only when
-    both reject: a correct emulator fails with probability 1e-6 (given that the noise does not
-    depend on the jitter), a wrong distribution fails both times."""
+    (RTT - 5 ms). Two-sample KS test, measured vs configured+noise, alpha = 0.001; the test
+    fails when two samples reject: a correct emulator fails with probability 1e-6 (given that
+    the noise does not depend on the jitter), a wrong distribution fails every time.
+    A VM stall during the 1.5 s of probes shifts a burst of consecutive probes, which the noise
+    sample cannot model (CI once had D = 0.110 and 0.061 against 0.056 while the host stole 16 s
+    of CPU time in 8 min), so samples taken while the host stole CPU time do not count as
+    rejections (conftest.judge_undisturbed)."""
     import random
     with devnet.emu("delay_ns=5000000", "", tmp=tmp_path):
         base_lines, _ = devnet.probe(1000, 1000)
@@ -149,20 +151,17 @@ def test_jitter_distribution_ks(devnet, tmp_path, dist, quantile):
     spec = f"delay_ns=5000000,jitter_ns={jitter_ns},dist={dist},keep_order=0"
     rng = random.Random(20261121)
     expected = [quantile(rng.random()) + rng.choice(noise) for _ in range(6000)]
-    results = []
-    for attempt in range(2):
+    crit = ks2_crit(1500, len(expected))
+
+    def ks_d():
         with devnet.emu(spec, "", tmp=tmp_path) as emu:
             lines, summary = devnet.probe(1500, 1000)
         assert emu["rc"] == 0
         sample = rtts_ms(lines)
         assert len(sample) == 1500
-        d = ks2_stat(sample, expected)
-        crit = ks2_crit(len(sample), len(expected))
-        results.append(round(d, 4))
-        print(f"{dist}: KS D={d:.4f} crit={crit:.4f} (try {attempt + 1})")
-        if d < crit:
-            return
-    raise AssertionError(f"{dist}: KS D {results} >= {crit:.4f} on two independent samples")
+        return round(ks2_stat(sample, expected), 4)
+
+    undisturbed(ks_d, lambda d: d < crit, f"{dist}: KS D (crit {crit:.4f})")
 
 
 def test_keep_order_shapes_delay(devnet, tmp_path):
