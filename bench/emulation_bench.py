@@ -27,7 +27,7 @@ except ImportError:  # no editable install
 
 import numpy as np  # noqa: E402
 
-from pqshake.emulation import backend, check, netns  # noqa: E402
+from pqshake.emulation import backend, check, host, netns  # noqa: E402
 from pqshake.emulation.profiles import Profile  # noqa: E402
 from pqshake.emulation.topology import Topology  # noqa: E402
 
@@ -40,10 +40,7 @@ def direct_veth_rtt(count: int) -> dict:
     """RTT over a plain veth pair between two namespaces (the floor the wire is compared with)."""
     rid = netns.new_run_id()
     a, b = f"pqs-{rid}-client", f"pqs-{rid}-server"
-    netns.claim_run(rid, namespaces=[a, b], purpose="bench direct veth")
-    try:
-        for ns in (a, b):
-            netns.ns_add(ns)
+    with netns.scratch(rid, [a, b], purpose="bench direct veth"):
         netns.run(["ip", "-n", a, "link", "add", f"pqs-{rid}-c", "type", "veth", "peer", "name", f"pqs-{rid}-s", "netns", b])
         ad = netns.addressing(rid)
         for ns, dev, ip in ((a, f"pqs-{rid}-c", ad.client_ip), (b, f"pqs-{rid}-s", ad.server_ip)):
@@ -60,42 +57,6 @@ def direct_veth_rtt(count: int) -> dict:
                 return ["ip", "netns", "exec", a if role == "client" else b, *cmd]
 
         return check.measure_rtt(Fake, count=count, interval_us=1000)
-    finally:
-        netns.remove_run({"run_id": rid, "namespaces": [a, b]})
-
-
-def steal_s() -> float:
-    """CPU time the hypervisor has taken from this VM since boot (/proc/stat steal), seconds."""
-    with open("/proc/stat") as f:
-        return int(f.readline().split()[8]) / 100.0  # USER_HZ is 100 on Linux
-
-
-def udp_overload_rate(topo, rate_bps: int, seconds: int = 6) -> dict:
-    """The link's serialization rate, measured so that VM stalls cannot bias it: UDP offered at
-    1.5 x the rate keeps the queue full, departures follow a virtual schedule, and the median
-    one-second rate at the receiver is taken (a stall only moves frames between seconds)."""
-    import random
-    import statistics
-    import subprocess
-    import time
-
-    payload = 1472 if rate_bps >= 10_000_000 else 200  # >= 500 frames per second
-    port = random.randint(20000, 60000)
-    srv = subprocess.Popen(topo.ns_argv("server", ["iperf3", "-s", "-1", "-J", "-B", topo.server_addr, "-p", str(port)]),
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        time.sleep(0.3)
-        cp = subprocess.run(topo.ns_argv("client", ["iperf3", "-c", topo.server_addr, "-p", str(port), "-u", "-b",
-                                                    str(rate_bps * 3 // 2), "-l", str(payload), "-t", str(seconds),
-                                                    "-O", "1", "--get-server-output", "-J"]),
-                            capture_output=True, text=True, timeout=seconds + 30)
-    finally:
-        srv.kill()
-        srv.wait()
-    rcv = json.loads(cp.stdout)["server_output_json"]
-    per_s = [i["sum"]["bytes"] * 8 / i["sum"]["seconds"] for i in rcv["intervals"]
-             if not i["sum"].get("omitted") and i["sum"]["seconds"] >= 0.9]
-    return {"bps": statistics.median(per_s), "want": rate_bps * payload / (payload + 42), "seconds": len(per_s)}
 
 
 # A thread that never sleeps, at the emulator's real-time priority, on one CPU: every gap between
@@ -213,13 +174,14 @@ def bench_backend(name: str, count: int, rows: list, quick: bool) -> dict:
                 busy = (e.get("cpu_user_s", 0) + e.get("cpu_sys_s", 0) - e.get("busy_wait_s", 0)) * 1e4 / e["packets_total"]
     # the link's own rate, immune to stalls (TCP goodput above is not: a stalled ACK idles the sender)
     for mbit in ((10, 100) if quick else (1, 10, 100)):
-        p = prof(uplink={"delay": "2ms", "rate": f"{mbit}Mbit", "limit": max(5, int(mbit * 1e6 * 0.06 / 12112))},
+        bps = mbit * 1_000_000
+        p = prof(uplink={"delay": "2ms", "rate": f"{mbit}Mbit", "limit": check.overload_limit(bps)},
                  downlink={"delay": "2ms"})
         with Topology(p, backend=name) as t:
-            u = udp_overload_rate(t, mbit * 1_000_000)
+            u = check.measure_link_rate(t, bps)
         errs["rate"].append((f"{mbit} Mbit/s", u["bps"] / u["want"] - 1))
         row(f"UDP at 1.5x {mbit} Mbit/s (link rate)", f"{u['want'] / 1e6:.3f} Mbit/s", f"{u['bps'] / 1e6:.3f} Mbit/s",
-            f"{(u['bps'] / u['want'] - 1) * 100:+.2f} %, median of {u['seconds']} receiver seconds")
+            f"{(u['bps'] / u['want'] - 1) * 100:+.2f} %, median of {len(u['per_s'])} receiver seconds")
     # the floor under every RTT tail above
     for cpu_id, g in platform_gaps().items():
         row(f"platform gaps, CPU {cpu_id} (RT busy loop)", "0", f"{g['per_s_300us']:.1f}/s > 0.3 ms",
@@ -268,11 +230,11 @@ def main() -> int:
     rows: list = []
     print(f"  {'backend':9} {'what':34} {'configured':>14} {'achieved':>22}  note")
     verdicts = []
-    stolen0 = steal_s()
+    stolen0 = host.steal_s()
     for b in backends:
         verdicts += judge(b, bench_backend(b, args.count, rows, args.quick))
     print("\n".join(verdicts))
-    print(f"  host steal during the benchmark: {steal_s() - stolen0:.2f} s of CPU time (the hypervisor "
+    print(f"  host steal during the benchmark: {host.steal_s() - stolen0:.2f} s of CPU time (the hypervisor "
           "descheduling this VM: it shows up as RTT tails and lost TCP goodput, not in the UDP rate)")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))

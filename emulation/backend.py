@@ -30,9 +30,7 @@ def netem_available(run_id: str | None = None) -> tuple[bool, str]:
     netns.require_root()
     rid = netns.new_run_id()  # its own id: the scratch namespace has its own record
     ns = f"pqs-{rid}-probe"
-    netns.claim_run(rid, purpose="netem probe", namespaces=[ns])
-    try:
-        netns.ns_add(ns)
+    with netns.scratch(rid, [ns], purpose="netem probe"):
         netns.run(["ip", "-n", ns, "link", "add", f"pqs-{rid}-p0", "type", "veth", "peer", "name", f"pqs-{rid}-p1"])
         cp = netns.run(["tc", "-n", ns, "qdisc", "add", "dev", f"pqs-{rid}-p0", "root", "netem", "delay", "1ms"], check=False)
         if cp.returncode == 0:
@@ -52,8 +50,6 @@ def netem_available(run_id: str | None = None) -> tuple[bool, str]:
             else:
                 detail += "; no modprobe"
             result = (False, detail)
-    finally:
-        netns.remove_run({"run_id": rid, "namespaces": [ns]})
     _cache["netem"] = result
     return result
 

@@ -200,15 +200,17 @@ def measure_mtu(topo) -> dict[str, Any]:
             "over_emsgsize": over["emsgsize"], "ok": ok}
 
 
-def measure_throughput(topo, direction: str, seconds: int = 4, omit: int = 1) -> dict[str, Any]:
-    """iperf3 TCP goodput (bits/s) for 'up' (client sends) or 'down' (-R)."""
+def _iperf3(topo, client_args: list[str], seconds: int, omit: int, server_json: bool = False) -> dict[str, Any]:
+    """One iperf3 test from client to server (a one-shot server on a random port); the client's
+    JSON, with the server's own under "server_output_json" when server_json is set."""
     port = random.randint(20000, 60000)
-    srv = subprocess.Popen(topo.ns_argv("server", ["iperf3", "-s", "-1", "-B", topo.server_addr, "-p", str(port)]),
+    srv = subprocess.Popen(topo.ns_argv("server", ["iperf3", "-s", "-1", "-B", topo.server_addr, "-p", str(port)]
+                                        + (["-J"] if server_json else [])),
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         time.sleep(0.3)
         argv = ["iperf3", "-c", topo.server_addr, "-p", str(port), "-t", str(seconds), "-O", str(omit), "-J",
-                "--connect-timeout", "5000"] + (["-R"] if direction == "down" else [])
+                "--connect-timeout", "5000", *client_args] + (["--get-server-output"] if server_json else [])
         p = topo.profile
         slack = (p.up.delay_ns + p.down.delay_ns) / 1e9 * 10 + 30
         cp = subprocess.run(topo.ns_argv("client", argv), capture_output=True, text=True, timeout=seconds + omit + slack)
@@ -224,10 +226,42 @@ def measure_throughput(topo, direction: str, seconds: int = 4, omit: int = 1) ->
         raise UserError(f"iperf3 gave no result: {cp.stderr.strip()[:200]}", exit_code=1) from None
     if "error" in j:
         raise UserError(f"iperf3: {j['error']}", exit_code=1)
-    end = j["end"]
+    return j
+
+
+def measure_throughput(topo, direction: str, seconds: int = 4, omit: int = 1) -> dict[str, Any]:
+    """iperf3 TCP goodput (bits/s) for 'up' (client sends) or 'down' (-R)."""
+    end = _iperf3(topo, ["-R"] if direction == "down" else [], seconds, omit)["end"]
     return {"bps": float(end["sum_received"]["bits_per_second"]),
             "retransmits": int(end.get("sum_sent", {}).get("retransmits", 0)),
             "seconds": seconds}
+
+
+def overload_payload(rate_bps: int) -> int:
+    """UDP payload for measure_link_rate: full frames, or small ones below 10 Mbit/s so that a
+    second still holds >= 500 frames (one frame more or less in it is <= 0.2 %)."""
+    return 1472 if rate_bps >= 10_000_000 else 200
+
+
+def overload_limit(rate_bps: int) -> int:
+    """A queue limit (frames) for measure_link_rate: ~60 ms of overload frames, longer than the
+    VM stalls seen here (<= 40 ms), so a stall alone does not drop frames."""
+    return max(5, int(rate_bps * 0.06 / ((overload_payload(rate_bps) + 42) * 8)))
+
+
+def measure_link_rate(topo, rate_bps: int, seconds: int = 6) -> dict[str, Any]:
+    """The uplink's serialization rate, measured so that VM stalls cannot bias it: UDP offered
+    at 1.5 x the rate keeps the queue full, departures follow a virtual schedule (a late frame
+    does not push back the next one), and the median one-second rate at the receiver is taken
+    (a stall only moves frames from one second into the next). `want` is rate x payload / frame
+    (the frame counted from the Ethernet header, no FCS, as netem counts)."""
+    payload = overload_payload(rate_bps)
+    j = _iperf3(topo, ["-u", "-b", str(rate_bps * 3 // 2), "-l", str(payload)], seconds, 1, server_json=True)
+    rcv = j["server_output_json"]
+    per_s = [i["sum"]["bytes"] * 8 / i["sum"]["seconds"] for i in rcv["intervals"]
+             if not i["sum"].get("omitted") and i["sum"]["seconds"] >= 0.9]
+    return {"bps": float(np.median(per_s)) if per_s else 0.0, "per_s": per_s,
+            "want": rate_bps * payload / (payload + 42), "intervals": rcv["intervals"]}
 
 
 # ------------------------------------------------------------------ check --

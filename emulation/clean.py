@@ -5,7 +5,6 @@ processes, work files). Only what a record lists, and only when its owner proces
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 from pqshake.emulation import netns
 from pqshake.paths import state_dir

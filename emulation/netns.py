@@ -16,9 +16,10 @@ import secrets
 import signal
 import subprocess
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from pqshake.errors import UserError
 from pqshake.paths import state_dir
@@ -343,3 +344,16 @@ def remove_run(rec: dict[str, Any]) -> list[str]:
     except FileNotFoundError:
         pass
     return removed
+
+
+@contextmanager
+def scratch(run_id: str, namespaces: list[str], purpose: str) -> Iterator[dict[str, Any]]:
+    """Namespaces that live for one `with` block (a probe, a test, a reference path): recorded
+    before they exist, so a crash leaves them to the next start or `pqshake clean`."""
+    rec = claim_run(run_id, namespaces=namespaces, purpose=purpose)
+    try:
+        for ns in namespaces:
+            ns_add(ns)
+        yield rec
+    finally:
+        remove_run(rec)

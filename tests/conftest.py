@@ -10,6 +10,8 @@ import os
 
 import pytest
 
+from pqshake.emulation import host
+
 
 
 def _in_ci() -> bool:
@@ -31,15 +33,11 @@ def pytest_collection_modifyitems(config, items):
 # test of the emulator over a second or two cannot tell such a stall from a wrong emulator, so the
 # tests that compare a whole distribution judge only attempts the host left alone.
 
-STEAL_FIELD = 8  # /proc/stat "cpu" line: user nice system idle iowait irq softirq steal
-TICK_MS = 1000 / os.sysconf("SC_CLK_TCK")
 MAX_STEAL_MS = 20.0  # two ticks over all CPUs; one stall of that size moves < 1.5 % of 1 ms probes
 
 
 def steal_ms() -> float:
-    """CPU time the hypervisor has taken from this VM since boot, all CPUs, in ms."""
-    with open("/proc/stat") as f:
-        return int(f.readline().split()[STEAL_FIELD]) * TICK_MS
+    return host.steal_s() * 1000
 
 
 def judge_undisturbed(attempt, accept, what: str, attempts: int = 6, rejections: int = 2):

@@ -27,15 +27,11 @@ def link_ns():
     put its qdiscs on (pqs-<id>-ls / pqs-<id>-lc), recorded so `pqshake clean` finds it."""
     rid = netns.new_run_id()
     names = netns.Names(rid)
-    rec = netns.claim_run(rid, purpose="tc parser test", namespaces=[names.link_ns])
-    try:
-        netns.ns_add(names.link_ns)
+    with netns.scratch(rid, [names.link_ns], purpose="tc parser test"):
         netns.run(["ip", "-n", names.link_ns, "link", "add", names.link_s_if, "type", "veth", "peer", "name", names.link_c_if])
         for dev in (names.link_s_if, names.link_c_if):
             netns.run(["ip", "-n", names.link_ns, "link", "set", dev, "up"])
         yield names
-    finally:
-        netns.remove_run(rec)
 
 
 def every_option() -> Profile:

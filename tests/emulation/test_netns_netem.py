@@ -1,6 +1,5 @@
 """The netem backend for real, wherever the kernel has sch_netem (root)."""
 
-import json
 import subprocess
 
 import pytest

@@ -1,7 +1,6 @@
 """Profiles: the shipped library, inline profiles, one-line errors, the JSON Schema."""
 
 import json
-from pathlib import Path
 
 import jsonschema
 import pytest

@@ -56,6 +56,18 @@ class DevNet:
     def nsexec(self, role, *cmd):
         return ["ip", "netns", "exec", self.ns(role), *map(str, cmd)]
 
+    # What pqshake.emulation.check's iperf3 helpers read of a topology. Each test configures
+    # its own emulator, so the profile only bounds their timeouts (up to 1 s each way).
+    server_addr = SERVER_IP
+
+    def ns_argv(self, role, cmd):
+        return self.nsexec(role, *cmd)
+
+    @property
+    def profile(self):
+        from pqshake.emulation.profiles import Profile
+        return Profile.from_mapping({"name": "devnet", "rtt": "2s"})
+
     def up(self):
         subprocess.run([str(DEVNET), "up", self.id, str(self.mtu)], check=True,
                        stdout=subprocess.DEVNULL)

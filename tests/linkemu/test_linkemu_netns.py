@@ -10,12 +10,10 @@ import json
 import math
 import shutil
 import signal
-import subprocess
 import time
 
 import pytest
 
-from conftest import SERVER_IP
 
 pytestmark = pytest.mark.netns
 
@@ -276,28 +274,13 @@ def test_rate_exact_under_overload(devnet, tmp_path, rate):
     seen (38 ms), so stalls alone do not drop frames. Payloads give >= 500 frames per second,
     so one frame more or less in an interval is <= 0.2 %. False failure: three of the five
     intervals would have to be off by > 1 %."""
-    payload = 1472 if rate >= 10_000_000 else 200
-    frame = payload + 8 + 20 + 14
-    want = rate * payload / frame
-    limit = max(5, int(rate * 0.06 / (frame * 8)))
-    srv = subprocess.Popen(devnet.nsexec("server", "iperf3", "-s", "-1", "-J", "-B", SERVER_IP),
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        time.sleep(0.3)
-        spec = f"rate_bps={rate},delay_ns=2000000,limit={limit}"
-        with devnet.emu(spec, "delay_ns=2000000", tmp=tmp_path) as emu:
-            out = subprocess.run(devnet.nsexec("client", "iperf3", "-c", SERVER_IP, "-u", "-b",
-                                               rate * 3 // 2, "-l", payload, "-t", "6", "-O", "1",
-                                               "--get-server-output", "-J"),
-                                 check=True, capture_output=True, text=True).stdout
-    finally:
-        srv.kill()
-        srv.wait()
-    rcv = json.loads(out)["server_output_json"]
-    per_s = [i["sum"]["bytes"] * 8 / i["sum"]["seconds"] for i in rcv["intervals"]
-             if not i["sum"].get("omitted") and i["sum"]["seconds"] >= 0.9]
-    assert len(per_s) >= 5, rcv["intervals"]
-    got = median(per_s)
+    from pqshake.emulation import check
+    limit = check.overload_limit(rate)
+    spec = f"rate_bps={rate},delay_ns=2000000,limit={limit}"
+    with devnet.emu(spec, "delay_ns=2000000", tmp=tmp_path) as emu:
+        r = check.measure_link_rate(devnet, rate)
+    per_s, got, want = r["per_s"], r["bps"], r["want"]
+    assert len(per_s) >= 5, r["intervals"]
     up = emu["stats"]["up"]
     print(f"rate {rate}: receiver {[round(x / 1e6, 4) for x in per_s]} Mbit/s, want {want / 1e6:.4f}; "
           f"queue_dropped {up['queue_dropped']}, lateness p99 {up['lateness_ns']['p99']} ns")
