@@ -12,7 +12,7 @@ PQS    := $(VENV)/bin/pqshake
 EXP    ?= experiments/demo.yaml
 export PQS_BUILD := $(BUILD)
 
-.PHONY: help deps system build venv test test-c test-py bench demo run figures analyze clean distclean asan check-profiles schema net-check
+.PHONY: help deps system build venv test test-c test-py test-netem bench demo run figures analyze clean distclean asan check-profiles schema net-check
 
 help:
 	@echo "make demo    install what is missing, build, run the demo matrix, write figures"
@@ -37,6 +37,7 @@ venv: system
 build: deps
 	@$(MAKE) --no-print-directory -C testbed BUILD=$(BUILD)
 	@$(MAKE) --no-print-directory -C emulation/linkemu BUILD=$(BUILD)
+	@$(MAKE) --no-print-directory -C emulation/uml BUILD=$(BUILD)
 
 asan: deps
 	@$(MAKE) --no-print-directory -C testbed BUILD=$(BUILD) asan
@@ -50,8 +51,14 @@ test-c:
 	@$(MAKE) --no-print-directory -C testbed BUILD=$(BUILD) check
 	@$(MAKE) --no-print-directory -C emulation/linkemu BUILD=$(BUILD) check
 
+# Two lanes: everything but the netem backend here; the netem tests where a kernel has sch_netem
+# (this one if it does, else a user-mode Linux kernel booted for them: docs/netem-in-uml.md).
 test-py:
-	@$(PY) -m pytest $(PYTEST_ARGS)
+	@$(PY) -m pytest -m "not netem" $(PYTEST_ARGS)
+	@$(MAKE) --no-print-directory test-netem
+
+test-netem: build venv
+	@$(PQS) uml run --unless-netem -- $(PY) -m pytest -m netem $(PYTEST_ARGS)
 
 bench: build venv
 	@$(PY) bench/run_all.py

@@ -31,9 +31,9 @@ def netem_args(link: Link, seed: int | None = None, with_seed: bool = False) -> 
     """The netem options for one direction, in tc's own order."""
     a = ["limit", str(link.limit)]
     if link.delay_ns or link.jitter_ns:
-        a += ["delay", units.fmt_duration(link.delay_ns)]
+        a += ["delay", units.fmt_duration_tc(link.delay_ns)]
         if link.jitter_ns:
-            a.append(units.fmt_duration(link.jitter_ns))
+            a.append(units.fmt_duration_tc(link.jitter_ns))
             if link.dist != "uniform":  # no table = netem's uniform jitter
                 a += ["distribution", link.dist]
     if link.ge is not None:
@@ -71,12 +71,56 @@ def render(profile: Profile, names: netns.Names, seed: int | None = None, with_s
     return cmds
 
 
+# ------------------------------------------------------------ applied values --
+# What netem really applies can differ from what the profile asks for, by less than a microsecond:
+# tc passes delay and jitter to the kernel in whole microseconds (sub-microsecond digits are
+# dropped) converted to psched ticks of 64 ns (rounded down), and the rate as whole bytes per
+# second. The applied values are computed here, recorded with the run, and said when they differ;
+# the UML lane checks them against tc's own read-back (which prints whole microseconds).
+PSCHED_TICK_NS = 64
+
+
+def _psched_ticks_per_us() -> float:
+    """tc's tick_in_usec, from /proc/net/psched as iproute2 reads it (15.625 on every modern kernel)."""
+    try:
+        t2us, us2t, clock_res, _ = (int(x, 16) for x in open("/proc/net/psched").read().split()[:4])
+    except (OSError, ValueError):
+        return 1000 / PSCHED_TICK_NS
+    if clock_res == 1_000_000_000:
+        t2us = us2t
+    return t2us / us2t * (clock_res / 1_000_000)
+
+
+def applied_duration_ns(ns: int) -> int:
+    ticks = int((int(ns) // 1000) * _psched_ticks_per_us())
+    return ticks * PSCHED_TICK_NS
+
+
+def applied(link: Link) -> dict[str, Any]:
+    """One direction's values as netem will hold them, and a note per value that was rounded."""
+    out = {"delay_ns": applied_duration_ns(link.delay_ns), "jitter_ns": applied_duration_ns(link.jitter_ns),
+           "rate_bps": link.rate_bps // 8 * 8}
+    notes = []
+    for key, asked, what in (("delay_ns", link.delay_ns, "delay"), ("jitter_ns", link.jitter_ns, "jitter")):
+        if out[key] != asked:
+            notes.append(f"{what} {units.fmt_duration_tc(asked)} is applied as {out[key]} ns "
+                         "(tc passes whole microseconds, netem holds 64 ns ticks)")
+    if out["rate_bps"] != link.rate_bps:
+        notes.append(f"rate {link.rate_bps} bit/s is applied as {out['rate_bps']} bit/s (netem counts whole bytes per second)")
+    out["notes"] = notes
+    return out
+
+
+def applied_profile(profile: Profile) -> dict[str, Any]:
+    return {"up": applied(profile.up), "down": applied(profile.down)}
+
+
 def render_text(cmds: list[list[str]]) -> list[str]:
     return [shlex.join(c) for c in cmds]
 
 
 def semantics_notes(profile: Profile) -> list[str]:
-    notes = []
+    notes = [f"{d}link: {n}" for d, a in applied_profile(profile).items() for n in a["notes"]]
     for name, l in (("uplink", profile.up), ("downlink", profile.down)):
         if l.jitter_ns and l.keep_order and not l.rate_bps:
             notes.append(f"{name}: netem without rate reorders frames whose jitter exceeds their spacing (keep_order cannot be enforced by netem)")

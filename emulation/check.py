@@ -142,16 +142,40 @@ def run_probe(topo, addr: str, count: int, interval_us: int, size: int = 64, df:
     return {"rtts_ns": rtts, "summary": summary, "sent": count, "received": len(rtts), "emsgsize": emsg}
 
 
+# What the kernel stamps take off the programs' own clocks (client send and receive scheduling;
+# the reflector's handling), at its minimum over all probes. Right stamps make it microseconds
+# for at least one probe, however busy the machine (the first probes meet no queue); a stamp
+# carried over from an earlier hop shifts every probe by about a one-way delay. 1 ms is far above
+# the first (a 1-CPU user-mode Linux: ~0.04 ms) and below any delay worth the check.
+STAMP_SUSPECT_NS = 1_000_000
+
+
+def stamps_untrusted(summary: dict[str, Any]) -> str | None:
+    """Why the probe's kernel timestamps cannot be trusted on this path, or None."""
+    for key, what in (("stamp_shift_min_ns", "the client's kernel send/receive stamps differ from its own clock"),
+                      ("residence_min_ns", "the reflector's kernel receive stamp is older than its handling")):
+        v = summary.get(key)
+        if v is not None and v > STAMP_SUSPECT_NS:
+            return (f"{what} by at least {v / 1e6:.3f} ms on every probe: some hop of this kernel path timestamps "
+                    "frames before the link delays them, so the RTT is not recorded")
+    return None
+
+
 def measure_rtt(topo, count: int = 200, interval_us: int | None = None, size: int = 64) -> dict[str, Any]:
     """RTT percentiles over `count` probes: p50_ns, p90_ns, p99_ns, mean_ns, min_ns, max_ns,
-    sd_ns, received, lost, samples_ns."""
+    sd_ns, received, lost, samples_ns, tx_restamped. Raises UserError when the kernel stamps of
+    this path are implausible (stamps_untrusted): a wrong RTT is never returned."""
     iv = interval_us or probe_interval_us(topo.profile, size)
     with probe_server(topo) as addr:
         # two-step: the reflector's residence ends at its kernel transmit timestamp, so its cold
         # send path after an idle gap (a handshake's case) is not counted as network time
         r = run_probe(topo, addr, count, iv, size, two_step=True)
+    why = stamps_untrusted(r["summary"])
+    if why:
+        raise UserError(f"RTT probe: {why}", exit_code=1)
     a = np.array(r["rtts_ns"], dtype=float)
-    out: dict[str, Any] = {"count": count, "received": len(a), "lost": count - len(a), "interval_us": iv}
+    out: dict[str, Any] = {"count": count, "received": len(a), "lost": count - len(a), "interval_us": iv,
+                           "tx_restamped": r["summary"].get("tx_restamped", 0)}
     if len(a):
         out.update(p50_ns=float(np.median(a)), p90_ns=float(np.quantile(a, 0.9)), p99_ns=float(np.quantile(a, 0.99)),
                    mean_ns=float(a.mean()), min_ns=float(a.min()), max_ns=float(a.max()), sd_ns=float(a.std()))
@@ -272,8 +296,14 @@ def run_check(topo, throughput: bool = True, rtt_count: int = 200, log=print) ->
     rows: list[dict[str, Any]] = []
 
     exp = expected_rtt(p)
-    r = measure_rtt(topo, count=rtt_count)
-    if r["received"] < max(10, rtt_count // 4):
+    try:
+        r = measure_rtt(topo, count=rtt_count)
+    except UserError as e:
+        r = {"received": 0, "interval_us": 0, "error": str(e)}
+    if r.get("error"):
+        rows.append({"what": "RTT p50", "dir": "both", "configured": units.fmt_duration_human(exp["p50_ns"]),
+                     "achieved": "not measurable", "tolerance": r["error"], "ok": False})
+    elif r["received"] < max(10, rtt_count // 4):
         rows.append({"what": "RTT p50", "dir": "both", "configured": units.fmt_duration_human(exp["p50_ns"]),
                      "achieved": f"{r['received']}/{rtt_count} answered", "ok": False, "tolerance": ""})
     else:

@@ -190,6 +190,38 @@ def clean_cmd(
         _print(f"not ours (no record): {ns} - left alone")
 
 
+uml = typer.Typer(no_args_is_help=True, help="A user-mode Linux kernel with netem, for hosts whose kernel lacks it.")
+
+
+@uml.command("run", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def uml_run(
+    ctx: typer.Context,
+    mem: str = typer.Option("2G", "--mem", help="the UML kernel's memory"),
+    unless_netem: bool = typer.Option(False, "--unless-netem", help="run here when this kernel has sch_netem"),
+) -> None:
+    """Run a command (after --) as root inside a user-mode Linux kernel that has netem."""
+    from pqshake.emulation import uml as uml_mod
+    from pqshake.emulation.signals import TerminateOnSignals
+
+    sig = TerminateOnSignals()
+    sig.install()
+    try:
+        rc = uml_mod.main_run(list(ctx.args), mem=mem, unless_netem=unless_netem)
+    finally:
+        sig.restore()
+    raise typer.Exit(rc)
+
+
+@uml.command("info")
+def uml_info() -> None:
+    """The UML kernel pqshake would boot: version, modules, where it came from."""
+    from pqshake.emulation import uml as uml_mod
+
+    for k, v in uml_mod.kernel_info().items():
+        _print(f"{k:8} {v}")
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(net, name="net", help="Emulated links: up, down, check, profiles, schema.")
+    app.add_typer(uml, name="uml", help="Run commands inside a user-mode Linux kernel (the netem lane).")
     app.command("clean")(clean_cmd)

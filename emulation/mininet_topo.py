@@ -415,7 +415,8 @@ class MininetTopology(RunLifecycle):
             "seed": self.seed, "profile": self.profile.describe(),
             "links": [{"wire": self.name(f"w{i + 1}"), "profile": p.describe(),
                        "spec": {"up": backend_userspace.spec(p.up), "down": backend_userspace.spec(p.down)}
-                       if self.backend == "userspace" else None}
+                       if self.backend == "userspace" else None,
+                       "applied": backend_netem.applied_profile(p) if self.backend == "netem" else None}
                       for i, p in enumerate(self.links)],
             "hosts": {t: {"name": self.name(t), "addr": self.addr_of(t), "mac": self.mac_of(t)} for t in self.clients + self.servers},
             "nodes": {t: self.name(t) for t in self.nodes},

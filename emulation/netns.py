@@ -326,8 +326,13 @@ def remove_run(rec: dict[str, Any]) -> list[str]:
 
         removed += remove_leftovers(rec)
     procs = [p for p in rec.get("processes", []) if pid_alive(int(p["pid"]), p.get("start"))]
+    for p in procs:
+        if p.get("group"):  # a recorded session leader: its whole group (a UML kernel's helpers)
+            from pqshake.emulation.uml import stop_group
+
+            stop_group(int(p["pid"]))
     if procs:
-        kill_pids(int(p["pid"]) for p in procs)
+        kill_pids(int(p["pid"]) for p in procs if not p.get("group"))
         removed += [f"process {p['pid']} ({p.get('name', '?')})" for p in procs]
     for ns in rec.get("namespaces", []):
         if ns.startswith("pqs-") and ns_exists(ns):

@@ -242,6 +242,7 @@ class Topology(RunLifecycle):
                 d["emulator"] = {"pid": self.emulator.pid, "ready": self.emulator.ready}
         else:
             d["notes"] = backend_netem.semantics_notes(self.profile)
+            d["applied"] = backend_netem.applied_profile(self.profile)
         if self.final_counters:
             d["final_counters"] = self.final_counters
         return d

@@ -136,6 +136,15 @@ def fmt_duration(ns: int) -> str:
     return f"{ns}ns"
 
 
+def fmt_duration_tc(ns: int) -> str:
+    """A duration every iproute2 takes: whole s/ms/us when exact, else fractional microseconds
+    ('15584.5us'). iproute2 6.1 refuses a plain 'ns' unit (`Illegal "latency"`)."""
+    ns = int(ns)
+    if ns % 1000 == 0:
+        return fmt_duration(ns)
+    return f"{ns // 1000}.{ns % 1000:03d}".rstrip("0") + "us"
+
+
 def fmt_duration_human(ns: float) -> str:
     """For tables: 20.000ms, 312.5us, 1.2s."""
     if abs(ns) >= 10**9:

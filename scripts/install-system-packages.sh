@@ -20,6 +20,9 @@ if [ "$mode" = all ]; then
     "cc:gcc" "make:make" "cmake:cmake" "ninja:ninja-build" "pkg-config:pkg-config" "perl:perl"
     "clang:clang" "cargo:cargo" "sha256sum:coreutils"
     "/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.asan-x86_64.a:libclang-rt-14-dev"
+    # the netem lane of `make test` on kernels without sch_netem: a user-mode Linux kernel
+    # (6.1, netem as a module) and modprobe to load its modules
+    "linux.uml:user-mode-linux" "modprobe:kmod"
   )
 fi
 # A rustup-installed cargo counts (it lives outside the default PATH of non-login shells).

@@ -27,6 +27,25 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+@pytest.fixture(autouse=True)
+def _netem_kernel(request):
+    """`netem` tests need sch_netem. `make test` runs them in the netem lane (here when this
+    kernel has it, else inside user-mode Linux), so in CI a kernel without netem is a failure:
+    the test was started outside its lane."""
+    if request.node.get_closest_marker("netem") is None:
+        return
+    from pqshake.emulation import backend
+
+    ok, detail = backend.netem_available()
+    if ok:
+        return
+    msg = (f"this kernel has no sch_netem ({detail}); run netem tests in their lane: "
+           "pqshake uml run --unless-netem -- python -m pytest -m netem")
+    if _in_ci():
+        pytest.fail(msg)
+    pytest.skip(msg)
+
+
 # ------------------------------------------------------------- host steal --
 # This VM's CPUs are shared with other guests. When the host is busy it deschedules a vCPU for
 # tens of ms ("steal" in /proc/stat); everything on it stops, the emulator included. A statistical

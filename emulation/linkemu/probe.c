@@ -16,7 +16,18 @@
  * sends a follow-up datagram with the residence from kernel receive to
  * kernel transmit once that timestamp is on its error queue.  It never waits
  * for it: the echo loop polls both queues, so a follow-up never delays an
- * echo.  A probe whose follow-up is lost keeps the one-step residence. */
+ * echo.  A probe whose follow-up is lost keeps the one-step residence.
+ *
+ * Forwarding restamps: a frame that a veth hands to another namespace keeps
+ * its socket and its "stamp me" flag, so every device that transmits it later
+ * stamps it again - under netem, after the qdisc held it for the one-way
+ * delay.  Only the first (earliest) transmit stamp of a probe is used; the
+ * others are counted (tx_restamped).  The summary's stamp_shift_* (what the
+ * kernel stamps take off our own clock readings) and residence_* (the
+ * reflector's handling) let the caller refuse a path whose stamps cannot be
+ * trusted: a stale stamp shifts every probe by about a one-way delay, while
+ * a slow program delays some probes and never the first of a quiet start, so
+ * the minimum over all probes is what tells them apart. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
@@ -56,6 +67,8 @@ struct result {
 	int64_t rtt, raw;
 	int64_t tx_kernel;    /* kernel software tx timestamp (mono), 0 = none */
 	int64_t send_ns, rx_mono, residence;
+	int64_t rx_user;      /* our clock when recvmsg returned the echo */
+	int64_t shift;        /* what the kernel stamps took off our own clocks */
 	int64_t residence_two_step; /* from the follow-up; valid if followed */
 	uint8_t followed;
 	uint8_t state; /* 0 pending, 1 ok, 2 send error */
@@ -74,6 +87,7 @@ struct probe {
 	atomic_uint received;
 	atomic_uint dups;
 	atomic_uint followups;
+	uint32_t restamped;   /* tx stamps beyond the first for one id (see read_errqueue) */
 	bool two_step;
 	atomic_int sending_done;
 	atomic_llong deadline; /* mono ns; valid once sending_done */
@@ -331,8 +345,20 @@ static void read_errqueue(struct probe *p)
 		if (stamp <= 0 || id < 0 || (uint64_t)id >= p->count)
 			continue;
 		int64_t k = stamp - (real - mono);
-		if (k <= mono && k > mono - 10000000000LL)
+		if (k > mono || k <= mono - 10000000000LL)
+			continue;
+		/* A frame forwarded into another namespace keeps its socket and its
+		 * "stamp me" flag, so every later device that transmits it (the
+		 * link namespace's veth, after a netem qdisc has held it for the
+		 * one-way delay) stamps it again.  Only the first stamp is our own
+		 * device's send; later ones are counted and never used. */
+		if (p->tx_by_id[id] == 0 || k < p->tx_by_id[id]) {
+			if (p->tx_by_id[id] != 0)
+				p->restamped++;
 			p->tx_by_id[id] = k;
+		} else {
+			p->restamped++;
+		}
 	}
 }
 
@@ -393,6 +419,7 @@ static void *rx_thread(void *arg)
 				continue;
 			}
 			res->rx_mono = rx_mono;
+			res->rx_user = mono;
 			res->send_ns = h.send_ns;
 			res->residence = h.residence_ns;
 			res->state = 1;
@@ -497,6 +524,7 @@ static int client(const char *addr, long long count, long long interval_us, long
 		}
 		r->raw = r->rx_mono - r->send_ns;
 		r->rtt = r->rx_mono - tx - r->residence;
+		r->shift = (tx - r->send_ns) + (r->rx_user - r->rx_mono);
 	}
 
 	int64_t *rtts = malloc(((size_t)count + 1) * sizeof(int64_t));
@@ -524,18 +552,38 @@ static int client(const char *addr, long long count, long long interval_us, long
 		}
 	}
 	qsort(rtts, nok, sizeof(int64_t), cmp_i64);
+	/* Plausibility of the kernel stamps (judged by the caller): on a sane
+	 * path both are scheduling latencies, microseconds.  A stamp carried
+	 * over from another namespace or hop shows up here as milliseconds. */
+	int64_t *shifts = malloc(((size_t)count + 1) * sizeof(int64_t));
+	int64_t *resid = malloc(((size_t)count + 1) * sizeof(int64_t));
+	if (!shifts || !resid)
+		die(1, "out of memory");
+	size_t ns = 0;
+	for (uint32_t i = 0; i < p->count; i++) {
+		if (p->res[i].state == 1) {
+			shifts[ns] = p->res[i].shift;
+			resid[ns++] = p->res[i].residence;
+		}
+	}
+	qsort(shifts, ns, sizeof(int64_t), cmp_i64);
+	qsort(resid, ns, sizeof(int64_t), cmp_i64);
 	printf("{\"type\":\"summary\",\"sent\":%u,\"received\":%zu,\"lost\":%zu,"
 	       "\"emsgsize\":%u,\"send_errors\":%u,\"duplicates\":%u,\"tx_timestamps\":%u,"
+	       "\"tx_restamped\":%u,\"stamp_shift_min_ns\":%" PRId64 ",\"stamp_shift_p50_ns\":%" PRId64
+	       ",\"residence_min_ns\":%" PRId64 ",\"residence_p50_ns\":%" PRId64 ","
 	       "\"two_step\":%u,"
 	       "\"size\":%lld,\"df\":%s,"
 	       "\"min_ns\":%" PRId64 ",\"p50_ns\":%" PRId64 ",\"p90_ns\":%" PRId64
 	       ",\"p99_ns\":%" PRId64 ",\"max_ns\":%" PRId64 ",\"mean_ns\":%.0f}\n",
 	       p->count - emsg - serr, nok, (size_t)p->count - nok, emsg, serr,
-	       atomic_load(&p->dups), with_txts, with_followup, size, df ? "true" : "false", nok ? rtts[0] : 0,
+	       atomic_load(&p->dups), with_txts, p->restamped, ns ? shifts[0] : 0, pct(shifts, ns, 0.5), ns ? resid[0] : 0, pct(resid, ns, 0.5), with_followup, size, df ? "true" : "false", nok ? rtts[0] : 0,
 	       pct(rtts, nok, 0.5), pct(rtts, nok, 0.9), pct(rtts, nok, 0.99),
 	       nok ? rtts[nok - 1] : 0, nok ? sum / (double)nok : 0.0);
 	fflush(stdout);
 	free(rtts);
+	free(shifts);
+	free(resid);
 	free(buf);
 	free(p->res);
 	free(p->id_to_seq);

@@ -40,8 +40,8 @@ HOLD = """
     from pqshake.emulation.profiles import Profile
     from pqshake.emulation.topology import Topology
     import json, time
-    with Topology(Profile.from_mapping({{"name": "hold", "rtt": "4ms"}}), run_id="{rid}", backend="userspace") as t:
-        print(json.dumps({{"emulator": t.emulator.pid}}), flush=True)
+    with Topology(Profile.from_mapping({{"name": "hold", "rtt": "4ms"}}), run_id="{rid}", backend="{backend}") as t:
+        print(json.dumps({{"emulator": t.emulator.pid if t.emulator else None, "backend": t.backend}}), flush=True)
         time.sleep(120)
 """
 
@@ -55,18 +55,21 @@ def leftovers(rid: str) -> list[str]:
     return out
 
 
-def start_holder(rid: str):
-    p = child(HOLD.format(rid=rid))
+def start_holder(rid: str, backend: str = "userspace"):
+    p = child(HOLD.format(rid=rid, backend=backend))
     line = p.stdout.readline()
     assert line, p.stderr.read()
-    emu = json.loads(line)["emulator"]
-    assert netns.ns_exists(f"pqs-{rid}-link") and netns.pid_alive(emu)
+    d = json.loads(line)
+    assert d["backend"] == backend
+    emu = d["emulator"]
+    assert netns.ns_exists(f"pqs-{rid}-link") and (emu is None or netns.pid_alive(emu))
     return p, emu
 
 
-def test_kill9_then_clean_leaves_nothing():
+@pytest.mark.parametrize("backend", ["userspace", pytest.param("netem", marks=pytest.mark.netem)])
+def test_kill9_then_clean_leaves_nothing(backend):
     rid = "k9" + os.urandom(2).hex()
-    p, emu = start_holder(rid)
+    p, emu = start_holder(rid, backend)
     # a process of the run inside a namespace (like an iperf3 server) must go too
     sleeper = subprocess.Popen(["ip", "netns", "exec", f"pqs-{rid}-server", "sleep", "300"])
     time.sleep(0.2)
@@ -78,7 +81,7 @@ def test_kill9_then_clean_leaves_nothing():
     assert f"namespace pqs-{rid}-link" in cp.stdout
     sleeper.wait(5)
     assert leftovers(rid) == []
-    assert not netns.pid_alive(emu)
+    assert emu is None or not netns.pid_alive(emu)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])

@@ -88,3 +88,33 @@ def test_names_fit_ifnamsiz_and_addresses_are_stable():
     assert a.client_ip != b.client_ip
     with pytest.raises(Exception, match="1 to 6"):
         netns.check_run_id("toolong7")
+
+
+def test_netem_applied_values_say_how_they_were_rounded():
+    """tc passes whole microseconds, netem holds 64 ns ticks: 31.169 ms RTT (15.5845 ms one way,
+    Paquin et al.'s grid) is applied as 15.584 ms, and the run says so."""
+    from pqshake.emulation import backend_netem
+    from pqshake.emulation.profiles import Profile
+
+    p = Profile.from_mapping({"name": "paquin", "rtt": "31.169ms"})
+    a = backend_netem.applied_profile(p)
+    assert a["up"]["delay_ns"] == 15_584_000 and a["down"]["delay_ns"] == 15_584_000
+    assert any("15584.5us" in n and "15584000" in n for n in a["up"]["notes"])
+    assert backend_netem.applied_duration_ns(1_500_000) == 1_499_968  # 23437 ticks of 64 ns
+    exact = Profile.from_mapping({"name": "x", "rtt": "20ms"})
+    assert backend_netem.applied_profile(exact)["up"]["delay_ns"] == 10_000_000
+    assert backend_netem.applied_profile(exact)["up"]["notes"] == []
+    assert any("applied as" in n for n in backend_netem.semantics_notes(p))
+
+
+def test_stale_kernel_stamps_are_refused_not_recorded():
+    """The judge of pqs-probe's plausibility figures: a minimum shift of a few µs passes (however
+    large the median: a busy program), one of milliseconds on every probe is refused, saying why."""
+    from pqshake.emulation import check
+
+    assert check.stamps_untrusted({"stamp_shift_min_ns": 31_000, "stamp_shift_p50_ns": 44_000_000,
+                                   "residence_min_ns": 20_000}) is None
+    why = check.stamps_untrusted({"stamp_shift_min_ns": 9_800_000, "residence_min_ns": 20_000})
+    assert why and "9.800 ms" in why and "not recorded" in why
+    assert "reflector" in check.stamps_untrusted({"stamp_shift_min_ns": 1_000, "residence_min_ns": 10_000_000})
+    assert check.stamps_untrusted({}) is None  # an older probe without the figures: nothing to judge

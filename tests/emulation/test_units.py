@@ -55,3 +55,14 @@ def test_formatting_round_trips():
     assert units.fmt_rate(100_000) == "100kbit"
     assert units.fmt_percent(0.005) == "0.5%"
     assert units.fmt_percent(1 / 3) == "33.3333%"
+
+
+def test_tc_durations_are_what_every_iproute2_reads():
+    """iproute2 6.1 refuses a plain 'ns' unit; sub-microsecond values go as fractional us."""
+    assert units.fmt_duration_tc(15_584_500) == "15584.5us"
+    assert units.fmt_duration_tc(1_001) == "1.001us"
+    assert units.fmt_duration_tc(20_000_000) == "20ms"
+    assert units.fmt_duration_tc(999) == "0.999us"
+    for ns in (1, 7, 999, 1001, 15_584_500, 31_169_000 // 2, 123_456_789, 2_000_000_001):
+        text = units.fmt_duration_tc(ns)
+        assert "ns" not in text and units.parse_duration(text) == ns

@@ -1,4 +1,7 @@
-"""The userspace backend for real: namespaces, pqs-linkemu, pqs-probe, iperf3 (root).
+"""Both link backends for real, one suite: namespaces, pqs-linkemu or netem, pqs-probe, iperf3
+(root). Each fidelity check runs against `userspace` and `netem`; the netem cases carry the
+`netem` marker and run in the netem lane of `make test` (this kernel when it has sch_netem, else
+inside user-mode Linux, whose timers are the host's seen through a userspace kernel).
 
 Statistical tests state their false-failure odds: binomial bounds are 99.9 % two-sided (1 in
 1000 of a correct link fails), the KS tests use alpha = 0.001.
@@ -19,6 +22,19 @@ pytestmark = pytest.mark.netns
 
 RESULTS = {}
 
+BACKENDS = [pytest.param("userspace"), pytest.param("netem", marks=pytest.mark.netem)]
+
+
+def backend_counts(c, d):
+    """(frames seen, frames lost) of direction d from either backend's counters."""
+    if "rx_frames" in c[d]:  # pqs-linkemu
+        return c[d]["rx_frames"], c[d]["lost"]
+    return c[d]["forwarded"] + c[d]["dropped"], c[d]["dropped"]  # netem: sent + dropped
+
+
+def queue_drops(c, d):
+    return c[d]["queue_dropped"] if "queue_dropped" in c[d] else c[d]["dropped"]
+
 
 def report(key, value):
     RESULTS[key] = value
@@ -29,40 +45,43 @@ def prof(**kw):
     return Profile.from_mapping({"name": "t", **kw})
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("one_way_ms", [0, 1, 10, 50, 200])
-def test_rtt_p50_within_tolerance(one_way_ms):
+def test_rtt_p50_within_tolerance(one_way_ms, backend):
     p = prof(rtt=f"{2 * one_way_ms}ms")
-    with Topology(p, backend="userspace") as topo:
+    with Topology(p, backend=backend) as topo:
         r = check.measure_rtt(topo, count=200, interval_us=2000)
     configured = 2 * one_way_ms * 1e6
     tol = max(0.02 * configured, 0.3e6)
-    report(f"rtt one-way {one_way_ms}ms", {"p50_ms": r["p50_ns"] / 1e6, "p99_ms": r["p99_ns"] / 1e6, "n": r["received"]})
+    report(f"{backend} rtt one-way {one_way_ms}ms", {"p50_ms": r["p50_ns"] / 1e6, "p99_ms": r["p99_ns"] / 1e6, "n": r["received"]})
     assert r["received"] == 200
     assert abs(r["p50_ns"] - configured) <= tol, f"p50 {r['p50_ns'] / 1e6:.3f} ms vs {configured / 1e6} ms +- {tol / 1e6} ms"
 
 
-def test_loss_within_binomial_bound():
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_loss_within_binomial_bound(backend):
     p = prof(rtt="2ms", uplink={"loss": "5%"}, downlink={"loss": "2%"}, )
-    with Topology(p, backend="userspace") as topo:
+    with Topology(p, backend=backend) as topo:
         before = topo.counters()
         r = check.measure_loss(topo, count=3000, interval_us=500)
         after = topo.counters()
-    report("loss round trip", {"lost": r["lost"], "n": r["count"], "expected": r["expected"], "bound": r["interval_999"]})
+    report(f"{backend} loss round trip", {"lost": r["lost"], "n": r["count"], "expected": r["expected"], "bound": r["interval_999"]})
     assert r["ok"], r
-    # each direction from the emulator's own counters
+    # each direction from the emulator's (or qdisc's) own counters
     for d, exp in (("up", 0.05), ("down", 0.02)):
-        seen = after[d]["rx_frames"] - before[d]["rx_frames"]
-        lost = after[d]["lost"] - before[d]["lost"]
+        seen = backend_counts(after, d)[0] - backend_counts(before, d)[0]
+        lost = backend_counts(after, d)[1] - backend_counts(before, d)[1]
         lo, hi = check.binom_interval(seen, exp)
         assert lo <= lost <= hi, (d, lost, seen)
 
 
-def test_gilbert_elliott_loss_mean():
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_gilbert_elliott_loss_mean(backend):
     p = prof(uplink={"delay": "1ms", "gemodel": {"p": "2%", "r": "20%", "1-h": "100%", "1-k": "0%"}}, downlink={"delay": "1ms"})
-    with Topology(p, backend="userspace") as topo:
+    with Topology(p, backend=backend) as topo:
         r = check.measure_loss(topo, count=4000, interval_us=300)
     exp = 0.02 / 0.22
-    report("loss gilbert-elliott", {"ratio": r["ratio"], "expected": exp})
+    report(f"{backend} loss gilbert-elliott", {"ratio": r["ratio"], "expected": exp})
     # losses come in bursts (mean 1/r = 5), so the binomial bound is too tight; allow 5 sigma of
     # a burst process: var ~ n p (1-p) (1 + 2 (1-r-p)/(r+p))
     n = r["count"]
@@ -70,31 +89,45 @@ def test_gilbert_elliott_loss_mean():
     assert abs(r["lost"] - n * exp) <= 5 * sd
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("mbit", [1, 10, 100])
-def test_tcp_throughput_and_no_queue_drops(mbit, undisturbed):
+def test_tcp_throughput_and_no_queue_drops(mbit, backend, undisturbed):
     """TCP goodput >= 90 % of the rate (and not above it) with no queue drops at the profile's
     BDP-sized limit. A VM stall holds ACKs back and idles the sender, so measurements during
     which the host stole CPU time do not count as failures (conftest.judge_undisturbed)."""
     p = prof(rtt="20ms", rate=f"{mbit}Mbit")
 
     def measure():
-        with Topology(p, backend="userspace") as topo:
+        with Topology(p, backend=backend) as topo:
             t = check.measure_throughput(topo, "up", seconds=4, omit=1)
             c = topo.counters()
         r = {"goodput_mbit": round(t["bps"] / 1e6, 4), "retransmits": t["retransmits"],
-             "queue_dropped": [c["up"]["queue_dropped"], c["down"]["queue_dropped"]],
+             "queue_dropped": [queue_drops(c, "up"), queue_drops(c, "down")],
              "limit": p.up.limit, "queue_max": c["up"].get("queue_max")}
-        report(f"tcp {mbit}Mbit", r)
+        report(f"{backend} tcp {mbit}Mbit", r)
         return r
 
     undisturbed(measure, lambda r: 0.9 * mbit <= r["goodput_mbit"] <= mbit and r["queue_dropped"] == [0, 0],
-                f"tcp {mbit} Mbit/s")
+                f"{backend} tcp {mbit} Mbit/s")
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("mbit", [1, 10])
+def test_rate_exact_under_udp_overload(mbit, backend):
+    """The link's own rate, which a stall cannot bias: UDP offered at 1.5x the rate keeps the queue
+    full, and the median receiver second must be within 1 % of rate x payload / frame."""
+    p = prof(rtt="2ms", rate=f"{mbit}Mbit")
+    with Topology(p, backend=backend) as topo:
+        r = check.measure_link_rate(topo, mbit * 1_000_000, seconds=5)
+    report(f"{backend} udp overload {mbit}Mbit", {"bps": r["bps"], "want": r["want"]})
+    assert abs(r["bps"] - r["want"]) <= 0.01 * r["want"], (r["bps"], r["want"], r["per_s"])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("mtu", [576, 1280, 9000])
-def test_mtu_enforced(mtu):
+def test_mtu_enforced(mtu, backend):
     p = prof(rtt="1ms", mtu=mtu)
-    with Topology(p, backend="userspace") as topo:
+    with Topology(p, backend=backend) as topo:
         m = check.measure_mtu(topo)
         links = subprocess.run(topo.ns_argv("link", ["ip", "-j", "link", "show"]), capture_output=True, text=True).stdout
     assert m["ok"], m
@@ -102,19 +135,25 @@ def test_mtu_enforced(mtu):
     assert {l["mtu"] for l in json.loads(links) if l["ifname"].startswith("pqs-")} == {mtu}
 
 
-@pytest.fixture(scope="module")
-def path_noise_ns():
+_NOISE: dict = {}
+
+
+def path_noise_ns(backend):
     """What the same path adds to a probe's RTT without jitter (uplink 20 ms, downlink 1 ms,
     probes 25 ms apart): tens of µs of wake-up and stack time, a constant part and rare tails.
-    The jitter test compares against the configured distribution convolved with this."""
-    p = prof(uplink={"delay": "20ms"}, downlink={"delay": "1ms"})
-    with Topology(p, backend="userspace") as topo:
-        r = check.measure_rtt(topo, count=200, interval_us=25_000)
-    return np.array(r["samples_ns"], dtype=float) - 21e6
+    The jitter test compares against the configured distribution convolved with this (measured
+    once per backend and kernel)."""
+    if backend not in _NOISE:
+        p = prof(uplink={"delay": "20ms"}, downlink={"delay": "1ms"})
+        with Topology(p, backend=backend) as topo:
+            r = check.measure_rtt(topo, count=200, interval_us=25_000)
+        _NOISE[backend] = np.array(r["samples_ns"], dtype=float) - 21e6
+    return _NOISE[backend]
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("dist", ["uniform", "normal", "pareto", "paretonormal"])
-def test_jitter_distribution_ks(dist, path_noise_ns, undisturbed):
+def test_jitter_distribution_ks(dist, backend, undisturbed):
     """Only the uplink jitters; RTT - fixed delays should follow jitter x X plus the path's own
     noise (measured on the same path without jitter: pareto's sharp lower edge makes the test
     sensitive to even a 0.03 sigma offset). Two-sample KS test at alpha 0.001 on a fresh
@@ -128,19 +167,19 @@ def test_jitter_distribution_ks(dist, path_noise_ns, undisturbed):
     n = 300
     rng = np.random.default_rng(20261121)
     q = (np.arange(20_000) + 0.5) / 20_000
-    ref = check.dist_quantile(dist, q) + rng.choice(path_noise_ns, q.size) / 5e6
+    ref = check.dist_quantile(dist, q) + rng.choice(path_noise_ns(backend), q.size) / 5e6
 
     def ks():
-        with Topology(p, backend="userspace") as topo:
+        with Topology(p, backend=backend) as topo:
             seed = topo.seed
             r = check.measure_rtt(topo, count=n, interval_us=25_000)
         x = (np.array(r["samples_ns"], dtype=float) - 21e6) / 5e6  # standardised: X + noise
         assert len(x) == n
         res = stats.ks_2samp(x, ref)
-        report(f"jitter {dist}", {"ks_D": res.statistic, "p": res.pvalue, "n": len(x), "seed": seed})
+        report(f"{backend} jitter {dist}", {"ks_D": res.statistic, "p": res.pvalue, "n": len(x), "seed": seed})
         return {"D": round(float(res.statistic), 3), "p": float(f"{res.pvalue:.2g}"), "seed": seed}
 
-    undisturbed(ks, lambda r: r["p"] > 0.001, f"KS {dist}")
+    undisturbed(ks, lambda r: r["p"] > 0.001, f"{backend} KS {dist}")
 
 
 def test_order_kept_under_jitter():
