@@ -53,12 +53,13 @@ test-c:
 
 # Two lanes: everything but the netem backend here; the netem tests where a kernel has sch_netem
 # (this one if it does, else a user-mode Linux kernel booted for them: docs/netem-in-uml.md).
+NETEM_LANE = $(PQS) uml run --unless-netem -- $(PY) -m pytest -m netem $(PYTEST_ARGS)
 test-py:
 	@$(PY) -m pytest -m "not netem" $(PYTEST_ARGS)
-	@$(MAKE) --no-print-directory test-netem
+	@$(NETEM_LANE)
 
 test-netem: build venv
-	@$(PQS) uml run --unless-netem -- $(PY) -m pytest -m netem $(PYTEST_ARGS)
+	@$(NETEM_LANE)
 
 bench: build venv
 	@$(PY) bench/run_all.py

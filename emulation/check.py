@@ -115,14 +115,14 @@ def probe_server(topo, port: int | None = None) -> Iterator[str]:
 
 
 def run_probe(topo, addr: str, count: int, interval_us: int, size: int = 64, df: bool = False,
-              timeout_ms: int | None = None, two_step: bool = False) -> dict[str, Any]:
+              timeout_ms: int | None = None, two_step: bool = False, extra: list[str] | None = None) -> dict[str, Any]:
     if timeout_ms is None:
         p = topo.profile
         worst = p.up.delay_ns + p.down.delay_ns + p.up.max_jitter_ns() + p.down.max_jitter_ns()
         timeout_ms = int(worst / 1e6 * 1.5 + 1000)
     argv = [str(binary("pqs-probe")), "--connect", addr, "--count", str(count), "--interval-us", str(interval_us),
             "--size", str(size), "--timeout-ms", str(timeout_ms)] + (["--df"] if df else []) + \
-        (["--two-step"] if two_step else [])
+        (["--two-step"] if two_step else []) + (extra or [])
     budget = count * interval_us / 1e6 + timeout_ms / 1e3 + 30
     cp = subprocess.run(topo.ns_argv("client", argv), capture_output=True, text=True, timeout=budget)
     if cp.returncode not in (0, 1) or not cp.stdout:
@@ -142,26 +142,31 @@ def run_probe(topo, addr: str, count: int, interval_us: int, size: int = 64, df:
     return {"rtts_ns": rtts, "summary": summary, "sent": count, "received": len(rtts), "emsgsize": emsg}
 
 
-# What the kernel stamps take off the programs' own clocks (client send and receive scheduling;
-# the reflector's handling), at its minimum over all probes. Right stamps make it microseconds
-# for at least one probe, however busy the machine (the first probes meet no queue); a stamp
-# carried over from an earlier hop shifts every probe by about a one-way delay. 1 ms is far above
-# the first (a 1-CPU user-mode Linux: ~0.04 ms) and below any delay worth the check.
+# The two kernel stamps taken synchronously with the programs' own steps, at their minimum over
+# all probes: the client's transmit stamp after its clock read before send() (tx_lag) and the
+# reflector's kernel receive-to-transmit time (residence). Right stamps make both microseconds on
+# at least one probe, however busy the machine; a stamp from another hop (a restamp after the
+# link's delay, a receive stamp from before it) shifts every probe by about a one-way delay.
+# The client's receive lag is not judged: a starved receiver thread (user-mode Linux's one CPU
+# while the sender loops) delays it on every probe with the stamps right. Its path is the
+# reflector's mirror image, whose receive stamp the residence checks. 1 ms: far above a right
+# stamp's lag (tens of µs inside user-mode Linux), below any delay worth the check.
 STAMP_SUSPECT_NS = 1_000_000
 
 
 def stamps_untrusted(summary: dict[str, Any]) -> str | None:
     """Why the probe's kernel timestamps cannot be trusted on this path, or None."""
-    for key, what in (("stamp_shift_min_ns", "the client's kernel send/receive stamps differ from its own clock"),
+    for key, what in (("tx_lag_min_ns", "the client's kernel transmit stamp is later than its send"),
                       ("residence_min_ns", "the reflector's kernel receive stamp is older than its handling")):
         v = summary.get(key)
         if v is not None and v > STAMP_SUSPECT_NS:
-            return (f"{what} by at least {v / 1e6:.3f} ms on every probe: some hop of this kernel path timestamps "
-                    "frames before the link delays them, so the RTT is not recorded")
+            return (f"{what} by at least {v / 1e6:.3f} ms on every probe: some hop of this kernel path stamps "
+                    "frames on the other side of the link's delay, so the RTT is not recorded")
     return None
 
 
-def measure_rtt(topo, count: int = 200, interval_us: int | None = None, size: int = 64) -> dict[str, Any]:
+def measure_rtt(topo, count: int = 200, interval_us: int | None = None, size: int = 64,
+                probe_args: list[str] | None = None) -> dict[str, Any]:
     """RTT percentiles over `count` probes: p50_ns, p90_ns, p99_ns, mean_ns, min_ns, max_ns,
     sd_ns, received, lost, samples_ns, tx_restamped. Raises UserError when the kernel stamps of
     this path are implausible (stamps_untrusted): a wrong RTT is never returned."""
@@ -169,7 +174,7 @@ def measure_rtt(topo, count: int = 200, interval_us: int | None = None, size: in
     with probe_server(topo) as addr:
         # two-step: the reflector's residence ends at its kernel transmit timestamp, so its cold
         # send path after an idle gap (a handshake's case) is not counted as network time
-        r = run_probe(topo, addr, count, iv, size, two_step=True)
+        r = run_probe(topo, addr, count, iv, size, two_step=True, extra=probe_args)
     why = stamps_untrusted(r["summary"])
     if why:
         raise UserError(f"RTT probe: {why}", exit_code=1)

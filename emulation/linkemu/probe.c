@@ -22,12 +22,12 @@
  * its socket and its "stamp me" flag, so every device that transmits it later
  * stamps it again - under netem, after the qdisc held it for the one-way
  * delay.  Only the first (earliest) transmit stamp of a probe is used; the
- * others are counted (tx_restamped).  The summary's stamp_shift_* (what the
- * kernel stamps take off our own clock readings) and residence_* (the
- * reflector's handling) let the caller refuse a path whose stamps cannot be
- * trusted: a stale stamp shifts every probe by about a one-way delay, while
- * a slow program delays some probes and never the first of a quiet start, so
- * the minimum over all probes is what tells them apart. */
+ * others are counted (tx_restamped).  The summary's tx_lag_* (transmit
+ * stamp - our clock before send()) and residence_* (the reflector's kernel
+ * receive to kernel transmit) let the caller refuse a path whose stamps
+ * cannot be trusted: both are taken synchronously, so they are microseconds
+ * on at least one probe where the stamps are right, and about a one-way
+ * delay on every probe where a stamp comes from a later or earlier hop. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
@@ -68,7 +68,8 @@ struct result {
 	int64_t tx_kernel;    /* kernel software tx timestamp (mono), 0 = none */
 	int64_t send_ns, rx_mono, residence;
 	int64_t rx_user;      /* our clock when recvmsg returned the echo */
-	int64_t shift;        /* what the kernel stamps took off our own clocks */
+	int64_t tx_lag;       /* kernel transmit stamp - our clock before send() */
+	int64_t rx_lag;       /* our clock after recvmsg - kernel receive stamp */
 	int64_t residence_two_step; /* from the follow-up; valid if followed */
 	uint8_t followed;
 	uint8_t state; /* 0 pending, 1 ok, 2 send error */
@@ -88,6 +89,7 @@ struct probe {
 	atomic_uint dups;
 	atomic_uint followups;
 	uint32_t restamped;   /* tx stamps beyond the first for one id (see read_errqueue) */
+	bool last_stamp;      /* --tx-stamp last: keep the latest instead (tests the caller's check) */
 	bool two_step;
 	atomic_int sending_done;
 	atomic_llong deadline; /* mono ns; valid once sending_done */
@@ -127,6 +129,9 @@ static void print_help(void)
 	      "  --timeout-ms N     how long to wait for the last replies\n"
 	      "  --two-step         the reflector follows each echo with its kernel transmit time, so its\n"
 	      "                     residence ends at the kernel's send, not at its own clock read\n"
+	      "  --tx-stamp first|last  which transmit stamp of a probe to use when a forwarding hop\n"
+	      "                     stamps it again (default first, our own send; last reproduces the\n"
+	      "                     halved RTT under netem, to test the caller's plausibility check)\n"
 	      "  --help             this text\n"
 	      "Exit status: 0 done, 1 environment error, 2 bad usage.\n",
 	      stdout);
@@ -352,7 +357,7 @@ static void read_errqueue(struct probe *p)
 		 * link namespace's veth, after a netem qdisc has held it for the
 		 * one-way delay) stamps it again.  Only the first stamp is our own
 		 * device's send; later ones are counted and never used. */
-		if (p->tx_by_id[id] == 0 || k < p->tx_by_id[id]) {
+		if (p->tx_by_id[id] == 0 || (p->last_stamp ? k > p->tx_by_id[id] : k < p->tx_by_id[id])) {
 			if (p->tx_by_id[id] != 0)
 				p->restamped++;
 			p->tx_by_id[id] = k;
@@ -444,12 +449,13 @@ static int64_t pct(const int64_t *v, size_t n, double q)
 }
 
 static int client(const char *addr, long long count, long long interval_us, long long size,
-		  bool df, long long timeout_ms, bool two_step)
+		  bool df, long long timeout_ms, bool two_step, bool last_stamp)
 {
 	static struct probe P;
 	struct probe *p = &P;
 	struct sockaddr_in sa;
 
+	p->last_stamp = last_stamp;
 	parse_addr(addr, &sa);
 	p->two_step = two_step;
 	p->count = (uint32_t)count;
@@ -524,7 +530,8 @@ static int client(const char *addr, long long count, long long interval_us, long
 		}
 		r->raw = r->rx_mono - r->send_ns;
 		r->rtt = r->rx_mono - tx - r->residence;
-		r->shift = (tx - r->send_ns) + (r->rx_user - r->rx_mono);
+		r->tx_lag = tx - r->send_ns;
+		r->rx_lag = r->rx_user - r->rx_mono;
 	}
 
 	int64_t *rtts = malloc(((size_t)count + 1) * sizeof(int64_t));
@@ -552,37 +559,45 @@ static int client(const char *addr, long long count, long long interval_us, long
 		}
 	}
 	qsort(rtts, nok, sizeof(int64_t), cmp_i64);
-	/* Plausibility of the kernel stamps (judged by the caller): on a sane
-	 * path both are scheduling latencies, microseconds.  A stamp carried
-	 * over from another namespace or hop shows up here as milliseconds. */
-	int64_t *shifts = malloc(((size_t)count + 1) * sizeof(int64_t));
+	/* Plausibility of the kernel stamps (judged by the caller).  The send
+	 * stamp is taken inside send(), so its lag is microseconds on every
+	 * probe unless it is not our send's stamp; the reflector's residence
+	 * likewise, unless its receive stamp is older than the frame's arrival.
+	 * The receive lag grows with a slow or starved receiver thread (a busy
+	 * 1-CPU machine), so it is reported, not judged. */
+	int64_t *txl = malloc(((size_t)count + 1) * sizeof(int64_t));
+	int64_t *rxl = malloc(((size_t)count + 1) * sizeof(int64_t));
 	int64_t *resid = malloc(((size_t)count + 1) * sizeof(int64_t));
-	if (!shifts || !resid)
+	if (!txl || !rxl || !resid)
 		die(1, "out of memory");
 	size_t ns = 0;
 	for (uint32_t i = 0; i < p->count; i++) {
 		if (p->res[i].state == 1) {
-			shifts[ns] = p->res[i].shift;
+			txl[ns] = p->res[i].tx_lag;
+			rxl[ns] = p->res[i].rx_lag;
 			resid[ns++] = p->res[i].residence;
 		}
 	}
-	qsort(shifts, ns, sizeof(int64_t), cmp_i64);
+	qsort(txl, ns, sizeof(int64_t), cmp_i64);
+	qsort(rxl, ns, sizeof(int64_t), cmp_i64);
 	qsort(resid, ns, sizeof(int64_t), cmp_i64);
 	printf("{\"type\":\"summary\",\"sent\":%u,\"received\":%zu,\"lost\":%zu,"
 	       "\"emsgsize\":%u,\"send_errors\":%u,\"duplicates\":%u,\"tx_timestamps\":%u,"
-	       "\"tx_restamped\":%u,\"stamp_shift_min_ns\":%" PRId64 ",\"stamp_shift_p50_ns\":%" PRId64
-	       ",\"residence_min_ns\":%" PRId64 ",\"residence_p50_ns\":%" PRId64 ","
+	       "\"tx_restamped\":%u,\"tx_lag_min_ns\":%" PRId64 ",\"tx_lag_p50_ns\":%" PRId64
+	       ",\"rx_lag_p50_ns\":%" PRId64 ",\"residence_min_ns\":%" PRId64 ",\"residence_p50_ns\":%" PRId64 ","
 	       "\"two_step\":%u,"
 	       "\"size\":%lld,\"df\":%s,"
 	       "\"min_ns\":%" PRId64 ",\"p50_ns\":%" PRId64 ",\"p90_ns\":%" PRId64
 	       ",\"p99_ns\":%" PRId64 ",\"max_ns\":%" PRId64 ",\"mean_ns\":%.0f}\n",
 	       p->count - emsg - serr, nok, (size_t)p->count - nok, emsg, serr,
-	       atomic_load(&p->dups), with_txts, p->restamped, ns ? shifts[0] : 0, pct(shifts, ns, 0.5), ns ? resid[0] : 0, pct(resid, ns, 0.5), with_followup, size, df ? "true" : "false", nok ? rtts[0] : 0,
+	       atomic_load(&p->dups), with_txts, p->restamped, ns ? txl[0] : 0, pct(txl, ns, 0.5), pct(rxl, ns, 0.5), ns ? resid[0] : 0,
+	       pct(resid, ns, 0.5), with_followup, size, df ? "true" : "false", nok ? rtts[0] : 0,
 	       pct(rtts, nok, 0.5), pct(rtts, nok, 0.9), pct(rtts, nok, 0.99),
 	       nok ? rtts[nok - 1] : 0, nok ? sum / (double)nok : 0.0);
 	fflush(stdout);
 	free(rtts);
-	free(shifts);
+	free(txl);
+	free(rxl);
 	free(resid);
 	free(buf);
 	free(p->res);
@@ -596,7 +611,7 @@ int main(int argc, char **argv)
 {
 	const char *serve_addr = NULL, *conn = NULL;
 	long long count = -1, interval = -1, size = -1, timeout = 1000;
-	bool df = false, two_step = false;
+	bool df = false, two_step = false, last_stamp = false;
 	static const struct option lo[] = {
 		{"serve", required_argument, NULL, 's'},
 		{"connect", required_argument, NULL, 'c'},
@@ -606,6 +621,7 @@ int main(int argc, char **argv)
 		{"df", no_argument, NULL, 'D'},
 		{"timeout-ms", required_argument, NULL, 't'},
 		{"two-step", no_argument, NULL, 'T'},
+		{"tx-stamp", required_argument, NULL, 'X'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -620,6 +636,11 @@ int main(int argc, char **argv)
 		case 'z': size = num("--size", optarg, HDR_SIZE, MAX_SIZE); break;
 		case 'D': df = true; break;
 		case 'T': two_step = true; break;
+		case 'X':
+			if (strcmp(optarg, "first") && strcmp(optarg, "last"))
+				usage("bad value for --tx-stamp: \"%s\" (expected first or last)", optarg);
+			last_stamp = !strcmp(optarg, "last");
+			break;
 		case 't': timeout = num("--timeout-ms", optarg, 0, 3600000); break;
 		case 'h': print_help(); exit(0);
 		case ':': usage("option %s needs a value", argv[optind - 1]); break;
@@ -636,5 +657,5 @@ int main(int argc, char **argv)
 		return serve(serve_addr);
 	if (count < 0 || interval < 0 || size < 0)
 		usage("--connect needs --count, --interval-us and --size");
-	return client(conn, count, interval, size, df, timeout, two_step);
+	return client(conn, count, interval, size, df, timeout, two_step, last_stamp);
 }

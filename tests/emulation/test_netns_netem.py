@@ -116,3 +116,15 @@ def test_sub_microsecond_delays_apply_as_recorded():
     assert round(opts["delay"] * 1e6) == applied["delay_ns"] // 1000
     assert round(opts["jitter"] * 1e6) == applied["jitter_ns"] // 1000
     assert any("applied as" in n for n in d["notes"])
+
+
+@netem
+def test_a_restamped_send_time_is_refused_not_recorded():
+    """The check that makes the fix above able to fail: the probe told to keep the LAST transmit
+    stamp (what it did before) reads half the RTT, and measure_rtt refuses it with one line."""
+    from pqshake.errors import UserError
+
+    with Topology(prof(rtt="20ms"), backend="netem") as topo:
+        with pytest.raises(UserError) as ei:
+            check.measure_rtt(topo, count=50, interval_us=5000, probe_args=["--tx-stamp", "last"])
+    assert "transmit stamp is later than its send" in str(ei.value) and "not recorded" in str(ei.value)

@@ -108,13 +108,14 @@ def test_netem_applied_values_say_how_they_were_rounded():
 
 
 def test_stale_kernel_stamps_are_refused_not_recorded():
-    """The judge of pqs-probe's plausibility figures: a minimum shift of a few µs passes (however
-    large the median: a busy program), one of milliseconds on every probe is refused, saying why."""
+    """The judge of pqs-probe's plausibility figures: a minimum lag of a few µs passes (however
+    large the median, or the receive lag: a busy program), one of milliseconds on every probe is
+    refused, saying why."""
     from pqshake.emulation import check
 
-    assert check.stamps_untrusted({"stamp_shift_min_ns": 31_000, "stamp_shift_p50_ns": 44_000_000,
-                                   "residence_min_ns": 20_000}) is None
-    why = check.stamps_untrusted({"stamp_shift_min_ns": 9_800_000, "residence_min_ns": 20_000})
+    assert check.stamps_untrusted({"tx_lag_min_ns": 31_000, "tx_lag_p50_ns": 44_000_000,
+                                   "rx_lag_p50_ns": 146_000_000, "residence_min_ns": 20_000}) is None
+    why = check.stamps_untrusted({"tx_lag_min_ns": 9_800_000, "residence_min_ns": 20_000})
     assert why and "9.800 ms" in why and "not recorded" in why
-    assert "reflector" in check.stamps_untrusted({"stamp_shift_min_ns": 1_000, "residence_min_ns": 10_000_000})
+    assert "reflector" in check.stamps_untrusted({"tx_lag_min_ns": 1_000, "residence_min_ns": 10_000_000})
     assert check.stamps_untrusted({}) is None  # an older probe without the figures: nothing to judge
