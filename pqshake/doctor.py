@@ -23,6 +23,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
+from pqshake.errors import UserError
+
 OK, WARN, FAIL, INFO = "ok", "warn", "FAIL", "info"
 CAP_NET_ADMIN, CAP_SYS_ADMIN, CAP_NET_RAW, CAP_SYS_NICE = 12, 21, 13, 23
 BINARIES = ("pqs-server", "pqs-timer", "pqs-linkemu", "pqs-probe", "pqs-speed")
@@ -134,6 +136,7 @@ def kernel_items(can_root: bool) -> list[Item]:
         else:
             out.append(Item("netem / backend", OK,
                             f"no netem ({detail}): backend auto = userspace (pqs-linkemu), same profile semantics"))
+            out.append(_uml_item())
     finally:
         netns.remove_run({"run_id": rid, "namespaces": [ns]})
     return out
@@ -295,6 +298,18 @@ def leftovers_item() -> Item:
     if foreign:
         return Item("leftovers", WARN, "; ".join(parts), "not ours to remove: check them, then 'ip netns del NAME'")
     return Item("leftovers", OK if not kept else INFO, "; ".join(parts) or "none", "pqshake net down --id ID" if kept else "")
+
+
+def _uml_item() -> Item:
+    """Where the kernel lacks netem, the netem backend can still run inside user-mode Linux."""
+    from pqshake.emulation import uml
+
+    try:
+        k = uml.kernel_info()
+    except UserError as e:
+        return Item("netem in UML", INFO, f"not available: {e}", "only needed to run the netem backend on this machine")
+    return Item("netem in UML", INFO, f"user-mode Linux {k['version']} ({k['origin']}): "
+                "'pqshake uml run -- CMD' runs CMD with netem (make test does for the netem tests)")
 
 
 # ----------------------------------------------------------------------------- run --
