@@ -434,7 +434,8 @@ def fig_bound(ctx: Ctx) -> list[FigOut]:
     ratio = t["measured_over_bound"]
     title = "Measured median vs model lower bound"
     cap = (f"Median handshake time (client side, {int(S.CI_LEVEL * 100)} % CI as bars) against the handshake model's "
-           f"lower bound (RTT count x achieved RTT + serialization + CPU) for every cell with data "
+           f"lower bound (the handshake on a timeline: propagation RTTs, serialization and CPU where "
+           f"they cannot overlap; docs/methodology.md) for every cell with data "
            f"(all profiles and modes); measured/bound from {ratio.min():.2f} to {ratio.max():.2f}, median "
            f"{ratio.median():.2f}. {ctx.a.summary.cpu_note}. {n_text(t)}. {ctx.prov}")
     return [FigOut("bound", fig, title, cap)]

@@ -170,7 +170,7 @@ def write_report(a: Analysis, figures: list, skipped: list[tuple[str, str]], sty
              f"- Percentiles: numpy.percentile(method='{S.PCT_METHOD}'); CIs: {int(S.CI_LEVEL * 100)} % percentile "
              f"bootstrap, {a.summary.params['bootstrap_n']} resamples, seed {a.summary.params['bootstrap_seed']}.",
              f"- Slowdown baseline: {a.summary.params['baseline'] or 'none'} (same profile and mode).",
-             f"- Lower bound: handshake model (RTT count x achieved RTT + serialization + CPU); {a.summary.cpu_note}.",
+             f"- Lower bound: handshake model (propagation RTTs, serialization and CPU on one timeline, overlaps allowed; docs/methodology.md); {a.summary.cpu_note}.",
              f"- Figures: style '{style}', PDF (vector) and PNG.", ""]
     if a.summary.notes:
         lines += ["## Notes", ""] + [f"- {n}" for n in a.summary.notes] + [""]

@@ -225,40 +225,44 @@ def summarize(run: Run, *, speed: B.Speed | None = None, cpu_note: str = "", bas
         notes.append(f"{int(missing_rtt.sum())} cells have no achieved RTT (no probes): the bound uses the configured RTT")
     rtt_ms = out["rtt_achieved_ms"].fillna(out["rtt_cfg_ms"]).to_numpy(dtype=float)
 
-    # The model's lower bound and the inferred round trips.
+    # The model's lower bound (docs/methodology.md) and the inferred round trips.
     brows = []
     cpu_missing = set()
     for i, (g_, s_, p_, m_) in enumerate(keys.itertuples(index=False)):
         if not np.isfinite(rtt_ms[i]):
             brows.append({})
             continue
-        cpu = B.cpu_seconds(speed, g_, s_, m_, run.chain_depth)
+        cpu = B.cpu_terms(speed, g_, s_, m_, run.chain_depth)
         if speed and cpu is None:
             cpu_missing.add(f"{g_}/{s_}")
         mtu = out.at[i, "mtu"]
         b = B.bound(g_, s_, m_, rtt_s=rtt_ms[i] / 1e3, rate_up=out.at[i, "rate_up_bps"],
                     rate_down=out.at[i, "rate_down_bps"], mtu=int(mtu) if np.isfinite(mtu) else 1500,
-                    cpu_s=cpu, chain_depth=run.chain_depth, registry=reg)
+                    cpu=cpu, chain_depth=run.chain_depth, registry=reg)
         b["cpu_source"] = "pqs-speed" if cpu is not None else "none"
         brows.append(b)
     bd = pd.DataFrame(brows, index=range(ng))
-    for c in ("rtts", "t_rtt", "t_ser", "t_cpu", "total", "client_bytes", "server_bytes", "cpu_source"):
+    for c in ("rtts", "rtt_prop", "t_rtt", "t_ser", "t_cpu", "cpu_sum", "total", "client_bytes", "server_bytes",
+              "cpu_source"):
         if c not in bd:
             bd[c] = np.nan
     out["bound_rtts"] = bd["rtts"]
+    out["bound_prop_rtt_ms"] = bd["rtt_prop"] * 1e3
     out["bound_rtt_ms"] = bd["t_rtt"] * 1e3
     out["bound_ser_ms"] = bd["t_ser"] * 1e3
     out["bound_cpu_ms"] = bd["t_cpu"] * 1e3
+    out["cpu_all_ms"] = bd["cpu_sum"] * 1e3
     out["bound_ms"] = bd["total"] * 1e3
     out["cpu_source"] = bd["cpu_source"]
     out["model_client_bytes"] = bd["client_bytes"]
     out["model_server_bytes"] = bd["server_bytes"]
+    prop_ms = out["bound_prop_rtt_ms"].to_numpy(dtype=float)
     with np.errstate(invalid="ignore", divide="ignore"):
         out["measured_over_bound"] = out["p50_ms"] / out["bound_ms"]
         out["p50_over_rtt"] = out["p50_ms"] / rtt_ms
-        net = (out["p50_ms"] - out["bound_ser_ms"].fillna(0) - out["bound_cpu_ms"].fillna(0)) / rtt_ms
+        net = (out["p50_ms"] - out["bound_ser_ms"].fillna(0) - out["bound_cpu_ms"].fillna(0)) / prop_ms
     inferred = np.round(net.to_numpy(dtype=float))
-    inferred[~(rtt_ms >= RTT_MIN_FOR_INFERENCE_MS)] = np.nan
+    inferred[~(prop_ms >= RTT_MIN_FOR_INFERENCE_MS)] = np.nan
     out["rtts_inferred"] = inferred
     if cpu_missing:
         notes.append(f"pqs-speed has no timings for {', '.join(sorted(cpu_missing)[:5])}"
