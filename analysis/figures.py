@@ -173,7 +173,9 @@ def _sweep(ctx: Ctx, axis: str, panel_by: str | None) -> list[FigOut]:
     name = {"loss": "loss", "rate": "rate", "mtu": "mtu", "rtt": "rtt"}[axis]
     title = f"Handshake time vs {'packet loss' if axis == 'loss' else xlabel.split(' (')[0].lower()}"
     cap = (f"{title} ({MODE_LABELS.get(mode, mode)} handshakes, client side): median (top) and 95th percentile "
-           f"(bottom), bars: {int(S.CI_LEVEL * 100)} % bootstrap CI"
+           f"(bottom) over all attempts, failures counted as not done by the timeout (a point whose "
+           f"quantile lies beyond the timeout is not drawn; the table reads '> timeout'), bars: "
+           f"{int(S.CI_LEVEL * 100)} % bootstrap CI"
            + (f"; one panel per {'RTT' if panel_by == 'rtt' else panel_by}" if panel_by else "")
            + (". Unlimited-rate profiles are not shown" if axis == "rate" else "")
            + f". Profiles: {_profile_text(ctx.a.run, list(dict.fromkeys(used_profiles)))}. "
@@ -586,6 +588,10 @@ def context(a: Analysis, style: str, profiles: list[str] | None = None) -> Ctx:
     t = a.summary.table.copy()
     for c in CELL_KEY:
         t[c] = t[c].astype(str)
+    # A quantile beyond the timeout (+inf, "> timeout" in the tables) has no place on an axis:
+    # the point is left out and the sweep captions say so.
+    num = t.select_dtypes("number").columns
+    t[num] = t[num].replace([np.inf, -np.inf], np.nan)
     if profiles:
         unknown = [p for p in profiles if p not in set(t["profile"])]
         if unknown:

@@ -44,6 +44,7 @@ class Run:
     cells: pd.DataFrame
     profiles: pd.DataFrame
     chain_depth: int = 1
+    timeout_ns: int | None = None  # per attempt (plan.json); failures count as "not done by then"
     n_warmup_dropped: int = 0
     notes: list[str] = field(default_factory=list)
 
@@ -197,7 +198,8 @@ def _drop_server_warmups(server: pd.DataFrame, cells: pd.DataFrame, warmup_defau
     return server[keep].drop(columns="_o")
 
 
-def load_one(path: Path | str) -> tuple[dict, pd.DataFrame, pd.DataFrame | None, pd.DataFrame, int, int, list[str]]:
+def load_one(path: Path | str) -> tuple[dict, pd.DataFrame, pd.DataFrame | None, pd.DataFrame, int, int, list[str],
+                                        int | None]:
     path = Path(path)
     meta = read_meta(path)
     _maybe_rebuild(path)
@@ -213,6 +215,8 @@ def load_one(path: Path | str) -> tuple[dict, pd.DataFrame, pd.DataFrame | None,
     exp = plan.get("experiment", {}) if isinstance(plan, dict) else {}
     chain_depth = int(exp.get("chain_depth", 1) or 1)
     warmup_default = int(exp.get("warmup", 0) or 0)
+    timeout_ns = exp.get("timeout")
+    timeout_ns = int(timeout_ns) if isinstance(timeout_ns, (int, float)) and timeout_ns > 0 else None
 
     samples["warmup"] = _as_bool(samples["warmup"])
     samples["ok"] = _as_bool(samples["ok"])
@@ -241,7 +245,7 @@ def load_one(path: Path | str) -> tuple[dict, pd.DataFrame, pd.DataFrame | None,
     else:
         notes.append(f"{path}/server.parquet missing: server-side figures skipped")
     _categorical(cells, C.CELL_KEY + ["cell_id"])
-    return meta, samples, server, cells, chain_depth, n_w, notes
+    return meta, samples, server, cells, chain_depth, n_w, notes, timeout_ns
 
 
 def check_merge(metas: list[dict], paths: list[Path], allow: Iterable[str] = ()) -> None:
@@ -272,7 +276,7 @@ def load_runs(paths: Iterable[Path | str], allow_differ: Iterable[str] = ()) -> 
     check_merge(metas, paths, allow_differ)
     notes = [n for x in loaded for n in x[6]]
     samples_l, server_l, cells_l = [], [], []
-    for i, (meta, s, sv, c, _, _, _) in enumerate(loaded):
+    for i, (meta, s, sv, c, *_) in enumerate(loaded):
         if len(paths) > 1:
             s = s.assign(run=i)
             c = c.assign(run=i)
@@ -309,9 +313,10 @@ def load_runs(paths: Iterable[Path | str], allow_differ: Iterable[str] = ()) -> 
         raise UserError(f"{paths[0] / 'samples.parquet'}: no attempts recorded (only warm-ups or nothing); "
                         f"nothing to analyse: check the run with 'pqshake ls' and resume it")
     depths = {x[4] for x in loaded}
+    timeouts = [x[7] for x in loaded if x[7]]
     run = Run(paths=paths, metas=metas, samples=samples, server=server, cells=cells,
               profiles=_profiles(cells), chain_depth=max(depths), n_warmup_dropped=sum(x[5] for x in loaded),
-              notes=notes)
+              notes=notes, timeout_ns=max(timeouts) if timeouts else None)
     if len(depths) > 1:
         run.notes.append(f"runs differ in certificate chain depth {sorted(depths)}: the bound uses {run.chain_depth}")
     return run

@@ -66,7 +66,9 @@ class Spec:
     warmup: int = 3
     seed: int = 1
     fail_rate: float = 0.003
+    profile_fail: dict[str, float] = field(default_factory=dict)  # failure probability per profile name
     noise: float = 0.03  # sigma of the log-normal multiplicative noise
+    rep_spread: float = 0.0  # sigma of a log-normal factor per repetition (run-to-run variance)
     empty_cells: list[str] = field(default_factory=list)  # cell_ids with no attempts at all
     failed_cells: list[str] = field(default_factory=list)  # cell_ids whose attempts all fail
     all_fail: bool = False  # every attempt fails
@@ -114,7 +116,7 @@ def _cell_arrays(rng: np.random.Generator, spec: Spec, c: dict, prof: dict) -> d
                            mode=c["mode"], registry=reg)
     # Slightly above the bound: stack and scheduling overhead, log-normal noise.
     base = b.total + 0.0002 + rng.gamma(2.0, 0.0001, n)
-    t = base * rng.lognormal(0.0, spec.noise, n)
+    t = base * rng.lognormal(0.0, spec.noise, n) * (rng.lognormal(0.0, spec.rep_spread) if spec.rep_spread else 1.0)
     jitter = (prof["jitter_ns_up"] + prof["jitter_ns_down"]) / 1e9
     if jitter:
         t += np.abs(rng.normal(0, jitter, n)) * b.rtts
@@ -126,7 +128,8 @@ def _cell_arrays(rng: np.random.Generator, spec: Spec, c: dict, prof: dict) -> d
         data = rng.random(n) < p_data
         t += syn * 1.0 + data * max(2 * rtt_s, 0.2)
         retrans += syn.astype(np.int64) + data.astype(np.int64)
-    fail_p = 1.0 if (spec.all_fail or c["cell_id"] in spec.failed_cells) else spec.fail_rate + loss * 0.05
+    fail_p = 1.0 if (spec.all_fail or c["cell_id"] in spec.failed_cells) else \
+        spec.profile_fail.get(c["profile"], spec.fail_rate + loss * 0.05)
     ok = rng.random(n) >= fail_p
     hs = np.round(t * 1e9).astype(np.int64)
     conn = np.round((rtt_s + 0.00005) * 1e9 * rng.lognormal(0, 0.01, n)).astype(np.int64)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 
+import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
@@ -52,7 +53,9 @@ def test_only_failures(tmp_path, capsys):
     assert rc == 0, err
     assert "note: no successful handshake in the run" in out
     t = pd.read_parquet(run / "analysis" / "summary.parquet")
-    assert (t["failure_rate"] == 1.0).all() and t["p50_ms"].isna().all()
+    # Every attempt failed: censored percentiles lie beyond the timeout, success-only ones are empty.
+    assert (t["failure_rate"] == 1.0).all() and np.isposinf(t["p50_ms"]).all() and t["ok_p50_ms"].isna().all()
+    assert "> timeout" in (run / "analysis" / "summary.md").read_text()
     rc, out, err = cli(["figures", str(run), "--speed", "none"], capsys)
     line = _one_line(err)
     assert rc == 2 and "no successful handshake in the run" in line and "summary.csv" in line
@@ -138,7 +141,8 @@ def test_analyze_outputs(run_dir, capsys):
     t = pd.read_parquet(d / "summary.parquet")
     c = pd.read_csv(d / "summary.csv")
     assert len(t) == len(c) > 0
-    for col in ("n_attempts", "n_ok", "failure_rate", "mean_ms", "std_ms", "p5_ms", "p25_ms", "p50_ms", "p75_ms",
+    for col in ("n_attempts", "n_ok", "failure_rate", "failure_ci_lo", "failure_ci_hi", "ok_mean_ms", "ok_std_ms",
+                "ok_p50_ms", "ci_method", "n_clusters", "timeout_ms", "p5_ms", "p25_ms", "p50_ms", "p75_ms",
                 "p95_ms", "p99_ms", "pct_method", "p50_ci_lo_ms", "p50_ci_hi_ms", "p95_ci_lo_ms", "p95_ci_hi_ms",
                 "slowdown", "slowdown_ci_lo", "slowdown_ci_hi", "bytes_up", "bytes_down", "segs_up", "segs_down",
                 "retrans_mean", "rtts_inferred", "bound_ms", "measured_over_bound", "server_p50_ms"):
