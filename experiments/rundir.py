@@ -82,7 +82,13 @@ def write_atomic(path: Path, text: str) -> None:
     fsync_dir(path.parent)
 
 
-def write_json(path: Path, data: Any) -> None:
+def write_json(path: Path, data: Any, root: Path | None = None) -> None:
+    """Atomically. A file of a run directory (root: that directory) records no absolute path
+    of this machine (experiments/portable.py); state files outside runs keep theirs."""
+    if root is not None:
+        from .portable import portable
+
+        data = portable(json.loads(json.dumps(data, default=str)), root=root)
     write_atomic(path, json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
 
 
@@ -216,7 +222,7 @@ class RunDir:
     def update_meta(self, **fields: Any) -> dict:
         m = self.meta() if self.meta_path.exists() else {}
         m.update(fields)
-        write_json(self.meta_path, m)
+        write_json(self.meta_path, m, root=self.path)
         return m
 
     # cells
@@ -239,7 +245,7 @@ class RunDir:
         return out
 
     def mark_done(self, cell_id: str, info: dict) -> None:
-        write_json(self.done_path(cell_id), info)
+        write_json(self.done_path(cell_id), info, root=self.path)
 
     def set_aside_partial(self, cell_id: str, why: str = "partial") -> Path | None:
         """Move a cell folder without DONE under logs/ (kept as evidence)."""

@@ -274,7 +274,7 @@ class CellRunner:
                 rtt = dict(measure_rtt(topo, count=exp.rtt_probes))
             except UserError as e:
                 rtt = {"error": str(e)}
-            rd.write_json(d / "rtt.json", rtt)
+            rd.write_json(d / "rtt.json", rtt, root=self.run.path)
         info["rtt_p50_ns"] = rtt.get("p50_ns")
         info["rtt_p99_ns"] = rtt.get("p99_ns")
         info["rtt_probes"] = exp.rtt_probes
@@ -369,7 +369,7 @@ class CellRunner:
             "rtt": {k: v for k, v in rtt.items() if k != "samples_ns"},
         })
         if header is not None and not (self.run.path / "timer-header.json").exists():
-            rd.write_json(self.run.path / "timer-header.json", header)
+            rd.write_json(self.run.path / "timer-header.json", header, root=self.run.path)
         if reason is not None:
             dest = run.logs / f"failed-{cell.cell_id}"
             shutil.copytree(d, dest, dirs_exist_ok=True, ignore=shutil.ignore_patterns("certs"))
@@ -385,7 +385,7 @@ class CellRunner:
 def _net_record(run: rd.RunDir, profile: str, session: str, name: str, data: Any) -> None:
     d = run.net / profile / session
     d.mkdir(parents=True, exist_ok=True)
-    rd.write_json(d / f"{name}.json", data)
+    rd.write_json(d / f"{name}.json", data, root=run.path)
 
 
 def execute(run: rd.RunDir, plan: Plan, todo: list[Cell], progress: Progress, session: str,
@@ -604,11 +604,11 @@ def start_run(exp_path: Path | str, *, out: Path | None = None, yes: bool = Fals
             resolved = dict(plan.experiment.data)
             resolved["seed"] = plan.seed
             rd.write_atomic(run.resolved_experiment, yaml.safe_dump(resolved, sort_keys=False))
-            rd.write_json(run.path / "plan.json", {
+            rd.write_json(run.path / "plan.json", root=run.path, data={
                 "experiment": plan.model.model_dump(mode="json"), "seed": plan.seed,
                 "groups": plan.groups, "sigs": plan.sigs, "profiles": list(plan.profiles),
                 "cells": [c.as_dict() for c in plan.cells]})
-            rd.write_json(run.meta_path, {
+            rd.write_json(run.meta_path, root=run.path, data={
                 "format_version": rd.FORMAT_VERSION, "name": plan.model.name, "id": dir_id,
                 "status": "running", "started": rd.now_iso(), "ended": None,
                 "experiment": {"file": str(plan.experiment.path), "sha256": plan.experiment.sha256(), "files": copies},
