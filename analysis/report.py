@@ -17,6 +17,8 @@ from pqshake.errors import UserError
 from . import bound as B
 from . import stats as S
 from . import tables as T
+from pqshake.experiments.portable import portable
+
 from .load import Run, get, load_runs
 from .summary import CI_METHOD_TEXT, MODE_LABELS, Summary, summarize
 
@@ -52,6 +54,7 @@ def prepare(paths: Iterable[Path | str], *, out: Path | None = None, speed: str 
     groups = sorted(set(run.samples["group"].astype(str)) | set(run.cells["group"].astype(str)))
     sigs = sorted(set(run.samples["sig"].astype(str)) | set(run.cells["sig"].astype(str)))
     sp, note = B.find_speed(paths, speed, groups=groups, sigs=sigs, out_dir=od)
+    note = portable(note, root=paths[0])  # captions and analysis.json name no machine path
     summ = summarize(run, speed=sp, cpu_note=note, baseline=baseline, n_boot=n_boot, seed=seed)
     return Analysis(run=run, summary=summ, out_dir=od, speed=sp)
 
@@ -118,7 +121,7 @@ def analyze(paths: Iterable[Path | str], *, echo: Callable[[str], None] = print,
     (od / "summary.tex").write_text(T.latex(t, cap))
     (od / "summary.md").write_text(f"{cap}\n\n" + T.markdown(t))
     a.written += [od / "summary.tex", od / "summary.md"]
-    info = {"runs": [str(p) for p in a.run.paths], "params": a.summary.params, "notes": a.summary.notes,
+    info = {"runs": portable([str(p) for p in a.run.paths], root=a.run.paths[0].parent), "params": a.summary.params, "notes": a.summary.notes,
             "versions": versions(a.run, a.speed), "rows": int(len(t)),
             "attempts": int(t["n_attempts"].sum()), "ok": int(t["n_ok"].sum())}
     (od / "analysis.json").write_text(json.dumps(info, indent=2, default=str) + "\n")

@@ -19,7 +19,7 @@ from typing import Any
 # An absolute path: starts a token (not after a word character, '.', '~', ':' or '/', so
 # "10.0.0.1/24", "a/b" and URLs are left alone) and runs to whitespace or a quote.
 ABS_PATH = re.compile(r"(?<![\w.~:/-])/[\w.@+-][^\s'\"]*")
-MACHINE_ROOTS = ("/tmp/", "/work/", "/root/", "/home/", "/Users/", "/var/tmp/")
+MACHINE_ROOTS = tuple(f"/{d}/" for d in ("tmp", "work", "root", "home", "Users", "var/tmp"))
 
 
 def _roots(root: Path | None, repo: Path | None, home: Path | None) -> list[tuple[str, str]]:
