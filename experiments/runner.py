@@ -207,7 +207,7 @@ class CellRunner:
             cert_dir.mkdir()
             log = d / f"server-{c}.jsonl"
             argv = topo.ns_argv(s, server_argv(self.server_bin, f"{topo.addr_of(s)}:0", cell, self.exp, cert_dir, log))
-            (d / f"server-{c}.argv.json").write_text(json.dumps(argv))
+            rd.write_json(d / f"server-{c}.argv.json", argv, root=self.run.path)
             out.append({"client": c, "server_host": s, "log": log, "cert_dir": cert_dir,
                         "server": self._spawn(argv, d / f"server-{c}.stdout", d / f"server-{c}.stderr"), "timer": None})
         deadline = time.monotonic() + READY_TIMEOUT_S
@@ -224,7 +224,7 @@ class CellRunner:
             comp["out"] = d / f"timer-{comp['client']}.jsonl"
             targv = topo.ns_argv(comp["client"], timer_argv(self.timer_bin, f"{topo.addr_of(comp['server_host'])}:{port}",
                                                            cell, self.exp, ca, comp["out"]))
-            (d / f"timer-{comp['client']}.argv.json").write_text(json.dumps(targv))
+            rd.write_json(d / f"timer-{comp['client']}.argv.json", targv, root=self.run.path)
             comp["targv"] = targv
         for comp in out:  # all at once, then c1's timer right after
             comp["timer"] = self._spawn(comp["targv"], d / f"timer-{comp['client']}.stdout", d / f"timer-{comp['client']}.stderr")
@@ -291,7 +291,7 @@ class CellRunner:
         self.progress.start_cell(cell.cell_id, expected)
         try:
             argv = server_argv(self.server_bin, f"{topo.server_addr}:0", cell, exp, cert_dir, server_log)
-            (d / "server.argv.json").write_text(json.dumps(topo.ns_argv("server", argv)))
+            rd.write_json(d / "server.argv.json", topo.ns_argv("server", argv), root=self.run.path)
             server = self._spawn(topo.ns_argv("server", argv), d / "server.stdout", d / "server.stderr")
             ready = None
             deadline = time.monotonic() + READY_TIMEOUT_S
@@ -311,7 +311,7 @@ class CellRunner:
                 ca = Path(ready.get("ca") or cert_dir / "ca.pem")
                 companions = self._start_companions(topo, cell, d)
                 targv = timer_argv(self.timer_bin, f"{topo.server_addr}:{port}", cell, exp, ca, timer_out)
-                (d / "timer.argv.json").write_text(json.dumps(topo.ns_argv("client", targv)))
+                rd.write_json(d / "timer.argv.json", topo.ns_argv("client", targv), root=self.run.path)
                 timer = self._spawn(topo.ns_argv("client", targv), d / "timer.stdout", d / "timer.stderr")
                 counter = _LineCounter(timer_out)
                 worst = expected * (exp.timeout / 1e9) / exp.concurrency + 60

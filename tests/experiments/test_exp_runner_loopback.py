@@ -73,6 +73,12 @@ def test_run_writes_everything(write_exp, tmp_path, loopback):
         assert {f.name for f in sess[0].iterdir()} >= {"describe.json", "check.json", "counters-before.json", "counters-after.json"}
     runs = list_runs(tmp_path / "results")
     assert runs[0]["status"] == "complete" and runs[0]["cells_done"] == 4
+    # Every JSON file of the run records paths relative to it (or to the checkout, or ~).
+    from tests.test_docs import machine_paths
+
+    hits = [h for f in sorted(path.rglob("*.json")) for h in machine_paths(str(f.relative_to(path)), f.read_text())]
+    assert not hits, hits[:5]
+    assert meta["experiment"]["files"][0]["copy"] == "experiment/exp.yaml"
 
 
 def test_crashed_server_makes_failed_cell_and_run_goes_on(write_exp, tmp_path, loopback, monkeypatch):
