@@ -1,6 +1,10 @@
 """Read and validate run directories (results/<name>/<id>/), and merge several when their
 metadata agree. Every problem is a one-line UserError naming the file, what is wrong and the
-fix; the tables come back with the analysis names of columns.py."""
+fix; the tables come back with the analysis names of columns.py.
+
+The run directory's format belongs to experiments/rundir.py: a newer format is refused there
+(check_format), and tables that raw/ has outgrown are rebuilt there, in memory: the analysis
+never writes into a run directory outside its analysis/ folder."""
 
 from __future__ import annotations
 
@@ -81,24 +85,25 @@ def read_meta(path: Path) -> dict:
         raise UserError(f"{p}: unreadable ({e.__class__.__name__}: {e}); restore it from the run or re-run") from None
     if not isinstance(meta, dict):
         raise UserError(f"{p}: expected a JSON object; restore it from the run or re-run")
+    from pqshake.experiments import rundir as rd
+
+    rd.check_format(meta, p)
     return meta
 
 
-def _maybe_rebuild(path: Path) -> None:
-    """A runner's run directory with raw/ but no (or stale) parquet tables: rebuild them the
-    way `pqshake load` does. Quietly does nothing for other directories."""
-    if not (path / "raw").is_dir() or not (path / "plan.json").is_file():
-        return
-    try:
-        from pqshake.experiments import rundir as rd
-    except ImportError:
-        return
+def _fresh_tables(path: Path) -> dict[str, pd.DataFrame]:
+    """The tables raw/ holds newer data for than the parquet files (or that are missing), built
+    in memory from raw/ by the format's owner; {} when the parquet files are current."""
+    from pqshake.experiments import rundir as rd
+
     run = rd.RunDir(path)
-    if any(rd._stale(run, t) for t in ("samples", "server", "cells")):
-        try:
-            rd.build_tables(run)
-        except OSError:
-            pass  # read-only: fall through to what exists
+    if not any(rd.stale(run, t) for t in rd.TABLES):
+        return {}
+    try:
+        return rd.collect_tables(run)
+    except (OSError, ValueError, KeyError) as e:
+        raise UserError(f"{path}/raw: cannot rebuild the tables from it ({e.__class__.__name__}: {e}); "
+                        f"check the run with 'pqshake ls'") from None
 
 
 def _schema_names(f: Path) -> list[str]:
@@ -111,15 +116,16 @@ def _schema_names(f: Path) -> list[str]:
                         f"rebuild the tables with 'pqshake load {f.parent}'") from None
 
 
-def read_table(run_dir: Path, table: str, what: str) -> pd.DataFrame:
+def read_table(run_dir: Path, table: str, what: str, fresh: dict[str, pd.DataFrame] | None = None) -> pd.DataFrame:
     """A run table with the analysis names; required columns checked, optional ones that are
-    missing come back as all-NA columns."""
+    missing come back as all-NA columns. fresh: tables rebuilt in memory (_fresh_tables)."""
     import pyarrow.parquet as pq
 
     f = run_dir / f"{table}.parquet"
-    if not f.is_file():
+    mem = (fresh or {}).get(table)
+    if mem is None and not f.is_file():
         raise UserError(f"{f}: missing; rebuild the tables with 'pqshake load {run_dir}' (or re-run the experiment)")
-    names = _schema_names(f)
+    names = list(mem.columns) if mem is not None else _schema_names(f)
     req, opt = C.required_for(table), C.optional_for(table)
     missing = [c for c in req if c not in names]
     if missing:
@@ -127,8 +133,13 @@ def read_table(run_dir: Path, table: str, what: str) -> pd.DataFrame:
                         f"version of the runner: rebuild it with 'pqshake load {run_dir}'")
     want = [c for c in list(req) + list(opt) if c in names]
     try:
-        t = pq.read_table(f, columns=want)
-        df = t.to_pandas(strings_to_categorical=True)
+        if mem is not None:
+            df = mem[want].copy()
+            for c in df.columns:  # as the parquet path gives them: strings as categories
+                if df[c].dtype == object and df[c].map(lambda v: v is None or isinstance(v, str)).all():
+                    df[c] = df[c].astype("category")
+        else:
+            df = pq.read_table(f, columns=want).to_pandas(strings_to_categorical=True)
     except Exception as e:  # noqa: BLE001
         raise UserError(f"{f}: cannot be read ({e.__class__.__name__}: {e}); rebuild it with 'pqshake load {run_dir}'") from None
     df = df.rename(columns={**req, **opt})
@@ -202,10 +213,13 @@ def load_one(path: Path | str) -> tuple[dict, pd.DataFrame, pd.DataFrame | None,
                                         int | None]:
     path = Path(path)
     meta = read_meta(path)
-    _maybe_rebuild(path)
+    fresh = _fresh_tables(path)
     notes: list[str] = []
-    cells = read_table(path, "cells", "the configured profile figures")
-    samples = read_table(path, "samples", "the handshake statistics")
+    if fresh:
+        notes.append(f"{path}: tables built from raw/ in memory (newer than the parquet files); "
+                     f"'pqshake load {path}' writes them")
+    cells = read_table(path, "cells", "the configured profile figures", fresh)
+    samples = read_table(path, "samples", "the handshake statistics", fresh)
     plan: dict = {}
     if (path / "plan.json").is_file():
         try:
@@ -232,9 +246,9 @@ def load_one(path: Path | str) -> tuple[dict, pd.DataFrame, pd.DataFrame | None,
         samples.loc[bad, "ok"] = False
 
     server = None
-    if (path / "server.parquet").is_file():
+    if (path / "server.parquet").is_file() or "server" in fresh:
         try:
-            server = read_table(path, "server", "the server-side times")
+            server = read_table(path, "server", "the server-side times", fresh)
         except UserError as e:
             notes.append(f"server-side figures skipped: {e}")
         if server is not None:

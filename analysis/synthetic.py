@@ -1,6 +1,7 @@
-"""A seeded synthetic run directory with the runner's schema (experiments/rundir.py
-build_tables: samples/server/cells.parquet + meta.json + plan.json), for developing and testing
-the analysis without a testbed, and for the benchmark (any number of attempts).
+"""A seeded synthetic run directory with the runner's schema, written through the runner's own
+writer (experiments/rundir.py write_run: samples/server/cells.parquet + meta.json + plan.json),
+for developing and testing the analysis without a testbed, and for the benchmark (any number of
+attempts).
 
 Handshake times follow the handshake model (experiments/handshake_model.py) plus log-normal
 noise, a loss penalty and some failures; the numbers are plausible, not measurements.
@@ -10,7 +11,6 @@ noise, a loss penalty and some failures; the numbers are plausible, not measurem
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -145,7 +145,6 @@ def generate(out: Path | str, spec: Spec | None = None) -> Path:
     """Write a synthetic run directory at `out` (created) and return it."""
     import pandas as pd
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     spec = spec or Spec()
     out = Path(out)
@@ -225,15 +224,16 @@ def generate(out: Path | str, spec: Spec | None = None) -> Path:
                 arrays[k] = pa.array(v)
         return pa.table(arrays)
 
+    from pqshake.experiments import rundir as rd
+
     samples = table(cols, ("handshake_ns", "server_hello_ns", "ttfb_ns"))
     samples = samples.append_column("backend", pa.array(np.full(samples.num_rows, "synthetic", dtype=object), type=pa.string()))
     keep = [c for c in samples.column_names if c not in spec.drop_columns]
-    pq.write_table(samples.select(keep), out / "samples.parquet")
+    frames = {"samples": samples.select(keep), "cells": pd.DataFrame(cell_rows)}
     if spec.server:
-        pq.write_table(table(srv, ("handshake_ns",)), out / "server.parquet")
-    pd.DataFrame(cell_rows).to_parquet(out / "cells.parquet", index=False)
+        frames["server"] = table(srv, ("handshake_ns",))
     meta = {
-        "format_version": 1, "name": spec.name, "id": out.name, "status": "complete",
+        "name": spec.name, "id": out.name, "status": "complete",
         "started": "2025-11-21T10:00:00.000+00:00", "ended": "2025-11-21T11:00:00.000+00:00",
         "synthetic": True,
         "experiment": {"file": f"experiments/{spec.name}.yaml", "sha256": "0" * 64},
@@ -244,12 +244,12 @@ def generate(out: Path | str, spec: Spec | None = None) -> Path:
         "stack": {"openssl_version": "3.5.5", "liboqs_version": "0.13.0"},
     }
     meta.update(spec.meta)
-    (out / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
-    (out / "plan.json").write_text(json.dumps({
-        "experiment": {"name": spec.name, "samples": spec.samples, "warmup": spec.warmup, "chain_depth": 1,
-                       "repetitions": spec.repetitions},
-        "seed": spec.seed, "groups": spec.groups, "sigs": spec.sigs, "profiles": list(spec.profiles),
-        "cells": cl}, indent=1) + "\n")
+    plan = {"experiment": {"name": spec.name, "samples": spec.samples, "warmup": spec.warmup, "chain_depth": 1,
+                           "repetitions": spec.repetitions},
+            "seed": spec.seed, "groups": spec.groups, "sigs": spec.sigs, "profiles": list(spec.profiles), "cells": cl}
+    # Through the runner's writer (the one owner of the format); raw/ stays empty, so the
+    # tables written here are the run's data.
+    rd.write_run(out, meta, plan, frames)
     return out
 
 

@@ -8,6 +8,7 @@ import shutil
 import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
+import pytest
 
 from .conftest import SPEED_FILE, cli, make_run
 
@@ -154,3 +155,25 @@ def test_analyze_outputs(run_dir, capsys):
     info = json.loads((d / "analysis.json").read_text())
     assert info["params"]["pct_method"] == "linear"
     assert "percentiles: numpy.percentile(method='linear')" in out
+
+
+@pytest.mark.parametrize("version,words", [(2, ("results format 2 is newer", "(1)", "update pqshake")),
+                                           (None, ("'format_version' missing",)),
+                                           ("1", ("'format_version' missing",))])
+def test_format_version_refused_in_one_line(tmp_path, capsys, version, words):
+    run = make_run(tmp_path / "r", meta={"format_version": version})
+    rc, out, err = cli(["analyze", str(run), "--speed", "none"], capsys)
+    line = _one_line(err)
+    assert rc == 2 and "meta.json" in line and all(w in line for w in words), line
+    assert not (run / "analysis" / "summary.csv").exists()
+
+
+def test_synthetic_runs_are_written_by_the_format_owner(tmp_path, monkeypatch):
+    """analysis/synthetic.py writes through experiments/rundir.py: its layout and version."""
+    from pqshake.experiments import rundir as rd
+
+    monkeypatch.setattr(rd, "FORMAT_VERSION", 7)
+    run = make_run(tmp_path / "r")
+    assert json.loads((run / "meta.json").read_text())["format_version"] == 7
+    assert all((run / d).is_dir() for d in ("raw", "logs", "net", "experiment"))
+    assert {p.name for p in run.glob("*.parquet")} == {f"{t}.parquet" for t in rd.TABLES}

@@ -155,3 +155,24 @@ def test_resume_runs_only_missing(write_exp, tmp_path, loopback):
     assert len(run.meta()["sessions"]) == 2
     # profile cells left: only their topologies came up
     assert sum(t.entered for t in loopback.instances) == len({ids[0].split("__")[0], ids[1].split("__")[0]})
+
+
+def test_analysis_reads_a_run_without_writing_into_it(write_exp, tmp_path, loopback):
+    """Stale or missing tables are rebuilt in memory from raw/; nothing outside analysis/ changes."""
+    from pqshake.analysis import report
+
+    path = _run(write_exp, tmp_path, loopback)
+    want = len(load(path))
+    (path / "samples.parquet").unlink()  # missing: must come from raw/
+    os.utime(path / "cells.parquet", (1, 1))  # older than every DONE: stale
+
+    def snapshot():
+        return {str(p.relative_to(path)): (p.stat().st_mtime_ns, p.stat().st_size)
+                for p in path.rglob("*") if p.is_file() and "analysis" not in p.relative_to(path).parts}
+
+    before = snapshot()
+    a = report.analyze([path], speed="none", echo=lambda s: None, n_boot=200)
+    assert snapshot() == before
+    assert int(a.summary.table["n_attempts"].sum()) + a.run.n_warmup_dropped == want
+    assert any("built from raw/ in memory" in n for n in a.summary.notes)
+    assert (path / "analysis" / "summary.csv").is_file()
