@@ -235,6 +235,13 @@ def fig_ecdf(ctx: Ctx) -> list[FigOut]:
                 if x.size == 0:
                     continue
                 xs, ys = S.ecdf(x)
+                if j == 0:
+                    # Client curves count every attempt: a failure never finishes, so the curve
+                    # stops at the share that did (1 - failure rate), as the censored table reads.
+                    row = ctx.t[(ctx.t["group"] == gr) & (ctx.t["sig"] == sg) & (ctx.t["profile"] == p)
+                                & (ctx.t["mode"] == mode)]
+                    if len(row) and row["n_attempts"].iloc[0] > 0:
+                        ys = ys * row["n_ok"].iloc[0] / row["n_attempts"].iloc[0]
                 # Markers at the quartiles carry what colour and line style cannot: the
                 # signature (filled/hollow) and the kind of key exchange (marker shape).
                 marks = sorted({int(np.searchsorted(ys, q)) for q in (0.25, 0.5, 0.75) if np.searchsorted(ys, q) < len(ys)})
@@ -250,8 +257,9 @@ def fig_ecdf(ctx: Ctx) -> list[FigOut]:
         tp = ctx.t[(ctx.t["profile"] == p) & (ctx.t["mode"] == mode)]
         title = f"ECDF of handshake times, profile {p}"
         cap = (f"Empirical CDF of {MODE_LABELS.get(mode, mode)} handshake times per algorithm, profile "
-               f"{_profile_text(ctx.a.run, [p])}; left: client, right: server side (server rows: the first "
-               f"warm-up connections of each cell dropped by accept time). {n_text(tp)}. {ctx.prov}")
+               f"{_profile_text(ctx.a.run, [p])}; left: client side over every attempt (a failed attempt never "
+               f"finishes, so a curve ends at 1 - failure rate), right: server side, completed connections (the "
+               f"first warm-up connections of each cell dropped by accept time). {n_text(tp)}. {ctx.prov}")
         outs.append(FigOut(f"ecdf-{_slug(p)}", fig, title, cap))
     return outs
 
@@ -281,7 +289,9 @@ def fig_box(ctx: Ctx) -> list[FigOut]:
         title = f"Handshake time per algorithm, profile {p}"
         cap = (f"{MODE_LABELS.get(mode, mode)} handshake times (client side) per algorithm, profile "
                f"{_profile_text(ctx.a.run, [p])}: box 25th-75th percentile, line median, whiskers 5th and 95th "
-               f"percentile (numpy method '{S.PCT_METHOD}'); colour: algorithm family, line style: security level. "
+               f"percentile (numpy method '{S.PCT_METHOD}') of the successful attempts only (failures: the "
+               f"summary table's failure rates and '> timeout' percentiles); colour: algorithm family, line style: "
+               f"security level. "
                f"{n_text(tp)}. {ctx.prov}")
         outs.append(FigOut(f"box-{_slug(p)}", fig, title, cap))
     return outs
