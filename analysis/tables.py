@@ -69,7 +69,8 @@ def _rows(df: pd.DataFrame) -> list[list[str]]:
 
 def _latex_escape(s: str) -> str:
     for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("$", r"\$"), ("#", r"\#"),
-                 ("_", r"\_"), ("{", r"\{"), ("}", r"\}"), ("~", r"\textasciitilde{}"), ("^", r"\textasciicircum{}")):
+                 ("_", r"\_"), ("{", r"\{"), ("}", r"\}"), ("~", r"\textasciitilde{}"), ("^", r"\textasciicircum{}"),
+                 (">", r"\textgreater{}"), ("<", r"\textless{}")):  # OT1 would print > as an inverted ?
         s = s.replace(a, b)
     return s
 

@@ -42,7 +42,7 @@ def test_lossy_cell_reads_beyond_timeout(tmp_path, capsys):
     rows = [l for l in md.splitlines() if "| lossy |" in l]
     assert rows and all("> timeout" in r for r in rows)
     assert not any("> timeout" in l for l in md.splitlines() if "| clean |" in l)
-    assert "> timeout" in (run / "analysis" / "summary.tex").read_text()
+    assert r"\textgreater{} timeout" in (run / "analysis" / "summary.tex").read_text()
     csv = pd.read_csv(run / "analysis" / "summary.csv")
     assert set(csv.loc[csv["profile"] == "lossy", "p95_ms"]) == {"> timeout"}
     assert "censored" in out and "Wilson" in out
