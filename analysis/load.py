@@ -106,26 +106,16 @@ def _fresh_tables(path: Path) -> dict[str, pd.DataFrame]:
                         f"check the run with 'pqshake ls'") from None
 
 
-def _schema_names(f: Path) -> list[str]:
-    import pyarrow.parquet as pq
-
-    try:
-        return list(pq.read_schema(f).names)
-    except Exception as e:  # noqa: BLE001 - pyarrow raises several types for a bad file
-        raise UserError(f"{f}: not a readable parquet file ({e.__class__.__name__}); "
-                        f"rebuild the tables with 'pqshake load {f.parent}'") from None
-
-
 def read_table(run_dir: Path, table: str, what: str, fresh: dict[str, pd.DataFrame] | None = None) -> pd.DataFrame:
     """A run table with the analysis names; required columns checked, optional ones that are
     missing come back as all-NA columns. fresh: tables rebuilt in memory (_fresh_tables)."""
-    import pyarrow.parquet as pq
+    from pqshake.experiments import rundir as rd
 
-    f = run_dir / f"{table}.parquet"
+    f = rd.table_path(run_dir, table)
     mem = (fresh or {}).get(table)
     if mem is None and not f.is_file():
         raise UserError(f"{f}: missing; rebuild the tables with 'pqshake load {run_dir}' (or re-run the experiment)")
-    names = list(mem.columns) if mem is not None else _schema_names(f)
+    names = list(mem.columns) if mem is not None else rd.table_columns(run_dir, table)
     req, opt = C.required_for(table), C.optional_for(table)
     missing = [c for c in req if c not in names]
     if missing:
@@ -139,7 +129,7 @@ def read_table(run_dir: Path, table: str, what: str, fresh: dict[str, pd.DataFra
                 if df[c].dtype == object and df[c].map(lambda v: v is None or isinstance(v, str)).all():
                     df[c] = df[c].astype("category")
         else:
-            df = pq.read_table(f, columns=want).to_pandas(strings_to_categorical=True)
+            df = rd.read_table(run_dir, table, want)
     except Exception as e:  # noqa: BLE001
         raise UserError(f"{f}: cannot be read ({e.__class__.__name__}: {e}); rebuild it with 'pqshake load {run_dir}'") from None
     df = df.rename(columns={**req, **opt})

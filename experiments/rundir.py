@@ -551,6 +551,31 @@ def collect_tables(run: RunDir) -> dict:
     }
 
 
+def table_path(path: Path, name: str) -> Path:
+    if name not in TABLES:
+        raise ValueError(f"table {name!r}: one of {', '.join(TABLES)}")
+    return Path(path) / f"{name}.parquet"
+
+
+def table_columns(path: Path, name: str) -> list[str]:
+    """The columns a run's table has (its parquet schema); one-line UserError if unreadable."""
+    import pyarrow.parquet as pq
+
+    f = table_path(path, name)
+    try:
+        return list(pq.read_schema(f).names)
+    except Exception as e:  # noqa: BLE001 - pyarrow raises several types for a bad file
+        raise UserError(f"{f}: not a readable parquet file ({e.__class__.__name__}); "
+                        f"rebuild the tables with 'pqshake load {f.parent}'") from None
+
+
+def read_table(path: Path, name: str, columns: list[str] | None = None):
+    """A run's table as written (strings as categoricals), only `columns` if given."""
+    import pyarrow.parquet as pq
+
+    return pq.read_table(table_path(path, name), columns=columns).to_pandas(strings_to_categorical=True)
+
+
 def stale(run: RunDir, name: str) -> bool:
     """The table is missing or older than a cell completed since (raw/ is the source of truth)."""
     if not (run.raw.is_dir() and (run.path / "plan.json").is_file()):
@@ -591,8 +616,8 @@ def load(run_dir: Path | str, table: str = "samples"):
             return build_tables(run)[table]
         except OSError:
             # read-only results: build in memory
-            pass
-    return pd.read_parquet(run.path / f"{table}.parquet")
+            return collect_tables(run)[table]
+    return pd.read_parquet(table_path(run.path, table))
 
 
 def list_runs(root: Path) -> list[dict]:
