@@ -1,13 +1,15 @@
 """The handshake lower bound per cell and the CPU terms from `pqs-speed`.
 
-The model itself is the runner's pure functions (experiments/handshake_model.py, from
-/work/shared/notes/handshake-model.md); this module only feeds it what a run measured:
+The model itself is the runner's pure functions (experiments/handshake_model.py; the reasoning
+is in docs/methodology.md, "The handshake model"); this module only feeds it what a run
+measured:
 
-    bound = RTT count x achieved RTT (median of the cell's probes)
-          + serialization of the client flight at the up rate and the server flight at the
-            down rate (0 on an unlimited link)
-          + CPU: the crypto operations measured by pqs-speed, no library overhead
-            (so it stays a lower bound); 0 without a pqs-speed file, and the output says so.
+  - the propagation RTT: the achieved RTT (median of the cell's probes) minus the probes' own
+    serialization at the configured rates, which the handshake's frames pay for themselves;
+  - the configured up and down rates (unlimited = no serialization);
+  - CPU: the fastest (min_ns) timing pqs-speed saw of each crypto operation, split by where it
+    sits in the handshake, no library overhead, so it stays a lower bound; none without a
+    pqs-speed file, and the output says so.
 """
 
 from __future__ import annotations
@@ -28,13 +30,19 @@ SPEED_NAMES = ("speed.jsonl", "pqs-speed.jsonl", "analysis/speed.jsonl")
 class Speed:
     """median_ns per (kind, name, op) from pqs-speed JSON lines, and where they came from."""
 
-    def __init__(self, medians: dict[tuple[str, str, str], float], source: str, header: dict | None = None):
+    def __init__(self, medians: dict[tuple[str, str, str], float], source: str, header: dict | None = None,
+                 mins: dict[tuple[str, str, str], float] | None = None):
         self.medians = medians
+        self.mins = mins if mins is not None else dict(medians)
         self.source = source
         self.header = header or {}
 
     def get(self, kind: str, name: str, op: str) -> float | None:
         return self.medians.get((kind, name, op))
+
+    def fastest(self, kind: str, name: str, op: str) -> float | None:
+        """The fastest timing (a bound needs the least the operation can take)."""
+        return self.mins.get((kind, name, op))
 
     def __bool__(self) -> bool:
         return bool(self.medians)
@@ -48,6 +56,7 @@ def read_speed(path: Path | str) -> Speed:
         raise UserError(f"{path}: cannot read the pqs-speed output ({e.strerror or e}); "
                         f"pass another with --speed FILE or --speed none") from None
     med: dict[tuple[str, str, str], float] = {}
+    mins: dict[tuple[str, str, str], float] = {}
     header = None
     for n, line in enumerate(lines, 1):
         line = line.strip()
@@ -70,10 +79,13 @@ def read_speed(path: Path | str) -> Speed:
             continue
         m = rec.get(C.SPEED["median_ns"])
         if isinstance(m, (int, float)):
-            med[(kind, str(rec.get(C.SPEED["name"])), str(rec.get(C.SPEED["op"])))] = float(m)
+            key = (kind, str(rec.get(C.SPEED["name"])), str(rec.get(C.SPEED["op"])))
+            med[key] = float(m)
+            lo = rec.get(C.SPEED["min_ns"])
+            mins[key] = float(lo) if isinstance(lo, (int, float)) and 0 < lo <= m else float(m)
     if not med:
         raise UserError(f"{path}: no kex/sig timings in it; pass the output of 'build/bin/pqs-speed' (or --speed none)")
-    return Speed(med, str(path), header)
+    return Speed(med, str(path), header, mins)
 
 
 def measure_speed(binary: Path, groups: list[str], sigs: list[str], out: Path) -> Speed | None:
@@ -117,48 +129,60 @@ def find_speed(run_dirs: list[Path], option: str | None, *, groups: list[str], s
     return None, "bound without CPU term (no pqs-speed output: build it with 'make build' or pass --speed FILE)"
 
 
-def cpu_seconds(speed: Speed | None, group: str, sig: str, mode: str, chain_depth: int = 1) -> float | None:
-    """Crypto CPU on the critical path: key exchange (KEM: keygen + encaps + decaps; ECDH/FFDH:
-    client keygen + server keygen + derive on each side), and for a full handshake one signature
-    (CertificateVerify) and chain_depth + 1 verifications (the chain and CertificateVerify).
-    Resumption and 0-RTT sign nothing. HRR adds a second client keygen. None if a term is missing."""
+def cpu_terms(speed: Speed | None, group: str, sig: str, mode: str, chain_depth: int = 1):
+    """The crypto operations of one handshake, each placed where it runs (handshake_model.Cpu):
+    key exchange (KEM: client keygen, server encaps, client decaps; ECDH/FFDH: keygen and
+    derive on each side), and for a full handshake one signature and chain_depth + 1
+    verifications (the chain, then CertificateVerify). Resumption and 0-RTT sign nothing. None
+    if a term is missing."""
+    from pqshake.experiments import handshake_model as hm
+
     if not speed:
         return None
-    kg = speed.get("kex", group, "keygen")
-    enc, dec = speed.get("kex", group, "encaps"), speed.get("kex", group, "decaps")
-    der = speed.get("kex", group, "derive")
-    if kg is None:
+    ns = lambda kind, name, op: speed.fastest(kind, name, op)  # noqa: E731
+    kg, enc, dec = ns("kex", group, "keygen"), ns("kex", group, "encaps"), ns("kex", group, "decaps")
+    der = ns("kex", group, "derive")
+    if kg is None or ((enc is None or dec is None) and der is None):
         return None
-    if enc is not None and dec is not None:
-        kex = kg + enc + dec
-    elif der is not None:
-        kex = 2 * kg + 2 * der
-    else:
-        return None
-    if mode == "hrr":
-        kex += kg
-    total = kex
+    kem = enc is not None and dec is not None
+    s = v = 0.0
     if mode not in ("resume", "0rtt"):
-        s, v = speed.get("sig", sig, "sign"), speed.get("sig", sig, "verify")
+        s, v = ns("sig", sig, "sign"), ns("sig", sig, "verify")
         if s is None or v is None:
             return None
-        total += s + (chain_depth + 1) * v
-    return total / 1e9
+    if mode == "tls12":  # the server's share comes first, the client's answers it
+        t = dict(server_kex=kg, server_sign=s, client_chain=chain_depth * v, client_cv=v, client_keygen=kg,
+                 client_kex=enc if kem else der, server_finish=dec if kem else der)
+    else:
+        t = dict(client_keygen=kg, server_kex=enc if kem else kg + der, server_sign=s,
+                 client_kex=dec if kem else der, client_chain=chain_depth * v, client_cv=v)
+    return hm.Cpu(**{k: x / 1e9 for k, x in t.items()})
+
+
+def propagation_rtt_s(rtt_achieved_s: float, rate_up: float | None, rate_down: float | None) -> float:
+    """The achieved RTT without the probes' own serialization (the handshake's frames pay theirs
+    in the model); never below 0."""
+    from pqshake.emulation.check import RTT_PROBE_PAYLOAD, probe_serialization_ns
+
+    ser = sum(probe_serialization_ns(RTT_PROBE_PAYLOAD, r) for r in (rate_up, rate_down) if r) / 1e9
+    return max(0.0, rtt_achieved_s - ser)
+
+
+def _rate(r: float | None) -> float | None:
+    return r if r and r > 0 and r != float("inf") else None
 
 
 def bound(group: str, sig: str, mode: str, *, rtt_s: float, rate_up: float | None, rate_down: float | None,
-          mtu: int, cpu_s: float | None, chain_depth: int = 1, registry: Any = None) -> dict:
-    """The lower bound's components in seconds (cpu 0 when unknown)."""
+          mtu: int, cpu, chain_depth: int = 1, registry: Any = None) -> dict:
+    """The lower bound's components in seconds for an achieved (probe) RTT; cpu: a
+    handshake_model.Cpu or None (no CPU term)."""
     from pqshake.experiments import handshake_model as hm
 
     if mode not in hm.MODES:
         raise UserError(f"mode '{mode}' in the run is unknown to the handshake model ({', '.join(hm.MODES)})")
-    b = hm.handshake_bound(group, sig, rtt_s, rate_bps=None, mtu=int(mtu), chain_depth=chain_depth, mode=mode,
-                           registry=registry, cpu_s=0.0)
-    up = rate_up if rate_up and rate_up > 0 and rate_up != float("inf") else None
-    down = rate_down if rate_down and rate_down > 0 and rate_down != float("inf") else None
-    t_ser = hm.serialization_s(b.client_bytes, up, int(mtu)) * (2 if mode == "hrr" else 1) \
-        + hm.serialization_s(b.server_bytes, down, int(mtu))
-    cpu = cpu_s or 0.0
-    return {"rtts": b.rtts, "t_rtt": b.rtts * rtt_s, "t_ser": t_ser, "t_cpu": cpu,
-            "total": b.rtts * rtt_s + t_ser + cpu, "client_bytes": b.client_bytes, "server_bytes": b.server_bytes}
+    up, down = _rate(rate_up), _rate(rate_down)
+    prop = propagation_rtt_s(rtt_s, up, down)
+    b = hm.handshake_bound(group, sig, prop, mtu=int(mtu), chain_depth=chain_depth, mode=mode, registry=registry,
+                           rate_up=up or 0, rate_down=down or 0, cpu=cpu or hm.Cpu())
+    return {"rtts": b.rtts, "rtt_prop": prop, "t_rtt": b.t_rtt, "t_ser": b.t_ser, "t_cpu": b.t_cpu,
+            "cpu_sum": b.cpu_sum, "total": b.total, "client_bytes": b.client_bytes, "server_bytes": b.server_bytes}

@@ -173,7 +173,9 @@ def _sweep(ctx: Ctx, axis: str, panel_by: str | None) -> list[FigOut]:
     name = {"loss": "loss", "rate": "rate", "mtu": "mtu", "rtt": "rtt"}[axis]
     title = f"Handshake time vs {'packet loss' if axis == 'loss' else xlabel.split(' (')[0].lower()}"
     cap = (f"{title} ({MODE_LABELS.get(mode, mode)} handshakes, client side): median (top) and 95th percentile "
-           f"(bottom), bars: {int(S.CI_LEVEL * 100)} % bootstrap CI"
+           f"(bottom) over all attempts, failures counted as not done by the timeout (a point whose "
+           f"quantile lies beyond the timeout is not drawn; the table reads '> timeout'), bars: "
+           f"{int(S.CI_LEVEL * 100)} % bootstrap CI"
            + (f"; one panel per {'RTT' if panel_by == 'rtt' else panel_by}" if panel_by else "")
            + (". Unlimited-rate profiles are not shown" if axis == "rate" else "")
            + f". Profiles: {_profile_text(ctx.a.run, list(dict.fromkeys(used_profiles)))}. "
@@ -233,6 +235,13 @@ def fig_ecdf(ctx: Ctx) -> list[FigOut]:
                 if x.size == 0:
                     continue
                 xs, ys = S.ecdf(x)
+                if j == 0:
+                    # Client curves count every attempt: a failure never finishes, so the curve
+                    # stops at the share that did (1 - failure rate), as the censored table reads.
+                    row = ctx.t[(ctx.t["group"] == gr) & (ctx.t["sig"] == sg) & (ctx.t["profile"] == p)
+                                & (ctx.t["mode"] == mode)]
+                    if len(row) and row["n_attempts"].iloc[0] > 0:
+                        ys = ys * row["n_ok"].iloc[0] / row["n_attempts"].iloc[0]
                 # Markers at the quartiles carry what colour and line style cannot: the
                 # signature (filled/hollow) and the kind of key exchange (marker shape).
                 marks = sorted({int(np.searchsorted(ys, q)) for q in (0.25, 0.5, 0.75) if np.searchsorted(ys, q) < len(ys)})
@@ -248,8 +257,9 @@ def fig_ecdf(ctx: Ctx) -> list[FigOut]:
         tp = ctx.t[(ctx.t["profile"] == p) & (ctx.t["mode"] == mode)]
         title = f"ECDF of handshake times, profile {p}"
         cap = (f"Empirical CDF of {MODE_LABELS.get(mode, mode)} handshake times per algorithm, profile "
-               f"{_profile_text(ctx.a.run, [p])}; left: client, right: server side (server rows: the first "
-               f"warm-up connections of each cell dropped by accept time). {n_text(tp)}. {ctx.prov}")
+               f"{_profile_text(ctx.a.run, [p])}; left: client side over every attempt (a failed attempt never "
+               f"finishes, so a curve ends at 1 - failure rate), right: server side, completed connections (the "
+               f"first warm-up connections of each cell dropped by accept time). {n_text(tp)}. {ctx.prov}")
         outs.append(FigOut(f"ecdf-{_slug(p)}", fig, title, cap))
     return outs
 
@@ -279,7 +289,9 @@ def fig_box(ctx: Ctx) -> list[FigOut]:
         title = f"Handshake time per algorithm, profile {p}"
         cap = (f"{MODE_LABELS.get(mode, mode)} handshake times (client side) per algorithm, profile "
                f"{_profile_text(ctx.a.run, [p])}: box 25th-75th percentile, line median, whiskers 5th and 95th "
-               f"percentile (numpy method '{S.PCT_METHOD}'); colour: algorithm family, line style: security level. "
+               f"percentile (numpy method '{S.PCT_METHOD}') of the successful attempts only (failures: the "
+               f"summary table's failure rates and '> timeout' percentiles); colour: algorithm family, line style: "
+               f"security level. "
                f"{n_text(tp)}. {ctx.prov}")
         outs.append(FigOut(f"box-{_slug(p)}", fig, title, cap))
     return outs
@@ -434,7 +446,8 @@ def fig_bound(ctx: Ctx) -> list[FigOut]:
     ratio = t["measured_over_bound"]
     title = "Measured median vs model lower bound"
     cap = (f"Median handshake time (client side, {int(S.CI_LEVEL * 100)} % CI as bars) against the handshake model's "
-           f"lower bound (RTT count x achieved RTT + serialization + CPU) for every cell with data "
+           f"lower bound (the handshake on a timeline: propagation RTTs, serialization and CPU where "
+           f"they cannot overlap; docs/methodology.md) for every cell with data "
            f"(all profiles and modes); measured/bound from {ratio.min():.2f} to {ratio.max():.2f}, median "
            f"{ratio.median():.2f}. {ctx.a.summary.cpu_note}. {n_text(t)}. {ctx.prov}")
     return [FigOut("bound", fig, title, cap)]
@@ -585,6 +598,10 @@ def context(a: Analysis, style: str, profiles: list[str] | None = None) -> Ctx:
     t = a.summary.table.copy()
     for c in CELL_KEY:
         t[c] = t[c].astype(str)
+    # A quantile beyond the timeout (+inf, "> timeout" in the tables) has no place on an axis:
+    # the point is left out and the sweep captions say so.
+    num = t.select_dtypes("number").columns
+    t[num] = t[num].replace([np.inf, -np.inf], np.nan)
     if profiles:
         unknown = [p for p in profiles if p not in set(t["profile"])]
         if unknown:

@@ -1,6 +1,10 @@
 """Read and validate run directories (results/<name>/<id>/), and merge several when their
 metadata agree. Every problem is a one-line UserError naming the file, what is wrong and the
-fix; the tables come back with the analysis names of columns.py."""
+fix; the tables come back with the analysis names of columns.py.
+
+The run directory's format belongs to experiments/rundir.py: a newer format is refused there
+(check_format), and tables that raw/ has outgrown are rebuilt there, in memory: the analysis
+never writes into a run directory outside its analysis/ folder."""
 
 from __future__ import annotations
 
@@ -44,6 +48,7 @@ class Run:
     cells: pd.DataFrame
     profiles: pd.DataFrame
     chain_depth: int = 1
+    timeout_ns: int | None = None  # per attempt (plan.json); failures count as "not done by then"
     n_warmup_dropped: int = 0
     notes: list[str] = field(default_factory=list)
 
@@ -80,45 +85,37 @@ def read_meta(path: Path) -> dict:
         raise UserError(f"{p}: unreadable ({e.__class__.__name__}: {e}); restore it from the run or re-run") from None
     if not isinstance(meta, dict):
         raise UserError(f"{p}: expected a JSON object; restore it from the run or re-run")
+    from pqshake.experiments import rundir as rd
+
+    rd.check_format(meta, p)
     return meta
 
 
-def _maybe_rebuild(path: Path) -> None:
-    """A runner's run directory with raw/ but no (or stale) parquet tables: rebuild them the
-    way `pqshake load` does. Quietly does nothing for other directories."""
-    if not (path / "raw").is_dir() or not (path / "plan.json").is_file():
-        return
-    try:
-        from pqshake.experiments import rundir as rd
-    except ImportError:
-        return
+def _fresh_tables(path: Path) -> dict[str, pd.DataFrame]:
+    """The tables raw/ holds newer data for than the parquet files (or that are missing), built
+    in memory from raw/ by the format's owner; {} when the parquet files are current."""
+    from pqshake.experiments import rundir as rd
+
     run = rd.RunDir(path)
-    if any(rd._stale(run, t) for t in ("samples", "server", "cells")):
-        try:
-            rd.build_tables(run)
-        except OSError:
-            pass  # read-only: fall through to what exists
-
-
-def _schema_names(f: Path) -> list[str]:
-    import pyarrow.parquet as pq
-
+    if not any(rd.stale(run, t) for t in rd.TABLES):
+        return {}
     try:
-        return list(pq.read_schema(f).names)
-    except Exception as e:  # noqa: BLE001 - pyarrow raises several types for a bad file
-        raise UserError(f"{f}: not a readable parquet file ({e.__class__.__name__}); "
-                        f"rebuild the tables with 'pqshake load {f.parent}'") from None
+        return rd.collect_tables(run)
+    except (OSError, ValueError, KeyError) as e:
+        raise UserError(f"{path}/raw: cannot rebuild the tables from it ({e.__class__.__name__}: {e}); "
+                        f"check the run with 'pqshake ls'") from None
 
 
-def read_table(run_dir: Path, table: str, what: str) -> pd.DataFrame:
+def read_table(run_dir: Path, table: str, what: str, fresh: dict[str, pd.DataFrame] | None = None) -> pd.DataFrame:
     """A run table with the analysis names; required columns checked, optional ones that are
-    missing come back as all-NA columns."""
-    import pyarrow.parquet as pq
+    missing come back as all-NA columns. fresh: tables rebuilt in memory (_fresh_tables)."""
+    from pqshake.experiments import rundir as rd
 
-    f = run_dir / f"{table}.parquet"
-    if not f.is_file():
+    f = rd.table_path(run_dir, table)
+    mem = (fresh or {}).get(table)
+    if mem is None and not f.is_file():
         raise UserError(f"{f}: missing; rebuild the tables with 'pqshake load {run_dir}' (or re-run the experiment)")
-    names = _schema_names(f)
+    names = list(mem.columns) if mem is not None else rd.table_columns(run_dir, table)
     req, opt = C.required_for(table), C.optional_for(table)
     missing = [c for c in req if c not in names]
     if missing:
@@ -126,8 +123,13 @@ def read_table(run_dir: Path, table: str, what: str) -> pd.DataFrame:
                         f"version of the runner: rebuild it with 'pqshake load {run_dir}'")
     want = [c for c in list(req) + list(opt) if c in names]
     try:
-        t = pq.read_table(f, columns=want)
-        df = t.to_pandas(strings_to_categorical=True)
+        if mem is not None:
+            df = mem[want].copy()
+            for c in df.columns:  # as the parquet path gives them: strings as categories
+                if df[c].dtype == object and df[c].map(lambda v: v is None or isinstance(v, str)).all():
+                    df[c] = df[c].astype("category")
+        else:
+            df = rd.read_table(run_dir, table, want)
     except Exception as e:  # noqa: BLE001
         raise UserError(f"{f}: cannot be read ({e.__class__.__name__}: {e}); rebuild it with 'pqshake load {run_dir}'") from None
     df = df.rename(columns={**req, **opt})
@@ -197,13 +199,17 @@ def _drop_server_warmups(server: pd.DataFrame, cells: pd.DataFrame, warmup_defau
     return server[keep].drop(columns="_o")
 
 
-def load_one(path: Path | str) -> tuple[dict, pd.DataFrame, pd.DataFrame | None, pd.DataFrame, int, int, list[str]]:
+def load_one(path: Path | str) -> tuple[dict, pd.DataFrame, pd.DataFrame | None, pd.DataFrame, int, int, list[str],
+                                        int | None]:
     path = Path(path)
     meta = read_meta(path)
-    _maybe_rebuild(path)
+    fresh = _fresh_tables(path)
     notes: list[str] = []
-    cells = read_table(path, "cells", "the configured profile figures")
-    samples = read_table(path, "samples", "the handshake statistics")
+    if fresh:
+        notes.append(f"{path}: tables built from raw/ in memory (newer than the parquet files); "
+                     f"'pqshake load {path}' writes them")
+    cells = read_table(path, "cells", "the configured profile figures", fresh)
+    samples = read_table(path, "samples", "the handshake statistics", fresh)
     plan: dict = {}
     if (path / "plan.json").is_file():
         try:
@@ -213,6 +219,8 @@ def load_one(path: Path | str) -> tuple[dict, pd.DataFrame, pd.DataFrame | None,
     exp = plan.get("experiment", {}) if isinstance(plan, dict) else {}
     chain_depth = int(exp.get("chain_depth", 1) or 1)
     warmup_default = int(exp.get("warmup", 0) or 0)
+    timeout_ns = exp.get("timeout")
+    timeout_ns = int(timeout_ns) if isinstance(timeout_ns, (int, float)) and timeout_ns > 0 else None
 
     samples["warmup"] = _as_bool(samples["warmup"])
     samples["ok"] = _as_bool(samples["ok"])
@@ -228,9 +236,9 @@ def load_one(path: Path | str) -> tuple[dict, pd.DataFrame, pd.DataFrame | None,
         samples.loc[bad, "ok"] = False
 
     server = None
-    if (path / "server.parquet").is_file():
+    if (path / "server.parquet").is_file() or "server" in fresh:
         try:
-            server = read_table(path, "server", "the server-side times")
+            server = read_table(path, "server", "the server-side times", fresh)
         except UserError as e:
             notes.append(f"server-side figures skipped: {e}")
         if server is not None:
@@ -241,7 +249,7 @@ def load_one(path: Path | str) -> tuple[dict, pd.DataFrame, pd.DataFrame | None,
     else:
         notes.append(f"{path}/server.parquet missing: server-side figures skipped")
     _categorical(cells, C.CELL_KEY + ["cell_id"])
-    return meta, samples, server, cells, chain_depth, n_w, notes
+    return meta, samples, server, cells, chain_depth, n_w, notes, timeout_ns
 
 
 def check_merge(metas: list[dict], paths: list[Path], allow: Iterable[str] = ()) -> None:
@@ -272,7 +280,7 @@ def load_runs(paths: Iterable[Path | str], allow_differ: Iterable[str] = ()) -> 
     check_merge(metas, paths, allow_differ)
     notes = [n for x in loaded for n in x[6]]
     samples_l, server_l, cells_l = [], [], []
-    for i, (meta, s, sv, c, _, _, _) in enumerate(loaded):
+    for i, (meta, s, sv, c, *_) in enumerate(loaded):
         if len(paths) > 1:
             s = s.assign(run=i)
             c = c.assign(run=i)
@@ -309,9 +317,10 @@ def load_runs(paths: Iterable[Path | str], allow_differ: Iterable[str] = ()) -> 
         raise UserError(f"{paths[0] / 'samples.parquet'}: no attempts recorded (only warm-ups or nothing); "
                         f"nothing to analyse: check the run with 'pqshake ls' and resume it")
     depths = {x[4] for x in loaded}
+    timeouts = [x[7] for x in loaded if x[7]]
     run = Run(paths=paths, metas=metas, samples=samples, server=server, cells=cells,
               profiles=_profiles(cells), chain_depth=max(depths), n_warmup_dropped=sum(x[5] for x in loaded),
-              notes=notes)
+              notes=notes, timeout_ns=max(timeouts) if timeouts else None)
     if len(depths) > 1:
         run.notes.append(f"runs differ in certificate chain depth {sorted(depths)}: the bound uses {run.chain_depth}")
     return run

@@ -17,8 +17,10 @@ from pqshake.errors import UserError
 from . import bound as B
 from . import stats as S
 from . import tables as T
+from pqshake.experiments.portable import portable
+
 from .load import Run, get, load_runs
-from .summary import MODE_LABELS, Summary, summarize
+from .summary import CI_METHOD_TEXT, MODE_LABELS, Summary, summarize
 
 
 @dataclass
@@ -52,6 +54,7 @@ def prepare(paths: Iterable[Path | str], *, out: Path | None = None, speed: str 
     groups = sorted(set(run.samples["group"].astype(str)) | set(run.cells["group"].astype(str)))
     sigs = sorted(set(run.samples["sig"].astype(str)) | set(run.cells["sig"].astype(str)))
     sp, note = B.find_speed(paths, speed, groups=groups, sigs=sigs, out_dir=od)
+    note = portable(note, root=paths[0])  # captions and analysis.json name no machine path
     summ = summarize(run, speed=sp, cpu_note=note, baseline=baseline, n_boot=n_boot, seed=seed)
     return Analysis(run=run, summary=summ, out_dir=od, speed=sp)
 
@@ -61,7 +64,7 @@ def _write_frame(df: pd.DataFrame, path: Path) -> None:
     if path.suffix == ".parquet":
         df.to_parquet(tmp, index=False)
     else:
-        df.to_csv(tmp, index=False, float_format="%.6g")
+        T.csv_frame(df).to_csv(tmp, index=False, float_format="%.6g")
     tmp.replace(path)
 
 
@@ -97,6 +100,10 @@ def provenance_line(run: Run, speed: B.Speed | None = None) -> str:
     return f"Run {names}; " + "; ".join(parts) + "."
 
 
+def _timeout_text(run: Run) -> str:
+    return f" ({run.timeout_ns / 1e9:g} s)" if run.timeout_ns else ""
+
+
 def analyze(paths: Iterable[Path | str], *, echo: Callable[[str], None] = print, **kw) -> Analysis:
     a = prepare(paths, **kw)
     t = a.summary.table
@@ -104,22 +111,26 @@ def analyze(paths: Iterable[Path | str], *, echo: Callable[[str], None] = print,
     for name in ("summary.parquet", "summary.csv"):
         _write_frame(t, od / name)
         a.written.append(od / name)
-    cap = (f"Handshake times per cell (median and p95 with {int(S.CI_LEVEL * 100)}\u00a0% bootstrap CIs, "
-           f"{a.summary.params['bootstrap_n']} resamples; percentiles: numpy method '{S.PCT_METHOD}'); "
+    cap = (f"Handshake times per cell over all measured attempts, a failure counted as not finished by the "
+           f"timeout{_timeout_text(a.run)} ('> timeout': the quantile falls into the failures); failure rate with "
+           f"{int(S.CI_LEVEL * 100)}\u00a0% Wilson interval; median and p95 with {int(S.CI_LEVEL * 100)}\u00a0% CIs "
+           f"by {CI_METHOD_TEXT}, {a.summary.params['bootstrap_n']} resamples; percentiles: numpy method "
+           f"'{S.PCT_METHOD}'; 'ok only': over the successful attempts alone, as most papers report. "
            f"slowdown = ratio of medians against {a.summary.params['baseline'] or 'no baseline'} in the same profile "
            f"and mode; bound from the handshake model. {provenance_line(a.run, a.speed)}")
     (od / "summary.tex").write_text(T.latex(t, cap))
     (od / "summary.md").write_text(f"{cap}\n\n" + T.markdown(t))
     a.written += [od / "summary.tex", od / "summary.md"]
-    info = {"runs": [str(p) for p in a.run.paths], "params": a.summary.params, "notes": a.summary.notes,
+    info = {"runs": portable([str(p) for p in a.run.paths], root=a.run.paths[0].parent), "params": a.summary.params, "notes": a.summary.notes,
             "versions": versions(a.run, a.speed), "rows": int(len(t)),
             "attempts": int(t["n_attempts"].sum()), "ok": int(t["n_ok"].sum())}
     (od / "analysis.json").write_text(json.dumps(info, indent=2, default=str) + "\n")
     a.written.append(od / "analysis.json")
     echo(f"{len(t)} cells, {info['attempts']} attempts ({info['ok']} ok) from {len(a.run.paths)} run(s); "
          f"warm-ups excluded: {a.run.n_warmup_dropped}")
-    echo(f"percentiles: numpy.percentile(method='{S.PCT_METHOD}'); CIs: {int(S.CI_LEVEL * 100)}% bootstrap, "
-         f"{a.summary.params['bootstrap_n']} resamples, seed {a.summary.params['bootstrap_seed']}")
+    echo(f"percentiles: numpy.percentile(method='{S.PCT_METHOD}') over all attempts, failures censored at the "
+         f"timeout{_timeout_text(a.run)}; CIs: {int(S.CI_LEVEL * 100)}% {CI_METHOD_TEXT}, "
+         f"{a.summary.params['bootstrap_n']} resamples, seed {a.summary.params['bootstrap_seed']}; failure rate: Wilson")
     echo(f"slowdown baseline: {a.summary.params['baseline'] or 'none'}; {a.summary.cpu_note}")
     for n in a.summary.notes:
         echo(f"note: {n}")
@@ -167,10 +178,13 @@ def write_report(a: Analysis, figures: list, skipped: list[tuple[str, str]], sty
              f"- Cells: {len(t)} ({t['group'].nunique()} groups x {t['sig'].nunique()} signatures x "
              f"{t['profile'].nunique()} profiles x {t['mode'].nunique()} modes); {n_text(t)}.",
              f"- Profiles: {_profile_text(a.run)}.",
-             f"- Percentiles: numpy.percentile(method='{S.PCT_METHOD}'); CIs: {int(S.CI_LEVEL * 100)} % percentile "
-             f"bootstrap, {a.summary.params['bootstrap_n']} resamples, seed {a.summary.params['bootstrap_seed']}.",
+             f"- Percentiles: numpy.percentile(method='{S.PCT_METHOD}') over all measured attempts, a failure "
+             f"counted as not finished by the timeout{_timeout_text(a.run)}: '> timeout' marks a quantile that "
+             f"falls into the failures; 'ok only' columns use the successful attempts alone.",
+             f"- CIs: {int(S.CI_LEVEL * 100)} % {CI_METHOD_TEXT}, {a.summary.params['bootstrap_n']} resamples, seed "
+             f"{a.summary.params['bootstrap_seed']}; failure rate: Wilson score interval.",
              f"- Slowdown baseline: {a.summary.params['baseline'] or 'none'} (same profile and mode).",
-             f"- Lower bound: handshake model (RTT count x achieved RTT + serialization + CPU); {a.summary.cpu_note}.",
+             f"- Lower bound: handshake model (propagation RTTs, serialization and CPU on one timeline, overlaps allowed; docs/methodology.md); {a.summary.cpu_note}.",
              f"- Figures: style '{style}', PDF (vector) and PNG.", ""]
     if a.summary.notes:
         lines += ["## Notes", ""] + [f"- {n}" for n in a.summary.notes] + [""]

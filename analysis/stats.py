@@ -7,6 +7,14 @@ smallest value is x_(floor(n*U_(r))) where U_(r) ~ Beta(r, n-r+1) is the r-th or
 of n uniforms, and U_(r+1) = U_(r) + (1-U_(r)) * Beta(1, n-r). The linear-interpolation
 quantile of the resample needs only those two. This is the same distribution as the ordinary
 percentile bootstrap (tests/analysis compare the two) at O(B) per cell instead of O(n*B).
+
+Failures are censored, not dropped (docs/methodology.md, "Statistics"): a failed attempt did not
+finish by the timeout, so it enters the sorted sample as +inf. A quantile (or a CI bound) that
+needs such a value is +inf, printed "> timeout": it is only known to lie beyond the timeout.
+
+Where a cell has several clusters (repetitions, or runs merged), the bootstrap resamples the
+clusters first and then attempts inside each drawn cluster, so the interval carries the
+run-to-run variance that pooled resampling of attempts would hide.
 """
 
 from __future__ import annotations
@@ -28,6 +36,49 @@ def percentiles(x: np.ndarray, qs=PERCENTILES) -> np.ndarray:
     if x.size == 0:
         return np.full(len(qs), np.nan)
     return np.percentile(x, qs, method=PCT_METHOD)
+
+
+def quantile_sorted(x: np.ndarray, q: float) -> float:
+    """The q-th percentile (linear method) of an ascending sample in which failures are +inf:
+    +inf when the interpolation needs a failure, NaN for an empty sample."""
+    x = np.asarray(x, dtype=float)
+    n = x.size
+    if n == 0:
+        return float("nan")
+    h = (n - 1) * q / 100.0
+    lo = int(np.floor(h))
+    frac = h - lo
+    a = x[lo]
+    if frac == 0 or lo + 1 >= n:
+        return float(a)
+    b = x[lo + 1]
+    return float("inf") if np.isinf(b) else float(a + frac * (b - a))
+
+
+def censored_percentiles(sorted_x: np.ndarray, qs=PERCENTILES) -> np.ndarray:
+    return np.array([quantile_sorted(sorted_x, q) for q in qs])
+
+
+def _lerp(a: np.ndarray, b: np.ndarray, frac: float) -> np.ndarray:
+    """a + frac (b - a) with b >= a, +inf when b is (no inf - inf)."""
+    if frac == 0:
+        return a
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isinf(b), np.inf, a + frac * (b - a))
+
+
+def wilson(k: int, n: int, level: float = CI_LEVEL) -> tuple[float, float]:
+    """Wilson score interval for a proportion k/n (attempts taken as independent)."""
+    if n <= 0:
+        return (np.nan, np.nan)
+    from scipy.stats import norm
+
+    z = float(norm.ppf(0.5 + level / 2))
+    p = k / n
+    den = 1 + z * z / n
+    mid = (p + z * z / (2 * n)) / den
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    return (max(0.0, mid - half), min(1.0, mid + half))
 
 
 def rng_for(seed: int, *key: object) -> np.random.Generator:
@@ -54,8 +105,42 @@ def bootstrap_quantile(sorted_x: np.ndarray, q: float, B: int, rng: np.random.Ge
     if frac > 0 and r < n:
         u2 = u1 + (1.0 - u1) * rng.beta(1, n - r, size=B)
         i2 = np.minimum((u2 * n).astype(np.int64), n - 1)
-        v = v + frac * (x[i2] - v)
+        v = _lerp(v, x[i2], frac)
     return v
+
+
+def cluster_bootstrap_quantiles(clusters: list[np.ndarray], qs, B: int, rng: np.random.Generator,
+                                chunk_cells: int = 4_000_000) -> np.ndarray:
+    """(len(qs), B) replicates of the percentiles (linear method, +inf = failure) of a sample
+    made of clusters: each replicate draws len(clusters) clusters with replacement, then as
+    many attempts as each drawn cluster has, with replacement inside it. O(n*B)."""
+    k = len(clusters)
+    sizes = np.array([c.size for c in clusters], dtype=np.int64)
+    m = int(sizes.max())
+    pad = np.full((k, m), np.nan)
+    for i, c in enumerate(clusters):
+        pad[i, :c.size] = c
+    out = np.empty((len(qs), B))
+    step = max(1, chunk_cells // max(1, k * m))
+    for s0 in range(0, B, step):
+        b = min(step, B - s0)
+        pick = rng.integers(0, k, size=(b, k))
+        sz = sizes[pick]  # (b, k)
+        idx = (rng.random((b, k, m)) * sz[..., None]).astype(np.int64)
+        vals = pad[pick[..., None], idx]  # (b, k, m)
+        vals[np.arange(m)[None, None, :] >= sz[..., None]] = np.nan  # beyond a cluster's size
+        vals = np.sort(vals.reshape(b, k * m), axis=1)  # +inf before NaN
+        n = sz.sum(axis=1)
+        rows = np.arange(b)
+        for j, q in enumerate(qs):
+            h = (n - 1) * q / 100.0
+            lo = np.floor(h).astype(np.int64)
+            frac = h - lo
+            a = vals[rows, lo]
+            bb = vals[rows, np.minimum(lo + 1, n - 1)]
+            with np.errstate(invalid="ignore"):
+                out[j, s0:s0 + b] = np.where(frac == 0, a, np.where(np.isinf(bb), np.inf, a + frac * (bb - a)))
+    return out
 
 
 def bootstrap_quantile_naive(x: np.ndarray, q: float, B: int, rng: np.random.Generator) -> np.ndarray:
@@ -66,13 +151,12 @@ def bootstrap_quantile_naive(x: np.ndarray, q: float, B: int, rng: np.random.Gen
 
 
 def ci(draws: np.ndarray, level: float = CI_LEVEL) -> tuple[float, float]:
-    """Percentile interval of bootstrap draws."""
-    d = draws[np.isfinite(draws)]
+    """Percentile interval of bootstrap draws (+inf draws kept: a bound may be "> timeout")."""
+    d = np.sort(draws[~np.isnan(draws)])
     if d.size == 0:
         return (np.nan, np.nan)
     a = (1 - level) / 2 * 100
-    lo, hi = np.percentile(d, [a, 100 - a], method=PCT_METHOD)
-    return float(lo), float(hi)
+    return quantile_sorted(d, a), quantile_sorted(d, 100 - a)
 
 
 def quantile_ci(x: np.ndarray, q: float, *, B: int = BOOTSTRAP_N, level: float = CI_LEVEL,

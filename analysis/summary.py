@@ -19,7 +19,9 @@ from .load import Run
 MODE_ORDER = ("full", "resume", "0rtt", "hrr", "tls12")
 MODE_LABELS = {"full": "full", "resume": "resumption", "0rtt": "0-RTT", "hrr": "HRR", "tls12": "TLS 1.2"}
 PREFERRED_BASELINE = [("x25519", "ecdsa-p256"), ("x25519", "ed25519"), ("secp256r1", "ecdsa-p256")]
-RTT_MIN_FOR_INFERENCE_MS = 1.0  # below this, CPU dominates and "round trips" mean nothing
+RTT_MIN_FOR_INFERENCE_MS = 1.0
+CI_METHOD_TEXT = ("percentile bootstrap over all attempts (failures censored at the timeout); cells with several "
+                  "repetitions or merged runs resample those first, then attempts inside them (cluster bootstrap)")  # below this, CPU dominates and "round trips" mean nothing
 
 
 @dataclass
@@ -100,6 +102,32 @@ def _sorted_groups(values: np.ndarray, codes: np.ndarray, ngroups: int) -> list[
     return [v[edges[i]:edges[i + 1]] for i in range(ngroups)]
 
 
+def _cluster_ids(s: pd.DataFrame) -> np.ndarray:
+    """One id per (run, repetition): the unit that varies from run to run. 0 when neither is
+    recorded."""
+    parts = [s[c] for c in ("run", "repetition") if c in s.columns and s[c].notna().any()]
+    if not parts:
+        return np.zeros(len(s), dtype=np.int64)
+    key = pd.MultiIndex.from_arrays([p.astype(str).to_numpy() for p in parts])
+    return pd.factorize(key)[0].astype(np.int64)
+
+
+def _cells_with_clusters(values: np.ndarray, codes: np.ndarray, clus: np.ndarray, ngroups: int):
+    """Per cell: all its values sorted, and the list of its clusters' values (each sorted)."""
+    keep = codes >= 0
+    v, c, k = values[keep], codes[keep], clus[keep]
+    order = np.lexsort((v, k, c))
+    v, c, k = v[order], c[order], k[order]
+    edges = np.searchsorted(c, np.arange(ngroups + 1))
+    alls, clusters = [], []
+    for i in range(ngroups):
+        vi, ki = v[edges[i]:edges[i + 1]], k[edges[i]:edges[i + 1]]
+        cut = np.flatnonzero(np.diff(ki)) + 1
+        clusters.append(np.split(vi, cut) if vi.size else [])
+        alls.append(np.sort(vi))
+    return alls, clusters
+
+
 def summarize(run: Run, *, speed: B.Speed | None = None, cpu_note: str = "", baseline: str | None = None,
               n_boot: int = S.BOOTSTRAP_N, seed: int = S.BOOTSTRAP_SEED) -> Summary:
     reg = _registry()
@@ -143,34 +171,62 @@ def summarize(run: Run, *, speed: B.Speed | None = None, cpu_note: str = "", bas
             top[int(c)] = f"{e} ({n})"
     out["top_error"] = top
 
-    # Timings (ok attempts only), sorted per cell.
-    per = _sorted_groups(hs[ok] / 1e6, codes[ok], ng)
-    pct_cols = [f"p{q}_ms" for q in S.PERCENTILES]
-    stat = np.full((ng, 2 + len(S.PERCENTILES) + 4), np.nan)
+    # Failure rate with its Wilson interval.
+    wl = np.array([S.wilson(int(a - k), int(a)) for a, k in zip(n_att, n_ok)]).reshape(ng, 2)
+    out["failure_ci_lo"], out["failure_ci_hi"] = wl[:, 0], wl[:, 1]
+
+    # Timings over every measured attempt, a failure censored at the timeout (+inf: "did not
+    # finish by then"); docs/methodology.md, "Statistics". Clusters: (run, repetition).
+    ms_all = np.where(ok, hs / 1e6, np.inf)
+    ms_all[ok & ~np.isfinite(hs)] = np.inf
+    clus = _cluster_ids(s)
+    per_all, per_clusters = _cells_with_clusters(ms_all, codes, clus, ng)
+    per_ok = _sorted_groups(hs[ok] / 1e6, codes[ok], ng)
+    qs = S.PERCENTILES
+    cens = np.full((ng, len(qs)), np.nan)
+    okp = np.full((ng, len(qs) + 2), np.nan)
+    cis = np.full((ng, 4), np.nan)
+    n_clusters = np.zeros(ng, dtype=np.int64)
+    methods = [""] * ng
     draws50: list[np.ndarray | None] = [None] * ng
-    for i, x in enumerate(per):
+    for i in range(ng):
+        x, y = per_all[i], per_ok[i]
+        if y.size:
+            okp[i, 0] = y.mean()
+            okp[i, 1] = y.std(ddof=1) if y.size > 1 else np.nan
+            okp[i, 2:] = S.percentiles(y)
         if x.size == 0:
             continue
-        key = tuple(keys.iloc[i])
-        rng = S.rng_for(seed, *key)
-        stat[i, 0] = x.mean()
-        stat[i, 1] = x.std(ddof=1) if x.size > 1 else np.nan
-        stat[i, 2:2 + len(S.PERCENTILES)] = S.percentiles(x)
-        d50 = S.bootstrap_quantile(x, 50, n_boot, rng)
-        d95 = S.bootstrap_quantile(x, 95, n_boot, rng)
+        cens[i] = S.censored_percentiles(x)
+        rng = S.rng_for(seed, *tuple(keys.iloc[i]))
+        cl = per_clusters[i]
+        n_clusters[i] = len(cl)
+        if len(cl) > 1:
+            d50, d95 = S.cluster_bootstrap_quantiles(cl, (50, 95), n_boot, rng)
+            methods[i] = f"cluster bootstrap: {len(cl)} repetitions/runs, then attempts"
+        else:
+            d50 = S.bootstrap_quantile(x, 50, n_boot, rng)
+            d95 = S.bootstrap_quantile(x, 95, n_boot, rng)
+            methods[i] = "bootstrap of attempts"
         draws50[i] = d50
-        stat[i, -4:-2] = S.ci(d50)
-        stat[i, -2:] = S.ci(d95)
-    out["mean_ms"] = stat[:, 0]
-    out["std_ms"] = stat[:, 1]
-    for j, c in enumerate(pct_cols):
-        out[c] = stat[:, 2 + j]
-    out["pct_method"] = f"numpy.percentile(method='{S.PCT_METHOD}')"
-    out["p50_ci_lo_ms"], out["p50_ci_hi_ms"] = stat[:, -4], stat[:, -3]
-    out["p95_ci_lo_ms"], out["p95_ci_hi_ms"] = stat[:, -2], stat[:, -1]
+        cis[i, 0:2] = S.ci(d50)
+        cis[i, 2:4] = S.ci(d95)
+    for j, q in enumerate(qs):
+        out[f"p{q}_ms"] = cens[:, j]
+    out["timeout_ms"] = run.timeout_ns / 1e6 if run.timeout_ns else np.nan
+    out["pct_method"] = f"numpy.percentile(method='{S.PCT_METHOD}'), failures censored at the timeout"
+    out["p50_ci_lo_ms"], out["p50_ci_hi_ms"] = cis[:, 0], cis[:, 1]
+    out["p95_ci_lo_ms"], out["p95_ci_hi_ms"] = cis[:, 2], cis[:, 3]
     out["ci_level"] = S.CI_LEVEL
+    out["ci_method"] = methods
+    out["n_clusters"] = n_clusters
     out["bootstrap_n"] = n_boot
     out["bootstrap_seed"] = seed
+    # Over the successful attempts only (what most papers report), labelled as such.
+    out["ok_mean_ms"] = okp[:, 0]
+    out["ok_std_ms"] = okp[:, 1]
+    for j, q in enumerate(qs):
+        out[f"ok_p{q}_ms"] = okp[:, 2 + j]
 
     # Slowdown against the baseline pair in the same profile and mode.
     pairs = set(zip(keys["group"], keys["sig"]))
@@ -184,8 +240,8 @@ def summarize(run: Run, *, speed: B.Speed | None = None, cpu_note: str = "", bas
             j = code_of.get((base[0], base[1], p, m))
             if j is None or draws50[i] is None or draws50[j] is None:
                 continue
-            num, den = stat[i, 4], stat[j, 4]  # p50
-            if den > 0:
+            num, den = cens[i, 2], cens[j, 2]  # p50
+            if np.isfinite(num) and np.isfinite(den) and den > 0:
                 with np.errstate(divide="ignore", invalid="ignore"):
                     lo, hi = S.ci(draws50[i] / draws50[j])
                 sl[i] = (num / den, lo, hi)
@@ -225,40 +281,44 @@ def summarize(run: Run, *, speed: B.Speed | None = None, cpu_note: str = "", bas
         notes.append(f"{int(missing_rtt.sum())} cells have no achieved RTT (no probes): the bound uses the configured RTT")
     rtt_ms = out["rtt_achieved_ms"].fillna(out["rtt_cfg_ms"]).to_numpy(dtype=float)
 
-    # The model's lower bound and the inferred round trips.
+    # The model's lower bound (docs/methodology.md) and the inferred round trips.
     brows = []
     cpu_missing = set()
     for i, (g_, s_, p_, m_) in enumerate(keys.itertuples(index=False)):
         if not np.isfinite(rtt_ms[i]):
             brows.append({})
             continue
-        cpu = B.cpu_seconds(speed, g_, s_, m_, run.chain_depth)
+        cpu = B.cpu_terms(speed, g_, s_, m_, run.chain_depth)
         if speed and cpu is None:
             cpu_missing.add(f"{g_}/{s_}")
         mtu = out.at[i, "mtu"]
         b = B.bound(g_, s_, m_, rtt_s=rtt_ms[i] / 1e3, rate_up=out.at[i, "rate_up_bps"],
                     rate_down=out.at[i, "rate_down_bps"], mtu=int(mtu) if np.isfinite(mtu) else 1500,
-                    cpu_s=cpu, chain_depth=run.chain_depth, registry=reg)
+                    cpu=cpu, chain_depth=run.chain_depth, registry=reg)
         b["cpu_source"] = "pqs-speed" if cpu is not None else "none"
         brows.append(b)
     bd = pd.DataFrame(brows, index=range(ng))
-    for c in ("rtts", "t_rtt", "t_ser", "t_cpu", "total", "client_bytes", "server_bytes", "cpu_source"):
+    for c in ("rtts", "rtt_prop", "t_rtt", "t_ser", "t_cpu", "cpu_sum", "total", "client_bytes", "server_bytes",
+              "cpu_source"):
         if c not in bd:
             bd[c] = np.nan
     out["bound_rtts"] = bd["rtts"]
+    out["bound_prop_rtt_ms"] = bd["rtt_prop"] * 1e3
     out["bound_rtt_ms"] = bd["t_rtt"] * 1e3
     out["bound_ser_ms"] = bd["t_ser"] * 1e3
     out["bound_cpu_ms"] = bd["t_cpu"] * 1e3
+    out["cpu_all_ms"] = bd["cpu_sum"] * 1e3
     out["bound_ms"] = bd["total"] * 1e3
     out["cpu_source"] = bd["cpu_source"]
     out["model_client_bytes"] = bd["client_bytes"]
     out["model_server_bytes"] = bd["server_bytes"]
+    prop_ms = out["bound_prop_rtt_ms"].to_numpy(dtype=float)
     with np.errstate(invalid="ignore", divide="ignore"):
         out["measured_over_bound"] = out["p50_ms"] / out["bound_ms"]
         out["p50_over_rtt"] = out["p50_ms"] / rtt_ms
-        net = (out["p50_ms"] - out["bound_ser_ms"].fillna(0) - out["bound_cpu_ms"].fillna(0)) / rtt_ms
+        net = (out["p50_ms"] - out["bound_ser_ms"].fillna(0) - out["bound_cpu_ms"].fillna(0)) / prop_ms
     inferred = np.round(net.to_numpy(dtype=float))
-    inferred[~(rtt_ms >= RTT_MIN_FOR_INFERENCE_MS)] = np.nan
+    inferred[~(prop_ms >= RTT_MIN_FOR_INFERENCE_MS)] = np.nan
     out["rtts_inferred"] = inferred
     if cpu_missing:
         notes.append(f"pqs-speed has no timings for {', '.join(sorted(cpu_missing)[:5])}"
@@ -290,13 +350,16 @@ def summarize(run: Run, *, speed: B.Speed | None = None, cpu_note: str = "", bas
     allfail = out[(out["n_attempts"] > 0) & (out["n_ok"] == 0)]
     for r in allfail.itertuples(index=False):
         notes.append(f"cell {r.group} / {r.sig} / {r.profile} / {r.mode}: all {r.n_attempts} attempts failed "
-                     f"(most often: {r.top_error}); its statistics are empty")
+                     f"(most often: {r.top_error}); its percentiles read '> timeout'")
     if len(out) and (out["n_ok"] == 0).all():
         notes.insert(0, "no successful handshake in the run: only counts and failure rates are meaningful")
     if len(notes) > 12:
         extra = len(notes) - 10
         notes = notes[:10] + [f"... and {extra} more such notes (see the summary table)"]
     params = {"pct_method": S.PCT_METHOD, "ci_level": S.CI_LEVEL, "bootstrap_n": n_boot, "bootstrap_seed": seed,
+              "censoring": "failures count as not finished by the timeout",
+              "timeout_ms": run.timeout_ns / 1e6 if run.timeout_ns else None,
+              "ci_method": CI_METHOD_TEXT,
               "baseline": f"{base[0]} / {base[1]}" if base else None, "cpu": cpu_note,
               "chain_depth": run.chain_depth}
     return Summary(table=out.reset_index(drop=True), baseline=base, notes=run.notes + notes, cpu_note=cpu_note,

@@ -1,6 +1,7 @@
-"""A seeded synthetic run directory with the runner's schema (experiments/rundir.py
-build_tables: samples/server/cells.parquet + meta.json + plan.json), for developing and testing
-the analysis without a testbed, and for the benchmark (any number of attempts).
+"""A seeded synthetic run directory with the runner's schema, written through the runner's own
+writer (experiments/rundir.py write_run: samples/server/cells.parquet + meta.json + plan.json),
+for developing and testing the analysis without a testbed, and for the benchmark (any number of
+attempts).
 
 Handshake times follow the handshake model (experiments/handshake_model.py) plus log-normal
 noise, a loss penalty and some failures; the numbers are plausible, not measurements.
@@ -10,7 +11,6 @@ noise, a loss penalty and some failures; the numbers are plausible, not measurem
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,7 +66,9 @@ class Spec:
     warmup: int = 3
     seed: int = 1
     fail_rate: float = 0.003
+    profile_fail: dict[str, float] = field(default_factory=dict)  # failure probability per profile name
     noise: float = 0.03  # sigma of the log-normal multiplicative noise
+    rep_spread: float = 0.0  # sigma of a log-normal factor per repetition (run-to-run variance)
     empty_cells: list[str] = field(default_factory=list)  # cell_ids with no attempts at all
     failed_cells: list[str] = field(default_factory=list)  # cell_ids whose attempts all fail
     all_fail: bool = False  # every attempt fails
@@ -114,7 +116,7 @@ def _cell_arrays(rng: np.random.Generator, spec: Spec, c: dict, prof: dict) -> d
                            mode=c["mode"], registry=reg)
     # Slightly above the bound: stack and scheduling overhead, log-normal noise.
     base = b.total + 0.0002 + rng.gamma(2.0, 0.0001, n)
-    t = base * rng.lognormal(0.0, spec.noise, n)
+    t = base * rng.lognormal(0.0, spec.noise, n) * (rng.lognormal(0.0, spec.rep_spread) if spec.rep_spread else 1.0)
     jitter = (prof["jitter_ns_up"] + prof["jitter_ns_down"]) / 1e9
     if jitter:
         t += np.abs(rng.normal(0, jitter, n)) * b.rtts
@@ -126,7 +128,8 @@ def _cell_arrays(rng: np.random.Generator, spec: Spec, c: dict, prof: dict) -> d
         data = rng.random(n) < p_data
         t += syn * 1.0 + data * max(2 * rtt_s, 0.2)
         retrans += syn.astype(np.int64) + data.astype(np.int64)
-    fail_p = 1.0 if (spec.all_fail or c["cell_id"] in spec.failed_cells) else spec.fail_rate + loss * 0.05
+    fail_p = 1.0 if (spec.all_fail or c["cell_id"] in spec.failed_cells) else \
+        spec.profile_fail.get(c["profile"], spec.fail_rate + loss * 0.05)
     ok = rng.random(n) >= fail_p
     hs = np.round(t * 1e9).astype(np.int64)
     conn = np.round((rtt_s + 0.00005) * 1e9 * rng.lognormal(0, 0.01, n)).astype(np.int64)
@@ -142,7 +145,6 @@ def generate(out: Path | str, spec: Spec | None = None) -> Path:
     """Write a synthetic run directory at `out` (created) and return it."""
     import pandas as pd
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     spec = spec or Spec()
     out = Path(out)
@@ -222,15 +224,16 @@ def generate(out: Path | str, spec: Spec | None = None) -> Path:
                 arrays[k] = pa.array(v)
         return pa.table(arrays)
 
+    from pqshake.experiments import rundir as rd
+
     samples = table(cols, ("handshake_ns", "server_hello_ns", "ttfb_ns"))
     samples = samples.append_column("backend", pa.array(np.full(samples.num_rows, "synthetic", dtype=object), type=pa.string()))
     keep = [c for c in samples.column_names if c not in spec.drop_columns]
-    pq.write_table(samples.select(keep), out / "samples.parquet")
+    frames = {"samples": samples.select(keep), "cells": pd.DataFrame(cell_rows)}
     if spec.server:
-        pq.write_table(table(srv, ("handshake_ns",)), out / "server.parquet")
-    pd.DataFrame(cell_rows).to_parquet(out / "cells.parquet", index=False)
+        frames["server"] = table(srv, ("handshake_ns",))
     meta = {
-        "format_version": 1, "name": spec.name, "id": out.name, "status": "complete",
+        "name": spec.name, "id": out.name, "status": "complete",
         "started": "2025-11-21T10:00:00.000+00:00", "ended": "2025-11-21T11:00:00.000+00:00",
         "synthetic": True,
         "experiment": {"file": f"experiments/{spec.name}.yaml", "sha256": "0" * 64},
@@ -241,12 +244,12 @@ def generate(out: Path | str, spec: Spec | None = None) -> Path:
         "stack": {"openssl_version": "3.5.5", "liboqs_version": "0.13.0"},
     }
     meta.update(spec.meta)
-    (out / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
-    (out / "plan.json").write_text(json.dumps({
-        "experiment": {"name": spec.name, "samples": spec.samples, "warmup": spec.warmup, "chain_depth": 1,
-                       "repetitions": spec.repetitions},
-        "seed": spec.seed, "groups": spec.groups, "sigs": spec.sigs, "profiles": list(spec.profiles),
-        "cells": cl}, indent=1) + "\n")
+    plan = {"experiment": {"name": spec.name, "samples": spec.samples, "warmup": spec.warmup, "chain_depth": 1,
+                           "repetitions": spec.repetitions},
+            "seed": spec.seed, "groups": spec.groups, "sigs": spec.sigs, "profiles": list(spec.profiles), "cells": cl}
+    # Through the runner's writer (the one owner of the format); raw/ stays empty, so the
+    # tables written here are the run's data.
+    rd.write_run(out, meta, plan, frames)
     return out
 
 

@@ -1,9 +1,12 @@
-"""The summary as a LaTeX (booktabs) and a Markdown table: one row per cell, times in ms."""
+"""The summary as a LaTeX (booktabs) and a Markdown table: one row per cell, times in ms. A
+quantile beyond the timeout (+inf in the summary: it falls into the failures) reads "> timeout",
+never a number (docs/methodology.md, "Statistics")."""
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 
 from .summary import MODE_LABELS
@@ -14,17 +17,25 @@ COLUMNS = [  # (header, unit, function of a row -> text)
     ("Profile", "", lambda r: r.profile),
     ("Mode", "", lambda r: MODE_LABELS.get(r.mode, r.mode)),
     ("n", "", lambda r: f"{r.n_ok}/{r.n_attempts}"),
-    ("Fail", "%", lambda r: _num(100 * r.failure_rate, 1)),
+    ("Fail", "%", lambda r: _ci(100 * r.failure_rate, 100 * r.failure_ci_lo, 100 * r.failure_ci_hi, 1)),
     ("Median", "ms", lambda r: _ci(r.p50_ms, r.p50_ci_lo_ms, r.p50_ci_hi_ms)),
     ("p95", "ms", lambda r: _ci(r.p95_ms, r.p95_ci_lo_ms, r.p95_ci_hi_ms)),
+    ("Median, ok only", "ms", lambda r: _num(r.ok_p50_ms)),
     ("Slowdown", "x", lambda r: _ci(r.slowdown, r.slowdown_ci_lo, r.slowdown_ci_hi, 2)),
     ("Bound", "ms", lambda r: _num(r.bound_ms)),
     ("Meas./bound", "", lambda r: _num(r.measured_over_bound, 2)),
 ]
 
 
+BEYOND = "> timeout"
+
+
 def _ok(v) -> bool:
     return v is not None and isinstance(v, (int, float)) and math.isfinite(v)
+
+
+def _beyond(v) -> bool:
+    return isinstance(v, (int, float)) and math.isinf(v) and v > 0
 
 
 def _sig_digits(v: float) -> int:
@@ -33,6 +44,8 @@ def _sig_digits(v: float) -> int:
 
 
 def _num(v, digits: int | None = None) -> str:
+    if _beyond(v):
+        return BEYOND
     if not _ok(v):
         return "--"
     d = _sig_digits(v) if digits is None else digits
@@ -40,11 +53,13 @@ def _num(v, digits: int | None = None) -> str:
 
 
 def _ci(v, lo, hi, digits: int | None = None) -> str:
+    if _beyond(v):
+        return BEYOND
     if not _ok(v):
         return "--"
     d = _sig_digits(v) if digits is None else digits
-    if _ok(lo) and _ok(hi):
-        return f"{v:.{d}f} [{lo:.{d}f}, {hi:.{d}f}]"
+    if _ok(lo) and (_ok(hi) or _beyond(hi)):
+        return f"{v:.{d}f} [{lo:.{d}f}, {_num(hi, d)}]"
     return f"{v:.{d}f}"
 
 
@@ -54,7 +69,8 @@ def _rows(df: pd.DataFrame) -> list[list[str]]:
 
 def _latex_escape(s: str) -> str:
     for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("$", r"\$"), ("#", r"\#"),
-                 ("_", r"\_"), ("{", r"\{"), ("}", r"\}"), ("~", r"\textasciitilde{}"), ("^", r"\textasciicircum{}")):
+                 ("_", r"\_"), ("{", r"\{"), ("}", r"\}"), ("~", r"\textasciitilde{}"), ("^", r"\textasciicircum{}"),
+                 (">", r"\textgreater{}"), ("<", r"\textless{}")):  # OT1 would print > as an inverted ?
         s = s.replace(a, b)
     return s
 
@@ -74,6 +90,15 @@ def latex(df: pd.DataFrame, caption: str, label: str = "tab:pqshake-summary") ->
         out.append(" & ".join(_latex_escape(c) for c in row) + r" \\")
     out += [r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]
     return "\n".join(out)
+
+
+def csv_frame(df: pd.DataFrame) -> pd.DataFrame:
+    """The summary for CSV: a time beyond the timeout as the text "> timeout", not inf."""
+    out = df.copy()
+    for c in out.columns:
+        if c.endswith("_ms") and pd.api.types.is_float_dtype(out[c]) and np.isposinf(out[c]).any():
+            out[c] = out[c].astype(object).where(~np.isposinf(out[c].to_numpy(dtype=float)), BEYOND)
+    return out
 
 
 def markdown(df: pd.DataFrame) -> str:

@@ -60,13 +60,22 @@ def delay_samples(link: Link, n: int, rng: np.random.Generator) -> np.ndarray:
     return np.maximum(link.delay_ns + link.jitter_ns * x, 0.0)
 
 
+# UDP payload of the RTT probes the runner records per cell (cells.parquet rtt_p50_ns): the
+# analysis subtracts their serialization to get the propagation RTT (docs/methodology.md).
+RTT_PROBE_PAYLOAD = 64
+
+
+def probe_serialization_ns(size: int, rate_bps: float, overhead: int = 0) -> float:
+    """Time a UDP probe of `size` payload bytes takes at rate_bps (Ethernet+IP+UDP headers +
+    overhead counted, like the emulator); 0 on an unlimited link."""
+    return (size + 28 + 14 + overhead) * 8 / rate_bps * 1e9 if rate_bps else 0.0
+
+
 def serialization_ns(link: Link, size: int) -> float:
-    """Time a probe of `size` UDP payload bytes takes at the link rate (Ethernet+IP+UDP headers
-    + overhead counted, like the emulator)."""
-    return (size + 28 + 14 + link.overhead) * 8 / link.rate_bps * 1e9 if link.rate_bps else 0.0
+    return probe_serialization_ns(size, link.rate_bps, link.overhead)
 
 
-def expected_rtt(profile: Profile, n: int = 200_000, seed: int = 1, size: int = 64) -> dict[str, float]:
+def expected_rtt(profile: Profile, n: int = 200_000, seed: int = 1, size: int = RTT_PROBE_PAYLOAD) -> dict[str, float]:
     """Median, p99 and sd of up + down one-way delay (+ the probe's serialization time) as
     configured (order keeping ignored: probes are spaced so it does not act)."""
     rng = np.random.default_rng(seed)
@@ -79,7 +88,7 @@ def rtt_tolerance_ns(expected_p50: float, sd: float, n: int) -> float:
     return max(0.02 * expected_p50, 0.3e6) + 3 * 1.2533 * sd / math.sqrt(max(n, 1))
 
 
-def probe_interval_us(profile: Profile, size: int = 64) -> int:
+def probe_interval_us(profile: Profile, size: int = RTT_PROBE_PAYLOAD) -> int:
     """Spacing: >= 2.5 x the widest jitter spread (no probe waits behind another), and probes
     use <= 10 % of the slowest rate-limited direction."""
     spread = max(l.max_jitter_ns() for l in (profile.up, profile.down)) * 2
@@ -165,7 +174,7 @@ def stamps_untrusted(summary: dict[str, Any]) -> str | None:
     return None
 
 
-def measure_rtt(topo, count: int = 200, interval_us: int | None = None, size: int = 64,
+def measure_rtt(topo, count: int = 200, interval_us: int | None = None, size: int = RTT_PROBE_PAYLOAD,
                 probe_args: list[str] | None = None) -> dict[str, Any]:
     """RTT percentiles over `count` probes: p50_ns, p90_ns, p99_ns, mean_ns, min_ns, max_ns,
     sd_ns, received, lost, samples_ns, tx_restamped. Raises UserError when the kernel stamps of

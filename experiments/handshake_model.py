@@ -1,13 +1,16 @@
-"""A first-principles lower bound for one TLS handshake over TCP (see
-/work/shared/notes/handshake-model.md). Pure functions, no I/O: the planner uses it to estimate
-durations, the analysis stage to draw the model line next to the measurements.
+"""A first-principles lower bound for one TLS handshake over TCP (docs/methodology.md, "The
+handshake model"). Pure functions, no I/O: the planner uses it to estimate durations, the
+analysis stage to draw the model line next to the measurements.
 
-    T_hs >= (base_rtts + x_c + x_s) * RTT + t_ser + t_cpu
-
-base_rtts is 2 for TLS 1.3 (TCP handshake, ClientHello -> server flight), 3 for a HelloRetryRequest
-and for a full TLS 1.2 handshake. x_c / x_s are the extra round trips slow start needs to deliver
-the client / server flight with an initial window of IW segments. t_ser is the serialization of the
-critical-path bytes at the link rate. Sizes are in bytes, times in seconds, rates in bit/s.
+The handshake is laid out on a timeline rather than summed: TCP handshake, then each flight
+leaves when the CPU work it needs is done, its frames serialize back to back at the link rate
+(pipelined, one propagation delay per flight, not per frame), slow start holds segments beyond
+the initial window IW for a round trip each, and the receiver may work on early messages (KEM
+decaps on the ServerHello, chain verification on the Certificate) while later ones are still on
+the wire. base_rtts is 2 for TLS 1.3, 3 for a HelloRetryRequest and for TLS 1.2; x_c / x_s are
+the extra slow-start rounds of the client / server flight. Everything the model assumes is a
+minimum (sizes, frames, CPU), so a measurement on a loss-free, jitter-free link cannot beat it.
+Sizes are in bytes, times in seconds, rates in bit/s.
 """
 
 from __future__ import annotations
@@ -100,8 +103,29 @@ def server_flight_bytes(share_s: int, sig_pk: int, sig_len: int, chain_depth: in
 
 
 @dataclass(frozen=True)
+class Cpu:
+    """Crypto CPU in seconds, by where it sits in the handshake (docs/methodology.md, "The
+    handshake model"): the timeline needs to know which work can overlap the link."""
+
+    client_keygen: float = 0.0  # TLS 1.3: before the ClientHello; TLS 1.2: after the server's share
+    server_kex: float = 0.0  # KEM encaps, or ECDH keygen + derive (TLS 1.2: keygen only)
+    server_sign: float = 0.0  # CertificateVerify (TLS 1.2: ServerKeyExchange)
+    client_kex: float = 0.0  # KEM decaps, or ECDH derive
+    client_chain: float = 0.0  # chain_depth verifications of the certificate chain
+    client_cv: float = 0.0  # verifying CertificateVerify (TLS 1.2: ServerKeyExchange)
+    server_finish: float = 0.0  # TLS 1.2: the server's derive after the ClientKeyExchange
+
+    @property
+    def total(self) -> float:
+        return (self.client_keygen + self.server_kex + self.server_sign + self.client_kex + self.client_chain
+                + self.client_cv + self.server_finish)
+
+
+@dataclass(frozen=True)
 class Bound:
-    """Components of the lower bound, seconds; total = rtts*rtt + t_ser + t_cpu."""
+    """Components of the lower bound, seconds. total is the critical path of the timeline;
+    t_rtt = rtts * rtt, t_ser = what serialization adds on top (total without CPU - t_rtt),
+    t_cpu = what CPU adds on top of that (total - total without CPU), so the three add up."""
 
     base_rtts: int
     x_c: int
@@ -116,14 +140,105 @@ class Bound:
     t_cpu: float
     total: float
     packets: int  # data packets on the critical path (both directions)
+    cpu_sum: float = 0.0  # every CPU term, overlapped or not
 
     def as_dict(self) -> dict:
         return asdict(self)
 
 
+# Smallest sizes the timeline may assume (bytes of TLS records; smaller = earlier = still a bound).
+SYN_FRAME = FRAME_OVERHEAD  # SYN / SYN-ACK: headers with the timestamp option, no payload
+SH_MIN = 63  # ServerHello record without its key share (empty legacy session id)
+FIN_MAX = 74  # Finished record with a SHA-384 MAC (SHA-256: 58): the largest possible tail
+CV_FIXED = 30  # CertificateVerify record besides the signature
+HRR_MIN = 60  # HelloRetryRequest record
+SHD_MAX = 9  # TLS 1.2 ServerHelloDone record
+CH12_MIN = CH_BASE - X25519_SHARE - 40  # TLS 1.2 ClientHello: no key_share, supported_versions
+CKE_FIXED = 60  # TLS 1.2 ClientKeyExchange + ChangeCipherSpec + Finished besides the share
+SRV_FIN12 = 51  # TLS 1.2 server ChangeCipherSpec + Finished
+
+
+def _arrival(ready: list[tuple[int, float]], o: int, rate: float | None, rtt: float, mtu: int, iw: int) -> float:
+    """Earliest time the payload byte at offset o (bytes from the flight's start) is received.
+
+    ready: (offset where a message starts, earliest time it can leave), in flight order. Bytes
+    leave in order and share one link: from each message start, the bytes up to o take their
+    serialization (pipelined: frames back to back, one propagation for all). Slow start: no
+    segment of round j leaves before j RTTs after the flight's first byte (each round waits
+    for an ACK of the one before), and round j begins at most iw*(2^j - 1) full segments into
+    the flight, so the bytes from there to o serialize after that. Propagation (rtt/2) is
+    added once."""
+    t0 = ready[0][1]
+    best = t0
+    for j in range(extra_rounds(segments(o, mtu), iw) + 1):
+        before = iw * (2 ** j - 1) * mss(mtu)
+        best = max(best, t0 + j * rtt + serialization_s(o - before, rate, mtu))
+    for start, t in ready:
+        if start < o:
+            best = max(best, t + serialization_s(o - start, rate, mtu))
+    return best + rtt / 2
+
+
+def _flight(msgs: list[tuple[int, float, float]], t_proc: float, rate, rtt, mtu, iw) -> float:
+    """A flight of messages (end offset, earliest departure, receiver CPU after it arrives)
+    processed in order by one receiving thread starting no earlier than t_proc: when the
+    receiver is done with the last one."""
+    ready, start = [], 0
+    for end, dep, _ in msgs:
+        ready.append((start, dep))
+        start = end
+    t = t_proc
+    for end, _, cpu in msgs:
+        t = max(t, _arrival(ready, end, rate, rtt, mtu, iw)) + cpu
+    return t
+
+
+def critical_path(rtt_s: float, *, ch: int, sf: int, share_c: int, share_s: int, sig_len: int,
+                  rate_up: float | None, rate_down: float | None, mtu: int, mode: str, cpu: Cpu,
+                  iw: int = IW) -> float:
+    """The handshake on a timeline (docs/methodology.md): TCP handshake, then each flight with
+    the CPU that must precede it and the CPU the receiver can do while the rest of the flight is
+    still on the wire (KEM decaps on the ServerHello, chain verification on the Certificate)."""
+    up = dict(rate=rate_up, rtt=rtt_s, mtu=mtu, iw=iw)
+    down = dict(rate=rate_down, rtt=rtt_s, mtu=mtu, iw=iw)
+    t = rtt_s  # TCP handshake: SYN and SYN-ACK, each with its own serialization
+    t += (8.0 * SYN_FRAME / rate_up if rate_up else 0.0) + (8.0 * SYN_FRAME / rate_down if rate_down else 0.0)
+    # The client's ACK of the SYN-ACK is on the up link before the ClientHello.
+    ack = 8.0 * SYN_FRAME / rate_up if rate_up else 0.0
+    if mode == "tls12":
+        t_ch = _flight([(CH12_MIN, t + ack, 0.0)], t, **up)
+        kex = t_ch + cpu.server_kex
+        ske = sf - SHD_MAX
+        cert = ske - share_s - sig_len
+        done = _flight([(cert, t_ch, cpu.client_chain), (ske, kex + cpu.server_sign, cpu.client_cv + cpu.client_keygen
+                                                           + cpu.client_kex), (sf, kex + cpu.server_sign, 0.0)], t_ch, **down)
+        t_cke = _flight([(share_c + CKE_FIXED, done, cpu.server_finish)], done, **up)
+        return _flight([(SRV_FIN12, t_cke, 0.0)], t_cke, **down)
+    if mode == "hrr":
+        # ClientHello 1 (its share, if any, is not the one used), HelloRetryRequest.
+        t_ch1 = _flight([(ch - share_c, t + ack, 0.0)], t, **up)
+        t = _flight([(HRR_MIN, t_ch1, 0.0)], t_ch1, **down)
+        ack = 0.0
+    t += max(cpu.client_keygen, ack)
+    t_ch = _flight([(ch, t, 0.0)], t, **up)
+    kex = t_ch + cpu.server_kex
+    sh = min(sf, share_s + SH_MIN)
+    if mode in ("resume", "0rtt"):
+        return _flight([(sh, kex, cpu.client_kex), (sf, kex, 0.0)], t_ch, **down)
+    cv = sf - FIN_MAX
+    cert = max(sh, cv - sig_len - CV_FIXED)
+    signed = kex + cpu.server_sign
+    return _flight([(sh, kex, cpu.client_kex), (cert, kex, cpu.client_chain), (cv, signed, cpu.client_cv),
+                    (sf, signed, 0.0)], t_ch, **down)
+
+
 def lower_bound(rtt_s: float, *, share_c: int, share_s: int, sig_pk: int, sig_len: int,
                 rate_bps: float | None = None, mtu: int = 1500, chain_depth: int = 1,
-                mode: str = "full", cpu_s: float = DEFAULT_CPU_S, iw: int = IW) -> Bound:
+                mode: str = "full", cpu_s: float = DEFAULT_CPU_S, iw: int = IW,
+                rate_up: float | None = None, rate_down: float | None = None, cpu: Cpu | None = None) -> Bound:
+    """rtt_s: propagation RTT (no serialization in it); rate_bps: both directions unless
+    rate_up / rate_down say otherwise (None or 0 = unlimited); cpu: the split CPU terms, else
+    cpu_s as one server-side term (the planner's estimate of library overhead)."""
     if mode not in MODES:
         raise ValueError(f"mode {mode!r}: one of {', '.join(MODES)}")
     ch = client_hello_bytes(share_c)
@@ -137,13 +252,17 @@ def lower_bound(rtt_s: float, *, share_c: int, share_s: int, sig_pk: int, sig_le
     x_c, x_s = extra_rounds(cseg, iw), extra_rounds(sseg, iw)
     rtts = base + x_c + x_s
     crit = ch + sf + (ch if mode == "hrr" else 0)
-    t_ser = serialization_s(ch, rate_bps, mtu) + serialization_s(sf, rate_bps, mtu)
-    if mode == "hrr":
-        t_ser += serialization_s(ch, rate_bps, mtu)
-    t_cpu = cpu_s * (1.3 if mode == "hrr" else 1.0)
-    total = rtts * rtt_s + t_ser + t_cpu
-    return Bound(base, x_c, x_s, rtts, ch, sf, cseg, sseg, rtts * rtt_s, t_ser, t_cpu, total,
-                 packets=segments(crit, mtu) + (cseg if mode == "hrr" else 0) + 2)
+    if cpu is None:
+        cpu = Cpu(server_kex=cpu_s * (1.3 if mode == "hrr" else 1.0))
+    ru = (rate_up if rate_up is not None else rate_bps) or None
+    rd = (rate_down if rate_down is not None else rate_bps) or None
+    kw = dict(ch=ch, sf=sf, share_c=share_c, share_s=share_s, sig_len=sig_len, rate_up=ru, rate_down=rd,
+              mtu=mtu, mode=mode, iw=iw)
+    total = critical_path(rtt_s, cpu=cpu, **kw)
+    no_cpu = critical_path(rtt_s, cpu=Cpu(), **kw)
+    t_rtt = rtts * rtt_s
+    return Bound(base, x_c, x_s, rtts, ch, sf, cseg, sseg, t_rtt, no_cpu - t_rtt, total - no_cpu, total,
+                 packets=segments(crit, mtu) + (cseg if mode == "hrr" else 0) + 2, cpu_sum=cpu.total)
 
 
 def loss_penalty_s(rtt_s: float, loss: float, data_packets: int, rto_s: float = 0.2) -> float:
@@ -176,11 +295,13 @@ def sizes_for(group: str, sig: str, registry=None) -> tuple[int, int, int, int]:
 
 def handshake_bound(group: str, sig: str, rtt_s: float, *, rate_bps: float | None = None,
                     mtu: int = 1500, chain_depth: int = 1, mode: str = "full",
-                    registry=None, cpu_s: float = DEFAULT_CPU_S) -> Bound:
+                    registry=None, cpu_s: float = DEFAULT_CPU_S, rate_up: float | None = None,
+                    rate_down: float | None = None, cpu: Cpu | None = None) -> Bound:
     """lower_bound() for algorithm names."""
     sc, ss, pk, sl = sizes_for(group, sig, registry)
     return lower_bound(rtt_s, share_c=sc, share_s=ss, sig_pk=pk, sig_len=sl, rate_bps=rate_bps,
-                       mtu=mtu, chain_depth=chain_depth, mode=mode, cpu_s=cpu_s)
+                       mtu=mtu, chain_depth=chain_depth, mode=mode, cpu_s=cpu_s, rate_up=rate_up,
+                       rate_down=rate_down, cpu=cpu)
 
 
 def expected_attempt_s(group: str, sig: str, rtt_s: float, *, rate_bps: float | None = None,

@@ -1,4 +1,7 @@
 """The run directory: layout, locking, provenance, atomic cell completion, JSONL -> parquet.
+The one owner of the results format: its version (FORMAT_VERSION, refused when newer by
+check_format), the tables (collect_tables reads them out of raw/, write_tables writes them;
+the runner and analysis/synthetic.py write through here, the analysis only reads).
 
     results/<name>/<id>/
       meta.json                  format version, provenance, seeds, times, status
@@ -34,6 +37,7 @@ from typing import Any, Iterable
 from pqshake.errors import UserError
 
 FORMAT_VERSION = 1
+TABLES = ("samples", "server", "cells")
 DONE = "DONE"
 LOCK_NAME = ".pqs-run.lock"
 
@@ -82,7 +86,13 @@ def write_atomic(path: Path, text: str) -> None:
     fsync_dir(path.parent)
 
 
-def write_json(path: Path, data: Any) -> None:
+def write_json(path: Path, data: Any, root: Path | None = None) -> None:
+    """Atomically. A file of a run directory (root: that directory) records no absolute path
+    of this machine (experiments/portable.py); state files outside runs keep theirs."""
+    if root is not None:
+        from .portable import portable
+
+        data = portable(json.loads(json.dumps(data, default=str)), root=root)
     write_atomic(path, json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
 
 
@@ -216,7 +226,7 @@ class RunDir:
     def update_meta(self, **fields: Any) -> dict:
         m = self.meta() if self.meta_path.exists() else {}
         m.update(fields)
-        write_json(self.meta_path, m)
+        write_json(self.meta_path, m, root=self.path)
         return m
 
     # cells
@@ -239,7 +249,7 @@ class RunDir:
         return out
 
     def mark_done(self, cell_id: str, info: dict) -> None:
-        write_json(self.done_path(cell_id), info)
+        write_json(self.done_path(cell_id), info, root=self.path)
 
     def set_aside_partial(self, cell_id: str, why: str = "partial") -> Path | None:
         """Move a cell folder without DONE under logs/ (kept as evidence)."""
@@ -464,9 +474,59 @@ CELL_FIRST = ["cell_id", "group", "sig", "profile", "mode", "repetition", "statu
               "n_attempts", "n_ok", "n_warmup", "rtt_p50_ns", "rtt_p99_ns", "backend"]
 
 
+def check_format(meta: Any, where: Path) -> None:
+    """One line, no traceback, for a meta.json this version cannot read: a newer results format
+    (written by a later pqshake) or none at all."""
+    v = meta.get("format_version") if isinstance(meta, dict) else None
+    if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+        raise UserError(f"{where}: field 'format_version' missing or not a positive integer ({v!r}); "
+                        f"not a pqshake run directory, or restore its meta.json")
+    if v > FORMAT_VERSION:
+        raise UserError(f"{where}: results format {v} is newer than this pqshake reads ({FORMAT_VERSION}); "
+                        f"update pqshake (git pull) to use this run")
+
+
 def build_tables(run: RunDir) -> dict:
     """(Re)build samples/server/cells.parquet from raw/ (cells with DONE only). Returns the
     frames. Written via tmp + rename."""
+    frames = collect_tables(run)
+    write_tables(run.path, frames)
+    return frames
+
+
+def write_tables(path: Path, frames: dict) -> None:
+    """The run's tables (pandas DataFrames or pyarrow Tables by name in TABLES), each via tmp +
+    fsync + rename."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    for name, df in frames.items():
+        if name not in TABLES:
+            raise ValueError(f"table {name!r}: one of {', '.join(TABLES)}")
+        dest = path / f"{name}.parquet"
+        tmp = dest.with_name(f".{dest.name}.tmp.{os.getpid()}")
+        if isinstance(df, pa.Table):
+            pq.write_table(df, tmp)
+        else:
+            df.to_parquet(tmp, index=False)
+        fsync_file(tmp)
+        os.replace(tmp, dest)
+    fsync_dir(path)
+
+
+def write_run(path: Path, meta: dict, plan: dict, frames: dict) -> RunDir:
+    """A whole run directory at once (analysis/synthetic.py): layout, meta.json with this
+    format version, plan.json, the tables."""
+    run = RunDir(path)
+    run.create()
+    write_json(run.path / "plan.json", plan, root=run.path)
+    write_json(run.meta_path, {"format_version": FORMAT_VERSION, **meta}, root=run.path)
+    write_tables(run.path, frames)
+    return run
+
+
+def collect_tables(run: RunDir) -> dict:
+    """samples/server/cells as DataFrames from raw/ (cells with DONE only), nothing written."""
     plan = read_json(run.path / "plan.json")
     warmup = int(plan["experiment"].get("warmup", 0))
     samples, servers, cells = [], [], []
@@ -484,19 +544,43 @@ def build_tables(run: RunDir) -> dict:
         for k, v in (info.get("configured") or {}).items():
             row[k] = v
         cells.append(row)
-    frames = {
+    return {
         "samples": _frame(samples, SAMPLE_FIRST),
         "server": _frame(servers, SAMPLE_FIRST),
         "cells": _frame(cells, CELL_FIRST),
     }
-    for name, df in frames.items():
-        dest = run.path / f"{name}.parquet"
-        tmp = dest.with_name(f".{dest.name}.tmp.{os.getpid()}")
-        df.to_parquet(tmp, index=False)
-        fsync_file(tmp)
-        os.replace(tmp, dest)
-    fsync_dir(run.path)
-    return frames
+
+
+def table_path(path: Path, name: str) -> Path:
+    if name not in TABLES:
+        raise ValueError(f"table {name!r}: one of {', '.join(TABLES)}")
+    return Path(path) / f"{name}.parquet"
+
+
+def table_columns(path: Path, name: str) -> list[str]:
+    """The columns a run's table has (its parquet schema); one-line UserError if unreadable."""
+    import pyarrow.parquet as pq
+
+    f = table_path(path, name)
+    try:
+        return list(pq.read_schema(f).names)
+    except Exception as e:  # noqa: BLE001 - pyarrow raises several types for a bad file
+        raise UserError(f"{f}: not a readable parquet file ({e.__class__.__name__}); "
+                        f"rebuild the tables with 'pqshake load {f.parent}'") from None
+
+
+def read_table(path: Path, name: str, columns: list[str] | None = None):
+    """A run's table as written (strings as categoricals), only `columns` if given."""
+    import pyarrow.parquet as pq
+
+    return pq.read_table(table_path(path, name), columns=columns).to_pandas(strings_to_categorical=True)
+
+
+def stale(run: RunDir, name: str) -> bool:
+    """The table is missing or older than a cell completed since (raw/ is the source of truth)."""
+    if not (run.raw.is_dir() and (run.path / "plan.json").is_file()):
+        return False  # no raw/ to build from: the tables are all there is
+    return _stale(run, name)
 
 
 def _stale(run: RunDir, name: str) -> bool:
@@ -524,7 +608,7 @@ def load(run_dir: Path | str, table: str = "samples"):
     included), 'server' (one row per server-side connection) or 'cells'."""
     import pandas as pd
 
-    if table not in ("samples", "server", "cells"):
+    if table not in TABLES:
         raise UserError(f"table '{table}': one of samples, server, cells")
     run = find_run(run_dir)
     if _stale(run, table):
@@ -532,8 +616,8 @@ def load(run_dir: Path | str, table: str = "samples"):
             return build_tables(run)[table]
         except OSError:
             # read-only results: build in memory
-            pass
-    return pd.read_parquet(run.path / f"{table}.parquet")
+            return collect_tables(run)[table]
+    return pd.read_parquet(table_path(run.path, table))
 
 
 def list_runs(root: Path) -> list[dict]:

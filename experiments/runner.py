@@ -207,7 +207,7 @@ class CellRunner:
             cert_dir.mkdir()
             log = d / f"server-{c}.jsonl"
             argv = topo.ns_argv(s, server_argv(self.server_bin, f"{topo.addr_of(s)}:0", cell, self.exp, cert_dir, log))
-            (d / f"server-{c}.argv.json").write_text(json.dumps(argv))
+            rd.write_json(d / f"server-{c}.argv.json", argv, root=self.run.path)
             out.append({"client": c, "server_host": s, "log": log, "cert_dir": cert_dir,
                         "server": self._spawn(argv, d / f"server-{c}.stdout", d / f"server-{c}.stderr"), "timer": None})
         deadline = time.monotonic() + READY_TIMEOUT_S
@@ -224,7 +224,7 @@ class CellRunner:
             comp["out"] = d / f"timer-{comp['client']}.jsonl"
             targv = topo.ns_argv(comp["client"], timer_argv(self.timer_bin, f"{topo.addr_of(comp['server_host'])}:{port}",
                                                            cell, self.exp, ca, comp["out"]))
-            (d / f"timer-{comp['client']}.argv.json").write_text(json.dumps(targv))
+            rd.write_json(d / f"timer-{comp['client']}.argv.json", targv, root=self.run.path)
             comp["targv"] = targv
         for comp in out:  # all at once, then c1's timer right after
             comp["timer"] = self._spawn(comp["targv"], d / f"timer-{comp['client']}.stdout", d / f"timer-{comp['client']}.stderr")
@@ -274,7 +274,7 @@ class CellRunner:
                 rtt = dict(measure_rtt(topo, count=exp.rtt_probes))
             except UserError as e:
                 rtt = {"error": str(e)}
-            rd.write_json(d / "rtt.json", rtt)
+            rd.write_json(d / "rtt.json", rtt, root=self.run.path)
         info["rtt_p50_ns"] = rtt.get("p50_ns")
         info["rtt_p99_ns"] = rtt.get("p99_ns")
         info["rtt_probes"] = exp.rtt_probes
@@ -291,7 +291,7 @@ class CellRunner:
         self.progress.start_cell(cell.cell_id, expected)
         try:
             argv = server_argv(self.server_bin, f"{topo.server_addr}:0", cell, exp, cert_dir, server_log)
-            (d / "server.argv.json").write_text(json.dumps(topo.ns_argv("server", argv)))
+            rd.write_json(d / "server.argv.json", topo.ns_argv("server", argv), root=self.run.path)
             server = self._spawn(topo.ns_argv("server", argv), d / "server.stdout", d / "server.stderr")
             ready = None
             deadline = time.monotonic() + READY_TIMEOUT_S
@@ -311,7 +311,7 @@ class CellRunner:
                 ca = Path(ready.get("ca") or cert_dir / "ca.pem")
                 companions = self._start_companions(topo, cell, d)
                 targv = timer_argv(self.timer_bin, f"{topo.server_addr}:{port}", cell, exp, ca, timer_out)
-                (d / "timer.argv.json").write_text(json.dumps(topo.ns_argv("client", targv)))
+                rd.write_json(d / "timer.argv.json", topo.ns_argv("client", targv), root=self.run.path)
                 timer = self._spawn(topo.ns_argv("client", targv), d / "timer.stdout", d / "timer.stderr")
                 counter = _LineCounter(timer_out)
                 worst = expected * (exp.timeout / 1e9) / exp.concurrency + 60
@@ -369,7 +369,7 @@ class CellRunner:
             "rtt": {k: v for k, v in rtt.items() if k != "samples_ns"},
         })
         if header is not None and not (self.run.path / "timer-header.json").exists():
-            rd.write_json(self.run.path / "timer-header.json", header)
+            rd.write_json(self.run.path / "timer-header.json", header, root=self.run.path)
         if reason is not None:
             dest = run.logs / f"failed-{cell.cell_id}"
             shutil.copytree(d, dest, dirs_exist_ok=True, ignore=shutil.ignore_patterns("certs"))
@@ -385,7 +385,7 @@ class CellRunner:
 def _net_record(run: rd.RunDir, profile: str, session: str, name: str, data: Any) -> None:
     d = run.net / profile / session
     d.mkdir(parents=True, exist_ok=True)
-    rd.write_json(d / f"{name}.json", data)
+    rd.write_json(d / f"{name}.json", data, root=run.path)
 
 
 def execute(run: rd.RunDir, plan: Plan, todo: list[Cell], progress: Progress, session: str,
@@ -604,11 +604,11 @@ def start_run(exp_path: Path | str, *, out: Path | None = None, yes: bool = Fals
             resolved = dict(plan.experiment.data)
             resolved["seed"] = plan.seed
             rd.write_atomic(run.resolved_experiment, yaml.safe_dump(resolved, sort_keys=False))
-            rd.write_json(run.path / "plan.json", {
+            rd.write_json(run.path / "plan.json", root=run.path, data={
                 "experiment": plan.model.model_dump(mode="json"), "seed": plan.seed,
                 "groups": plan.groups, "sigs": plan.sigs, "profiles": list(plan.profiles),
                 "cells": [c.as_dict() for c in plan.cells]})
-            rd.write_json(run.meta_path, {
+            rd.write_json(run.meta_path, root=run.path, data={
                 "format_version": rd.FORMAT_VERSION, "name": plan.model.name, "id": dir_id,
                 "status": "running", "started": rd.now_iso(), "ended": None,
                 "experiment": {"file": str(plan.experiment.path), "sha256": plan.experiment.sha256(), "files": copies},

@@ -40,3 +40,92 @@ def test_readme_make_targets_exist():
     named = set(re.findall(r"`make ([a-z][a-z0-9-]*)", readme))
     assert {"demo", "test"} <= named
     assert named <= targets, f"README names make targets the Makefile lacks: {sorted(named - targets)}"
+
+
+# --- no path of a particular machine in the tree -------------------------------------------
+# An absolute path into a scratch, user or work folder (tmp, root, home, work at the top of
+# the file system) names one machine's layout: in a doc, a comment or a recorded run it is wrong everywhere
+# else. The notes folder outside the repository is such a place whichever way it is written.
+MACHINE_PATH = re.compile(r"(?<![\w.~:/-])/(?:tmp|work|root|home|Users|var/tmp)/")
+NOTES = re.compile(r"shared[/]notes|\.\.[/]shared(?![/]sources)")
+# The shared "sources" folder next to the clone: the documented offline location of the pinned
+# archives (testbed/deps), allowed there and in docs only.
+SOURCES = re.compile(r"\.\.[/]shared[/]sources")
+# Paths inside the container image are the same on every machine.
+IMAGE_FILES = {"docker/Dockerfile"}
+
+
+def tracked_text_files():
+    r = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    for rel in r.stdout.decode().split("\0"):
+        p = REPO / rel
+        if not rel or not p.is_file():
+            continue
+        data = p.read_bytes()
+        if b"\0" in data[:8192]:
+            continue  # binary (parquet, images): no text to read
+        yield rel, data.decode("utf-8", errors="replace")
+
+
+def machine_paths(rel: str, text: str) -> list[str]:
+    hits = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if rel not in IMAGE_FILES and MACHINE_PATH.search(line):
+            hits.append(f"{rel}:{n}: {line.strip()[:120]}")
+        if NOTES.search(line):
+            hits.append(f"{rel}:{n}: {line.strip()[:120]}")
+        if SOURCES.search(line) and not (rel.startswith("testbed/") or rel.endswith(".md")):
+            hits.append(f"{rel}:{n}: {line.strip()[:120]}")
+    return hits
+
+
+def test_no_tracked_file_names_a_machine_path():
+    hits = [h for rel, text in tracked_text_files() for h in machine_paths(rel, text)]
+    assert not hits, "machine-local paths (make them relative, or point at docs/):\n" + "\n".join(hits[:30])
+
+
+# Examples with "|" for "/", so this file does not contain what it looks for.
+@pytest.mark.parametrize("line,flagged", [
+    ("see |work|shared|notes|handshake-model.md", True),
+    ("(..|shared|notes|x.md)", True),
+    ('"file": "|root|.cache|pqshake|openssl"', True),
+    ("--out |tmp|fx", True),
+    ("|home|someone|pqshake|results", True),
+    ("put the archives in ..|shared|sources (offline)", False),
+    ("ip netns exec pqs-1-link |run|pqshake|work|a1|stats.json", False),
+    ("10.0.0.1|24 via results|demo|x", False),
+    ("~|.cache|pqshake|openssl-3.5.5", False),
+    ("https:||example.org|tmp|x", False),
+])
+def test_machine_path_scanner(line, flagged):
+    line = line.replace("|", "/")
+    assert bool(machine_paths("testbed/README.md", line)) == flagged
+    assert bool(machine_paths("analysis/x.py", "x = '..|shared|sources'".replace("|", "/")))  # testbed/, docs only
+
+
+def test_run_files_record_no_machine_path(tmp_path, monkeypatch):
+    """What the runner writes into a run directory: paths relative to the run, the checkout or
+    the home folder; other scratch paths by name only."""
+    import json
+
+    from pqshake.experiments import rundir as rd
+    from pqshake.paths import REPO as CHECKOUT
+
+    run = tmp_path / "results" / "demo" / "20260101T000000-abc123"
+    run.mkdir(parents=True)
+    data = {"argv": [str(CHECKOUT / ".venv/bin/pqshake"), "run", "--out", "/" + "tmp/elsewhere/fx"],
+            "ca": str(run / "raw/c1/certs/ca.pem"),
+            "cmd": f"ip netns exec pqs-x-link {CHECKOUT}/build/bin/pqs-linkemu --stats /run/pqshake/work/x/s.json",
+            "prefix": str(Path.home() / ".cache/pqshake/openssl-3.5.5-1"), "n": 3, "addr": "10.1.2.2:4433"}
+    rd.write_json(run / "meta.json", data, root=run)
+    text = (run / "meta.json").read_text()
+    assert not machine_paths("results/meta.json", text), text
+    got = json.loads(text)
+    assert got["argv"] == [".venv/bin/pqshake", "run", "--out", "<outside>/fx"]
+    assert got["ca"] == "raw/c1/certs/ca.pem"
+    assert got["cmd"] == "ip netns exec pqs-x-link build/bin/pqs-linkemu --stats /run/pqshake/work/x/s.json"
+    assert got["prefix"] == "~/.cache/pqshake/openssl-3.5.5-1" and got["n"] == 3 and got["addr"] == "10.1.2.2:4433"
+    # A state file outside any run keeps its absolute path (pqshake clean reads it).
+    rd.write_json(tmp_path / "state.json", {"run_dir": str(run)})
+    assert json.loads((tmp_path / "state.json").read_text())["run_dir"] == str(run)

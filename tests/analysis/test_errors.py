@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import shutil
 
+import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
+import pytest
 
 from .conftest import SPEED_FILE, cli, make_run
 
@@ -52,7 +54,9 @@ def test_only_failures(tmp_path, capsys):
     assert rc == 0, err
     assert "note: no successful handshake in the run" in out
     t = pd.read_parquet(run / "analysis" / "summary.parquet")
-    assert (t["failure_rate"] == 1.0).all() and t["p50_ms"].isna().all()
+    # Every attempt failed: censored percentiles lie beyond the timeout, success-only ones are empty.
+    assert (t["failure_rate"] == 1.0).all() and np.isposinf(t["p50_ms"]).all() and t["ok_p50_ms"].isna().all()
+    assert "> timeout" in (run / "analysis" / "summary.md").read_text()
     rc, out, err = cli(["figures", str(run), "--speed", "none"], capsys)
     line = _one_line(err)
     assert rc == 2 and "no successful handshake in the run" in line and "summary.csv" in line
@@ -138,7 +142,8 @@ def test_analyze_outputs(run_dir, capsys):
     t = pd.read_parquet(d / "summary.parquet")
     c = pd.read_csv(d / "summary.csv")
     assert len(t) == len(c) > 0
-    for col in ("n_attempts", "n_ok", "failure_rate", "mean_ms", "std_ms", "p5_ms", "p25_ms", "p50_ms", "p75_ms",
+    for col in ("n_attempts", "n_ok", "failure_rate", "failure_ci_lo", "failure_ci_hi", "ok_mean_ms", "ok_std_ms",
+                "ok_p50_ms", "ci_method", "n_clusters", "timeout_ms", "p5_ms", "p25_ms", "p50_ms", "p75_ms",
                 "p95_ms", "p99_ms", "pct_method", "p50_ci_lo_ms", "p50_ci_hi_ms", "p95_ci_lo_ms", "p95_ci_hi_ms",
                 "slowdown", "slowdown_ci_lo", "slowdown_ci_hi", "bytes_up", "bytes_down", "segs_up", "segs_down",
                 "retrans_mean", "rtts_inferred", "bound_ms", "measured_over_bound", "server_p50_ms"):
@@ -150,3 +155,25 @@ def test_analyze_outputs(run_dir, capsys):
     info = json.loads((d / "analysis.json").read_text())
     assert info["params"]["pct_method"] == "linear"
     assert "percentiles: numpy.percentile(method='linear')" in out
+
+
+@pytest.mark.parametrize("version,words", [(2, ("results format 2 is newer", "(1)", "update pqshake")),
+                                           (None, ("'format_version' missing",)),
+                                           ("1", ("'format_version' missing",))])
+def test_format_version_refused_in_one_line(tmp_path, capsys, version, words):
+    run = make_run(tmp_path / "r", meta={"format_version": version})
+    rc, out, err = cli(["analyze", str(run), "--speed", "none"], capsys)
+    line = _one_line(err)
+    assert rc == 2 and "meta.json" in line and all(w in line for w in words), line
+    assert not (run / "analysis" / "summary.csv").exists()
+
+
+def test_synthetic_runs_are_written_by_the_format_owner(tmp_path, monkeypatch):
+    """analysis/synthetic.py writes through experiments/rundir.py: its layout and version."""
+    from pqshake.experiments import rundir as rd
+
+    monkeypatch.setattr(rd, "FORMAT_VERSION", 7)
+    run = make_run(tmp_path / "r")
+    assert json.loads((run / "meta.json").read_text())["format_version"] == 7
+    assert all((run / d).is_dir() for d in ("raw", "logs", "net", "experiment"))
+    assert {p.name for p in run.glob("*.parquet")} == {f"{t}.parquet" for t in rd.TABLES}

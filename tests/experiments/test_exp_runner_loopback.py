@@ -73,6 +73,12 @@ def test_run_writes_everything(write_exp, tmp_path, loopback):
         assert {f.name for f in sess[0].iterdir()} >= {"describe.json", "check.json", "counters-before.json", "counters-after.json"}
     runs = list_runs(tmp_path / "results")
     assert runs[0]["status"] == "complete" and runs[0]["cells_done"] == 4
+    # Every JSON file of the run records paths relative to it (or to the checkout, or ~).
+    from tests.test_docs import machine_paths
+
+    hits = [h for f in sorted(path.rglob("*.json")) for h in machine_paths(str(f.relative_to(path)), f.read_text())]
+    assert not hits, hits[:5]
+    assert meta["experiment"]["files"][0]["copy"] == "experiment/exp.yaml"
 
 
 def test_crashed_server_makes_failed_cell_and_run_goes_on(write_exp, tmp_path, loopback, monkeypatch):
@@ -149,3 +155,24 @@ def test_resume_runs_only_missing(write_exp, tmp_path, loopback):
     assert len(run.meta()["sessions"]) == 2
     # profile cells left: only their topologies came up
     assert sum(t.entered for t in loopback.instances) == len({ids[0].split("__")[0], ids[1].split("__")[0]})
+
+
+def test_analysis_reads_a_run_without_writing_into_it(write_exp, tmp_path, loopback):
+    """Stale or missing tables are rebuilt in memory from raw/; nothing outside analysis/ changes."""
+    from pqshake.analysis import report
+
+    path = _run(write_exp, tmp_path, loopback)
+    want = len(load(path))
+    (path / "samples.parquet").unlink()  # missing: must come from raw/
+    os.utime(path / "cells.parquet", (1, 1))  # older than every DONE: stale
+
+    def snapshot():
+        return {str(p.relative_to(path)): (p.stat().st_mtime_ns, p.stat().st_size)
+                for p in path.rglob("*") if p.is_file() and "analysis" not in p.relative_to(path).parts}
+
+    before = snapshot()
+    a = report.analyze([path], speed="none", echo=lambda s: None, n_boot=200)
+    assert snapshot() == before
+    assert int(a.summary.table["n_attempts"].sum()) + a.run.n_warmup_dropped == want
+    assert any("built from raw/ in memory" in n for n in a.summary.notes)
+    assert (path / "analysis" / "summary.csv").is_file()

@@ -1,6 +1,6 @@
 """The two halves together: the C timer and server in their namespaces, through the emulated
 link. With no loss, a TLS 1.3 handshake with a small key share and certificate costs
-2 RTT + CPU (../shared/notes/handshake-model.md): TCP handshake, then ClientHello -> server
+2 RTT + CPU (docs/methodology.md, "The handshake model"): TCP handshake, then ClientHello -> server
 flight. The bound is loose on purpose (this machine is noisy); the exact ratio is a benchmark.
 """
 
