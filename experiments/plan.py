@@ -193,6 +193,8 @@ def _parse_group_listing(text: str) -> list[str]:
             return [g["name"] if isinstance(g, dict) else str(g) for g in data]
     names: list[str] = []
     for line in text.splitlines():
+        if "\t" in line:  # pqs-timer --list-groups: name, tab, the provider implementing it
+            line = line.split("\t", 1)[0]
         for tok in re.split(r"[:,\s]+", line.strip()):
             if tok and re.match(r"^[A-Za-z0-9_.-]+$", tok):
                 names.append(tok)

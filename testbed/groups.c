@@ -6,11 +6,13 @@
 #include <strings.h>
 
 #include <openssl/core_names.h>
+#include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/provider.h>
 #include <openssl/safestack.h>
 
 #include "oqsprov/oqsprov.h"
+#include "provider_seam.h"
 
 /* ---------------- groups ---------------- */
 
@@ -315,14 +317,72 @@ void pqs_sigalgs_tls13_list(char *out, size_t outlen)
     OSSL_PROVIDER_do_all(NULL, sigalg_provider_cb, &st);
 }
 
-int pqs_print_list(const char *colon_list)
+/* Finding the algorithm behind a listed name: the first capability entry that declares it. */
+typedef struct {
+    const char *capability, *name, *name_key, *alg_key, *alg_fallback_key;
+    char alg[128];
+} owner_state;
+
+static int owner_cb(const OSSL_PARAM params[], void *arg)
+{
+    owner_state *st = arg;
+    const char *s = NULL;
+    const OSSL_PARAM *p = OSSL_PARAM_locate_const(params, st->name_key);
+    if (st->alg[0] || p == NULL || !OSSL_PARAM_get_utf8_string_ptr(p, &s) || s == NULL
+        || strcasecmp(s, st->name) != 0)
+        return 1;
+    /* libssl: a TLS-SIGALG without a signature name is fetched by its TLS-SIGALG name */
+    if (((p = OSSL_PARAM_locate_const(params, st->alg_key)) != NULL
+         || (p = OSSL_PARAM_locate_const(params, st->alg_fallback_key)) != NULL)
+        && OSSL_PARAM_get_utf8_string_ptr(p, &s))
+        snprintf(st->alg, sizeof st->alg, "%s", s);
+    return 1;
+}
+
+static int owner_provider_cb(OSSL_PROVIDER *prov, void *arg)
+{
+    owner_state *st = arg;
+    OSSL_PROVIDER_get_capabilities(prov, st->capability, owner_cb, st);
+    return st->alg[0] == '\0'; /* stop at the first provider that declares it */
+}
+
+void pqs_list_provider(const char *name, bool sigs, char *out, size_t outlen)
+{
+    owner_state st = {sigs ? "TLS-SIGALG" : "TLS-GROUP", name, sigs ? OSSL_CAPABILITY_TLS_SIGALG_IANA_NAME : OSSL_CAPABILITY_TLS_GROUP_NAME,
+                      sigs ? OSSL_CAPABILITY_TLS_SIGALG_SIG_NAME : OSSL_CAPABILITY_TLS_GROUP_ALG,
+                      sigs ? OSSL_CAPABILITY_TLS_SIGALG_NAME : OSSL_CAPABILITY_TLS_GROUP_ALG, ""};
+    OSSL_PROVIDER_do_all(NULL, owner_provider_cb, &st);
+    snprintf(out, outlen, "%s", sigs && st.alg[0] == '\0' ? "default" : "?");
+    if (st.alg[0] == '\0')
+        return;
+    /* The implementation libssl gets: fetched by algorithm name with the seam's query. */
+    const OSSL_PROVIDER *prov = NULL;
+    EVP_SIGNATURE *sig = NULL;
+    EVP_KEYMGMT *km = NULL;
+    ERR_set_mark();
+    if (sigs && (sig = EVP_SIGNATURE_fetch(NULL, st.alg, pqs_propq())) != NULL)
+        prov = EVP_SIGNATURE_get0_provider(sig);
+    else if (!sigs && (km = EVP_KEYMGMT_fetch(NULL, st.alg, pqs_propq())) != NULL)
+        prov = EVP_KEYMGMT_get0_provider(km);
+    ERR_pop_to_mark();
+    if (prov != NULL)
+        snprintf(out, outlen, "%s", OSSL_PROVIDER_get0_name(prov));
+    EVP_SIGNATURE_free(sig);
+    EVP_KEYMGMT_free(km);
+}
+
+int pqs_print_list(const char *colon_list, bool sigs)
 {
     if (colon_list == NULL || colon_list[0] == '\0')
         return 1;
     for (const char *p = colon_list; *p;) {
         size_t n = strcspn(p, ":");
-        if (n > 0)
-            printf("%.*s\n", (int)n, p);
+        if (n > 0 && n < 128) {
+            char name[128], prov[128];
+            snprintf(name, sizeof name, "%.*s", (int)n, p);
+            pqs_list_provider(name, sigs, prov, sizeof prov);
+            printf("%s\t%s\n", name, prov);
+        }
         p += n;
         if (*p == ':')
             p++;

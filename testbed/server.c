@@ -629,7 +629,7 @@ int main(int argc, char **argv)
             pqs_groups_tls13_list(names, sizeof names);
         else
             pqs_sigalgs_tls13_list(names, sizeof names);
-        int rc = pqs_print_list(names);
+        int rc = pqs_print_list(names, s->cfg.list != 1);
         pqs_unload_providers();
         return rc;
     }

@@ -99,15 +99,15 @@ def test_mceliece_refused_one_line():
 
 
 def test_missing_provider_module_is_one_line_exit_1(tmp_path):
-    """No oqsprovider.so in OPENSSL_MODULES: one line naming the module, OpenSSL's reason and
+    """No nosuchprovider.so in OPENSSL_MODULES: one line naming the module, OpenSSL's reason and
     the fix (the module loading itself is tested in test_provider_module.py)."""
     import os
     env = dict(os.environ, OPENSSL_MODULES=str(tmp_path))
-    p = subprocess.run([binary("pqs-speed"), "--provider", "oqsprovider", "--only", "aead"],
+    p = subprocess.run([binary("pqs-speed"), "--provider", "nosuchprovider", "--only", "aead"],
                        capture_output=True, text=True, env=env)
     assert p.returncode == 1 and p.stdout == ""
     lines = p.stderr.strip().splitlines()
-    assert len(lines) == 1 and "'oqsprovider'" in lines[0] and "no-module" not in lines[0]
+    assert len(lines) == 1 and "'nosuchprovider'" in lines[0] and "no-module" not in lines[0]
     assert "cannot open shared object file" in lines[0] and str(tmp_path) in lines[0]
     assert "OPENSSL_MODULES=/usr/lib64/ossl-modules" in lines[0]
 
