@@ -408,6 +408,30 @@ static const pqs_sig_alg sig_table[] = {
     {"slh-dsa-sha2-128s", "SLH-DSA-SHA2-128s", NULL, 0, NULL, "slhdsa_sha2_128s"},
     {"slh-dsa-shake-128f", "SLH-DSA-SHAKE-128f", NULL, 0, NULL, "slhdsa_shake_128f"},
     {"slh-dsa-shake-128s", "SLH-DSA-SHAKE-128s", NULL, 0, NULL, "slhdsa_shake_128s"},
+    /* oqs-provider 0.9.0 (liboqs): pqshake name = its key type = its TLS 1.3 scheme name. The
+     * hybrids (p256_falcon512, ...) sign with both keys; no digest: the provider hashes. */
+#define OQSPROV_SIG(n) {n, n, NULL, 0, NULL, n}
+    OQSPROV_SIG("falcon512"),
+    OQSPROV_SIG("falconpadded512"),
+    OQSPROV_SIG("falcon1024"),
+    OQSPROV_SIG("falconpadded1024"),
+    OQSPROV_SIG("p256_falcon512"),
+    OQSPROV_SIG("rsa3072_falcon512"),
+    OQSPROV_SIG("p521_falcon1024"),
+    OQSPROV_SIG("mayo1"),
+    OQSPROV_SIG("mayo2"),
+    OQSPROV_SIG("mayo3"),
+    OQSPROV_SIG("mayo5"),
+    OQSPROV_SIG("p256_mayo1"),
+    OQSPROV_SIG("CROSSrsdp128balanced"),
+    OQSPROV_SIG("sphincssha2128fsimple"),
+    OQSPROV_SIG("sphincssha2128ssimple"),
+    OQSPROV_SIG("sphincsshake128fsimple"),
+    OQSPROV_SIG("p256_sphincssha2128fsimple"),
+    OQSPROV_SIG("p256_mldsa44"),
+    OQSPROV_SIG("p384_mldsa65"),
+    OQSPROV_SIG("p521_mldsa87"),
+#undef OQSPROV_SIG
 };
 
 size_t pqs_sig_count(void) { return sizeof sig_table / sizeof sig_table[0]; }

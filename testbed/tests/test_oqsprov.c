@@ -145,7 +145,9 @@ static void test_row(const pqs_oqs_group *g)
     size_t cpos[4] = {0, sz.cl_pub, ctlen / 2, ctlen - 1};
     for (int i = 0; i < 4; i++) {
         memcpy(cbig, ct, ctlen);
-        cbig[cpos[i] < ctlen ? cpos[i] : 0] ^= 0x80;
+        /* the last byte gets its low bit flipped: in rows with ML-KEM first it ends an X25519
+         * key, whose top bit X25519 ignores (RFC 7748), so 0x80 there changes nothing */
+        cbig[cpos[i] < ctlen ? cpos[i] : 0] ^= i == 3 ? 0x01 : 0x80;
         l = sizeof ss2;
         if (decaps(NULL, me, pq, cbig, ctlen, ss2, &l) && l == sslen && memcmp(ss, ss2, sslen) == 0)
             bad++;

@@ -1,0 +1,172 @@
+"""oqs-provider 0.9.0 built in (the default for liboqs algorithms), cross-checked by pqs-oqs.
+
+* Certificates (chains of depth 1 and 3) signed by oqs-provider's signatures and key exchanges
+  through it, real handshakes over loopback; the ML-DSA composites it switches off on
+  OpenSSL >= 3.5 are refused with one line.
+* Interop on every group both providers offer: pqs-timer with `--provider pqs-oqs` against
+  pqs-server with oqs-provider and the reverse, full, resume and hrr.
+* Sizes: every key share, ciphertext, public key and signature size of the registry against
+  what pqs-speed measures on the built stack, through each provider.
+"""
+import subprocess
+
+import pytest
+
+from oqs_helpers import REGISTRY
+from testbed_helpers import Server, binary, parse_lines, run_timer, run_tool
+
+SIGS = ["falcon512", "p256_falcon512", "p256_mldsa44", "mayo1", "CROSSrsdp128balanced"]
+KEX = ["frodo640aes", "hqc128", "bikel1"]
+
+
+def listing(*args):
+    p = run_tool("pqs-timer", *args)
+    assert p.returncode == 0, p.stderr
+    return dict(ln.split("\t") for ln in p.stdout.splitlines())
+
+
+def shared_groups():
+    """Groups oqs-provider implements in the default setup that pqs-oqs also has."""
+    default, ours = listing("--list-groups"), listing("--list-groups", "--provider", "pqs-oqs")
+    return [g for g, prov in default.items() if prov == "oqsprovider" and ours.get(g) == "pqs-oqs"]
+
+
+def test_shared_groups_are_frodo_bike_and_oqs_mlkem_hybrids():
+    shared = shared_groups()
+    assert len(shared) == 29
+    fam = {REGISTRY.groups[g].family for g in shared}
+    assert fam == {"frodo", "bike", "mlkem"}
+    assert {"frodo640aes", "p521_frodo1344shake", "bikel1", "p521_bikel5", "p256_mlkem512"} <= set(shared)
+
+
+@pytest.mark.parametrize("depth", [1, 3])
+@pytest.mark.parametrize("sig", SIGS)
+def test_oqsprovider_certificates_and_key_exchange(tmp_path, sig, depth):
+    """The leaf and every CA certificate use sig; CertificateVerify too. frodo640aes and bikel1
+    run on oqs-provider, hqc128 (which oqs-provider 0.9.0 does not have) on pqs-oqs."""
+    with Server(tmp_path, "--sig", sig, "--chain-depth", depth, "--groups", ":".join(KEX),
+                "--threads", "2") as srv:
+        assert srv.ready["sig"] == sig and srv.ready["chain_depth"] == depth
+        for g in KEX:
+            r = run_timer("--connect", srv.addr, "--ca", srv.ca, "--groups", g, "--samples", 2)
+            assert r.returncode == 0, r.stderr
+            assert r.header["providers"] == "default,pqs-slhdsa,oqsprovider,pqs-oqs"
+            assert r.summary["ok"] == 2, r.attempts[:1]
+            for a in r.attempts:
+                assert a["group"] == g and a["sig"] == sig and a["sigalg"] == sig, a
+    conns = srv.conns()
+    assert len(conns) == 2 * len(KEX) and all(c["ok"] and c["sig"] == sig for c in conns)
+    pem = (srv.dir / "chain.pem").read_text()
+    assert pem.count("BEGIN CERTIFICATE") == depth
+
+
+def test_certificate_algorithm_is_oqs_providers(tmp_path):
+    """The root certificate carries the OID oqs-provider registers for falcon512
+    (1.3.9999.3.11) as its key algorithm and as the algorithm that signed it (self-signed),
+    and an ECDSA root does not."""
+    import base64
+    oid = bytes([0x06, 0x05, 0x2B, 0xCE, 0x0F, 0x03, 0x0B])  # DER of OID 1.3.9999.3.11
+    count = {}
+    for sig in ("falcon512", "ecdsa-p256"):
+        with Server(tmp_path, "--sig", sig, "--groups", "x25519") as srv:
+            pem = (srv.dir / "ca.pem").read_text()
+        der = base64.b64decode("".join(ln for ln in pem.splitlines() if "-----" not in ln))
+        count[sig] = der.count(oid)
+    assert count == {"falcon512": 3, "ecdsa-p256": 0}
+
+
+def test_mldsa_composite_is_refused_one_line(tmp_path):
+    """oqs-provider 0.9.0 switches mldsa44_p256 and the other composites off on OpenSSL >= 3.5."""
+    assert "mldsa44_p256" not in listing("--list-sigs")
+    p = subprocess.run([binary("pqs-server"), "--cert-dir", str(tmp_path), "--sig", "mldsa44_p256"],
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 2 and p.stdout == ""
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "mldsa44_p256" in lines[0] and "p256_mldsa44" in lines[0]
+
+
+def test_oqsprovider_signature_without_oqsprovider_is_one_line(tmp_path):
+    """--provider pqs-oqs has no falcon512 key type: pqs-server stops with one line, exit 1."""
+    p = subprocess.run([binary("pqs-server"), "--cert-dir", str(tmp_path), "--sig", "falcon512",
+                        "--provider", "pqs-oqs"], capture_output=True, text=True, timeout=30)
+    assert p.returncode != 0 and p.stdout.count("\n") <= 1
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "falcon512" in lines[0], p.stderr
+
+
+@pytest.mark.parametrize("server_provider", ["oqsprovider", "pqs-oqs"])
+def test_interop_every_shared_group_all_modes(tmp_path, server_provider):
+    """One side oqs-provider, the other pqs-oqs, on every group both offer: same code points,
+    same share layouts, so full, resume and hrr handshakes complete, and each side's header
+    says which provider it ran."""
+    client_provider = "pqs-oqs" if server_provider == "oqsprovider" else "oqsprovider"
+    shared = shared_groups()
+    # x25519 last: the hrr decoy (the client's first key share) the server does not prefer
+    with Server(tmp_path, "--groups", ":".join(shared + ["x25519"]), "--threads", "2",
+                "--provider", server_provider) as srv:
+        for g in shared:
+            for mode in ("full", "resume", "hrr"):
+                groups = f"x25519:{g}" if mode == "hrr" else g
+                r = run_timer("--connect", srv.addr, "--ca", srv.ca, "--groups", groups, "--mode", mode,
+                              "--samples", 2, "--provider", client_provider)
+                assert r.returncode == 0, r.stderr
+                assert r.summary["ok"] == 2, (g, mode, r.attempts[:1])
+                for a in r.attempts:
+                    assert a["group"] == g
+                    assert a["hrr"] is (mode == "hrr")
+                    if mode == "resume":
+                        assert a["resumed"] is True
+                assert ("oqsprovider" in r.header["providers"]) is (client_provider == "oqsprovider")
+    recs = srv.stop()
+    assert srv.returncode == 0
+    assert ("oqsprovider" in recs[0]["providers"]) is (server_provider == "oqsprovider")
+    conns = [c for c in recs if c["type"] == "conn"]
+    assert {c["group"] for c in conns if c["ok"]} == set(shared)
+
+
+def speed(*args):
+    p = subprocess.run([binary("pqs-speed"), "--samples", "3", "--budget", "20ms", "--min-sample", "1ms",
+                        "--no-direct", *args], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    return parse_lines(p.stdout)
+
+
+@pytest.mark.parametrize("provider", ["oqsprovider", "pqs-oqs"])
+def test_registry_group_sizes_match_the_built_stack(provider):
+    """Client key share (keygen) and server ciphertext (encaps) of every registry group."""
+    groups = list(REGISTRY.groups)
+    recs = speed("--only", "kex", "--groups", ":".join(groups), "--provider", provider)
+    seen = set()
+    for r in recs[1:]:
+        if r["type"] != "kex":
+            continue
+        assert r["ok"], r
+        want = REGISTRY.groups[r["name"]].share
+        if r["op"] == "keygen":
+            assert r["share_bytes"] == want[0], (r["name"], r["share_bytes"], want)
+        elif r["op"] == "encaps":
+            assert r["ct_bytes"] == want[1], (r["name"], r["ct_bytes"], want)
+        seen.add(r["name"])
+    assert seen == set(groups)
+
+
+def test_registry_signature_sizes_match_the_built_stack():
+    """Public key and signature of every registry signature algorithm. sig_max entries (DER
+    ECDSA, Falcon: the length varies) list the largest signature the key can make, which the
+    stack reports as sig_max_bytes; the measured one must not exceed it."""
+    sigs = list(REGISTRY.sigs)
+    recs = speed("--only", "sig", "--sigs", ":".join(sigs))
+    seen = set()
+    for r in recs[1:]:
+        if r["type"] != "sig" or r["op"] != "sign":
+            continue
+        assert r["ok"], r
+        a = REGISTRY.sigs[r["name"]]
+        keygen = [k for k in recs if k.get("name") == a.name and k.get("op") == "keygen"][0]
+        assert keygen["pk_bytes"] == a.pk, (a.name, keygen["pk_bytes"], a.pk)
+        if a.sig_max:
+            assert r["sig_max_bytes"] == a.sig and r["sig_bytes"] <= a.sig, (a.name, r, a.sig)
+        else:
+            assert r["sig_bytes"] == a.sig == r["sig_max_bytes"], (a.name, r, a.sig)
+        seen.add(a.name)
+    assert seen == set(sigs)
