@@ -7,9 +7,10 @@
 out_mk=${1:?usage: build-stack.sh OUT_MK}
 
 OPENSSL_OPTS="no-shared no-module no-legacy no-tests no-docs"
-# oqs-provider as a static library (entry point oqs_provider_init) for OSSL_PROVIDER_add_builtin;
+# oqs-provider as a static library (entry point oqs_provider_init) for OSSL_PROVIDER_add_builtin,
+# position-independent so that testbed/ can also link it into a module for the openssl program;
 # its tests and examples are not built (BUILD_TESTING=OFF).
-OQSPROVIDER_OPTS="-DCMAKE_BUILD_TYPE=Release -DOQS_PROVIDER_BUILD_STATIC=ON -DBUILD_TESTING=OFF"
+OQSPROVIDER_OPTS="-DCMAKE_BUILD_TYPE=Release -DOQS_PROVIDER_BUILD_STATIC=ON -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DBUILD_TESTING=OFF"
 LIBOQS_OPTS="-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DOQS_BUILD_ONLY_LIB=ON -DOQS_USE_OPENSSL=OFF -DOQS_DIST_BUILD=ON -DOQS_ENABLE_KEM_HQC=ON"
 
 mkdir -p "$PQS_CACHE"

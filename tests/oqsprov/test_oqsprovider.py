@@ -170,3 +170,41 @@ def test_registry_signature_sizes_match_the_built_stack():
             assert r["sig_bytes"] == a.sig == r["sig_max_bytes"], (a.name, r, a.sig)
         seen.add(a.name)
     assert seen == set(sigs)
+
+
+def openssl_with_oqsprovider():
+    """The pinned openssl program and the arguments that load build/lib/ossl-modules/oqsprovider.so."""
+    import re
+    from testbed_helpers import BUILD
+    deps = (BUILD / "deps.mk").read_text()
+    ossl = re.search(r"^OPENSSL_PREFIX := (.+)$", deps, re.M).group(1).strip() + "/bin/openssl"
+    mod_dir = BUILD / "lib" / "ossl-modules"
+    assert (mod_dir / "oqsprovider.so").exists(), "make build links oqsprovider.so"
+    return ossl, ["-provider-path", str(mod_dir), "-provider", "oqsprovider", "-provider", "default"]
+
+
+def test_oqsprovider_module_exports_only_the_entry_point():
+    from testbed_helpers import BUILD
+    so = BUILD / "lib" / "ossl-modules" / "oqsprovider.so"
+    import re
+    out = subprocess.run(["nm", "-D", "--defined-only", str(so)], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert [s for s in out if not re.fullmatch(r"[0-9a-f]+|[A-Za-z]", s)] == ["OSSL_provider_init"]
+
+
+def test_openssl_program_loads_oqsprovider_and_talks_to_pqs_server(tmp_path):
+    """`openssl s_client` with the oqsprovider.so module against pqs-server (built-in
+    oqs-provider): falcon512 chain of depth 2 verified against ca.pem, frodo640aes key exchange."""
+    ossl, prov = openssl_with_oqsprovider()
+    p = subprocess.run([ossl, "list", *prov, "-providers"], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0 and "OpenSSL OQS Provider" in p.stdout and "0.9.0" in p.stdout, p.stderr
+    with Server(tmp_path, "--sig", "falcon512", "--chain-depth", 2, "--groups", "frodo640aes") as srv:
+        c = subprocess.run([ossl, "s_client", *prov, "-connect", srv.addr, "-groups", "frodo640aes",
+                            "-CAfile", srv.ca, "-verify_return_error", "-brief"], input="", capture_output=True,
+                           text=True, timeout=30)
+    out = c.stdout + c.stderr
+    assert c.returncode == 0, out
+    assert "Protocol version: TLSv1.3" in out and "Signature type: falcon512" in out
+    assert "Verification: OK" in out
+    conns = [x for x in srv.conns() if x["ok"]]
+    assert conns and conns[0]["group"] == "frodo640aes" and conns[0]["sig"] == "falcon512"
