@@ -615,6 +615,7 @@ def start_run(exp_path: Path | str, *, out: Path | None = None, yes: bool = Fals
                 "seeds": {"order": plan.seed, "profiles": {n: getattr(p, "seed", None) for n, p in plan.profiles.items()}},
                 "plan": plan.summary(), "notes": plan.notes, "sessions": [],
                 **rd.provenance(),
+                "implementations": rd.implementations(plan.groups),
             })
         except OSError as e:
             if rd.is_disk_full(e):

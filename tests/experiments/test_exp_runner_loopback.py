@@ -51,6 +51,10 @@ def test_run_writes_everything(write_exp, tmp_path, loopback):
         assert k in meta, k
     assert meta["seeds"]["order"] == 3 and meta["experiment"]["sha256"]
     assert meta["stack"].get("openssl_version")
+    # which provider implements each group of the run and each signature scheme
+    assert meta["implementations"]["groups"] == {"x25519": "default", "MLKEM768": "default"}
+    sigalgs = meta["implementations"]["sigalgs"]
+    assert sigalgs["ecdsa_secp256r1_sha256"] == "default" and sigalgs["falcon512"] == "oqsprovider"
     assert (path / "experiment" / "exp.yaml").read_text() == (tmp_path / "exp.yaml").read_text()
     done = run.done_cells()
     assert len(done) == 4 and all(d["status"] == "complete" for d in done.values())
