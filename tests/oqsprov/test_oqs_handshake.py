@@ -129,3 +129,17 @@ def test_speed_direct_lines():
     assert all(r["name"] == "oqs_mlkem768" and r["ok"] and r["overhead_pct"] is not None for r in direct)
     kex = [r for r in recs if r["type"] == "kex" and r["name"] == "x25519_kyber512"]
     assert len(kex) == 3 and all(r["ok"] for r in kex)
+
+
+def test_speed_direct_lines_only_where_pqs_oqs_implements():
+    """frodo640aes runs on oqs-provider by default: no kex_direct (that line compares pqs-oqs with
+    liboqs); with --provider pqs-oqs it gets one per operation."""
+    import json
+    args = [binary("pqs-speed"), "--only", "kex", "--groups", "frodo640aes", "--samples", "3",
+            "--min-sample", "1ms", "--budget", "100ms"]
+    for extra, n in (([], 0), (["--provider", "pqs-oqs"], 3)):
+        p = subprocess.run(args + extra, capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+        recs = [json.loads(ln) for ln in p.stdout.splitlines()]
+        assert len([r for r in recs if r["type"] == "kex" and r["ok"]]) == 3
+        assert len([r for r in recs if r["type"] == "kex_direct"]) == n
