@@ -312,6 +312,8 @@ def build_plan(ef: ExperimentFile | Path | str, *, seed: int | None = None,
     reg = load_registry()
     groups = reg.expand("group", m.groups, ef.where("groups"))
     sigs = reg.expand("sig", m.sigs, ef.where("sigs"))
+    if m.client_auth is not None:  # one algorithm, checked like the sigs
+        reg.expand("sig", [m.client_auth], ef.where("client_auth"))
     notes: list[str] = []
     hops: list[Any] = []
     if m.engine == "mininet" and m.topology is not None and m.topology.kind == "chain":

@@ -53,7 +53,9 @@ def server_argv(binary: Path, listen: str, cell: Cell, exp, cert_dir: Path, log:
             "--fsync", "0", "--response-bytes", str(exp.response_bytes),
             "--tickets", "2" if resumable else "0",
             "--max-early-data", "16384" if cell.mode == "0rtt" else "0",
-            "--threads", str(max(8, min(256, exp.concurrency * 2)))]
+            "--threads", str(max(8, min(256, exp.concurrency * 2)))] + (
+        ["--client-auth", exp.client_auth, "--client-chain-depth", str(exp.client_chain_depth)]
+        if exp.client_auth else [])
 
 
 def timer_argv(binary: Path, connect: str, cell: Cell, exp, ca: Path, out: Path) -> list[str]:
@@ -63,6 +65,8 @@ def timer_argv(binary: Path, connect: str, cell: Cell, exp, ca: Path, out: Path)
             "--timeout", f"{max(1, exp.timeout // 1_000_000)}ms"]
     if exp.response_bytes:
         argv += ["--response-bytes", str(exp.response_bytes)]
+    if exp.client_auth:  # pqs-server --client-auth writes the client credentials next to ca.pem
+        argv += ["--client-cert", str(Path(ca).parent)]
     return argv
 
 

@@ -153,3 +153,35 @@ def test_resume_runs_only_missing(write_exp, tmp_path, loopback):
     assert len(run.meta()["sessions"]) == 2
     # profile cells left: only their topologies came up
     assert sum(t.entered for t in loopback.instances) == len({ids[0].split("__")[0], ids[1].split("__")[0]})
+
+
+def test_run_with_oqsprovider_and_mutual_tls(write_exp, tmp_path, loopback):
+    """An experiment on oqs-provider algorithms with client_auth: the server requires the PQ
+    client chain, every sample records it, meta.json says which provider ran the group."""
+    exp = """
+name: mtls
+groups: [frodo640aes]
+sigs: [falcon512]
+client_auth: p256_falcon512
+client_chain_depth: 2
+profiles: [lan]
+samples: 4
+warmup: 1
+rtt_probes: 2
+seed: 1
+"""
+    path = _run(write_exp, tmp_path, loopback, text=exp)
+    run = RunDir(path)
+    meta = run.meta()
+    assert meta["status"] == "complete"
+    assert meta["implementations"]["groups"] == {"frodo640aes": "oqsprovider"}
+    s = load(path)
+    assert len(s) == 5 and bool(s["ok"].all())
+    assert set(s["client_sig"]) == {"p256_falcon512"} and set(s["sig"]) == {"falcon512"}
+
+
+def test_client_auth_unknown_algorithm_names_the_field(write_exp, tmp_path):
+    exp = write_exp(EXP + "client_auth: falcon-513\n")
+    with pytest.raises(Exception) as e:
+        runner_mod.start_run(exp, out=tmp_path / "results", quiet=True)
+    assert "client_auth" in str(e.value) and "falcon-513" in str(e.value)

@@ -208,3 +208,48 @@ def test_openssl_program_loads_oqsprovider_and_talks_to_pqs_server(tmp_path):
     assert "Verification: OK" in out
     conns = [x for x in srv.conns() if x["ok"]]
     assert conns and conns[0]["group"] == "frodo640aes" and conns[0]["sig"] == "falcon512"
+
+
+@pytest.mark.parametrize("client_sig,depth", [("p256_falcon512", 3), ("mayo1", 1), ("ml-dsa-44", 2)])
+def test_mutual_tls_with_pq_client_chains(tmp_path, client_sig, depth):
+    """pqs-server --client-auth ALG makes a client chain (written to its cert dir) and requires
+    it; pqs-timer --client-cert DIR presents it. Full, resume and hrr complete; both sides
+    record the client's key algorithm (null on resumption: no certificates then)."""
+    with Server(tmp_path, "--sig", "falcon512", "--client-auth", client_sig, "--client-chain-depth", depth,
+                "--groups", "frodo640aes:bikel1") as srv:
+        assert srv.ready["client_auth"] == client_sig and srv.ready["client_chain_depth"] == depth
+        assert (srv.dir / "client-chain.pem").read_text().count("BEGIN CERTIFICATE") == depth
+        assert (srv.dir / "client-key.pem").stat().st_mode & 0o077 == 0
+        for mode in ("full", "resume", "hrr"):
+            r = run_timer("--connect", srv.addr, "--ca", srv.ca, "--client-cert", srv.dir, "--mode", mode,
+                          "--groups", "x25519:bikel1" if mode == "hrr" else "frodo640aes", "--samples", 2,
+                          "--response-bytes", 64)
+            assert r.returncode == 0, r.stderr
+            assert r.summary["ok"] == 2, (mode, r.attempts[:1])
+            assert r.header["client_cert"] == str(srv.dir)
+            for a in r.attempts:
+                assert a["client_sig"] == (None if mode == "resume" else client_sig), a
+        # without a client certificate: the server refuses (certificate_required), the client
+        # sees the alert on its first read
+        r = run_timer("--connect", srv.addr, "--ca", srv.ca, "--groups", "frodo640aes", "--samples", 1,
+                      "--response-bytes", 64)
+        assert r.summary["failed"] == 1 and r.attempts[0]["ok"] is False
+    conns = srv.conns()
+    full = [c for c in conns if c["ok"] and not c["resumed"]]
+    assert len(full) >= 5 and all(c["client_sig"] == client_sig for c in full)
+    refused = [c for c in conns if not c["ok"]]
+    assert len(refused) == 1 and "did not return a certificate" in refused[0]["message"]
+
+
+def test_client_cert_bad_dir_is_one_line_exit_2(tmp_path):
+    p = subprocess.run([binary("pqs-timer"), "--connect", "127.0.0.1:1", "--no-verify", "--client-cert",
+                        str(tmp_path)], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 2 and p.stdout == ""
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--client-cert" in lines[0] and "client-chain.pem" in lines[0]
+
+
+def test_client_auth_unknown_algorithm_is_one_line_exit_2(tmp_path):
+    p = subprocess.run([binary("pqs-server"), "--cert-dir", str(tmp_path), "--client-auth", "nope"],
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "--client-auth" in p.stderr
