@@ -101,7 +101,7 @@ static void usage(FILE *f)
 "  --cert-dir DIR         where ca.pem and chain.pem are written atomically before listening\n"
 "  --client-auth ALG      mutual TLS: require a client certificate from a client chain generated\n"
 "                         here (leaf and CAs of key algorithm ALG), written as DIR/client-key.pem,\n"
-"                         DIR/client-chain.pem, DIR/client-ca.pem (pqs-timer --client-cert DIR)\n"
+"                         DIR/client-chain.pem, DIR/client-ca.pem (for pqs-timer)\n"
 "  --client-chain-depth N client certificates sent: leaf + N-1 intermediates, 1..3 (default 1)\n"
 "                         (default .)\n"
 "  --response-bytes N     bytes sent after a request that does not ask for a size (default 0)\n"

@@ -133,7 +133,8 @@ static void usage(FILE *f)
 "  --ca FILE              CA certificate(s) to verify the server chain (pqs-server's ca.pem)\n"
 "  --no-verify            do not verify the server (then --ca is optional)\n"
 "  --client-cert DIR      mutual TLS: present DIR/client-chain.pem with DIR/client-key.pem\n"
-"                         (pqs-server --client-auth ALG writes them into its --cert-dir)\n"
+"                         (pqs-server writes them into its certificate directory when it\n"
+"                         requires client authentication)\n"
 "  --servername NAME      SNI and verified host name (default localhost)\n"
 "  --sigalgs LIST         signature algorithms offered (OpenSSL list; default: all)\n"
 "  --ciphersuites LIST    TLS 1.3 cipher suites (OpenSSL list; default OpenSSL's)\n"
@@ -992,8 +993,8 @@ int main(int argc, char **argv)
         snprintf(chain, sizeof chain, "%s/client-chain.pem", cfg->client_cert);
         snprintf(key, sizeof key, "%s/client-key.pem", cfg->client_cert);
         if (SSL_CTX_use_certificate_chain_file(ctx, chain) != 1)
-            pqs_usage_error(PROG, "bad --client-cert '%s': no certificate chain in %s (pqs-server --client-auth "
-                            "ALG writes it)", cfg->client_cert, chain);
+            pqs_usage_error(PROG, "bad --client-cert '%s': no certificate chain in %s (pqs-server writes it "
+                            "when it requires client authentication)", cfg->client_cert, chain);
         if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1 || SSL_CTX_check_private_key(ctx) != 1)
             pqs_usage_error(PROG, "bad --client-cert '%s': %s is not the private key of the chain's leaf (or its "
                             "key type needs a provider not loaded, see --provider)", cfg->client_cert, key);
