@@ -12,8 +12,10 @@ second on loopback per group.
    (paramgen: an empty key), i.e. OpenSSL's per-key cost, (c) the provider's own bookkeeping
    = (direct + allocation + cleanse) - direct, (d) the rest (cache interplay of the EVP layers
    with the keypair call; the floor is timed with hot caches).
-2. Handshakes/s: pqs-timer, full mode, one connection at a time, against one pqs-server that
-   offers every pqs-oqs group (plus OpenSSL's native ML-KEM groups for reference).
+2. Handshakes/s: pqs-timer, full mode, one connection at a time, one pqs-server per group, both
+   sides through the same provider: side by side through oqs-provider 0.9.0 (the default) and
+   pqs-oqs (--provider pqs-oqs) for the groups both have, pqs-oqs alone for the rest, plus
+   OpenSSL's native ML-KEM groups for reference.
 
 Usage: bench/provider_bench.py [--rounds N (3)] [--seconds S (1)] [--groups a,b] [--json FILE]
 Not a test: it prints numbers; exit 0 unless a tool fails to run.
@@ -47,7 +49,7 @@ def overhead(groups, rounds):
     ratios, via_med, direct_med, extra = {}, {}, {}, {}
     for _ in range(rounds):
         p = subprocess.run([str(BUILD / "bin" / "pqs-speed"), "--only", "kex", "--groups", ":".join(groups),
-                            "--samples", "11", "--min-sample", "5ms", "--budget", "1s"],
+                            "--samples", "11", "--min-sample", "5ms", "--budget", "1s", "--provider", "pqs-oqs"],
                            capture_output=True, text=True, check=True)
         for ln in p.stdout.splitlines():
             r = json.loads(ln)
@@ -78,28 +80,31 @@ def overhead(groups, rounds):
     return rows
 
 
-def start_server(workdir, groups):
-    """pqs-server offering `groups` (the same start-up and readiness wait as testbed_bench)."""
-    return testbed_bench.start_server(workdir, ":".join(groups))
+def implementing(provider):
+    """group -> provider that implements it when pqs-timer runs with --provider provider."""
+    p = subprocess.run([str(BUILD / "bin" / "pqs-timer"), "--list-groups", "--provider", provider],
+                       capture_output=True, text=True, check=True)
+    return dict(ln.split("\t", 1) for ln in p.stdout.splitlines())
 
 
-def handshakes(groups, seconds):
-    """One pqs-server per group (OpenSSL 3.5.5 misreads very long server group lists)."""
+def handshakes(groups, seconds, provider):
+    """One pqs-server per group (OpenSSL 3.5.5 misreads very long server group lists), server
+    and timer both with --provider provider."""
     rows = []
     for g in groups:
         with tempfile.TemporaryDirectory() as d:
-            proc, addr, ca = start_server(Path(d), [g])
+            proc, addr, ca = testbed_bench.start_server(Path(d), g, "--provider", provider)
             try:
                 p = subprocess.run([str(BUILD / "bin" / "pqs-timer"), "--connect", addr, "--ca", ca, "--groups", g,
-                                    "--duration", f"{seconds}s", "--samples", "100000", "--warmup", "2"],
-                                   capture_output=True, text=True, check=True)
+                                    "--duration", f"{seconds}s", "--samples", "100000", "--warmup", "2",
+                                    "--provider", provider], capture_output=True, text=True, check=True)
             finally:
                 proc.send_signal(signal.SIGTERM)
                 proc.wait(timeout=30)
             s = [json.loads(ln) for ln in p.stdout.splitlines() if '"type":"summary"' in ln][-1]
             att = [json.loads(ln) for ln in p.stdout.splitlines() if '"type":"attempt"' in ln]
             hs = sorted(a["handshake_ns"] for a in att if a.get("ok") and a.get("handshake_ns"))
-            rows.append({"group": g, "ok": s["ok"], "failed": s["failed"],
+            rows.append({"group": g, "provider": provider, "ok": s["ok"], "failed": s["failed"],
                          "handshakes_per_s": s["handshakes_per_s"],
                          "median_handshake_ms": round(hs[len(hs) // 2] / 1e6, 3) if hs else None})
     return rows
@@ -142,11 +147,20 @@ def main():
             within2 = sum(1 for r in ov if r.get("overhead_beyond_floor_pct", r["overhead_pct"]) <= 5.0)
             print(f"{within2}/{len(ov)} operations within 5 % once OpenSSL's EVP per-key floor is set aside")
     names = [g.name for g in groups] + NATIVE_REF
-    print(f"\nhandshakes/s on loopback (pqs-timer full mode, 1 connection, {a.seconds}s per group)")
-    hs = handshakes(names, a.seconds)
-    print(f"{'group':<22} {'hs/s':>9} {'median_ms':>10} {'ok':>6} {'failed':>6}")
-    for r in hs:
-        print(f"{r['group']:<22} {r['handshakes_per_s']:>9.1f} {r['median_handshake_ms'] or 0:>10.3f} {r['ok']:>6} {r['failed']:>6}")
+    by_oqs = implementing("oqsprovider")
+    both = [n for n in names if by_oqs.get(n) == "oqsprovider"]
+    print(f"\nhandshakes/s on loopback (pqs-timer full mode, 1 connection, {a.seconds}s per group and provider;\n"
+          f"{len(both)} groups through both oqs-provider and pqs-oqs, the rest through pqs-oqs or OpenSSL)")
+    hs = handshakes(both, a.seconds, "oqsprovider") + handshakes(names, a.seconds, "pqs-oqs")
+    ours = {r["group"]: r for r in hs if r["provider"] == "pqs-oqs"}
+    theirs = {r["group"]: r for r in hs if r["provider"] == "oqsprovider"}
+    print(f"{'group':<22} {'oqsprov hs/s':>12} {'pqs-oqs hs/s':>12} {'ratio':>6} {'ms oqsprov':>10} {'ms pqs-oqs':>10} {'failed':>6}")
+    for n in names:
+        o, t = ours[n], theirs.get(n)
+        ratio = f"{t['handshakes_per_s'] / o['handshakes_per_s']:>6.2f}" if t and o["handshakes_per_s"] else f"{'':>6}"
+        print(f"{n:<22} {t['handshakes_per_s'] if t else float('nan'):>12.1f} {o['handshakes_per_s']:>12.1f} {ratio} "
+              f"{(t or {}).get('median_handshake_ms') or float('nan'):>10.3f} {o['median_handshake_ms'] or 0:>10.3f} "
+              f"{o['failed'] + (t['failed'] if t else 0):>6}")
     if a.json:
         Path(a.json).write_text(json.dumps({"overhead": ov, "handshakes": hs}, indent=1))
     return 0

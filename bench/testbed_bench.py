@@ -38,11 +38,12 @@ def deps_openssl():
     return Path(m.group(1)) / "bin" / "openssl"
 
 
-def start_server(workdir, group):
+def start_server(workdir, group, *extra):
+    """pqs-server offering group (extra: more options, e.g. --provider NAME)."""
     log = workdir / f"server-{group}.log"
     proc = subprocess.Popen([str(BUILD / "bin" / "pqs-server"), "--listen", "127.0.0.1:0",
                              "--cert-dir", str(workdir), "--log", str(log), "--groups", group,
-                             "--threads", "2", "--fsync", "0"],
+                             "--threads", "2", "--fsync", "0", *extra],
                             stdout=subprocess.DEVNULL)
     for _ in range(600):
         if log.exists():

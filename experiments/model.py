@@ -106,6 +106,8 @@ class Experiment(BaseModel):
     response_bytes: int = Field(default=0, ge=0, le=1 << 34)
     timeout: int = Field(default=10_000_000_000, description="per attempt, ns ('10s' in YAML)")
     chain_depth: int = Field(default=1, ge=1, le=3)
+    client_auth: str | None = Field(default=None, description="mutual TLS: the client chain's signature algorithm")
+    client_chain_depth: int = Field(default=1, ge=1, le=3)
     backend: str = "auto"
     order: Literal["shuffled", "sequential"] = "shuffled"
     seed: int | None = Field(default=None, ge=0, le=2**63 - 1)

@@ -193,6 +193,8 @@ def _parse_group_listing(text: str) -> list[str]:
             return [g["name"] if isinstance(g, dict) else str(g) for g in data]
     names: list[str] = []
     for line in text.splitlines():
+        if "\t" in line:  # pqs-timer --list-groups: name, tab, the provider implementing it
+            line = line.split("\t", 1)[0]
         for tok in re.split(r"[:,\s]+", line.strip()):
             if tok and re.match(r"^[A-Za-z0-9_.-]+$", tok):
                 names.append(tok)
@@ -310,6 +312,8 @@ def build_plan(ef: ExperimentFile | Path | str, *, seed: int | None = None,
     reg = load_registry()
     groups = reg.expand("group", m.groups, ef.where("groups"))
     sigs = reg.expand("sig", m.sigs, ef.where("sigs"))
+    if m.client_auth is not None:  # one algorithm, checked like the sigs
+        reg.expand("sig", [m.client_auth], ef.where("client_auth"))
     notes: list[str] = []
     hops: list[Any] = []
     if m.engine == "mininet" and m.topology is not None and m.topology.kind == "chain":

@@ -351,6 +351,24 @@ def tool_binaries() -> dict:
     return out
 
 
+def implementations(groups: list[str]) -> dict:
+    """Which provider implements each group of the run and each TLS 1.3 signature scheme, as
+    the built timer reports it (`--list-groups` / `--list-sigs`: name, tab, provider; the
+    provider choice of the environment, $PQS_PROVIDER, applies as it does to the run). A
+    signature algorithm's scheme is its TLS name (falcon512, mldsa44, ecdsa_secp256r1_sha256)."""
+    from pqshake.paths import build_dir
+
+    timer = build_dir() / "bin" / "pqs-timer"
+    out: dict[str, Any] = {"groups": {}, "sigalgs": {}}
+    for key, opt in (("groups", "--list-groups"), ("sigalgs", "--list-sigs")):
+        text = _run([str(timer), opt], timeout=20) or ""
+        listed = dict(ln.split("\t", 1) for ln in text.splitlines() if "\t" in ln)
+        out[key] = listed
+    lower = {k.lower(): v for k, v in out["groups"].items()}
+    out["groups"] = {g: lower.get(g.lower()) for g in groups}
+    return out
+
+
 def provenance() -> dict:
     from pqshake.paths import REPO
 

@@ -53,7 +53,9 @@ def server_argv(binary: Path, listen: str, cell: Cell, exp, cert_dir: Path, log:
             "--fsync", "0", "--response-bytes", str(exp.response_bytes),
             "--tickets", "2" if resumable else "0",
             "--max-early-data", "16384" if cell.mode == "0rtt" else "0",
-            "--threads", str(max(8, min(256, exp.concurrency * 2)))]
+            "--threads", str(max(8, min(256, exp.concurrency * 2)))] + (
+        ["--client-auth", exp.client_auth, "--client-chain-depth", str(exp.client_chain_depth)]
+        if exp.client_auth else [])
 
 
 def timer_argv(binary: Path, connect: str, cell: Cell, exp, ca: Path, out: Path) -> list[str]:
@@ -63,6 +65,8 @@ def timer_argv(binary: Path, connect: str, cell: Cell, exp, ca: Path, out: Path)
             "--timeout", f"{max(1, exp.timeout // 1_000_000)}ms"]
     if exp.response_bytes:
         argv += ["--response-bytes", str(exp.response_bytes)]
+    if exp.client_auth:  # pqs-server --client-auth writes the client credentials next to ca.pem
+        argv += ["--client-cert", str(Path(ca).parent)]
     return argv
 
 
@@ -615,6 +619,7 @@ def start_run(exp_path: Path | str, *, out: Path | None = None, yes: bool = Fals
                 "seeds": {"order": plan.seed, "profiles": {n: getattr(p, "seed", None) for n, p in plan.profiles.items()}},
                 "plan": plan.summary(), "notes": plan.notes, "sessions": [],
                 **rd.provenance(),
+                "implementations": rd.implementations(plan.groups),
             })
         except OSError as e:
             if rd.is_disk_full(e):

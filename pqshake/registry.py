@@ -30,6 +30,7 @@ class Algorithm:
     share: tuple[int, int] | None = None  # key-share bytes (client, server), groups only
     pk: int | None = None  # public key bytes, sigs only
     sig: int | None = None  # signature bytes, sigs only
+    sig_max: bool = False  # sig is an upper bound (DER ECDSA, Falcon: length varies per signature)
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,7 @@ def load_registry(path: Path = REGISTRY_FILE) -> Registry:
             linestyle=levels[int(entry["level"])], marker=markers[entry["kind"]],
             provider=entry.get("provider", "openssl"),
             share=tuple(entry["share"]) if "share" in entry else None,
-            pk=entry.get("pk"), sig=entry.get("sig"),
+            pk=entry.get("pk"), sig=entry.get("sig"), sig_max=bool(entry.get("sig_max", False)),
         )
 
     return Registry(

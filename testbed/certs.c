@@ -58,7 +58,8 @@ static int add_ext(X509 *cert, X509 *issuer, int nid, const char *value)
 
 /* Creates a certificate for subject key pk, signed by issuer_key (issuer NULL: self-signed). */
 static X509 *make_cert(OSSL_LIB_CTX *libctx, const char *cn, EVP_PKEY *pk, X509 *issuer,
-                       EVP_PKEY *issuer_key, const pqs_sig_alg *issuer_alg, bool ca, long serial)
+                       EVP_PKEY *issuer_key, const pqs_sig_alg *issuer_alg, bool ca, pqs_chain_role role,
+                       long serial)
 {
     X509 *x = X509_new_ex(libctx, pqs_propq());
     if (x == NULL)
@@ -86,10 +87,11 @@ static X509 *make_cert(OSSL_LIB_CTX *libctx, const char *cn, EVP_PKEY *pk, X509 
             || add_ext(x, iss, NID_key_usage, "critical,keyCertSign,cRLSign") != 0)
             goto fail;
     } else {
+        bool server = role == PQS_CHAIN_SERVER;
         if (add_ext(x, iss, NID_basic_constraints, "critical,CA:FALSE") != 0
             || add_ext(x, iss, NID_key_usage, "critical,digitalSignature,keyEncipherment") != 0
-            || add_ext(x, iss, NID_ext_key_usage, "serverAuth") != 0
-            || add_ext(x, iss, NID_subject_alt_name, "DNS:localhost,IP:127.0.0.1,IP:::1") != 0)
+            || add_ext(x, iss, NID_ext_key_usage, server ? "serverAuth" : "clientAuth") != 0
+            || (server && add_ext(x, iss, NID_subject_alt_name, "DNS:localhost,IP:127.0.0.1,IP:::1") != 0))
             goto fail;
     }
     /* Certificate signature: digest for EC/RSA, none (pure) for EdDSA, ML-DSA and SLH-DSA. */
@@ -119,7 +121,7 @@ static void errmsg(char *err, size_t errlen, const char *what)
 }
 
 int pqs_chain_generate(OSSL_LIB_CTX *libctx, const pqs_sig_alg *leaf_alg,
-                       const pqs_sig_alg *ca_alg, int depth, pqs_chain *out,
+                       const pqs_sig_alg *ca_alg, int depth, pqs_chain_role role, pqs_chain *out,
                        char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
@@ -137,7 +139,9 @@ int pqs_chain_generate(OSSL_LIB_CTX *libctx, const pqs_sig_alg *leaf_alg,
         errmsg(err, errlen, "root key generation failed");
         goto done;
     }
-    out->root = make_cert(libctx, "pqshake root CA", keys[0], NULL, keys[0], ca_alg, true, 1);
+    bool client = role == PQS_CHAIN_CLIENT;
+    out->root = make_cert(libctx, client ? "pqshake client root CA" : "pqshake root CA", keys[0], NULL,
+                          keys[0], ca_alg, true, role, 1);
     if (out->root == NULL) {
         errmsg(err, errlen, "root certificate failed");
         goto done;
@@ -152,7 +156,7 @@ int pqs_chain_generate(OSSL_LIB_CTX *libctx, const pqs_sig_alg *leaf_alg,
         char cn[64];
         snprintf(cn, sizeof cn, "pqshake intermediate CA %d", k + 1);
         if (keys[k + 1] == NULL
-            || (tmp[k] = make_cert(libctx, cn, keys[k + 1], issuer, issuer_key, ca_alg, true, 2 + k)) == NULL) {
+            || (tmp[k] = make_cert(libctx, cn, keys[k + 1], issuer, issuer_key, ca_alg, true, role, 2 + k)) == NULL) {
             errmsg(err, errlen, "intermediate certificate failed");
             for (int m = 0; m < k; m++)
                 X509_free(tmp[m]);
@@ -171,7 +175,8 @@ int pqs_chain_generate(OSSL_LIB_CTX *libctx, const pqs_sig_alg *leaf_alg,
         errmsg(err, errlen, "leaf key generation failed");
         goto done;
     }
-    out->leaf = make_cert(libctx, "localhost", out->leaf_key, issuer, issuer_key, ca_alg, false, 100);
+    out->leaf = make_cert(libctx, client ? "pqshake client" : "localhost", out->leaf_key, issuer, issuer_key,
+                          ca_alg, false, role, 100);
     if (out->leaf == NULL) {
         errmsg(err, errlen, "leaf certificate failed");
         goto done;
@@ -186,13 +191,14 @@ done:
     return rc;
 }
 
-static int write_atomic(const char *dir, const char *name, X509 *const *certs, int n,
+/* Writes DIR/NAME atomically: the private key (if key) or the n certificates, PEM. */
+static int write_atomic(const char *dir, const char *name, X509 *const *certs, int n, EVP_PKEY *key,
                         char *err, size_t errlen)
 {
     char path[4096], tmp[4200];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, key ? 0600 : 0644);
     if (fd < 0) {
         snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
         return -1;
@@ -204,7 +210,7 @@ static int write_atomic(const char *dir, const char *name, X509 *const *certs, i
         snprintf(err, errlen, "cannot open %s", tmp);
         return -1;
     }
-    bool ok = true;
+    bool ok = key == NULL || PEM_write_PrivateKey(fp, key, NULL, NULL, 0, NULL, NULL) == 1;
     for (int i = 0; i < n && ok; i++)
         ok = PEM_write_X509(fp, certs[i]) == 1;
     ok = ok && fflush(fp) == 0 && fsync(fd) == 0;
@@ -217,18 +223,25 @@ static int write_atomic(const char *dir, const char *name, X509 *const *certs, i
     return 0;
 }
 
-int pqs_chain_write(const pqs_chain *c, const char *dir, char *err, size_t errlen)
+int pqs_chain_write(const pqs_chain *c, const char *dir, const char *prefix, bool with_key,
+                    char *err, size_t errlen)
 {
     X509 *chain[PQS_CHAIN_MAX_DEPTH + 1];
     int n = 0;
+    char name[64];
     chain[n++] = c->leaf;
     for (int k = 0; k < c->n_inter; k++)
         chain[n++] = c->inter[k];
-    /* chain.pem first: a script waiting for ca.pem finds both. */
-    if (write_atomic(dir, "chain.pem", chain, n, err, errlen) != 0)
+    /* key and chain first: a script waiting for ca.pem finds them all. */
+    snprintf(name, sizeof name, "%skey.pem", prefix);
+    if (with_key && write_atomic(dir, name, NULL, 0, c->leaf_key, err, errlen) != 0)
+        return -1;
+    snprintf(name, sizeof name, "%schain.pem", prefix);
+    if (write_atomic(dir, name, chain, n, NULL, err, errlen) != 0)
         return -1;
     X509 *root = c->root;
-    if (write_atomic(dir, "ca.pem", &root, 1, err, errlen) != 0)
+    snprintf(name, sizeof name, "%sca.pem", prefix);
+    if (write_atomic(dir, name, &root, 1, NULL, err, errlen) != 0)
         return -1;
     int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd >= 0) {

@@ -1,4 +1,5 @@
-/* certs.h - certificate chain generation for pqs-server. */
+/* certs.h - certificate chain generation for pqs-server (its own chain and the client
+ * credentials of mutual TLS). */
 #ifndef PQS_CERTS_H
 #define PQS_CERTS_H
 
@@ -20,16 +21,23 @@ typedef struct {
     int64_t gen_ns;                   /* time spent generating keys and signing */
 } pqs_chain;
 
+/* Whose chain: the server's (leaf for serverAuth, names DNS:localhost, IP:127.0.0.1, IP:::1)
+ * or a client's for mutual TLS (leaf for clientAuth, CN "pqshake client"). */
+typedef enum { PQS_CHAIN_SERVER, PQS_CHAIN_CLIENT } pqs_chain_role;
+
 /* Generates root -> intermediates -> leaf. leaf_alg signs CertificateVerify; ca_alg is the
  * key type of the root and intermediates (and so the certificate signature algorithm).
- * Leaf names: DNS:localhost, IP:127.0.0.1, IP:::1. Returns 0, or -1 with err filled. */
+ * Returns 0, or -1 with err filled. */
 int pqs_chain_generate(OSSL_LIB_CTX *libctx, const pqs_sig_alg *leaf_alg,
-                       const pqs_sig_alg *ca_alg, int depth, pqs_chain *out,
+                       const pqs_sig_alg *ca_alg, int depth, pqs_chain_role role, pqs_chain *out,
                        char *err, size_t errlen);
 
-/* Writes DIR/ca.pem (root) and DIR/chain.pem (leaf + intermediates), each atomically
- * (write to a temporary file, fsync, rename). Returns 0 or -1 with err filled. */
-int pqs_chain_write(const pqs_chain *c, const char *dir, char *err, size_t errlen);
+/* Writes DIR/<prefix>ca.pem (root) and DIR/<prefix>chain.pem (leaf + intermediates), and with
+ * with_key DIR/<prefix>key.pem (the leaf's private key, PKCS#8, mode 0600), each atomically
+ * (write to a temporary file, fsync, rename). pqs-server writes its own chain with prefix ""
+ * and the client credentials of --client-auth with "client-". Returns 0 or -1 with err. */
+int pqs_chain_write(const pqs_chain *c, const char *dir, const char *prefix, bool with_key,
+                    char *err, size_t errlen);
 
 /* Installs leaf, key and intermediates into ctx. Returns 0 or -1. */
 int pqs_chain_use(SSL_CTX *ctx, const pqs_chain *c);

@@ -6,11 +6,13 @@
 #include <strings.h>
 
 #include <openssl/core_names.h>
+#include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/provider.h>
 #include <openssl/safestack.h>
 
 #include "oqsprov/oqsprov.h"
+#include "provider_seam.h"
 
 /* ---------------- groups ---------------- */
 
@@ -315,14 +317,72 @@ void pqs_sigalgs_tls13_list(char *out, size_t outlen)
     OSSL_PROVIDER_do_all(NULL, sigalg_provider_cb, &st);
 }
 
-int pqs_print_list(const char *colon_list)
+/* Finding the algorithm behind a listed name: the first capability entry that declares it. */
+typedef struct {
+    const char *capability, *name, *name_key, *alg_key, *alg_fallback_key;
+    char alg[128];
+} owner_state;
+
+static int owner_cb(const OSSL_PARAM params[], void *arg)
+{
+    owner_state *st = arg;
+    const char *s = NULL;
+    const OSSL_PARAM *p = OSSL_PARAM_locate_const(params, st->name_key);
+    if (st->alg[0] || p == NULL || !OSSL_PARAM_get_utf8_string_ptr(p, &s) || s == NULL
+        || strcasecmp(s, st->name) != 0)
+        return 1;
+    /* libssl: a TLS-SIGALG without a signature name is fetched by its TLS-SIGALG name */
+    if (((p = OSSL_PARAM_locate_const(params, st->alg_key)) != NULL
+         || (p = OSSL_PARAM_locate_const(params, st->alg_fallback_key)) != NULL)
+        && OSSL_PARAM_get_utf8_string_ptr(p, &s))
+        snprintf(st->alg, sizeof st->alg, "%s", s);
+    return 1;
+}
+
+static int owner_provider_cb(OSSL_PROVIDER *prov, void *arg)
+{
+    owner_state *st = arg;
+    OSSL_PROVIDER_get_capabilities(prov, st->capability, owner_cb, st);
+    return st->alg[0] == '\0'; /* stop at the first provider that declares it */
+}
+
+void pqs_list_provider(const char *name, bool sigs, char *out, size_t outlen)
+{
+    owner_state st = {sigs ? "TLS-SIGALG" : "TLS-GROUP", name, sigs ? OSSL_CAPABILITY_TLS_SIGALG_IANA_NAME : OSSL_CAPABILITY_TLS_GROUP_NAME,
+                      sigs ? OSSL_CAPABILITY_TLS_SIGALG_SIG_NAME : OSSL_CAPABILITY_TLS_GROUP_ALG,
+                      sigs ? OSSL_CAPABILITY_TLS_SIGALG_NAME : OSSL_CAPABILITY_TLS_GROUP_ALG, ""};
+    OSSL_PROVIDER_do_all(NULL, owner_provider_cb, &st);
+    snprintf(out, outlen, "%s", sigs && st.alg[0] == '\0' ? "default" : "?");
+    if (st.alg[0] == '\0')
+        return;
+    /* The implementation libssl gets: fetched by algorithm name with the seam's query. */
+    const OSSL_PROVIDER *prov = NULL;
+    EVP_SIGNATURE *sig = NULL;
+    EVP_KEYMGMT *km = NULL;
+    ERR_set_mark();
+    if (sigs && (sig = EVP_SIGNATURE_fetch(NULL, st.alg, pqs_propq())) != NULL)
+        prov = EVP_SIGNATURE_get0_provider(sig);
+    else if (!sigs && (km = EVP_KEYMGMT_fetch(NULL, st.alg, pqs_propq())) != NULL)
+        prov = EVP_KEYMGMT_get0_provider(km);
+    ERR_pop_to_mark();
+    if (prov != NULL)
+        snprintf(out, outlen, "%s", OSSL_PROVIDER_get0_name(prov));
+    EVP_SIGNATURE_free(sig);
+    EVP_KEYMGMT_free(km);
+}
+
+int pqs_print_list(const char *colon_list, bool sigs)
 {
     if (colon_list == NULL || colon_list[0] == '\0')
         return 1;
     for (const char *p = colon_list; *p;) {
         size_t n = strcspn(p, ":");
-        if (n > 0)
-            printf("%.*s\n", (int)n, p);
+        if (n > 0 && n < 128) {
+            char name[128], prov[128];
+            snprintf(name, sizeof name, "%.*s", (int)n, p);
+            pqs_list_provider(name, sigs, prov, sizeof prov);
+            printf("%s\t%s\n", name, prov);
+        }
         p += n;
         if (*p == ':')
             p++;
@@ -348,6 +408,30 @@ static const pqs_sig_alg sig_table[] = {
     {"slh-dsa-sha2-128s", "SLH-DSA-SHA2-128s", NULL, 0, NULL, "slhdsa_sha2_128s"},
     {"slh-dsa-shake-128f", "SLH-DSA-SHAKE-128f", NULL, 0, NULL, "slhdsa_shake_128f"},
     {"slh-dsa-shake-128s", "SLH-DSA-SHAKE-128s", NULL, 0, NULL, "slhdsa_shake_128s"},
+    /* oqs-provider 0.9.0 (liboqs): pqshake name = its key type = its TLS 1.3 scheme name. The
+     * hybrids (p256_falcon512, ...) sign with both keys; no digest: the provider hashes. */
+#define OQSPROV_SIG(n) {n, n, NULL, 0, NULL, n}
+    OQSPROV_SIG("falcon512"),
+    OQSPROV_SIG("falconpadded512"),
+    OQSPROV_SIG("falcon1024"),
+    OQSPROV_SIG("falconpadded1024"),
+    OQSPROV_SIG("p256_falcon512"),
+    OQSPROV_SIG("rsa3072_falcon512"),
+    OQSPROV_SIG("p521_falcon1024"),
+    OQSPROV_SIG("mayo1"),
+    OQSPROV_SIG("mayo2"),
+    OQSPROV_SIG("mayo3"),
+    OQSPROV_SIG("mayo5"),
+    OQSPROV_SIG("p256_mayo1"),
+    OQSPROV_SIG("CROSSrsdp128balanced"),
+    OQSPROV_SIG("sphincssha2128fsimple"),
+    OQSPROV_SIG("sphincssha2128ssimple"),
+    OQSPROV_SIG("sphincsshake128fsimple"),
+    OQSPROV_SIG("p256_sphincssha2128fsimple"),
+    OQSPROV_SIG("p256_mldsa44"),
+    OQSPROV_SIG("p384_mldsa65"),
+    OQSPROV_SIG("p521_mldsa87"),
+#undef OQSPROV_SIG
 };
 
 size_t pqs_sig_count(void) { return sizeof sig_table / sizeof sig_table[0]; }

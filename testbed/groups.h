@@ -57,8 +57,16 @@ size_t pqs_groups_enumerate(OSSL_LIB_CTX *libctx, pqs_group_info *out, size_t ma
 void pqs_sigalgs_tls13_list(char *out, size_t outlen);
 
 /* --list-groups / --list-sigs of pqs-server and pqs-timer: prints a ':'-separated list one
- * name per line on stdout. Returns the exit status (0, or 1 if nothing could be listed). */
-int pqs_print_list(const char *colon_list);
+ * name per line on stdout, each followed by a tab and the provider that implements it (sigs:
+ * the list is of signature schemes). Returns the exit status (0, or 1 if nothing could be
+ * listed). */
+int pqs_print_list(const char *colon_list, bool sigs);
+
+/* The name of the provider that implements a TLS group (sigs false) or TLS 1.3 signature
+ * scheme (sigs true) as libssl would use it: the algorithm named by the first provider
+ * capability that declares the name, fetched with pqs_propq(). A scheme of libssl's built-in
+ * table is the default provider's. Writes "?" if the name is not found. */
+void pqs_list_provider(const char *name, bool sigs, char *out, size_t outlen);
 
 /* OpenSSL 3.5.5 writes past its tuple-count array when a group list has 32 or more tuples and
  * mis-sizes the 33rd tuple (ssl/t1_lib.c tuple_cb; README "Known issues"): lists are limited

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/core_dispatch.h>
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/err.h>
@@ -18,15 +19,18 @@
 #include "oqsprov/oqsprov.h"
 #include "slhdsa_shim.h"
 
+/* Open Quantum Safe's oqs-provider 0.9.0, linked in as liboqsprovider.a (static build). */
+extern OSSL_provider_init_fn oqs_provider_init;
+
 /* The seam's state: which providers were loaded, and the property query that prefers them. */
 static struct {
     char names[PATH_MAX + 128];
     char propq[128];
     char module[PATH_MAX + 1]; /* a provider module loaded instead of ours ("" = none) */
     char module_name[128], module_version[64]; /* as the module reports them */
-    OSSL_PROVIDER *loaded[4]; /* in load order; unloaded in reverse */
+    OSSL_PROVIDER *loaded[5]; /* in load order; unloaded in reverse */
     int n_loaded;
-    char kem_provider[PATH_MAX + 1]; /* "" = not configured: $PQS_PROVIDER, else pqs-oqs */
+    char kem_provider[PATH_MAX + 1]; /* "" = not configured: $PQS_PROVIDER, else oqsprovider */
     int oqs_native;        /* -1 = not configured: $PQS_OQS_NATIVE */
 } seam_state = {.oqs_native = -1};
 
@@ -108,16 +112,17 @@ static int load_module(OSSL_LIB_CTX *libctx, const char *name)
             fprintf(stderr,
                     "cannot load provider module '%s': %s; give the path of an OpenSSL 3 provider module "
                     "(exports OSSL_provider_init), or its name with OPENSSL_MODULES set to its directory "
-                    "(Fedora/openSUSE oqsprovider: OPENSSL_MODULES=/usr/lib64/ossl-modules); built in: %s, none\n",
-                    name, why[0] ? why : "not loaded", PQS_OQSPROV_NAME);
+                    "(Fedora/openSUSE oqsprovider: OPENSSL_MODULES=/usr/lib64/ossl-modules); built in: %s, %s, none\n",
+                    name, why[0] ? why : "not loaded", PQS_OQS_PROVIDER_NAME, PQS_OQSPROV_NAME);
         else
             fprintf(stderr,
                     "cannot load provider module '%s': %s (searched %s); set OPENSSL_MODULES to the directory "
                     "holding %s%s (Fedora/openSUSE oqsprovider: OPENSSL_MODULES=/usr/lib64/ossl-modules; Arch: "
                     "/usr/lib/ossl-modules; Debian/Ubuntu: /usr/lib/x86_64-linux-gnu/ossl-modules) or give its "
-                    "path; built in: %s, none\n",
+                    "path; built in: %s, %s, none\n",
                     name, why[0] ? why : "not found", dir, name,
-                    nl > 3 && strcmp(name + nl - 3, ".so") == 0 ? "" : ".so", PQS_OQSPROV_NAME);
+                    nl > 3 && strcmp(name + nl - 3, ".so") == 0 ? "" : ".so", PQS_OQS_PROVIDER_NAME,
+                    PQS_OQSPROV_NAME);
         return -1;
     }
     seam_state.loaded[seam_state.n_loaded++] = prov;
@@ -136,12 +141,69 @@ static int load_module(OSSL_LIB_CTX *libctx, const char *name)
     return 0;
 }
 
-/* The KEM provider: ours (built in, the default), none, or a system one by name. */
+/* Registers and loads a provider linked into the program; params may be NULL. */
+static OSSL_PROVIDER *load_builtin(OSSL_LIB_CTX *libctx, const char *name, OSSL_provider_init_fn *init,
+                                   const OSSL_PARAM *params)
+{
+    OSSL_PROVIDER *prov = NULL;
+    if (OSSL_PROVIDER_add_builtin(libctx, name, init))
+        prov = params != NULL ? OSSL_PROVIDER_load_ex(libctx, name, (OSSL_PARAM *)params)
+                              : OSSL_PROVIDER_load(libctx, name);
+    if (prov == NULL) {
+        fprintf(stderr, "cannot load the built-in provider %s\n", name);
+        ERR_print_errors_fp(stderr);
+        return NULL;
+    }
+    seam_state.loaded[seam_state.n_loaded++] = prov;
+    return prov;
+}
+
+typedef struct {
+    char *buf;
+    size_t len;
+} name_list;
+
+static int collect_group_name(const OSSL_PARAM params[], void *arg)
+{
+    name_list *nl = arg;
+    const char *s = NULL;
+    const OSSL_PARAM *p = OSSL_PARAM_locate_const(params, OSSL_CAPABILITY_TLS_GROUP_NAME);
+    if (p == NULL || !OSSL_PARAM_get_utf8_string_ptr(p, &s) || s == NULL)
+        return 1;
+    size_t l = strlen(nl->buf);
+    snprintf(nl->buf + l, nl->len - l, "%s%s", l ? "," : "", s);
+    return 1;
+}
+
+/* pqs-oqs, built in. skip: comma-separated groups it leaves to another provider, or NULL. */
+static int load_pqs_oqs(OSSL_LIB_CTX *libctx, int native, const char *skip)
+{
+    OSSL_PARAM params[] = {
+        OSSL_PARAM_construct_utf8_string(PQS_OQSPROV_PARAM_NATIVE, (char *)(native ? "yes" : "no"), 0),
+        OSSL_PARAM_construct_utf8_string(PQS_OQSPROV_PARAM_SKIP, (char *)(skip ? skip : ""), 0),
+        OSSL_PARAM_construct_end()};
+    if (load_builtin(libctx, PQS_OQSPROV_NAME, pqs_oqsprov_init, params) == NULL)
+        return -1;
+    add_name(native ? PQS_OQSPROV_NAME "(native-codepoints)" : PQS_OQSPROV_NAME);
+    if (native) { /* prefer ours where it implements an OpenSSL-native name */
+        size_t l = strlen(seam_state.propq);
+        snprintf(seam_state.propq + l, sizeof seam_state.propq - l, "%s%s", l ? "," : "",
+                 PQS_OQSPROV_PREFER);
+    }
+    return 0;
+}
+
+/* The liboqs providers. Default (PQS_OQS_PROVIDER_NAME): oqs-provider 0.9.0 built in, for
+ * every group and signature it offers with its own code points, plus pqs-oqs for the liboqs
+ * groups oqs-provider does not have (HQC, Kyber, sntrup761, liboqs's pure ML-KEM): pqs-oqs is
+ * told to leave out every group oqs-provider declares, so each name has one implementation.
+ * "pqs-oqs": ours alone (the cross-check). "none": OpenSSL's groups only. Anything else: a
+ * provider module instead of both. */
 static int load_kem_provider(OSSL_LIB_CTX *libctx)
 {
     const char *name = seam_state.kem_provider[0] ? seam_state.kem_provider : getenv("PQS_PROVIDER");
     if (name == NULL || *name == '\0')
-        name = PQS_OQSPROV_NAME;
+        name = PQS_OQS_PROVIDER_NAME;
     int native = seam_state.oqs_native;
     if (native < 0) {
         const char *e = getenv("PQS_OQS_NATIVE");
@@ -149,26 +211,30 @@ static int load_kem_provider(OSSL_LIB_CTX *libctx)
     }
     if (strcmp(name, "none") == 0)
         return 0;
-    OSSL_PROVIDER *prov = NULL;
-    if (strcmp(name, PQS_OQSPROV_NAME) == 0) {
-        OSSL_PARAM params[] = {
-            OSSL_PARAM_construct_utf8_string(PQS_OQSPROV_PARAM_NATIVE, (char *)(native ? "yes" : "no"), 0),
-            OSSL_PARAM_construct_end()};
-        if (OSSL_PROVIDER_add_builtin(libctx, PQS_OQSPROV_NAME, pqs_oqsprov_init))
-            prov = OSSL_PROVIDER_load_ex(libctx, PQS_OQSPROV_NAME, params);
-        if (prov == NULL) {
-            fprintf(stderr, "cannot load the built-in provider %s\n", PQS_OQSPROV_NAME);
-            ERR_print_errors_fp(stderr);
+    if (strcmp(name, PQS_OQSPROV_NAME) == 0)
+        return load_pqs_oqs(libctx, native, NULL);
+    if (strcmp(name, PQS_OQS_PROVIDER_NAME) == 0) {
+        OSSL_PROVIDER *oqs = load_builtin(libctx, PQS_OQS_PROVIDER_NAME, oqs_provider_init, NULL);
+        if (oqs == NULL)
             return -1;
+        add_name(PQS_OQS_PROVIDER_NAME);
+        /* oqs-provider 0.9.0 builds each operation's algorithm table on the first query into
+         * an unlocked global: two threads querying first at once (pqs-timer --concurrency,
+         * pqs-server's workers) both allocate it and one table leaks (LeakSanitizer). Querying
+         * every operation here, while the program is single-threaded, builds them once. */
+        static const int ops[] = {OSSL_OP_SIGNATURE, OSSL_OP_KEM, OSSL_OP_KEYMGMT, OSSL_OP_ENCODER,
+                                  OSSL_OP_DECODER};
+        for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+            int no_cache = 0;
+            const OSSL_ALGORITHM *a = OSSL_PROVIDER_query_operation(oqs, ops[i], &no_cache);
+            if (a != NULL)
+                OSSL_PROVIDER_unquery_operation(oqs, ops[i], a);
         }
-        seam_state.loaded[seam_state.n_loaded++] = prov;
-        add_name(native ? PQS_OQSPROV_NAME "(native-codepoints)" : PQS_OQSPROV_NAME);
-        if (native) { /* prefer ours where it implements an OpenSSL-native name */
-            size_t l = strlen(seam_state.propq);
-            snprintf(seam_state.propq + l, sizeof seam_state.propq - l, "%s%s", l ? "," : "",
-                     PQS_OQSPROV_PREFER);
-        }
-        return 0;
+        static char skip[8192];
+        skip[0] = '\0';
+        name_list nl = {skip, sizeof skip};
+        OSSL_PROVIDER_get_capabilities(oqs, "TLS-GROUP", collect_group_name, &nl);
+        return load_pqs_oqs(libctx, native, skip);
     }
     return load_module(libctx, name);
 }
@@ -198,8 +264,9 @@ int pqs_load_providers(OSSL_LIB_CTX *libctx)
         ERR_clear_error();
     }
 
-    /* The liboqs KEM provider (testbed/oqsprov): its TLS-GROUP capability makes its groups
-     * valid for --groups, part of the server's default list and of pqs-speed's. */
+    /* The liboqs providers (oqs-provider and testbed/oqsprov): their TLS-GROUP capabilities
+     * make their groups valid for --groups and part of pqs-speed's list, their TLS-SIGALG
+     * capabilities (oqs-provider) their signature algorithms usable for certificates. */
     return load_kem_provider(libctx);
 }
 
@@ -244,7 +311,7 @@ void pqs_json_header_common(pqs_json *j, const char *tool, int argc, char **argv
 const char *pqs_seam_provider_arg(const char *prog, const char *arg)
 {
     if (arg[0] == '\0' || strlen(arg) >= PQS_PROVIDER_NAME_MAX)
-        pqs_usage_error(prog, "bad --provider '%s': %s, none, a provider module name or path", arg,
-                        PQS_OQSPROV_NAME);
+        pqs_usage_error(prog, "bad --provider '%s': %s, %s, none, a provider module name or path", arg,
+                        PQS_OQS_PROVIDER_NAME, PQS_OQSPROV_NAME);
     return arg;
 }

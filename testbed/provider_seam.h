@@ -14,22 +14,28 @@
 /* --help lines of the options pqs-server and pqs-timer both take from this seam
  * (--provider, --oqs-native, --list-groups, --list-sigs), in their 25-column layout. */
 #define PQS_SEAM_OPTIONS_HELP \
-	"  --provider NAME        KEM provider: pqs-oqs (default, built-in liboqs provider), none\n" \
-	"                         (OpenSSL's groups only), or a provider module instead of pqs-oqs:\n" \
+	"  --provider NAME        liboqs provider: oqsprovider (default: oqs-provider 0.9.0 built in,\n" \
+	"                         pqs-oqs for the groups it lacks), pqs-oqs (ours alone), none\n" \
+	"                         (OpenSSL's groups only), or a provider module instead of both:\n" \
 	"                         NAME (NAME.so in $OPENSSL_MODULES), FILE.so or a path, e.g.\n" \
 	"                         build/lib/ossl-modules/pqs-oqs.so or a system oqsprovider with\n" \
 	"                         OPENSSL_MODULES=/usr/lib64/ossl-modules. Default $PQS_PROVIDER\n" \
 	"  --oqs-native           pqs-oqs also serves OpenSSL's native ML-KEM groups (X25519MLKEM768,\n" \
 	"                         ...) with liboqs, for interop tests (default: $PQS_OQS_NATIVE=1)\n" \
-	"  --list-groups          print the TLS 1.3 groups the loaded providers offer, one per line\n" \
-	"  --list-sigs            print the TLS 1.3 signature algorithms they offer, one per line\n"
+	"  --list-groups          print the TLS 1.3 groups the loaded providers offer, one per line:\n" \
+	"                         name, a tab, the provider that implements it\n" \
+	"  --list-sigs            the same for TLS 1.3 signature algorithms\n"
+
+/* The built-in oqs-provider 0.9.0 (Open Quantum Safe, liboqsprovider.a): the default. */
+#define PQS_OQS_PROVIDER_NAME "oqsprovider"
 
 /* Longest --provider value (a module path). */
 #define PQS_PROVIDER_NAME_MAX 4096
 
 /* Chooses the KEM provider before pqs_load_providers (a program's --provider option):
- * kem_provider NULL = not set (then $PQS_PROVIDER, else "pqs-oqs", our built-in liboqs
- * provider), "none" = OpenSSL's groups only, any other value = a provider module loaded
+ * kem_provider NULL = not set (then $PQS_PROVIDER, else "oqsprovider": oqs-provider 0.9.0
+ * built in, plus our pqs-oqs for the liboqs groups oqs-provider lacks), "pqs-oqs" = our
+ * built-in liboqs provider alone, "none" = OpenSSL's groups only, any other value = a provider module loaded
  * instead of ours with OSSL_PROVIDER_load: NAME (NAME.so in $OPENSSL_MODULES or the default
  * module directory), FILE.so (that file in the same directory) or a path (contains '/'), e.g.
  * our own build/lib/ossl-modules/pqs-oqs.so or a system oqsprovider. A module that does not

@@ -39,6 +39,8 @@ typedef struct server_cfg {
     const pqs_sig_alg *sig;
     const pqs_sig_alg *ca_sig;
     int chain_depth;
+    const pqs_sig_alg *client_sig; /* --client-auth ALG: mutual TLS (NULL: no client certificate) */
+    int client_depth;              /* --client-chain-depth */
     const char *cert_dir;
     uint64_t response_bytes;
     uint64_t max_early_data;
@@ -97,6 +99,10 @@ static void usage(FILE *f)
 "  --chain-depth N        certificates sent: leaf + N-1 intermediates, 1..3 (default 1);\n"
 "                         the self-signed root is not sent, it is written to DIR/ca.pem\n"
 "  --cert-dir DIR         where ca.pem and chain.pem are written atomically before listening\n"
+"  --client-auth ALG      mutual TLS: require a client certificate from a client chain generated\n"
+"                         here (leaf and CAs of key algorithm ALG), written as DIR/client-key.pem,\n"
+"                         DIR/client-chain.pem, DIR/client-ca.pem (for pqs-timer)\n"
+"  --client-chain-depth N client certificates sent: leaf + N-1 intermediates, 1..3 (default 1)\n"
 "                         (default .)\n"
 "  --response-bytes N     bytes sent after a request that does not ask for a size (default 0)\n"
 "  --max-early-data N     0-RTT: max early data bytes accepted; 0 disables 0-RTT (default 16384)\n"
@@ -438,7 +444,7 @@ static void parse_args(int argc, char **argv, server_cfg *cfg)
 {
     enum { OPT_LISTEN = 256, OPT_GROUPS, OPT_SIG, OPT_CA_SIG, OPT_DEPTH, OPT_CERTDIR, OPT_RESP, OPT_EARLY,
            OPT_TICKETS, OPT_CACHE, OPT_NOTLS12, OPT_THREADS, OPT_BACKLOG, OPT_IDLE, OPT_LOG, OPT_FSYNC, OPT_HELP,
-           OPT_PROVIDER, OPT_OQSNATIVE, OPT_LISTGROUPS, OPT_LISTSIGS };
+           OPT_PROVIDER, OPT_OQSNATIVE, OPT_LISTGROUPS, OPT_LISTSIGS, OPT_CLIENTAUTH, OPT_CLIENTDEPTH };
     static const struct option opts[] = {
         {"listen", required_argument, 0, OPT_LISTEN}, {"groups", required_argument, 0, OPT_GROUPS},
         {"sig", required_argument, 0, OPT_SIG}, {"ca-sig", required_argument, 0, OPT_CA_SIG},
@@ -453,12 +459,15 @@ static void parse_args(int argc, char **argv, server_cfg *cfg)
         {"fsync", required_argument, 0, OPT_FSYNC}, {"help", no_argument, 0, OPT_HELP},
         {"provider", required_argument, 0, OPT_PROVIDER}, {"oqs-native", no_argument, 0, OPT_OQSNATIVE},
         {"list-groups", no_argument, 0, OPT_LISTGROUPS}, {"list-sigs", no_argument, 0, OPT_LISTSIGS},
+        {"client-auth", required_argument, 0, OPT_CLIENTAUTH},
+        {"client-chain-depth", required_argument, 0, OPT_CLIENTDEPTH},
         {0, 0, 0, 0}};
     cfg->oqs_native = -1;
-    const char *listen = "127.0.0.1:4433", *sig = "ecdsa-p256", *ca_sig = NULL;
+    const char *listen = "127.0.0.1:4433", *sig = "ecdsa-p256", *ca_sig = NULL, *client_sig = NULL;
     uint64_t v;
     int fsync_set = 0;
     cfg->chain_depth = 1;
+    cfg->client_depth = 1;
     cfg->cert_dir = ".";
     cfg->max_early_data = 16384;
     cfg->tickets = 2;
@@ -481,6 +490,12 @@ static void parse_args(int argc, char **argv, server_cfg *cfg)
             cfg->chain_depth = (int)v;
             break;
         case OPT_CERTDIR: cfg->cert_dir = optarg; break;
+        case OPT_CLIENTAUTH: client_sig = optarg; break;
+        case OPT_CLIENTDEPTH:
+            if (!pqs_parse_u64(optarg, 1, PQS_CHAIN_MAX_DEPTH, &v))
+                pqs_usage_error(PROG, "bad --client-chain-depth '%s': must be 1..%d", optarg, PQS_CHAIN_MAX_DEPTH);
+            cfg->client_depth = (int)v;
+            break;
         case OPT_RESP:
             if (!pqs_parse_u64(optarg, 0, UINT64_C(1) << 40, &cfg->response_bytes))
                 pqs_usage_error(PROG, "bad --response-bytes '%s'", optarg);
@@ -550,6 +565,10 @@ static void parse_args(int argc, char **argv, server_cfg *cfg)
     if (cfg->ca_sig == NULL) {
         pqs_sig_available(avail, sizeof avail);
         pqs_usage_error(PROG, "unknown --ca-sig '%s'; available: %s", ca_sig, avail);
+    }
+    if (client_sig != NULL && (cfg->client_sig = pqs_sig_lookup(client_sig)) == NULL) {
+        pqs_sig_available(avail, sizeof avail);
+        pqs_usage_error(PROG, "unknown --client-auth '%s'; available: %s", client_sig, avail);
     }
     struct stat st;
     if (stat(cfg->cert_dir, &st) != 0 || !S_ISDIR(st.st_mode))
@@ -629,7 +648,7 @@ int main(int argc, char **argv)
             pqs_groups_tls13_list(names, sizeof names);
         else
             pqs_sigalgs_tls13_list(names, sizeof names);
-        int rc = pqs_print_list(names);
+        int rc = pqs_print_list(names, s->cfg.list != 1);
         pqs_unload_providers();
         return rc;
     }
@@ -654,7 +673,8 @@ int main(int argc, char **argv)
     pqs_sink_write(&s->log, &j);
 
     pqs_chain chain;
-    if (pqs_chain_generate(NULL, s->cfg.sig, s->cfg.ca_sig, s->cfg.chain_depth, &chain, why, sizeof why) != 0) {
+    if (pqs_chain_generate(NULL, s->cfg.sig, s->cfg.ca_sig, s->cfg.chain_depth, PQS_CHAIN_SERVER, &chain, why,
+                           sizeof why) != 0) {
         fprintf(stderr, PROG ": certificate chain (%s): %s\n", s->cfg.sig->name, why);
         return PQS_EXIT_ENV;
     }
@@ -663,7 +683,27 @@ int main(int argc, char **argv)
         ERR_print_errors_fp(stderr);
         return PQS_EXIT_ENV;
     }
-    if (pqs_chain_write(&chain, s->cfg.cert_dir, why, sizeof why) != 0) {
+    /* Mutual TLS: the client credentials are made here, so that the trust anchor is known
+     * before listening; the client reads them from the cert dir. */
+    pqs_chain client;
+    memset(&client, 0, sizeof client);
+    if (s->cfg.client_sig != NULL) {
+        if (pqs_chain_generate(NULL, s->cfg.client_sig, s->cfg.client_sig, s->cfg.client_depth, PQS_CHAIN_CLIENT,
+                               &client, why, sizeof why) != 0) {
+            fprintf(stderr, PROG ": client certificate chain (%s): %s\n", s->cfg.client_sig->name, why);
+            return PQS_EXIT_ENV;
+        }
+        if (X509_STORE_add_cert(SSL_CTX_get_cert_store(s->ctx), client.root) != 1) {
+            fprintf(stderr, PROG ": cannot trust the client root (%s)\n", s->cfg.client_sig->name);
+            return PQS_EXIT_ENV;
+        }
+        SSL_CTX_set_verify(s->ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
+        if (pqs_chain_write(&client, s->cfg.cert_dir, "client-", true, why, sizeof why) != 0) {
+            fprintf(stderr, PROG ": %s\n", why);
+            return PQS_EXIT_ENV;
+        }
+    }
+    if (pqs_chain_write(&chain, s->cfg.cert_dir, "", false, why, sizeof why) != 0) {
         fprintf(stderr, PROG ": %s\n", why);
         return PQS_EXIT_ENV;
     }
@@ -708,6 +748,8 @@ int main(int argc, char **argv)
     pqs_json_str(&j, "ca_sig", s->cfg.ca_sig->name);
     pqs_json_int(&j, "chain_depth", s->cfg.chain_depth);
     pqs_json_int(&j, "chain_gen_ns", chain.gen_ns);
+    pqs_json_str(&j, "client_auth", s->cfg.client_sig ? s->cfg.client_sig->name : NULL);
+    pqs_json_int(&j, "client_chain_depth", s->cfg.client_sig ? s->cfg.client_depth : 0);
     pqs_json_str(&j, "groups", groups);
     pqs_json_bool(&j, "tls12", s->cfg.tls12);
     pqs_json_uint(&j, "tickets", s->cfg.tickets);
@@ -718,6 +760,7 @@ int main(int argc, char **argv)
     pqs_json_end(&j);
     pqs_sink_write(&s->log, &j);
     pqs_chain_free(&chain);
+    pqs_chain_free(&client);
 
     int sig = 0;
     while (sigwait(&sigs, &sig) != 0)

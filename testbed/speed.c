@@ -553,16 +553,19 @@ static void bench_sig(const speed_cfg *cfg, pqs_sink *out, const pqs_sig_alg *al
         emit(out, "sig", alg->name, "keygen", -1, &bad, NULL, 0, NULL, 0);
         return;
     }
-    unsigned char *pub = NULL;
-    size_t publen = EVP_PKEY_get1_encoded_public_key(s.key, &pub);
-    OPENSSL_free(pub);
-    if (publen == 0) { /* RSA/EC: the SubjectPublicKeyInfo size */
-        int l = i2d_PUBKEY(s.key, NULL);
+    /* The public key as the algorithm defines it (what algorithms.yaml lists): the raw key
+     * (EC point, EdDSA, ML-DSA, SLH-DSA, liboqs keys; oqs-provider hybrids: 4-byte length ||
+     * classical || PQ); RSA: the PKCS#1 RSAPublicKey DER. */
+    size_t publen = 0;
+    ERR_set_mark();
+    if (!EVP_PKEY_get_octet_string_param(s.key, OSSL_PKEY_PARAM_PUB_KEY, NULL, 0, &publen) || publen == 0) {
+        int l = i2d_PublicKey(s.key, NULL);
         publen = l > 0 ? (size_t)l : 0;
     }
-    ERR_clear_error();
+    ERR_pop_to_mark();
     emit(out, "sig", alg->name, "keygen", -1, &t, "pk_bytes", (int64_t)publen, NULL, 0);
-    s.sigcap = (size_t)EVP_PKEY_get_size(s.key);
+    int maxsig = EVP_PKEY_get_size(s.key); /* the largest signature the key can make */
+    s.sigcap = maxsig > 0 ? (size_t)maxsig : 0;
     if (s.sigcap < 64)
         s.sigcap = 64;
     s.sig = malloc(s.sigcap);
@@ -571,7 +574,7 @@ static void bench_sig(const speed_cfg *cfg, pqs_sink *out, const pqs_sig_alg *al
         goto done;
     }
     t = measure(cfg, op_sign, &s);
-    emit(out, "sig", alg->name, "sign", -1, &t, "sig_bytes", (int64_t)s.siglen, NULL, 0);
+    emit(out, "sig", alg->name, "sign", -1, &t, "sig_bytes", (int64_t)s.siglen, "sig_max_bytes", (int64_t)maxsig);
     op_sign(&s);
     t = measure(cfg, op_verify, &s);
     emit(out, "sig", alg->name, "verify", -1, &t, "sig_bytes", (int64_t)s.siglen, "pk_bytes", (int64_t)publen);
@@ -647,8 +650,9 @@ static void usage(FILE *f)
 "  --sigs LIST        signature algorithms, ':'-separated (default: all, see below)\n"
 "  --aeads LIST       AEADs (default AES-128-GCM:AES-256-GCM:ChaCha20-Poly1305)\n"
 "  --only KINDS       run only these of kex,sig,aead (comma separated)\n"
-"  --provider NAME    KEM provider: pqs-oqs (built in, default), none, or a provider module\n"
-"                     instead of pqs-oqs: NAME (NAME.so in $OPENSSL_MODULES), FILE.so or a\n"
+"  --provider NAME    liboqs providers: oqsprovider (default: oqs-provider 0.9.0 built in, pqs-oqs\n"
+"                     for the groups it lacks), pqs-oqs (ours alone), none, or a provider module\n"
+"                     instead of both: NAME (NAME.so in $OPENSSL_MODULES), FILE.so or a\n"
 "                     path (build/lib/ossl-modules/pqs-oqs.so, a system oqsprovider)\n"
 "  --oqs-native       pqs-oqs also serves OpenSSL's native ML-KEM group names (liboqs)\n"
 "  --no-direct        no kex_direct lines (the same liboqs KEM called directly)\n"
@@ -789,8 +793,12 @@ int main(int argc, char **argv)
             kex_medians med;
             bench_group(&cfg, &out, g, &med);
             const pqs_oqs_group *row = pqs_oqs_group_by_name(g->name);
+            /* only where pqs-oqs is the implementation (by default oqs-provider has FrodoKEM
+             * and BIKE: kex_direct compares pqs-oqs with liboqs, the floor included) */
+            char impl[128];
+            pqs_list_provider(g->name, false, impl, sizeof impl);
             if (cfg.do_direct && row != NULL && row->cl == PQS_CL_NONE && !row->native
-                && strstr(pqs_provider_names(), PQS_OQSPROV_NAME) != NULL)
+                && strcmp(impl, PQS_OQSPROV_NAME) == 0)
                 bench_direct(&cfg, &out, g, row, &med);
         }
     }

@@ -43,6 +43,7 @@ typedef struct timer_cfg {
     char groups_eff[1024];   /* what the client configures (hrr: decoy key share) */
     const char *hrr_decoy;
     const char *ca;
+    const char *client_cert; /* --client-cert DIR: client-chain.pem + client-key.pem (mutual TLS) */
     const char *servername;
     const char *sigalgs;
     const char *ciphersuites;
@@ -131,6 +132,9 @@ static void usage(FILE *f)
 "                         x25519 in tls12 mode)\n"
 "  --ca FILE              CA certificate(s) to verify the server chain (pqs-server's ca.pem)\n"
 "  --no-verify            do not verify the server (then --ca is optional)\n"
+"  --client-cert DIR      mutual TLS: present DIR/client-chain.pem with DIR/client-key.pem\n"
+"                         (pqs-server writes them into its certificate directory when it\n"
+"                         requires client authentication)\n"
 "  --servername NAME      SNI and verified host name (default localhost)\n"
 "  --sigalgs LIST         signature algorithms offered (OpenSSL list; default: all)\n"
 "  --ciphersuites LIST    TLS 1.3 cipher suites (OpenSSL list; default OpenSSL's)\n"
@@ -782,9 +786,9 @@ static void parse_args(int argc, char **argv, timer_cfg *cfg)
     enum { OPT_CONNECT = 256, OPT_GROUPS, OPT_CA, OPT_NOVERIFY, OPT_SNI, OPT_SIGALGS, OPT_CIPHERS, OPT_SAMPLES,
            OPT_DURATION, OPT_WARMUP, OPT_MODE, OPT_DECOY, OPT_EARLY, OPT_RESP, OPT_REQ, OPT_CONC, OPT_TIMEOUT,
            OPT_TICKETWAIT, OPT_NOINSTR, OPT_OUT, OPT_FSYNC, OPT_HELP, OPT_PROVIDER, OPT_OQSNATIVE,
-           OPT_LISTGROUPS, OPT_LISTSIGS };
+           OPT_LISTGROUPS, OPT_LISTSIGS, OPT_CLIENTCERT };
     static const struct option opts[] = {
-        {"connect", required_argument, 0, OPT_CONNECT}, {"groups", required_argument, 0, OPT_GROUPS},
+        {"connect", required_argument, 0, OPT_CONNECT}, {"client-cert", required_argument, 0, OPT_CLIENTCERT}, {"groups", required_argument, 0, OPT_GROUPS},
         {"ca", required_argument, 0, OPT_CA}, {"no-verify", no_argument, 0, OPT_NOVERIFY},
         {"servername", required_argument, 0, OPT_SNI}, {"sigalgs", required_argument, 0, OPT_SIGALGS},
         {"ciphersuites", required_argument, 0, OPT_CIPHERS},
@@ -821,6 +825,7 @@ static void parse_args(int argc, char **argv, timer_cfg *cfg)
         case OPT_CONNECT: cfg->connect_str = optarg; break;
         case OPT_GROUPS: cfg->groups = optarg; groups_set = true; break;
         case OPT_CA: cfg->ca = optarg; break;
+        case OPT_CLIENTCERT: cfg->client_cert = optarg; break;
         case OPT_NOVERIFY: cfg->verify = false; break;
         case OPT_SNI: cfg->servername = optarg; break;
         case OPT_SIGALGS: cfg->sigalgs = optarg; break;
@@ -929,7 +934,7 @@ int main(int argc, char **argv)
             pqs_groups_tls13_list(names, sizeof names);
         else
             pqs_sigalgs_tls13_list(names, sizeof names);
-        int rc = pqs_print_list(names);
+        int rc = pqs_print_list(names, cfg->list != 1);
         pqs_unload_providers();
         return rc;
     }
@@ -983,6 +988,17 @@ int main(int argc, char **argv)
         pqs_usage_error(PROG, "bad --sigalgs '%s'; available: see openssl list -tls-signature-algorithms", cfg->sigalgs);
     if (cfg->ciphersuites && !SSL_CTX_set_ciphersuites(ctx, cfg->ciphersuites))
         pqs_usage_error(PROG, "bad --ciphersuites '%s'", cfg->ciphersuites);
+    if (cfg->client_cert != NULL) {
+        char chain[4200], key[4200];
+        snprintf(chain, sizeof chain, "%s/client-chain.pem", cfg->client_cert);
+        snprintf(key, sizeof key, "%s/client-key.pem", cfg->client_cert);
+        if (SSL_CTX_use_certificate_chain_file(ctx, chain) != 1)
+            pqs_usage_error(PROG, "bad --client-cert '%s': no certificate chain in %s (pqs-server writes it "
+                            "when it requires client authentication)", cfg->client_cert, chain);
+        if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1 || SSL_CTX_check_private_key(ctx) != 1)
+            pqs_usage_error(PROG, "bad --client-cert '%s': %s is not the private key of the chain's leaf (or its "
+                            "key type needs a provider not loaded, see --provider)", cfg->client_cert, key);
+    }
     if (cfg->verify) {
         if (SSL_CTX_load_verify_locations(ctx, cfg->ca, NULL) != 1)
             pqs_usage_error(PROG, "bad --ca '%s': no PEM certificate could be loaded", cfg->ca);
@@ -1009,6 +1025,7 @@ int main(int argc, char **argv)
     pqs_json_str(&j, "servername", cfg->servername);
     pqs_json_bool(&j, "verify", cfg->verify);
     pqs_json_str(&j, "ca", cfg->ca);
+    pqs_json_str(&j, "client_cert", cfg->client_cert);
     pqs_json_uint(&j, "samples", cfg->samples);
     pqs_json_int(&j, "duration_ns", cfg->duration_ns);
     pqs_json_uint(&j, "warmup", cfg->warmup);

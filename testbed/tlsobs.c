@@ -97,6 +97,9 @@ void pqs_tlsinfo_get(SSL *ssl, bool is_client, pqs_tlsinfo *out)
         } else {
             out->sig = pqs_sig_name_of_key(SSL_get_privatekey(ssl));
         }
+        /* the client's certificate: the peer's on the server, our own on the client */
+        X509 *cc = is_client ? SSL_get_certificate(ssl) : SSL_get0_peer_certificate(ssl);
+        out->client_sig = cc ? pqs_sig_name_of_key(X509_get0_pubkey(cc)) : NULL;
     }
     switch (SSL_get_early_data_status(ssl)) {
     case SSL_EARLY_DATA_ACCEPTED: out->early_data = "accepted"; break;
@@ -112,6 +115,7 @@ void pqs_tlsinfo_json(pqs_json *j, const pqs_tlsinfo *ti)
     pqs_json_str(j, "group", ti->group);
     pqs_json_str(j, "sig", ti->sig);
     pqs_json_str(j, "sigalg", ti->sigalg);
+    pqs_json_str(j, "client_sig", ti->client_sig);
     pqs_json_bool(j, "resumed", ti->resumed);
     pqs_json_str(j, "early_data", ti->early_data);
 }

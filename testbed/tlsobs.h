@@ -35,6 +35,8 @@ typedef struct {
     const char *group;      /* "X25519MLKEM768", NULL if none */
     const char *sigalg;     /* TLS SignatureScheme name, "mldsa44"; NULL when resumed */
     const char *sig;        /* pqshake name of the leaf key, "ml-dsa-44"; NULL when resumed */
+    const char *client_sig; /* mutual TLS: pqshake name of the client's leaf key; NULL without
+                             * a client certificate or when resumed */
     bool resumed;
     const char *early_data; /* "accepted" / "rejected" / "not_sent" */
 } pqs_tlsinfo;

@@ -74,36 +74,66 @@ tree_sha256() {
   (cd "$dir" && find "$@" -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
 }
 
+# unpack_tarball COMPONENT FILE DEST: unpacks a release tarball of COMPONENT into DEST, verified by
+# ${COMPONENT}_TARBALL_SHA256 (the archive's bytes) when one is pinned, else by
+# ${COMPONENT}_TREE_SHA256 over the unpacked tree; sets SRC_ROOT and SOURCE_DESC.
+unpack_tarball() {
+  local comp=$1 f=$2 dest=$3 tar_sub tar_sha tree_sha tree_paths got
+  eval "tar_sub=\$${comp}_TARBALL_SUBDIR tar_sha=\${${comp}_TARBALL_SHA256:-}"
+  eval "tree_sha=\${${comp}_TREE_SHA256:-} tree_paths=\${${comp}_TREE_PATHS:-}"
+  mkdir -p "$dest"
+  if [ -n "$tar_sha" ]; then
+    verify "$f" "$tar_sha"
+    tar -xzf "$f" -C "$dest"
+    SOURCE_DESC="$f (sha256 verified)"
+  elif [ -n "$tree_sha" ]; then
+    tar -xzf "$f" -C "$dest" || die "$f: not a gzip tarball"
+    [ -d "$dest/$tar_sub" ] || die "$f: has no top-level folder $tar_sub/ (is it the $comp release tarball?)"
+    # shellcheck disable=SC2086
+    got=$(tree_sha256 "$dest/$tar_sub" $tree_paths)
+    [ "$got" = "$tree_sha" ] || die "checksum mismatch for $f: expected tree sha256 $tree_sha over $tree_paths, got $got (delete the file or fix testbed/deps/versions.env)"
+    SOURCE_DESC="$f (source tree sha256 verified)"
+  else
+    die "no pinned sha256 for $f: set ${comp}_TARBALL_SHA256 in testbed/deps/versions.env to the hash published with the release"
+  fi
+  SRC_ROOT="$dest/$tar_sub"
+}
+
+# unpack_release COMPONENT DEST: a component no package registry carries (oqs-provider). Its
+# release tarball is looked for in $PQS_SOURCES_DIR, then in ../shared/sources next to the
+# clone (machines without access to code hosting keep it there), else downloaded from
+# ${COMPONENT}_URL into the cache; always verified by its source tree (unpack_tarball).
+unpack_release() {
+  local comp=$1 dest=$2 tarball url top f=""
+  eval "tarball=\$${comp}_TARBALL url=\$${comp}_URL"
+  top=$(cd "$DEPS_DIR/../.." && pwd)
+  for d in ${PQS_SOURCES_DIR:+"$PQS_SOURCES_DIR"} "$top/../shared/sources" "$PQS_CACHE/downloads"; do
+    if [ -f "$d/$tarball" ]; then f="$d/$tarball"; break; fi
+  done
+  if [ -z "$f" ]; then
+    f="$PQS_CACHE/downloads/$tarball"
+    mkdir -p "$PQS_CACHE/downloads"
+    command -v curl >/dev/null || die "$tarball not found (looked in \$PQS_SOURCES_DIR, ../shared/sources) and curl is missing to download $url"
+    say "downloading $url"
+    curl -fsSL -o "$f.tmp" "$url" || { rm -f "$f.tmp"; die "cannot download $url: put $tarball into \$PQS_SOURCES_DIR"; }
+    mv "$f.tmp" "$f"
+  fi
+  unpack_tarball "$comp" "$f" "$dest"
+}
+
 # unpack_source COMPONENT DEST: unpacks the verified source tree of COMPONENT (OPENSSL|LIBOQS)
 # into DEST; sets SRC_ROOT (the source root) and SOURCE_DESC (where it came from).
 unpack_source() {
   local comp=$1 dest=$2
-  local crate_name crate_ver crate_sha crate_sub tarball tar_sub tar_sha
+  local crate_name crate_ver crate_sha crate_sub tarball
   eval "crate_name=\$${comp}_CRATE crate_ver=\$${comp}_CRATE_VERSION crate_sha=\$${comp}_CRATE_SHA256"
-  eval "crate_sub=\$${comp}_CRATE_SUBDIR tarball=\$${comp}_TARBALL tar_sub=\$${comp}_TARBALL_SUBDIR tar_sha=\$${comp}_TARBALL_SHA256"
+  eval "crate_sub=\$${comp}_CRATE_SUBDIR tarball=\$${comp}_TARBALL"
   mkdir -p "$dest"
   if [ -n "${PQS_SOURCES_DIR:-}" ]; then
     local f
     if [ -f "$PQS_SOURCES_DIR/$tarball" ]; then
       f="$PQS_SOURCES_DIR/$tarball"
-      local tree_sha tree_paths
-      eval "tree_sha=\${${comp}_TREE_SHA256:-} tree_paths=\${${comp}_TREE_PATHS:-}"
-      if [ -n "$tar_sha" ]; then
-        verify "$f" "$tar_sha"
-        tar -xzf "$f" -C "$dest"
-        SOURCE_DESC="$f (sha256 verified)"
-      elif [ -n "$tree_sha" ]; then
-        tar -xzf "$f" -C "$dest" || die "$f: not a gzip tarball"
-        [ -d "$dest/$tar_sub" ] || die "$f: has no top-level folder $tar_sub/ (is it the $comp release tarball?)"
-        local got
-        # shellcheck disable=SC2086
-        got=$(tree_sha256 "$dest/$tar_sub" $tree_paths)
-        [ "$got" = "$tree_sha" ] || die "checksum mismatch for $f: expected tree sha256 $tree_sha over $tree_paths, got $got (delete the file or fix testbed/deps/versions.env)"
-        SOURCE_DESC="$f (source tree sha256 verified)"
-      else
-        die "no pinned sha256 for $f: set ${comp}_TARBALL_SHA256 in testbed/deps/versions.env to the hash published with the release"
-      fi
-      SRC_ROOT="$dest/$tar_sub"; return
+      unpack_tarball "$comp" "$f" "$dest"; return
     elif [ -f "$PQS_SOURCES_DIR/$crate_name-$crate_ver.crate" ]; then
       f="$PQS_SOURCES_DIR/$crate_name-$crate_ver.crate"
       verify "$f" "$crate_sha"

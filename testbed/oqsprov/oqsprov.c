@@ -109,20 +109,41 @@ static const OSSL_DISPATCH prov_dispatch[] = {
     OSSL_DISPATCH_END,
 };
 
-/* Reads the "native-codepoints" load parameter through the core. */
-static int want_native(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in)
+/* Reads one utf8 load parameter through the core (NULL if not given). */
+static const char *load_param(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in, const char *key)
 {
     OSSL_FUNC_core_get_params_fn *get_params = NULL;
     for (; in != NULL && in->function_id != 0; in++)
         if (in->function_id == OSSL_FUNC_CORE_GET_PARAMS)
             get_params = OSSL_FUNC_core_get_params(in);
     if (get_params == NULL)
-        return 0;
+        return NULL;
     const char *v = NULL;
-    OSSL_PARAM p[] = {OSSL_PARAM_utf8_ptr(PQS_OQSPROV_PARAM_NATIVE, &v, 0), OSSL_PARAM_END};
-    if (!get_params(handle, p) || v == NULL)
-        return 0;
-    return strcasecmp(v, "yes") == 0 || strcmp(v, "1") == 0;
+    OSSL_PARAM p[] = {OSSL_PARAM_utf8_ptr(key, &v, 0), OSSL_PARAM_END};
+    if (!get_params(handle, p))
+        return NULL;
+    return v;
+}
+
+static int want_native(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in)
+{
+    const char *v = load_param(handle, in, PQS_OQSPROV_PARAM_NATIVE);
+    return v != NULL && (strcasecmp(v, "yes") == 0 || strcmp(v, "1") == 0);
+}
+
+/* Whether name is an element of the comma-separated list (case-insensitive, as libssl). */
+static int in_list(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *q = list; q != NULL && *q;) {
+        size_t l = strcspn(q, ",");
+        if (l == n && strncasecmp(q, name, n) == 0)
+            return 1;
+        q += l;
+        if (*q == ',')
+            q++;
+    }
+    return 0;
 }
 
 int pqs_oqsprov_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
@@ -142,9 +163,10 @@ int pqs_oqsprov_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
     OQS_init();
     size_t n = 0;
     char why[256];
+    const char *skip = load_param(handle, in, PQS_OQSPROV_PARAM_SKIP);
     for (size_t i = 0; i < pqs_oqs_group_count(); i++) {
         const pqs_oqs_group *g = pqs_oqs_group_at(i);
-        if (g->native && !p->native)
+        if ((g->native && !p->native) || in_list(skip, g->name))
             continue;
         /* Table-build time refusal: not in liboqs, or larger than a key share (McEliece). */
         if (pqs_oqs_refusal(g->name, why, sizeof why) != NULL)

@@ -13,7 +13,8 @@
  *   OpenSSL's native ML-KEM groups (X25519MLKEM768 0x11EC, SecP256r1MLKEM768 0x11EB,
  *   SecP384r1MLKEM1024 0x11ED, MLKEM512/768/1024 0x0200-0x0202) with liboqs, in the native
  *   share layout. With a property query that prefers "pqs.kem=oqs" those groups then run on
- *   liboqs: the interop mode (one peer native, the other liboqs, same code point). */
+ *   liboqs: the interop mode (one peer native, the other liboqs, same code point).
+ * And "skip-groups" (below). */
 #ifndef PQS_OQSPROV_H
 #define PQS_OQSPROV_H
 
@@ -27,6 +28,10 @@
 #define PQS_OQSPROV_PREFER "?pqs.kem=oqs"
 /* Load parameter (utf8 "yes"/"no"). */
 #define PQS_OQSPROV_PARAM_NATIVE "native-codepoints"
+/* Load parameter (utf8, comma-separated group names): rows left out because another provider
+ * loaded next to this one (oqs-provider) implements them. One implementation per name keeps
+ * libssl's lookup by name and the fetch by algorithm name unambiguous. */
+#define PQS_OQSPROV_PARAM_SKIP "skip-groups"
 
 /* A TLS 1.3 key_share entry's key_exchange is opaque<1..2^16-1> and the entry (4-byte
  * header) sits in client_shares<0..2^16-1>: a share or ciphertext above this cannot be sent. */

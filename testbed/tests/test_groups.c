@@ -73,7 +73,7 @@ int main(void)
     pqs_chain c;
     char err[256];
     const pqs_sig_alg *p256 = pqs_sig_lookup("ecdsa-p256");
-    CHECK("chain_depth3", pqs_chain_generate(NULL, p256, p256, 3, &c, err, sizeof err) == 0 && c.n_inter == 2);
+    CHECK("chain_depth3", pqs_chain_generate(NULL, p256, p256, 3, PQS_CHAIN_SERVER, &c, err, sizeof err) == 0 && c.n_inter == 2);
     X509_STORE *st = X509_STORE_new();
     X509_STORE_add_cert(st, c.root);
     STACK_OF(X509) *untrusted = sk_X509_new_null();
@@ -86,7 +86,7 @@ int main(void)
     sk_X509_free(untrusted);
     X509_STORE_free(st);
     pqs_chain_free(&c);
-    CHECK("chain_depth_bad", pqs_chain_generate(NULL, p256, p256, 4, &c, err, sizeof err) != 0);
+    CHECK("chain_depth_bad", pqs_chain_generate(NULL, p256, p256, 4, PQS_CHAIN_SERVER, &c, err, sizeof err) != 0);
 
     SSL_CTX_free(ctx);
     pqs_unload_providers();

@@ -145,7 +145,9 @@ static void test_row(const pqs_oqs_group *g)
     size_t cpos[4] = {0, sz.cl_pub, ctlen / 2, ctlen - 1};
     for (int i = 0; i < 4; i++) {
         memcpy(cbig, ct, ctlen);
-        cbig[cpos[i] < ctlen ? cpos[i] : 0] ^= 0x80;
+        /* the last byte gets its low bit flipped: in rows with ML-KEM first it ends an X25519
+         * key, whose top bit X25519 ignores (RFC 7748), so 0x80 there changes nothing */
+        cbig[cpos[i] < ctlen ? cpos[i] : 0] ^= i == 3 ? 0x01 : 0x80;
         l = sizeof ss2;
         if (decaps(NULL, me, pq, cbig, ctlen, ss2, &l) && l == sslen && memcmp(ss, ss2, sslen) == 0)
             bad++;
@@ -377,7 +379,7 @@ static void test_tls(void)
     pqs_chain chain;
     memset(&chain, 0, sizeof chain);
     const pqs_sig_alg *sig = pqs_sig_lookup("ecdsa-p256");
-    int ok = pqs_chain_generate(NULL, sig, sig, 1, &chain, err, sizeof err) == 0;
+    int ok = pqs_chain_generate(NULL, sig, sig, 1, PQS_CHAIN_SERVER, &chain, err, sizeof err) == 0;
     SSL_CTX *sctx = SSL_CTX_new_ex(NULL, pqs_propq(), TLS_server_method());
     SSL_CTX *cctx = SSL_CTX_new_ex(NULL, pqs_propq(), TLS_client_method());
     ok = ok && sctx && cctx && pqs_chain_use(sctx, &chain) == 0;
@@ -418,6 +420,7 @@ static void test_tls(void)
 
 int main(void)
 {
+    pqs_seam_configure(PQS_OQSPROV_NAME, -1); /* ours alone: every row of its table */
     CHECK("providers_load", pqs_load_providers(NULL) == 0);
     CHECK("providers_named", strstr(pqs_provider_names(), PQS_OQSPROV_NAME) != NULL);
 

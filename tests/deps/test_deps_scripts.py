@@ -90,7 +90,7 @@ def test_upstream_liboqs_tarball_is_verified_by_its_source_tree(tmp_path):
         tarball = src / v["LIBOQS_TARBALL"]
         subprocess.run(["tar", "-C", str(tree), "-cf", str(tarball.with_suffix("")), v["LIBOQS_TARBALL_SUBDIR"]], check=True)
         subprocess.run(["gzip", "-1f", str(tarball.with_suffix(""))], check=True)
-        env = dict(os.environ, PQS_CACHE=str(tmp_path / "cache"), PQS_SOURCES_DIR=str(src), PQS_DEPS_VERIFY_ONLY="1")
+        env = dict(os.environ, PQS_CACHE=str(tmp_path / "cache"), PQS_SOURCES_DIR=str(src), PQS_DEPS_VERIFY_ONLY="OPENSSL LIBOQS")
         return tarball, subprocess.run(["bash", str(SCRIPT), str(tmp_path / "deps.mk")], env=env, capture_output=True, text=True)
 
     tarball, r = pack_and_verify()
@@ -103,3 +103,65 @@ def test_upstream_liboqs_tarball_is_verified_by_its_source_tree(tmp_path):
     assert r.returncode != 0
     last = r.stderr.strip().splitlines()[-1]
     assert str(tarball) in last and v["LIBOQS_TREE_SHA256"] in last and "got " in last, last
+
+
+def _oqsprovider_tarball(v: dict[str, str]) -> Path:
+    """The release tarball where `make deps` finds it: $PQS_SOURCES_DIR, ../shared/sources next to
+    the clone, or the cache's downloads."""
+    cache = Path(os.environ.get("PQS_CACHE", Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "pqshake"))
+    dirs = [os.environ.get("PQS_SOURCES_DIR"), REPO.parent / "shared" / "sources", cache / "downloads"]
+    for d in dirs:
+        if d and (Path(d) / v["OQSPROVIDER_TARBALL"]).is_file():
+            return Path(d) / v["OQSPROVIDER_TARBALL"]
+    import pytest
+
+    if os.environ.get("CI"):
+        pytest.fail(f"{v['OQSPROVIDER_TARBALL']} missing: `make deps` fetches it before the tests")
+    pytest.skip(f"{v['OQSPROVIDER_TARBALL']} not fetched yet (make deps)")
+
+
+def test_oqsprovider_tarball_is_verified_by_its_source_tree(tmp_path):
+    """oqs-provider's tarball, repacked (other bytes, same tree), passes; one changed byte in one
+    source file stops the build with one line naming the file and both tree hashes."""
+    import tarfile
+
+    v = versions()
+    orig = _oqsprovider_tarball(v)
+    tree = tmp_path / "tree"
+    with tarfile.open(orig) as t:
+        t.extractall(tree, filter="data")
+    src = tmp_path / "src"
+    src.mkdir()
+
+    def pack_and_verify():
+        tarball = src / v["OQSPROVIDER_TARBALL"]
+        subprocess.run(["tar", "-C", str(tree), "-cf", str(tarball.with_suffix("")), v["OQSPROVIDER_TARBALL_SUBDIR"]], check=True)
+        subprocess.run(["gzip", "-9f", str(tarball.with_suffix(""))], check=True)
+        env = dict(os.environ, PQS_CACHE=str(tmp_path / "cache"), PQS_SOURCES_DIR=str(src), PQS_DEPS_VERIFY_ONLY="OQSPROVIDER")
+        return tarball, subprocess.run(["bash", str(SCRIPT), str(tmp_path / "deps.mk")], env=env, capture_output=True, text=True)
+
+    tarball, r = pack_and_verify()
+    assert r.returncode == 0, r.stderr
+    assert tarball.read_bytes() != orig.read_bytes()
+    assert f"{tarball} (source tree sha256 verified)" in r.stderr
+
+    victim = tree / v["OQSPROVIDER_TARBALL_SUBDIR"] / "oqsprov" / "oqs_kem.c"
+    data = victim.read_bytes()
+    i = data.index(b"OQS_KEM")
+    victim.write_bytes(data[:i] + b"X" + data[i + 1 :])
+    tarball, r = pack_and_verify()
+    assert r.returncode != 0
+    lines = r.stderr.strip().splitlines()
+    last = lines[-1]
+    assert str(tarball) in last and v["OQSPROVIDER_TREE_SHA256"] in last and "got " in last, last
+    got = last.split("got ")[1].split()[0]
+    assert len(got) == 64 and got != v["OQSPROVIDER_TREE_SHA256"]
+    assert not (tmp_path / "deps.mk").exists()
+
+
+def test_oqsprovider_pin_and_upstream_url():
+    v = versions()
+    sha = v["OQSPROVIDER_TREE_SHA256"]
+    assert len(sha) == 64 and all(c in "0123456789abcdef" for c in sha)
+    assert v["OQSPROVIDER_URL"].endswith(f"/open-quantum-safe/oqs-provider/archive/refs/tags/{v['OQSPROVIDER_VERSION']}.tar.gz")
+    assert v["OQSPROVIDER_TARBALL_SUBDIR"] == f"oqs-provider-{v['OQSPROVIDER_VERSION']}"

@@ -51,6 +51,10 @@ def test_run_writes_everything(write_exp, tmp_path, loopback):
         assert k in meta, k
     assert meta["seeds"]["order"] == 3 and meta["experiment"]["sha256"]
     assert meta["stack"].get("openssl_version")
+    # which provider implements each group of the run and each signature scheme
+    assert meta["implementations"]["groups"] == {"x25519": "default", "MLKEM768": "default"}
+    sigalgs = meta["implementations"]["sigalgs"]
+    assert sigalgs["ecdsa_secp256r1_sha256"] == "default" and sigalgs["falcon512"] == "oqsprovider"
     assert (path / "experiment" / "exp.yaml").read_text() == (tmp_path / "exp.yaml").read_text()
     done = run.done_cells()
     assert len(done) == 4 and all(d["status"] == "complete" for d in done.values())
@@ -176,3 +180,35 @@ def test_analysis_reads_a_run_without_writing_into_it(write_exp, tmp_path, loopb
     assert int(a.summary.table["n_attempts"].sum()) + a.run.n_warmup_dropped == want
     assert any("built from raw/ in memory" in n for n in a.summary.notes)
     assert (path / "analysis" / "summary.csv").is_file()
+
+
+def test_run_with_oqsprovider_and_mutual_tls(write_exp, tmp_path, loopback):
+    """An experiment on oqs-provider algorithms with client_auth: the server requires the PQ
+    client chain, every sample records it, meta.json says which provider ran the group."""
+    exp = """
+name: mtls
+groups: [frodo640aes]
+sigs: [falcon512]
+client_auth: p256_falcon512
+client_chain_depth: 2
+profiles: [lan]
+samples: 4
+warmup: 1
+rtt_probes: 2
+seed: 1
+"""
+    path = _run(write_exp, tmp_path, loopback, text=exp)
+    run = RunDir(path)
+    meta = run.meta()
+    assert meta["status"] == "complete"
+    assert meta["implementations"]["groups"] == {"frodo640aes": "oqsprovider"}
+    s = load(path)
+    assert len(s) == 5 and bool(s["ok"].all())
+    assert set(s["client_sig"]) == {"p256_falcon512"} and set(s["sig"]) == {"falcon512"}
+
+
+def test_client_auth_unknown_algorithm_names_the_field(write_exp, tmp_path):
+    exp = write_exp(EXP + "client_auth: falcon-513\n")
+    with pytest.raises(Exception) as e:
+        runner_mod.start_run(exp, out=tmp_path / "results", quiet=True)
+    assert "client_auth" in str(e.value) and "falcon-513" in str(e.value)

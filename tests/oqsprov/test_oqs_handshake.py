@@ -99,15 +99,15 @@ def test_mceliece_refused_one_line():
 
 
 def test_missing_provider_module_is_one_line_exit_1(tmp_path):
-    """No oqsprovider.so in OPENSSL_MODULES: one line naming the module, OpenSSL's reason and
+    """No nosuchprovider.so in OPENSSL_MODULES: one line naming the module, OpenSSL's reason and
     the fix (the module loading itself is tested in test_provider_module.py)."""
     import os
     env = dict(os.environ, OPENSSL_MODULES=str(tmp_path))
-    p = subprocess.run([binary("pqs-speed"), "--provider", "oqsprovider", "--only", "aead"],
+    p = subprocess.run([binary("pqs-speed"), "--provider", "nosuchprovider", "--only", "aead"],
                        capture_output=True, text=True, env=env)
     assert p.returncode == 1 and p.stdout == ""
     lines = p.stderr.strip().splitlines()
-    assert len(lines) == 1 and "'oqsprovider'" in lines[0] and "no-module" not in lines[0]
+    assert len(lines) == 1 and "'nosuchprovider'" in lines[0] and "no-module" not in lines[0]
     assert "cannot open shared object file" in lines[0] and str(tmp_path) in lines[0]
     assert "OPENSSL_MODULES=/usr/lib64/ossl-modules" in lines[0]
 
@@ -129,3 +129,17 @@ def test_speed_direct_lines():
     assert all(r["name"] == "oqs_mlkem768" and r["ok"] and r["overhead_pct"] is not None for r in direct)
     kex = [r for r in recs if r["type"] == "kex" and r["name"] == "x25519_kyber512"]
     assert len(kex) == 3 and all(r["ok"] for r in kex)
+
+
+def test_speed_direct_lines_only_where_pqs_oqs_implements():
+    """frodo640aes runs on oqs-provider by default: no kex_direct (that line compares pqs-oqs with
+    liboqs); with --provider pqs-oqs it gets one per operation."""
+    import json
+    args = [binary("pqs-speed"), "--only", "kex", "--groups", "frodo640aes", "--samples", "3",
+            "--min-sample", "1ms", "--budget", "100ms"]
+    for extra, n in (([], 0), (["--provider", "pqs-oqs"], 3)):
+        p = subprocess.run(args + extra, capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+        recs = [json.loads(ln) for ln in p.stdout.splitlines()]
+        assert len([r for r in recs if r["type"] == "kex" and r["ok"]]) == 3
+        assert len([r for r in recs if r["type"] == "kex_direct"]) == n

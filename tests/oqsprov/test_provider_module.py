@@ -57,11 +57,14 @@ def test_module_exports_only_the_entry_point():
 
 @pytest.mark.parametrize("tool", TOOLS)
 def test_list_groups_through_module_equals_builtin(tool):
-    builtin = run_tool(tool, "--list-groups")
+    builtin = run_tool(tool, "--list-groups", "--provider", "pqs-oqs")
     mod = run_tool(tool, "--list-groups", "--provider", module())
     assert builtin.returncode == 0 and mod.returncode == 0, mod.stderr
-    assert mod.stdout.splitlines() == builtin.stdout.splitlines()
-    assert len(mod.stdout.splitlines()) == 19 + 56
+    b = [ln.split("\t") for ln in builtin.stdout.splitlines()]
+    m = [ln.split("\t") for ln in mod.stdout.splitlines()]
+    assert [x[0] for x in m] == [x[0] for x in b] and len(m) == 19 + 56
+    # the provider column: the module (its path is its name) where the built-in says pqs-oqs
+    assert [x[1] for x in m] == [str(MODULE) if x[1] == "pqs-oqs" else x[1] for x in b]
 
 
 def check_header(h, uses_module):
@@ -78,8 +81,8 @@ def check_header(h, uses_module):
 @pytest.mark.parametrize("client_module", [True, False], ids=["client-module", "server-module"])
 def test_handshake_module_vs_builtin(tmp_path, client_module):
     mod = module()
-    srv_args = [] if client_module else ["--provider", mod]
-    cli_args = ["--provider", mod] if client_module else []
+    srv_args = ["--provider", "pqs-oqs"] if client_module else ["--provider", mod]
+    cli_args = ["--provider", mod] if client_module else ["--provider", "pqs-oqs"]
     with Server(tmp_path, "--groups", ":".join(GROUPS), "--threads", "4", *srv_args) as srv:
         for g in GROUPS:
             for mode in ("full", "hrr"):
@@ -101,23 +104,24 @@ def test_handshake_module_vs_builtin(tmp_path, client_module):
 
 
 def test_module_by_name_through_openssl_modules(tmp_path):
-    """The Fedora/Arch recipe: `--provider oqsprovider` with OPENSSL_MODULES pointing at the
-    directory of oqsprovider.so (here a copy of pqs-oqs.so under that name), and FILE.so."""
+    """The Fedora/Arch recipe with OPENSSL_MODULES pointing at the directory of a system
+    oqsprovider.so (here a copy of pqs-oqs.so under that name): `--provider oqsprovider.so`
+    (the bare name `oqsprovider` is the built-in oqs-provider)."""
     shutil.copy(module(), tmp_path / "oqsprovider.so")
     env = {**os.environ, "OPENSSL_MODULES": str(tmp_path)}
-    for name in ("oqsprovider", "oqsprovider.so"):
+    for name in ("oqsprovider.so", str(tmp_path / "oqsprovider.so")):
         p = subprocess.run([binary("pqs-timer"), "--list-groups", "--provider", name], capture_output=True,
                            text=True, env=env)
         assert p.returncode == 0, p.stderr
-        assert "p256_frodo640aes" in p.stdout.splitlines()
+        assert f"p256_frodo640aes\t{tmp_path}/oqsprovider.so" in p.stdout.splitlines()
     p = subprocess.run([binary("pqs-speed"), "--only", "kex", "--groups", "hqc128:p256_frodo640aes",
                         "--samples", "3", "--budget", "100ms", "--min-sample", "1ms", "--no-direct"],
-                       capture_output=True, text=True, env={**env, "PQS_PROVIDER": "oqsprovider"})
+                       capture_output=True, text=True, env={**env, "PQS_PROVIDER": "oqsprovider.so"})
     assert p.returncode == 0, p.stderr
     from testbed_helpers import parse_lines
     recs = parse_lines(p.stdout)
-    assert recs[0]["providers"] == "default,pqs-slhdsa,oqsprovider"
-    assert recs[0]["provider_module"] == "oqsprovider"
+    assert recs[0]["providers"] == f"default,pqs-slhdsa,{tmp_path}/oqsprovider.so"
+    assert recs[0]["provider_module"] == f"{tmp_path}/oqsprovider.so"
     kex = [r for r in recs if r["type"] == "kex"]
     assert {(r["name"], r["op"]) for r in kex} == {(g, op) for g in ("hqc128", "p256_frodo640aes")
                                                    for op in ("keygen", "encaps", "decaps")}
@@ -130,7 +134,7 @@ def test_module_by_name_through_openssl_modules(tmp_path):
 def test_unloadable_module_one_line_exit_1(tmp_path, tool, case):
     env = {**os.environ, "OPENSSL_MODULES": str(tmp_path)}
     if case == "missing-name":
-        prov, want = "oqsprovider", "cannot open shared object file"
+        prov, want = "nosuchprovider", "cannot open shared object file"
     elif case == "missing-path":
         prov, want = str(tmp_path / "nope.so"), "cannot open shared object file"
     elif case == "not-elf":

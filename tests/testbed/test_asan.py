@@ -49,3 +49,24 @@ def test_sanitized_server_and_timer_all_modes(tmp_path, asan_built):
     assert not any(b in err for b in BAD), err[-3000:]
     assert total >= 300
     assert recs[-1]["type"] == "summary"
+
+
+
+def test_sanitized_oqsprovider_mutual_tls(tmp_path, asan_built):
+    """oqs-provider built in (the default) under the sanitizers: falcon512 server chain of depth
+    2, a required p256_falcon512 client chain, frodo640aes and x25519_mlkem512, two connections
+    at once (the first-query race of oqs-provider 0.9.0, see testbed/README.md)."""
+    srv = Server(tmp_path, "--sig", "falcon512", "--chain-depth", 2, "--client-auth", "p256_falcon512",
+                 "--groups", "frodo640aes:x25519_mlkem512:x25519", "--threads", "4", asan=True, env=SAN_ENV)
+    for mode, group in (("full", "frodo640aes"), ("resume", "x25519_mlkem512"), ("hrr", "x25519_mlkem512")):
+        r = run_timer("--connect", srv.addr, "--ca", srv.ca, "--client-cert", srv.dir, "--mode", mode,
+                      "--groups", f"x25519:{group}" if mode == "hrr" else group, "--samples", 20,
+                      "--concurrency", 2, "--response-bytes", 100, asan=True, env=SAN_ENV)
+        assert r.returncode == 0, r.stderr[-3000:]
+        assert not any(b in r.stderr for b in BAD), r.stderr[-3000:]
+        assert r.summary["ok"] == 20, (mode, r.summary, r.attempts[:1])
+        assert {a["client_sig"] for a in r.attempts} == {None if mode == "resume" else "p256_falcon512"}
+    srv.stop()
+    err = srv.stderr()
+    assert srv.returncode == 0, err[-3000:]
+    assert not any(b in err for b in BAD), err[-3000:]

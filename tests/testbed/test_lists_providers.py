@@ -11,12 +11,17 @@ from testbed_helpers import BUILD, REPO, Server, run_timer, run_tool
 TOOLS = ["pqs-timer", "pqs-server"]
 
 
-def lines(p):
+def listing(p):
+    """name -> provider of a --list-groups / --list-sigs output (name, tab, provider)."""
     assert p.returncode == 0, p.stderr
-    out = p.stdout.splitlines()
-    assert out and all(ln and ln == ln.strip() and ":" not in ln for ln in out), p.stdout
-    assert len(out) == len(set(out))
-    return out
+    out = [ln.split("\t") for ln in p.stdout.splitlines()]
+    assert out and all(len(x) == 2 and all(f and f == f.strip() and ":" not in f for f in x) for x in out), p.stdout
+    assert len(out) == len({x[0] for x in out})
+    return dict(out)
+
+
+def lines(p):
+    return list(listing(p))
 
 
 @pytest.mark.parametrize("tool", TOOLS)
@@ -30,6 +35,40 @@ def test_list_groups(tool):
     sys.path.insert(0, str(REPO))
     from experiments.plan import _parse_group_listing
     assert _parse_group_listing(run_tool(tool, "--list-groups").stdout) == groups
+
+
+@pytest.mark.parametrize("tool", TOOLS)
+def test_list_groups_names_the_implementing_provider(tool):
+    """Default: OpenSSL's groups (ML-KEM included) from default, the liboqs groups oqs-provider
+    0.9.0 has from it, the rest (HQC, Kyber, sntrup761, liboqs's ML-KEM) from pqs-oqs; with
+    --provider pqs-oqs every liboqs group is ours; --oqs-native moves OpenSSL's ML-KEM names."""
+    d = listing(run_tool(tool, "--list-groups"))
+    for g in ("x25519", "MLKEM768", "X25519MLKEM768", "SecP256r1MLKEM768", "ffdhe2048"):
+        assert d[g] == "default", g
+    for g in ("frodo640aes", "p256_frodo640aes", "bikel1", "x25519_bikel1", "p256_mlkem512", "x448_mlkem768"):
+        assert d[g] == "oqsprovider", g
+    for g in ("hqc128", "kyber768", "sntrup761", "oqs_mlkem768", "x25519_mlkem768"):
+        assert d[g] == "pqs-oqs", g
+    assert sorted(d.values()).count("oqsprovider") == 29
+    ours = listing(run_tool(tool, "--list-groups", "--provider", "pqs-oqs"))
+    assert set(ours) == set(d) and {ours[g] for g in ("frodo640aes", "bikel1", "p256_mlkem512")} == {"pqs-oqs"}
+    native = listing(run_tool(tool, "--list-groups", "--oqs-native"))
+    assert native["X25519MLKEM768"] == "pqs-oqs" and native["frodo640aes"] == "oqsprovider"
+
+
+@pytest.mark.parametrize("tool", TOOLS)
+def test_list_sigs_names_the_implementing_provider(tool):
+    d = listing(run_tool(tool, "--list-sigs"))
+    for s in ("ecdsa_secp256r1_sha256", "ed25519", "rsa_pss_rsae_sha256", "mldsa44", "mldsa87"):
+        assert d[s] == "default", s
+    for s in ("falcon512", "p256_falcon512", "falcon1024", "mayo1", "CROSSrsdp128balanced",
+              "sphincssha2128fsimple", "p256_mldsa44"):
+        assert d[s] == "oqsprovider", s
+    assert d["slhdsa_sha2_128f"] == "pqs-slhdsa"
+    # oqs-provider 0.9.0 switches its ML-DSA composites off on OpenSSL >= 3.5 (README)
+    assert "mldsa44_p256" not in d
+    ours = listing(run_tool(tool, "--list-sigs", "--provider", "pqs-oqs"))
+    assert "falcon512" not in ours and ours["mldsa44"] == "default"
 
 
 @pytest.mark.parametrize("tool", TOOLS)
@@ -51,10 +90,10 @@ def test_provider_none_and_native(tool):
 
 @pytest.mark.parametrize("tool", TOOLS)
 def test_unloadable_provider_is_one_line_exit_1(tool):
-    p = run_tool(tool, "--list-groups", "--provider", "oqsprovider")
+    p = run_tool(tool, "--list-groups", "--provider", "nosuchprovider")
     assert p.returncode == 1 and p.stdout == ""
     lines = p.stderr.strip().splitlines()
-    assert len(lines) == 1 and "'oqsprovider'" in lines[0] and "OPENSSL_MODULES=" in lines[0]
+    assert len(lines) == 1 and "'nosuchprovider'" in lines[0] and "OPENSSL_MODULES=" in lines[0]
     assert "no-module" not in lines[0]
 
 
@@ -71,7 +110,7 @@ def test_provider_choice_in_headers(tmp_path):
                       "--samples", 3, "--oqs-native")
     hdr = [x for x in srv.stop() if x["type"] == "header"][0]
     assert hdr["providers"] == "default,pqs-slhdsa"
-    assert r.header["providers"] == "default,pqs-slhdsa,pqs-oqs(native-codepoints)"
+    assert r.header["providers"] == "default,pqs-slhdsa,oqsprovider,pqs-oqs(native-codepoints)"
     assert r.summary["ok"] == 3  # liboqs client <-> OpenSSL-native server, same code point
 
 

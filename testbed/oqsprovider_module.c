@@ -1,0 +1,19 @@
+/* oqsprovider_module.c - oqs-provider 0.9.0 (liboqsprovider.a, built static by `make deps`) as a
+ * loadable module for the pinned `openssl` program: $(BUILD)/lib/ossl-modules/oqsprovider.so.
+ *
+ * The static build names its entry point oqs_provider_init (so that it can sit next to other
+ * providers in one program); a module must export OSSL_provider_init, which is all this file
+ * adds. Linked like pqs-oqs.so (oqsprov_module.c): liboqs and the pinned libcrypto.a inside, only
+ * the entry point exported, -z nodelete for the libcrypto copy's atexit handler. The programs do
+ * not use this file: they register oqs_provider_init as a built-in (provider_seam.c). */
+#include <openssl/core.h>
+
+extern OSSL_provider_init_fn oqs_provider_init;
+OSSL_provider_init_fn OSSL_provider_init;
+
+/* Compiled -fvisibility=hidden: the entry point is the one default-visibility symbol. */
+__attribute__((visibility("default"))) int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in,
+                                                              const OSSL_DISPATCH **out, void **provctx)
+{
+    return oqs_provider_init(handle, in, out, provctx);
+}
