@@ -16,6 +16,7 @@ clean` after a crash; everything inside it (namespaces, emulators) dies with it.
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
@@ -76,10 +77,12 @@ def _job_root() -> Path:
     return base
 
 
-def _write_job(d: Path, argv: list[str], cwd: Path, env: dict[str, str], modules: str, hostname: str) -> None:
+def _write_job(d: Path, argv: list[str], cwd: Path, env: dict[str, str], modules: str, hostname: str,
+               info: dict[str, Any]) -> None:
     d.mkdir(parents=True)
     keep = {k: v for k, v in env.items() if k not in _ENV_DROP and k.replace("_", "a").isalnum()}
     keep["PQS_IN_UML"] = "1"
+    keep["PQS_UML_KERNEL"] = json.dumps(info)  # recorded by runs inside (experiments/rundir.py provenance)
     (d / "env").write_text("".join(f"export {k}={shlex.quote(v)}\n" for k, v in sorted(keep.items())))
     (d / "cwd").write_text(str(cwd))
     (d / "cmd").write_text(shlex.join(argv))
@@ -107,7 +110,7 @@ def run(argv: list[str], mem: str = "2G", cwd: Path | None = None, out: Callable
     rec = netns.claim_run(rid, namespaces=[], purpose="uml", workdir=str(job))
     proc = None
     try:
-        _write_job(job, argv, cwd or Path.cwd(), dict(os.environ), info["modules"], name)
+        _write_job(job, argv, cwd or Path.cwd(), dict(os.environ), info["modules"], name, info)
         cmd = [info["kernel"], f"mem={mem}", "root=/dev/root", "rootfstype=hostfs", "rootflags=/", "rw",
                f"init={INIT}", f"pqs_job={job}", f"umid={name}", f"uml_dir={job}",
                "con=null", "con0=fd:0,fd:1", "quiet", "loglevel=1"]

@@ -378,6 +378,8 @@ def provenance() -> dict:
         "host": socket.gethostname(),
         "kernel": platform.release(),
         "kernel_version": platform.version(),
+        # inside `pqshake uml run`: the user-mode Linux kernel, its version and where it came from
+        "uml": json.loads(os.environ["PQS_UML_KERNEL"]) if os.environ.get("PQS_UML_KERNEL") else None,
         "iproute2": ip,
         "cpu": cpu_info(),
         "python_packages": python_packages(),
