@@ -237,7 +237,7 @@ def judge(name: str, errs: dict) -> list[tuple[str, bool]]:
         what = {"p50": "RTT p50 error", "p99": "RTT p99 error", "rate": "link rate (UDP) vs rate",
                 "goodput": "TCP goodput vs rate x 1448/1514"}[key]
         verdict = "met" if n_ok == len(pts) else "NOT met"
-        out.append((f"  {name:9} goal {what} <= {goal:g} {unit}: {verdict} at {n_ok}/{len(pts)} points "
+        out.append((f"  {kernel_tag():16} {name:9} goal {what} <= {goal:g} {unit}: {verdict} at {n_ok}/{len(pts)} points "
                     f"(worst {worst[0]}: {worst[1] * scale:+.3f} {unit})", n_ok == len(pts)))
     return out
 
@@ -439,20 +439,19 @@ def sbs_report(res: dict) -> list[tuple[str, bool]]:
         n_ok = sum(ok for _, _, ok in pts)
         met = n_ok == len(pts) and not missing and bool(pts)
         worst = max(pts, key=lambda x: x[1][0]) if pts else None
-        line = f"  {who:9} goal {goal}: {'met' if met else 'NOT met'} at {n_ok}/{len(pts) + len(missing)} points"
+        line = f"  {tag:16} {who:9} goal {goal}: {'met' if met else 'NOT met'} at {n_ok}/{len(pts) + len(missing)} points"
         if worst:
             line += f" (worst {worst[0]}: {worst[1][1]})"
         if missing:
             line += f"; not measured: {', '.join(missing)}"
         verdicts.append((line, met))
 
-    rtt_keys = [f"rtt{2 * w}_p50" for w in SBS_RTT_ONE_WAY_MS]
     for b in SBS_BACKENDS:
         pts, missing = [], []
-        for k in rtt_keys:
-            r = by.get(k, {}).get(b)
+        for w in SBS_RTT_ONE_WAY_MS:
+            r = by.get(f"rtt{2 * w}_p50", {}).get(b)
             if not r or "error" in r:
-                missing.append(k)
+                missing.append(f"RTT {2 * w} ms")
                 continue
             tol = max(GOAL_SBS_P50_REL * r["configured"], GOAL_SBS_P50_MS)
             err = r["achieved"] - r["configured"]
@@ -493,7 +492,7 @@ def host_part(args, backends: list[str]) -> tuple[list, bool, list]:
         try:
             verdicts += judge(b, bench_backend(b, args.count, rows, args.quick))
         except (UserError, subprocess.SubprocessError, OSError) as e:
-            verdicts.append((f"  {b:9} could not run: {str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}",
+            verdicts.append((f"  {kernel_tag():16} {b:9} could not run: {str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}",
                              False))
             ran = False
     return verdicts, ran, rows
