@@ -4,16 +4,29 @@ jitter, loss, TCP goodput and the link's own rate (UDP overload, which host stal
 the latency the wire adds at zero delay compared with a direct veth pair; the platform's own
 noise floor (how often a never-sleeping real-time thread loses its CPU); the emulator's CPU per
 10k packets. Ends with one verdict per goal and the CPU time the hypervisor stole meanwhile.
-Prints a table (and --json FILE writes the numbers).
+Prints a table (and --json FILE writes the numbers). Every row names the kernel it ran in.
 
-Needs root. Run: make bench   (or: .venv/bin/python bench/emulation_bench.py)
+Then netem next to userspace, measured in one kernel in one run (the side-by-side): here when
+this kernel has sch_netem, else inside a user-mode Linux kernel booted for it (`pqshake uml run`,
+docs/netem-in-uml.md), whose numbers come back as JSON through a file in build/. Per quantity:
+configured, netem, userspace, netem/userspace; judged per backend (RTT p50, link rate) and on the
+two backends' agreement.
+
+Exits 1 when a goal is missed or a part could not run.
+
+Needs root. Run: make bench   (or: .venv/bin/python bench/emulation_bench.py [--part ...])
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
+import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -30,6 +43,22 @@ import numpy as np  # noqa: E402
 from pqshake.emulation import backend, check, host, netns  # noqa: E402
 from pqshake.emulation.profiles import Profile  # noqa: E402
 from pqshake.emulation.topology import Topology  # noqa: E402
+from pqshake.errors import UserError  # noqa: E402
+from pqshake.paths import build_dir  # noqa: E402
+
+
+def kernel_label(uml_origin: str | None = None) -> str:
+    """The kernel this process runs in: `Linux <uname -r>`, or inside the user-mode Linux lane
+    (PQS_IN_UML=1, set by `pqshake uml run`) `user-mode Linux <uname -r> (<where it came from>)`."""
+    rel = os.uname().release
+    if os.environ.get("PQS_IN_UML") == "1":
+        return f"user-mode Linux {rel} ({uml_origin or 'origin not known inside'})"
+    return f"Linux {rel}"
+
+
+def kernel_tag() -> str:
+    """Short form for the table's kernel column."""
+    return ("UML " if os.environ.get("PQS_IN_UML") == "1" else "") + os.uname().release
 
 
 def prof(**kw) -> Profile:
@@ -89,9 +118,6 @@ def platform_gaps(seconds: int = 3) -> dict:
     """The platform's own noise floor, per CPU: how often a never-sleeping real-time thread
     loses the CPU for more than 0.1 / 0.3 ms, and the longest gap. No departure can be more on
     time than this, whatever the backend."""
-    import os
-    import subprocess
-
     out = {}
     for cpu in sorted(os.sched_getaffinity(0)):
         cp = subprocess.run([sys.executable, "-c", _GAPS, str(cpu), str(seconds)], capture_output=True, text=True,
@@ -110,10 +136,12 @@ GOAL_P50_MS, GOAL_P99_MS, GOAL_RATE = 0.05, 0.3, 0.01
 def bench_backend(name: str, count: int, rows: list, quick: bool) -> dict:
     """Prints the rows; returns the errors the goals are judged on."""
     errs: dict = {"p50": [], "p99": [], "rate": [], "goodput": []}
+    kernel, tag = kernel_label(), kernel_tag()
 
     def row(what, configured, achieved, note=""):
-        rows.append({"backend": name, "what": what, "configured": configured, "achieved": achieved, "note": note})
-        print(f"  {name:9} {what:34} {configured:>14} {achieved:>22}  {note}", flush=True)
+        rows.append({"kernel": kernel, "backend": name, "what": what, "configured": configured, "achieved": achieved,
+                     "note": note})
+        print(f"  {tag:16} {name:9} {what:34} {configured:>14} {achieved:>22}  {note}", flush=True)
 
     def rtt_errors(what, r, want_ms):
         errs["p50"].append((what, r["p50_ns"] / 1e6 - want_ms))
@@ -196,7 +224,7 @@ def bench_backend(name: str, count: int, rows: list, quick: bool) -> dict:
     return errs
 
 
-def judge(name: str, errs: dict) -> list[str]:
+def judge(name: str, errs: dict) -> list[tuple[str, bool]]:
     """One line per goal: met or not, with the worst point. The rate goal is judged on the link's
     own rate (UDP overload); TCP goodput gets a line of its own, since a stalled host costs TCP
     goodput whatever the link does."""
@@ -209,37 +237,348 @@ def judge(name: str, errs: dict) -> list[str]:
         what = {"p50": "RTT p50 error", "p99": "RTT p99 error", "rate": "link rate (UDP) vs rate",
                 "goodput": "TCP goodput vs rate x 1448/1514"}[key]
         verdict = "met" if n_ok == len(pts) else "NOT met"
-        out.append(f"  {name:9} goal {what} <= {goal:g} {unit}: {verdict} at {n_ok}/{len(pts)} points "
-                   f"(worst {worst[0]}: {worst[1] * scale:+.3f} {unit})")
+        out.append((f"  {kernel_tag():16} {name:9} goal {what} <= {goal:g} {unit}: {verdict} at {n_ok}/{len(pts)} points "
+                    f"(worst {worst[0]}: {worst[1] * scale:+.3f} {unit})", n_ok == len(pts)))
     return out
 
 
+# ------------------------------------------------------------------ side by side --
+# netem next to userspace in one kernel, one run: each quantity is measured with both backends
+# in turn (so a change of load between quantities hits both alike).
+SBS_BACKENDS = ("netem", "userspace")
+SBS_RTT_ONE_WAY_MS = (0, 10, 50)
+SBS_RATES_MBIT = (1, 10)
+SBS_GOODPUT_MBIT = 10
+SBS_RTT_INTERVAL_US = 2000  # the fidelity suite's spacing: one CPU in UML serves probes and emulator
+SBS_JITTER_COUNT, SBS_LOSS_COUNT, SBS_LOSS_INTERVAL_US = 300, 3000, 500
+# goals: each backend's RTT p50 within max(2 %, 0.3 ms) of configured, its link rate within 1 %,
+# and the two backends' RTT p50 within 3 % of each other where the RTT is >= 20 ms
+GOAL_SBS_P50_REL, GOAL_SBS_P50_MS, GOAL_SBS_AGREE, SBS_AGREE_MIN_MS = 0.02, 0.3, 0.03, 20.0
+# not under /tmp or /run: user-mode Linux mounts its own file systems over both
+UML_PRIVATE = ("/tmp", "/run")
+
+
+def sbs_steps(count: int) -> list[tuple[str, object]]:
+    """(title, measure(backend) -> [(key, what, unit, configured, achieved, note)])"""
+
+    def rtt(one_way):
+        def m(b):
+            p = prof(rtt=f"{2 * one_way}ms")
+            with Topology(p, backend=b) as t:
+                r = check.measure_rtt(t, count=count, interval_us=SBS_RTT_INTERVAL_US)
+            if not r["received"]:
+                raise UserError(f"no probe of {count} came back", exit_code=1)
+            note = f"{r['received']}/{count} probes, {SBS_RTT_INTERVAL_US / 1e3:g} ms apart"
+            return [(f"rtt{2 * one_way}_p50", f"RTT {2 * one_way} ms p50", "ms", 2.0 * one_way, r["p50_ns"] / 1e6, note),
+                    (f"rtt{2 * one_way}_p99", f"RTT {2 * one_way} ms p99", "ms", 2.0 * one_way, r["p99_ns"] / 1e6, note)]
+        return m
+
+    def loss(b):
+        p = prof(rtt="2ms", loss="2%")
+        with Topology(p, backend=b) as t:
+            lo = check.measure_loss(t, count=SBS_LOSS_COUNT, interval_us=SBS_LOSS_INTERVAL_US)
+        lo_n, hi_n = lo["interval_999"]
+        return [("loss", "loss 2% each way (round trip)", "%", lo["expected"] * 100, lo["ratio"] * 100,
+                 f"{lo['lost']} of {lo['count']} lost, 99.9% bound {lo_n}-{hi_n}: {'inside' if lo['ok'] else 'OUTSIDE'}")]
+
+    def jitter(b):
+        p = prof(uplink={"delay": "20ms", "jitter": "5ms", "distribution": "normal"}, downlink={"delay": "20ms"})
+        with Topology(p, backend=b) as t:
+            r = check.measure_rtt(t, count=SBS_JITTER_COUNT, interval_us=25_000)
+        a = np.array(r["samples_ns"]) / 1e6
+        if len(a) < 2:
+            raise UserError(f"{len(a)} of {SBS_JITTER_COUNT} probes came back", exit_code=1)
+        q1, q3 = np.quantile(a, [0.25, 0.75])
+        return [("jitter_sd", "jitter 5ms normal: RTT sd", "ms", check.expected_rtt(p)["sd_ns"] / 1e6, float(a.std()),
+                 f"sd from the IQR {(q3 - q1) / 1.349:.2f} ms, p50 {np.median(a):.2f} ms, {len(a)} probes")]
+
+    def link_note(c):
+        """What the link did meanwhile: its queue drops; the emulator's late departures and CPU."""
+        up = c.get("up", {})
+        if "rx_frames" not in up:  # netem
+            return f"queue drops {up.get('dropped', '?')}"
+        fw, late, e = up.get("forwarded", 0), up.get("late", 0), c.get("emulator", {})
+        return (f"queue drops {up.get('queue_dropped', '?')}, {late / fw * 100 if fw else 0:.0f} % of frames sent "
+                f"> 0.1 ms late (p99 {up.get('lateness_ns', {}).get('p99', 0) / 1e6:.1f} ms), emulator CPU "
+                f"{e.get('cpu_s_per_10k_packets', 0):.2f} s per 10k frames")
+
+    def link_rate(mbit):
+        def m(b):
+            bps = mbit * 1_000_000
+            p = prof(uplink={"delay": "2ms", "rate": f"{mbit}Mbit", "limit": check.overload_limit(bps)},
+                     downlink={"delay": "2ms"})
+            with Topology(p, backend=b) as t:
+                u = check.measure_link_rate(t, bps)
+                c = t.counters()
+            if not u["per_s"]:
+                raise UserError("the receiver reported no whole second", exit_code=1)
+            return [(f"rate{mbit}", f"UDP at 1.5x {mbit} Mbit/s (link rate)", "Mbit/s", u["want"] / 1e6, u["bps"] / 1e6,
+                     f"median of {len(u['per_s'])} receiver seconds; {link_note(c)}")]
+        return m
+
+    def goodput(b):
+        mbit = SBS_GOODPUT_MBIT
+        p = prof(rtt="20ms", rate=f"{mbit}Mbit")
+        with Topology(p, backend=b) as t:
+            tp = check.measure_throughput(t, "up", seconds=4, omit=1)
+            c = t.counters()
+        return [(f"goodput{mbit}", f"TCP goodput at {mbit} Mbit/s, RTT 20 ms", "Mbit/s", mbit * 1448 / 1514,
+                 tp["bps"] / 1e6, f"{tp['retransmits']} retransmits; {link_note(c)}")]
+
+    return ([(f"RTT {2 * w} ms", rtt(w)) for w in SBS_RTT_ONE_WAY_MS] + [("loss 2%", loss), ("jitter 5 ms", jitter)]
+            + [(f"link rate {m} Mbit/s", link_rate(m)) for m in SBS_RATES_MBIT] + [(f"TCP goodput {SBS_GOODPUT_MBIT} Mbit/s", goodput)])
+
+
+def sbs_measure(count: int, uml_origin: str | None, save=None) -> dict:
+    """Both backends in this kernel. Returns {kernel, tag, seconds, rows}; a row carries its
+    kernel, backend, key, what, unit, configured, achieved and note, or an error instead of the
+    numbers. `save(result)` is called after every row (the result survives a dying kernel)."""
+    res: dict = {"kernel": kernel_label(uml_origin), "tag": kernel_tag(), "rows": [], "seconds": 0.0}
+    t0 = time.monotonic()
+    ok, detail = backend.netem_available()
+    if not ok:
+        raise UserError(f"netem is not available in this kernel ({detail}): no side-by-side here", exit_code=1)
+    for title, measure in sbs_steps(count):
+        for b in SBS_BACKENDS:
+            try:
+                pts = measure(b)
+            except (UserError, subprocess.SubprocessError, OSError, ValueError, KeyError) as e:
+                msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                res["rows"].append({"kernel": res["kernel"], "backend": b, "key": title, "what": title, "error": msg})
+                print(f"  {res['tag']:16} {b:9} {title:34} could not measure: {msg}", flush=True)
+            else:
+                for key, what, unit, conf, ach, note in pts:
+                    res["rows"].append({"kernel": res["kernel"], "backend": b, "key": key, "what": what, "unit": unit,
+                                        "configured": conf, "achieved": ach, "note": note})
+                    print(f"  {res['tag']:16} {b:9} {what:34} {fmt_val(conf, unit):>14} {fmt_val(ach, unit):>14}  {note}",
+                          flush=True)
+            res["seconds"] = time.monotonic() - t0
+            if save:
+                save(res)
+    return res
+
+
+def loadavg() -> str:
+    try:
+        return Path("/proc/loadavg").read_text().split()[0]
+    except OSError:
+        return "?"
+
+
+def fmt_val(v: float, unit: str) -> str:
+    return f"{v:.2f} %" if unit == "%" else f"{v:.3f} {unit}"
+
+
+def sbs_in_uml(count: int, timeout: float) -> dict:
+    """Boot user-mode Linux (the launcher of `pqshake uml run`), run the side-by-side inside, read
+    its JSON back from a directory in build/ (the host's file system, seen by both kernels)."""
+    from pqshake.emulation import uml
+
+    info = uml.kernel_info()
+    base = build_dir().resolve()
+    if any(base == Path(d) or Path(d) in base.parents for d in UML_PRIVATE):
+        raise UserError(f"the build directory {base} is under {' or '.join(UML_PRIVATE)}, which user-mode Linux "
+                        "replaces with its own: set PQS_BUILD elsewhere", exit_code=1)
+    base.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="bench-uml-", dir=base))
+    try:
+        out = tmp / "side-by-side.json"
+        argv = [sys.executable, str(Path(__file__).resolve()), "--in-uml-side-by-side", "--count", str(count),
+                "--json", str(out), "--uml-origin", info["origin"]]
+        rc = uml.run(argv, cwd=REPO, timeout=timeout)
+        if not out.exists():
+            raise UserError(f"the side-by-side inside user-mode Linux wrote no result (exit status {rc})", exit_code=1)
+        res = json.loads(out.read_text())
+        res["exit"] = rc
+        return res
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def sbs_report(res: dict) -> list[tuple[str, bool]]:
+    """Prints the side-by-side table; returns the verdict lines (line, met)."""
+    by: dict = {}
+    order: list = []
+    errors = []
+    for r in res["rows"]:
+        if r["key"] not in order:
+            order.append(r["key"])
+        by.setdefault(r["key"], {})[r["backend"]] = r
+        if "error" in r:
+            errors.append(r)
+    tag = res["tag"]
+    print(f"\n  netem next to userspace in one kernel, one run: {res['kernel']} ({res['seconds']:.0f} s of measuring)")
+    print(f"  {'kernel':16} {'quantity':38} {'configured':>14} {'netem':>14} {'userspace':>14} {'netem/userspace':>16}")
+    for key in order:
+        pair = by[key]
+        what = next(iter(pair.values()))["what"]
+        if any("error" in pair.get(b, {"error": 1}) for b in SBS_BACKENDS):
+            cells = [("-" if b not in pair else "error" if "error" in pair[b] else
+                      fmt_val(pair[b]["achieved"], pair[b]["unit"])) for b in SBS_BACKENDS]
+            conf = next((fmt_val(r["configured"], r["unit"]) for r in pair.values() if "error" not in r), "-")
+            print(f"  {tag:16} {what:38} {conf:>14} {cells[0]:>14} {cells[1]:>14} {'-':>16}")
+            continue
+        n, u = pair["netem"], pair["userspace"]
+        ratio = f"{n['achieved'] / u['achieved']:.3f}" if u["achieved"] else "-"
+        print(f"  {tag:16} {what:38} {fmt_val(n['configured'], n['unit']):>14} {fmt_val(n['achieved'], n['unit']):>14} "
+              f"{fmt_val(u['achieved'], u['unit']):>14} {ratio:>16}")
+    seen: set = set()
+    notes = [r for key in order for r in by[key].values() if "error" not in r and r["note"]
+             and not ((r["backend"], r["note"]) in seen or seen.add((r["backend"], r["note"])))]
+    if notes:
+        print("  notes:")
+        for r in notes:
+            print(f"    {r['backend']:9} {r['what']:38} {r['note']}")
+    for r in errors:
+        print(f"  {r['backend']:9} {r['what']}: could not measure: {r['error']}")
+
+    verdicts: list[tuple[str, bool]] = []
+
+    def verdict(who, goal, pts, missing):
+        # pts: (point, shown error, within)
+        n_ok = sum(ok for _, _, ok in pts)
+        met = n_ok == len(pts) and not missing and bool(pts)
+        worst = max(pts, key=lambda x: x[1][0]) if pts else None
+        line = f"  {tag:16} {who:9} goal {goal}: {'met' if met else 'NOT met'} at {n_ok}/{len(pts) + len(missing)} points"
+        if worst:
+            line += f" (worst {worst[0]}: {worst[1][1]})"
+        if missing:
+            line += f"; not measured: {', '.join(missing)}"
+        verdicts.append((line, met))
+
+    for b in SBS_BACKENDS:
+        pts, missing = [], []
+        for w in SBS_RTT_ONE_WAY_MS:
+            r = by.get(f"rtt{2 * w}_p50", {}).get(b)
+            if not r or "error" in r:
+                missing.append(f"RTT {2 * w} ms")
+                continue
+            tol = max(GOAL_SBS_P50_REL * r["configured"], GOAL_SBS_P50_MS)
+            err = r["achieved"] - r["configured"]
+            pts.append((r["what"], (abs(err) / tol, f"{err:+.3f} ms of +-{tol:.3f} ms"), abs(err) <= tol))
+        verdict(b, f"RTT p50 within max({GOAL_SBS_P50_REL * 100:g} %, {GOAL_SBS_P50_MS:g} ms) of configured", pts, missing)
+    for b in SBS_BACKENDS:
+        pts, missing = [], []
+        for m in SBS_RATES_MBIT:
+            r = by.get(f"rate{m}", {}).get(b)
+            if not r or "error" in r:
+                missing.append(f"{m} Mbit/s")
+                continue
+            e = r["achieved"] / r["configured"] - 1
+            pts.append((f"{m} Mbit/s", (abs(e), f"{e * 100:+.2f} %"), abs(e) <= GOAL_RATE))
+        verdict(b, f"link rate (UDP overload) within {GOAL_RATE * 100:g} % of rate", pts, missing)
+    pts, missing = [], []
+    for w in SBS_RTT_ONE_WAY_MS:
+        if 2 * w < SBS_AGREE_MIN_MS:
+            continue
+        pair = by.get(f"rtt{2 * w}_p50", {})
+        if any(b not in pair or "error" in pair[b] for b in SBS_BACKENDS):
+            missing.append(f"RTT {2 * w} ms")
+            continue
+        e = pair["netem"]["achieved"] / pair["userspace"]["achieved"] - 1
+        pts.append((f"RTT {2 * w} ms", (abs(e), f"netem {e * 100:+.2f} % vs userspace"), abs(e) <= GOAL_SBS_AGREE))
+    verdict("both", f"netem vs userspace RTT p50 within {GOAL_SBS_AGREE * 100:g} % where RTT >= {SBS_AGREE_MIN_MS:g} ms",
+            pts, missing)
+    return verdicts
+
+
+def host_part(args, backends: list[str]) -> tuple[list, bool, list]:
+    """The original bench: each backend this kernel has, every quantity. (verdicts, ran all, rows)"""
+    rows: list = []
+    print(f"  kernel {kernel_tag()}: {kernel_label()} (this machine)")
+    print(f"  {'kernel':16} {'backend':9} {'what':34} {'configured':>14} {'achieved':>22}  note")
+    verdicts, ran = [], True
+    for b in backends:
+        try:
+            verdicts += judge(b, bench_backend(b, args.count, rows, args.quick))
+        except (UserError, subprocess.SubprocessError, OSError) as e:
+            verdicts.append((f"  {kernel_tag():16} {b:9} could not run: {str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}",
+                             False))
+            ran = False
+    return verdicts, ran, rows
+
+
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--count", type=int, default=500, help="RTT probes per point (default 500)")
-    ap.add_argument("--quick", action="store_true", help="fewer rate points")
-    ap.add_argument("--json", type=Path, help="write the rows here")
+    ap.add_argument("--quick", action="store_true", help="fewer rate points (host part)")
+    ap.add_argument("--part", choices=("all", "host", "side-by-side"), default="all",
+                    help="host: every backend this kernel has; side-by-side: netem next to userspace in one kernel "
+                         "(this one if it has netem, else user-mode Linux); all (default): both")
+    ap.add_argument("--json", type=Path, help="write the rows here (with --part all: both parts)")
+    ap.add_argument("--uml-timeout", type=float, default=420, help="seconds the user-mode Linux part may take")
+    # the side-by-side's own process in the kernel it measures (user-mode Linux): rows to --json
+    ap.add_argument("--in-uml-side-by-side", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--uml-origin", help=argparse.SUPPRESS)
     args = ap.parse_args()
     netns.require_root()
-    backends = ["userspace"]
+
+    if args.in_uml_side_by_side:
+        if not args.json:
+            raise UserError("--in-uml-side-by-side needs --json FILE", exit_code=2)
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+
+        def save(res):
+            tmp = args.json.with_suffix(".part")
+            tmp.write_text(json.dumps(res, indent=1))
+            tmp.replace(args.json)
+
+        res = sbs_measure(args.count, args.uml_origin, save)
+        return 1 if any("error" in r for r in res["rows"]) else 0
+
     ok, detail = backend.netem_available()
-    if ok:
-        backends.insert(0, "netem")
-    else:
-        print(f"netem: not available here ({detail}); benchmarking userspace only")
-    rows: list = []
-    print(f"  {'backend':9} {'what':34} {'configured':>14} {'achieved':>22}  note")
-    verdicts = []
+    verdicts: list[tuple[str, bool]] = []
+    out: dict = {}
+    failed = False
     stolen0 = host.steal_s()
-    for b in backends:
-        verdicts += judge(b, bench_backend(b, args.count, rows, args.quick))
-    print("\n".join(verdicts))
+    if args.part in ("all", "host"):
+        backends = ["userspace"]
+        if ok:
+            backends.insert(0, "netem")
+        else:
+            print(f"netem: not available in this kernel ({detail}); benchmarking userspace only here")
+        v, ran, out["host"] = host_part(args, backends)
+        verdicts += v
+        failed |= not ran
+    if args.part in ("all", "side-by-side"):
+        stolen1, t0, load0 = host.steal_s(), time.monotonic(), loadavg()
+        try:
+            if ok:
+                res = sbs_measure(args.count, None)
+            else:
+                print(f"\nnetem next to userspace: this kernel has no netem, so both run inside user-mode Linux "
+                      f"(pqshake uml run), one after the other per quantity", flush=True)
+                res = sbs_in_uml(args.count, args.uml_timeout)
+        except (UserError, subprocess.SubprocessError, OSError, ValueError) as e:
+            verdicts.append((f"  side-by-side could not run: {str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}",
+                             False))
+            failed = True
+        else:
+            verdicts += sbs_report(res)
+            failed |= any("error" in r for r in res["rows"])
+            out["side_by_side"] = res
+            print(f"  the side-by-side took {time.monotonic() - t0:.0f} s in all; host steal meanwhile "
+                  f"{host.steal_s() - stolen1:.2f} s, host load average {load0} before, {loadavg()} after "
+                  f"(on {os.cpu_count()} CPUs: other work on this machine takes CPU from the kernel measured)")
+    print("\n".join(line for line, _ in verdicts))
     print(f"  host steal during the benchmark: {host.steal_s() - stolen0:.2f} s of CPU time (the hypervisor "
           "descheduling this VM: it shows up as RTT tails and lost TCP goodput, not in the UDP rate)")
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=1))
+    if args.json:  # --part host: the rows alone, as before
+        args.json.write_text(json.dumps(out["host"] if args.part == "host" else out, indent=1))
+    missed = [line.strip() for line, met in verdicts if not met]
+    if missed or failed:
+        print(f"emulation bench: {len(missed)} of {len(verdicts)} verdicts not met (a goal missed or a part not run)"
+              + ("; some quantities could not be measured" if failed else ""), file=sys.stderr)
+        return 1
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except UserError as e:
+        print(f"emulation bench: {e}", file=sys.stderr)
+        sys.exit(e.exit_code)
+    except KeyboardInterrupt:
+        print("emulation bench: interrupted", file=sys.stderr)
+        sys.exit(130)
