@@ -108,7 +108,11 @@ def test_dumbbell_two_clients_handshake_concurrently(tmp_path, backend):
     span = lambda a: (min(x["start_mono_ns"] for x in a), max(x["start_mono_ns"] + x["elapsed_ns"] for x in a))  # noqa: E731
     (s1, e1), (s2, e2) = span(a1), span(a2)
     overlap = min(e1, e2) - max(s1, s2)
-    assert overlap > 0.8 * min(e1 - s1, e2 - s2), (s1, e1, s2, e2)
+    # Run one after the other, the spans would not overlap at all. Inside user-mode Linux (the
+    # netem lane on kernels without netem) the second timer starts ~0.2 s after the first on the
+    # one CPU (measured: 0.21 s of a 0.85 s span, overlap 0.76), so there half the span is asked.
+    share = 0.5 if os.environ.get("PQS_IN_UML") else 0.8
+    assert overlap > share * min(e1 - s1, e2 - s2), (s1, e1, s2, e2)
     # the same run directory format: tables, meta, the network's description with both clients
     meta = json.loads((run / "meta.json").read_text())
     assert meta["status"] == "complete" and meta["cells_complete"] == 1
