@@ -70,8 +70,8 @@ def preload_lib() -> Path:
 
 
 def _job_root() -> Path:
-    # Not under /run or /tmp: init.sh mounts its own over both, and the kernel must still read
-    # the job and write its exit status here.
+    # Not under /run: init.sh mounts its own over it, and the kernel must still read the job
+    # and write its exit status here.
     base = Path(os.environ.get("PQS_UML_JOBS") or Path.home() / ".cache" / "pqshake" / "uml")
     base.mkdir(parents=True, exist_ok=True)
     return base

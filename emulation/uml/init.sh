@@ -2,8 +2,9 @@
 # PID 1 of a user-mode Linux kernel started by emulation/uml.py. The root file system is the
 # host's own (hostfs, read-write), so the clone, its venv and build/bin run unchanged; what the
 # kernel needs of its own is mounted over it here, visible only inside this kernel:
-#   /proc /sys /dev/shm, /run (namespaces live in /run/netns; pqshake's records in /run/pqshake)
-#   and /tmp (tmpfs: fast, and sockets work there, which hostfs cannot carry).
+#   /proc /sys /dev/shm, /run (namespaces live in /run/netns; pqshake's records in /run/pqshake),
+#   and a scratch directory on that tmpfs as TMPDIR (sockets work there, which hostfs cannot
+#   carry). The host's /tmp stays visible: a clone may live there.
 # The job directory (kernel argument pqs_job=DIR, which the kernel hands to init as an
 # environment variable) holds: env (shell assignments), cwd, cmd (the command, one shell line),
 # and receives rc (its exit status). The UML kernel's modules are found through a modprobe
@@ -14,7 +15,6 @@ job=${pqs_job:?}
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t tmpfs -o mode=755 tmpfs /run
-mount -t tmpfs -o mode=1777 tmpfs /tmp
 mkdir -p /dev/shm && mount -t tmpfs -o mode=1777 tmpfs /dev/shm
 kver=$(uname -r)
 mkdir -p /run/pqs-uml/lib/modules/$kver
@@ -28,6 +28,7 @@ hostname "$(cat "$job/hostname")"
 for m in $(cat "$job/preload"); do
   /run/pqs-uml/modprobe "$m" || echo "pqs-uml: cannot load module $m"
 done
+mkdir -p -m 1777 /run/pqs-uml/tmp
 echo "pqs-uml: start $(uname -r)"
 # Through a FIFO: the console is a terminal, and the command's output is a log, not a screen.
 # Not through a plain pipe: a process the command leaves running would hold it open forever;
@@ -37,6 +38,8 @@ cat /run/pqs-uml/out &
 reader=$!
 (
   . "$job/env"
+  TMPDIR=/run/pqs-uml/tmp
+  export TMPDIR
   cd "$(cat "$job/cwd")" || { echo 125 > "$job/rc"; exit; }
   /bin/sh -c "$(cat "$job/cmd")" </dev/null
   echo $? > "$job/rc"
