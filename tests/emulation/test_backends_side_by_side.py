@@ -111,7 +111,10 @@ def test_side_by_side(runs, out_dir):
         for label, v in (("netem", n_rtt[name]), ("userspace", u_rtt[name])):
             if abs(v - exp) > tol:
                 problems.append(f"{name}: {label} RTT p50 {v:.3f} ms vs {exp:.3f} +- {tol:.3f}")
-        if abs(n_rtt[name] / u_rtt[name] - 1) > 0.03 and exp >= 10:
+        # agreement of the two backends' RTT: where no jitter widens it (each cell's RTT is the
+        # median of 100 probes; with 5 ms jitter each way its standard error is ~0.9 ms, 4.5 % of
+        # 20 ms; there each backend is judged against the configured value with that spread above)
+        if name not in REORDERS and abs(n_rtt[name] / u_rtt[name] - 1) > 0.03 and exp >= 10:
             problems.append(f"{name}: RTT p50 netem {n_rtt[name]:.3f} vs userspace {u_rtt[name]:.3f} ms (> 3 %)")
         for g in GROUPS:
             a, b = n_hs[(name, g)], u_hs[(name, g)]
