@@ -22,8 +22,13 @@ def binary(name: str) -> Path:
     return p
 
 
+def state_dir_path() -> Path:
+    """Where the records of live runs are (see state_dir), without creating it."""
+    return Path(os.environ.get("PQS_STATE_DIR", "/run/pqshake" if os.geteuid() == 0 else Path.home() / ".cache/pqshake/state"))
+
+
 def state_dir() -> Path:
     """Records of live runs (pid, namespaces), so `pqshake clean` can find what a crash left."""
-    d = Path(os.environ.get("PQS_STATE_DIR", "/run/pqshake" if os.geteuid() == 0 else Path.home() / ".cache/pqshake/state"))
+    d = state_dir_path()
     d.mkdir(parents=True, exist_ok=True)
     return d

@@ -3,6 +3,7 @@ option in --help and the README'), and every make target the README names exists
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -46,7 +47,7 @@ def test_readme_make_targets_exist():
 # An absolute path into a scratch, user or work folder (tmp, root, home, work at the top of
 # the file system) names one machine's layout: in a doc, a comment or a recorded run it is wrong everywhere
 # else. The notes folder outside the repository is such a place whichever way it is written.
-MACHINE_PATH = re.compile(r"(?<![\w.~:/-])/(?:tmp|work|root|home|Users|var/tmp)/")
+MACHINE_PATH = re.compile(r"(?<![\w.~:/>-])/(?:tmp|work|root|home|Users|var/tmp)/|/run/pqshake[/]work/")
 NOTES = re.compile(r"shared[/]notes|\.\.[/]shared(?![/]sources)")
 # The shared "sources" folder next to the clone: the documented offline location of the pinned
 # archives (testbed/deps), allowed there, in the tests of that build (tests/deps) and in docs only.
@@ -93,7 +94,8 @@ def test_no_tracked_file_names_a_machine_path():
     ("--out |tmp|fx", True),
     ("|home|someone|pqshake|results", True),
     ("put the archives in ..|shared|sources (offline)", False),
-    ("ip netns exec pqs-1-link |run|pqshake|work|a1|stats.json", False),
+    ("ip netns exec pqs-1-link |run|pqshake|work|a1|stats.json", True),
+    ("ip netns exec pqs-1-link <state>|work|a1|stats.json", False),
     ("10.0.0.1|24 via results|demo|x", False),
     ("~|.cache|pqshake|openssl-3.5.5", False),
     ("https:||example.org|tmp|x", False),
@@ -105,10 +107,11 @@ def test_machine_path_scanner(line, flagged):
 
 
 def test_run_files_record_no_machine_path(tmp_path, monkeypatch):
-    """What the runner writes into a run directory: paths relative to the run, the checkout or
-    the home folder; other scratch paths by name only."""
+    """What the runner writes into a run directory: paths relative to the run, the checkout,
+    pqshake's state folder or the home folder; other scratch paths by name only."""
     import json
 
+    monkeypatch.setenv("PQS_STATE_DIR", "/run/pqshake")
     from pqshake.experiments import rundir as rd
     from pqshake.paths import REPO as CHECKOUT
 
@@ -116,7 +119,7 @@ def test_run_files_record_no_machine_path(tmp_path, monkeypatch):
     run.mkdir(parents=True)
     data = {"argv": [str(CHECKOUT / ".venv/bin/pqshake"), "run", "--out", "/" + "tmp/elsewhere/fx"],
             "ca": str(run / "raw/c1/certs/ca.pem"),
-            "cmd": f"ip netns exec pqs-x-link {CHECKOUT}/build/bin/pqs-linkemu --stats /run/pqshake/work/x/s.json",
+            "cmd": f"ip netns exec pqs-x-link {CHECKOUT}/build/bin/pqs-linkemu --stats " + os.path.join("/run", "pqshake", "work", "x", "s.json"),
             "prefix": str(Path.home() / ".cache/pqshake/openssl-3.5.5-1"), "n": 3, "addr": "10.1.2.2:4433"}
     rd.write_json(run / "meta.json", data, root=run)
     text = (run / "meta.json").read_text()
@@ -124,7 +127,7 @@ def test_run_files_record_no_machine_path(tmp_path, monkeypatch):
     got = json.loads(text)
     assert got["argv"] == [".venv/bin/pqshake", "run", "--out", "<outside>/fx"]
     assert got["ca"] == "raw/c1/certs/ca.pem"
-    assert got["cmd"] == "ip netns exec pqs-x-link build/bin/pqs-linkemu --stats /run/pqshake/work/x/s.json"
+    assert got["cmd"] == "ip netns exec pqs-x-link build/bin/pqs-linkemu --stats <state>/work/x/s.json"
     assert got["prefix"] == "~/.cache/pqshake/openssl-3.5.5-1" and got["n"] == 3 and got["addr"] == "10.1.2.2:4433"
     # A state file outside any run keeps its absolute path (pqshake clean reads it).
     rd.write_json(tmp_path / "state.json", {"run_dir": str(run)})
