@@ -234,6 +234,24 @@ def kill_pids(pids: Iterable[int], grace: float = 2.0) -> None:
     _reap(pids)
 
 
+def kill_group(pgid: int, grace: float = 3.0) -> None:
+    """A process group we started as its own session (recorded by its leader's pid): SIGTERM,
+    then SIGKILL after `grace` seconds."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            return
+        end = time.monotonic() + grace
+        while time.monotonic() < end:
+            try:
+                os.killpg(pgid, 0)
+            except ProcessLookupError:
+                return
+            _reap([pgid])
+            time.sleep(0.05)
+
+
 def _reap(pids: Iterable[int]) -> None:
     for p in pids:
         try:
@@ -328,9 +346,7 @@ def remove_run(rec: dict[str, Any]) -> list[str]:
     procs = [p for p in rec.get("processes", []) if pid_alive(int(p["pid"]), p.get("start"))]
     for p in procs:
         if p.get("group"):  # a recorded session leader: its whole group (a UML kernel's helpers)
-            from pqshake.emulation.uml import stop_group
-
-            stop_group(int(p["pid"]))
+            kill_group(int(p["pid"]))
     if procs:
         kill_pids(int(p["pid"]) for p in procs if not p.get("group"))
         removed += [f"process {p['pid']} ({p.get('name', '?')})" for p in procs]

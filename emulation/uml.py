@@ -161,29 +161,9 @@ def run(argv: list[str], mem: str = "2G", cwd: Path | None = None, out: Callable
         return int(rc_file.read_text().strip() or 1)
     finally:
         if proc is not None and proc.poll() is None:
-            stop_group(proc.pid)
+            netns.kill_group(proc.pid)
         netns.remove_run(rec)
         shutil.rmtree(job, ignore_errors=True)
-
-
-def stop_group(pgid: int, grace: float = 3.0) -> None:
-    """The kernel and its helper processes: one session, one process group (ours, recorded)."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(pgid, sig)
-        except ProcessLookupError:
-            return
-        end = time.monotonic() + grace
-        while time.monotonic() < end:
-            try:
-                os.killpg(pgid, 0)
-            except ProcessLookupError:
-                return
-            try:
-                os.waitpid(pgid, os.WNOHANG)
-            except ChildProcessError:
-                pass
-            time.sleep(0.05)
 
 
 def host_has_netem() -> bool:
@@ -204,7 +184,3 @@ def main_run(argv: list[str], mem: str, unless_netem: bool) -> int:
     if unless_netem:
         return run_unless_netem(argv, mem=mem)
     return run(argv, mem=mem)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(run(sys.argv[1:]))
