@@ -95,6 +95,8 @@ CELLS_OPTIONAL = {
     "loss_up": "cfg_loss_up",
     "loss_down": "cfg_loss_down",
     "mtu": "cfg_mtu",
+    "initcwnd_client": "cfg_initcwnd_client",  # segments; 0 = the kernel default (runs before these: absent)
+    "initcwnd_server": "cfg_initcwnd_server",
 }
 
 # --- pqs-speed JSON lines (build/bin/pqs-speed, testbed/speed.c) ----------------------------

@@ -32,7 +32,7 @@ MERGE_FIELDS = (
 )
 # Configured profile figures that must agree between runs for a profile of the same name.
 PROFILE_FIELDS = ("cfg_rtt_ns", "cfg_loss_up", "cfg_loss_down", "cfg_rate_bps_up", "cfg_rate_bps_down",
-                  "cfg_mtu", "cfg_jitter_ns_up", "cfg_jitter_ns_down")
+                  "cfg_mtu", "cfg_jitter_ns_up", "cfg_jitter_ns_down", "cfg_initcwnd_client", "cfg_initcwnd_server")
 
 
 @dataclass

@@ -33,6 +33,11 @@ class Summary:
     params: dict = field(default_factory=dict)
 
 
+
+def _window(v) -> int | None:
+    """A configured initial window (segments) from the cells table; None = the kernel default."""
+    return int(v) if v is not None and np.isfinite(v) and v > 0 else None
+
 def _registry():
     from pqshake.registry import load_registry
 
@@ -274,7 +279,8 @@ def summarize(run: Run, *, speed: B.Speed | None = None, cpu_note: str = "", bas
     out = out.merge(cinfo, left_on=CELL_KEY, right_index=True, how="left")
     prof = run.profiles.set_index("profile")
     for col, src in (("rtt_cfg_ms", "rtt_ms"), ("loss", "loss"), ("rate_bps", "rate_bps"), ("mtu", "mtu"),
-                     ("jitter_ms", "jitter_ms"), ("rate_up_bps", "cfg_rate_bps_up"), ("rate_down_bps", "cfg_rate_bps_down")):
+                     ("jitter_ms", "jitter_ms"), ("rate_up_bps", "cfg_rate_bps_up"), ("rate_down_bps", "cfg_rate_bps_down"),
+                     ("initcwnd_client", "cfg_initcwnd_client"), ("initcwnd_server", "cfg_initcwnd_server")):
         out[col] = out["profile"].map(prof[src]).astype(float)
     missing_rtt = out["rtt_achieved_ms"].isna() & out["rtt_cfg_ms"].notna()
     if missing_rtt.any():
@@ -283,7 +289,8 @@ def summarize(run: Run, *, speed: B.Speed | None = None, cpu_note: str = "", bas
 
     # The model's lower bound (docs/methodology.md) and the inferred round trips.
     brows = []
-    cpu_missing = set()
+    cpu_missing: set[str] = set()
+    unsized: set[str] = set()
     for i, (g_, s_, p_, m_) in enumerate(keys.itertuples(index=False)):
         if not np.isfinite(rtt_ms[i]):
             brows.append({})
@@ -292,9 +299,15 @@ def summarize(run: Run, *, speed: B.Speed | None = None, cpu_note: str = "", bas
         if speed and cpu is None:
             cpu_missing.add(f"{g_}/{s_}")
         mtu = out.at[i, "mtu"]
-        b = B.bound(g_, s_, m_, rtt_s=rtt_ms[i] / 1e3, rate_up=out.at[i, "rate_up_bps"],
-                    rate_down=out.at[i, "rate_down_bps"], mtu=int(mtu) if np.isfinite(mtu) else 1500,
-                    cpu=cpu, chain_depth=run.chain_depth, registry=reg)
+        try:
+            b = B.bound(g_, s_, m_, rtt_s=rtt_ms[i] / 1e3, rate_up=out.at[i, "rate_up_bps"],
+                        rate_down=out.at[i, "rate_down_bps"], mtu=int(mtu) if np.isfinite(mtu) else 1500,
+                        cpu=cpu, chain_depth=run.chain_depth, registry=reg,
+                        iw_c=_window(out.at[i, "initcwnd_client"]), iw_s=_window(out.at[i, "initcwnd_server"]))
+        except ValueError as e:  # an algorithm without checked sizes: no bound rather than a wrong one
+            unsized.add(str(e).split(" (")[0])
+            brows.append({})
+            continue
         b["cpu_source"] = "pqs-speed" if cpu is not None else "none"
         brows.append(b)
     bd = pd.DataFrame(brows, index=range(ng))
@@ -320,6 +333,8 @@ def summarize(run: Run, *, speed: B.Speed | None = None, cpu_note: str = "", bas
     inferred = np.round(net.to_numpy(dtype=float))
     inferred[~(prop_ms >= RTT_MIN_FOR_INFERENCE_MS)] = np.nan
     out["rtts_inferred"] = inferred
+    if unsized:
+        notes.append("no bound for cells whose algorithm the registry does not size: " + "; ".join(sorted(unsized)))
     if cpu_missing:
         notes.append(f"pqs-speed has no timings for {', '.join(sorted(cpu_missing)[:5])}"
                      f"{' ...' if len(cpu_missing) > 5 else ''}: their bound has no CPU term")

@@ -31,8 +31,10 @@ from pydantic import (
     BaseModel,
     BeforeValidator,
     ConfigDict,
+    Discriminator,
     Field,
     PrivateAttr,
+    Tag,
     WithJsonSchema,
     field_validator,
     model_validator,
@@ -139,14 +141,41 @@ class Direction(_Strict):
         return v
 
 
-class TcpSettings(_Strict):
-    """Endpoint TCP settings, applied in both the client and the server namespace."""
+Segments = Annotated[int, Field(ge=1, le=1000)]
 
-    initcwnd: int | None = Field(None, ge=1, le=1000, description="initial congestion window (segments)")
-    initrwnd: int | None = Field(None, ge=1, le=1000, description="initial receive window (segments)")
+
+class PerRole(_Strict):
+    """A TCP window set per endpoint: `{client: 24}` leaves the server at the kernel default.
+    Mutual TLS is the case for it: the client's second flight carries its certificate chain,
+    and only the client's initial window decides whether it fits in one round trip."""
+
+    client: Segments | None = Field(None, description="in the client's namespace")
+    server: Segments | None = Field(None, description="in the server's namespace")
+
+
+# One number, or a mapping per role; the discriminator keeps error messages to the form used.
+Window = Annotated[
+    Annotated[Segments, Tag("tag:n")] | Annotated[PerRole, Tag("tag:roles")],
+    Discriminator(lambda v: "tag:roles" if isinstance(v, (dict, PerRole)) else "tag:n"),
+]
+
+
+class TcpSettings(_Strict):
+    """Endpoint TCP settings, applied in both the client and the server namespace (the
+    windows either as one number for both, or per role)."""
+
+    initcwnd: Window | None = Field(
+        None, description="initial congestion window (segments): N for both ends, or {client: N, server: M}")
+    initrwnd: Window | None = Field(
+        None, description="initial receive window (segments): N for both ends, or {client: N, server: M}")
     congestion_control: str | None = Field(None, pattern=r"^[a-z0-9_]+$", description="e.g. cubic, reno, bbr")
     rmem: list[int] | Literal["auto"] = Field("auto", description="tcp_rmem [min, default, max] bytes; auto = sized to the queue")
     wmem: list[int] | Literal["auto"] = Field("auto", description="tcp_wmem [min, default, max] bytes")
+
+    def window(self, which: Literal["initcwnd", "initrwnd"], role: Literal["client", "server"]) -> int | None:
+        """The configured window of one endpoint, None = the kernel's default (10 segments)."""
+        v = getattr(self, which)
+        return getattr(v, role) if isinstance(v, PerRole) else v
 
     @field_validator("rmem", "wmem")
     @classmethod

@@ -183,13 +183,14 @@ class Topology(RunLifecycle):
                 vals["net.ipv4.tcp_congestion_control"] = cc
             netns.sysctl(ns, vals)
             self.sysctls[role] = vals
-            if p.tcp.initcwnd or p.tcp.initrwnd:
+            cwnd, rwnd = p.tcp.window("initcwnd", role), p.tcp.window("initrwnd", role)
+            if cwnd or rwnd:
                 subnet = ".".join(mine.split(".")[:3]) + ".0/24"
                 route = ["ip", "-n", ns, "route", "replace", subnet, "dev", dev, "proto", "kernel", "scope", "link", "src", mine]
-                if p.tcp.initcwnd:
-                    route += ["initcwnd", str(p.tcp.initcwnd)]
-                if p.tcp.initrwnd:
-                    route += ["initrwnd", str(p.tcp.initrwnd)]
+                if cwnd:
+                    route += ["initcwnd", str(cwnd)]
+                if rwnd:
+                    route += ["initrwnd", str(rwnd)]
                 netns.run(route)
                 self.sysctls[role]["route"] = " ".join(route[3:])
 

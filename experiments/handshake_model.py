@@ -25,30 +25,13 @@ FRAME_OVERHEAD = 66  # per frame on the wire: Ethernet 14 + IP 20 + TCP 20 + tim
 RECORD_OVERHEAD = 22  # per encrypted TLS 1.3 record
 DEFAULT_CPU_S = 0.0015  # library overhead per handshake in published OpenSSL measurements
 
-# Reference sizes with X25519 and an ECDSA P-256 leaf (OpenSSL 3.x).
+# Reference sizes with X25519 and an ECDSA P-256 leaf (OpenSSL 3.x); every algorithm's own
+# sizes come from the registry (sizes_for).
 CH_BASE = 207  # ClientHello record with a 32-byte X25519 share
 SERVER_FLIGHT_BASE = 770  # ServerHello..Finished with a ~400-byte certificate
 CERT_DER_BASE = 400  # certificate DER with a P-256 key (65 B) signed with ECDSA (72 B)
 X25519_SHARE = 32
 P256_PK, P256_SIG = 65, 72
-
-# Key shares (client, server) and signature sizes (public key, signature) from the notes; the
-# registry (pqshake/algorithms.yaml) is the first source, these fill in what it lacks.
-GROUP_SHARES: dict[str, tuple[int, int]] = {
-    "x25519": (32, 32), "secp256r1": (65, 65), "secp384r1": (97, 97), "secp521r1": (133, 133),
-    "x448": (56, 56), "MLKEM512": (800, 768), "MLKEM768": (1184, 1088), "MLKEM1024": (1568, 1568),
-    "X25519MLKEM768": (1216, 1120), "SecP256r1MLKEM768": (1249, 1153),
-    "SecP384r1MLKEM1024": (1665, 1665), "X448MLKEM1024": (1624, 1624),
-    "frodo640aes": (9616, 9720), "frodo976aes": (15632, 15744), "frodo1344aes": (21520, 21632),
-    "hqc128": (2249, 4433), "hqc192": (4522, 8978), "hqc256": (7245, 14421),
-    "bikel1": (1541, 1573), "bikel3": (3083, 3115), "bikel5": (5122, 5154),
-}
-SIG_SIZES: dict[str, tuple[int, int]] = {
-    "ecdsa-p256": (65, 72), "ecdsa-p384": (97, 104), "ed25519": (32, 64),
-    "rsa-2048": (270, 256), "rsa-3072": (398, 384),
-    "ml-dsa-44": (1312, 2420), "ml-dsa-65": (1952, 3309), "ml-dsa-87": (2592, 4627),
-    "slh-dsa-sha2-128s": (32, 7856), "slh-dsa-sha2-128f": (32, 17088), "falcon512": (897, 666),
-}
 
 MODES = ("full", "resume", "0rtt", "hrr", "tls12")
 
@@ -102,6 +85,31 @@ def server_flight_bytes(share_s: int, sig_pk: int, sig_len: int, chain_depth: in
     return base + (cert - CERT_DER_BASE) + (chain_depth - 1) * (cert + 3) + (sig_len - P256_SIG)
 
 
+FIN_MIN = 58  # Finished record with a SHA-256 MAC
+
+
+def client_flight2_bytes(client_sig: tuple[int, int] | None = None, client_chain_depth: int = 1,
+                         request_bytes: int = 0) -> int:
+    """The client's flight after the server's Finished: under mutual TLS its Certificate
+    (client_chain_depth certificates of (public key, signature) sizes) and CertificateVerify,
+    then Finished, then the request record (TLS 1.3). Smallest sizes: it stays a bound."""
+    n = FIN_MIN
+    if client_sig is not None:
+        pk, sl = client_sig
+        n += 7 + client_chain_depth * (cert_der_bytes(pk, sl) + 5) + RECORD_OVERHEAD  # Certificate
+        n += sl + CV_FIXED  # CertificateVerify
+    if request_bytes:
+        n += request_bytes + RECORD_OVERHEAD
+    return n
+
+
+def cwnd_after(first_segments: int, iw: int = IW) -> int:
+    """The client's congestion window when its second flight leaves: Linux grows the window in
+    slow start only while it is the limit (fewer than half of it in flight counts as not), by at
+    most one segment per segment acknowledged."""
+    return iw + first_segments if 2 * first_segments > iw else iw
+
+
 @dataclass(frozen=True)
 class Cpu:
     """Crypto CPU in seconds, by where it sits in the handshake (docs/methodology.md, "The
@@ -114,11 +122,16 @@ class Cpu:
     client_chain: float = 0.0  # chain_depth verifications of the certificate chain
     client_cv: float = 0.0  # verifying CertificateVerify (TLS 1.2: ServerKeyExchange)
     server_finish: float = 0.0  # TLS 1.2: the server's derive after the ClientKeyExchange
+    # Mutual TLS: the client signs its CertificateVerify after the server's Finished, the server
+    # verifies the client's chain and CertificateVerify before it reads any application data.
+    client_sign: float = 0.0
+    server_chain: float = 0.0
+    server_cv: float = 0.0
 
     @property
     def total(self) -> float:
         return (self.client_keygen + self.server_kex + self.server_sign + self.client_kex + self.client_chain
-                + self.client_cv + self.server_finish)
+                + self.client_cv + self.server_finish + self.client_sign + self.server_chain + self.server_cv)
 
 
 @dataclass(frozen=True)
@@ -141,6 +154,13 @@ class Bound:
     total: float
     packets: int  # data packets on the critical path (both directions)
     cpu_sum: float = 0.0  # every CPU term, overlapped or not
+    # After the handshake (docs/methodology.md, "Mutual TLS and the client's window"): the
+    # client's second flight (its chain and CertificateVerify under mutual TLS, Finished, the
+    # request), the slow-start rounds it needs beyond the first (x_cc, against the client's
+    # window), and the earliest time the first response byte can reach the client.
+    client2_bytes: int = 0
+    x_cc: int = 0
+    ttfb: float = 0.0
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -195,12 +215,12 @@ def _flight(msgs: list[tuple[int, float, float]], t_proc: float, rate, rtt, mtu,
 
 def critical_path(rtt_s: float, *, ch: int, sf: int, share_c: int, share_s: int, sig_len: int,
                   rate_up: float | None, rate_down: float | None, mtu: int, mode: str, cpu: Cpu,
-                  iw: int = IW) -> float:
+                  iw_c: int = IW, iw_s: int = IW) -> float:
     """The handshake on a timeline (docs/methodology.md): TCP handshake, then each flight with
     the CPU that must precede it and the CPU the receiver can do while the rest of the flight is
     still on the wire (KEM decaps on the ServerHello, chain verification on the Certificate)."""
-    up = dict(rate=rate_up, rtt=rtt_s, mtu=mtu, iw=iw)
-    down = dict(rate=rate_down, rtt=rtt_s, mtu=mtu, iw=iw)
+    up = dict(rate=rate_up, rtt=rtt_s, mtu=mtu, iw=iw_c)
+    down = dict(rate=rate_down, rtt=rtt_s, mtu=mtu, iw=iw_s)
     t = rtt_s  # TCP handshake: SYN and SYN-ACK, each with its own serialization
     t += (8.0 * SYN_FRAME / rate_up if rate_up else 0.0) + (8.0 * SYN_FRAME / rate_down if rate_down else 0.0)
     # The client's ACK of the SYN-ACK is on the up link before the ClientHello.
@@ -235,10 +255,15 @@ def critical_path(rtt_s: float, *, ch: int, sf: int, share_c: int, share_s: int,
 def lower_bound(rtt_s: float, *, share_c: int, share_s: int, sig_pk: int, sig_len: int,
                 rate_bps: float | None = None, mtu: int = 1500, chain_depth: int = 1,
                 mode: str = "full", cpu_s: float = DEFAULT_CPU_S, iw: int = IW,
-                rate_up: float | None = None, rate_down: float | None = None, cpu: Cpu | None = None) -> Bound:
+                rate_up: float | None = None, rate_down: float | None = None, cpu: Cpu | None = None,
+                iw_c: int | None = None, iw_s: int | None = None, client_sig: tuple[int, int] | None = None,
+                client_chain_depth: int = 1, request_bytes: int = 1) -> Bound:
     """rtt_s: propagation RTT (no serialization in it); rate_bps: both directions unless
     rate_up / rate_down say otherwise (None or 0 = unlimited); cpu: the split CPU terms, else
-    cpu_s as one server-side term (the planner's estimate of library overhead)."""
+    cpu_s as one server-side term (the planner's estimate of library overhead). iw: the initial
+    window of both ends, iw_c / iw_s: of the client / server where they differ. client_sig:
+    (public key, signature) sizes of the client's chain under mutual TLS, None without;
+    request_bytes: the request the client writes after its handshake (ttfb)."""
     if mode not in MODES:
         raise ValueError(f"mode {mode!r}: one of {', '.join(MODES)}")
     ch = client_hello_bytes(share_c)
@@ -248,8 +273,9 @@ def lower_bound(rtt_s: float, *, share_c: int, share_s: int, sig_pk: int, sig_le
         # server's key exchange carries its ECDHE share, the client's CKE likewise.
         sf += 60
     base = {"full": 2, "resume": 2, "0rtt": 2, "hrr": 3, "tls12": 3}[mode]
+    iw_c, iw_s = iw_c or iw, iw_s or iw
     cseg, sseg = segments(ch, mtu), segments(sf, mtu)
-    x_c, x_s = extra_rounds(cseg, iw), extra_rounds(sseg, iw)
+    x_c, x_s = extra_rounds(cseg, iw_c), extra_rounds(sseg, iw_s)
     rtts = base + x_c + x_s
     crit = ch + sf + (ch if mode == "hrr" else 0)
     if cpu is None:
@@ -257,12 +283,36 @@ def lower_bound(rtt_s: float, *, share_c: int, share_s: int, sig_pk: int, sig_le
     ru = (rate_up if rate_up is not None else rate_bps) or None
     rd = (rate_down if rate_down is not None else rate_bps) or None
     kw = dict(ch=ch, sf=sf, share_c=share_c, share_s=share_s, sig_len=sig_len, rate_up=ru, rate_down=rd,
-              mtu=mtu, mode=mode, iw=iw)
-    total = critical_path(rtt_s, cpu=cpu, **kw)
+              mtu=mtu, mode=mode, iw_c=iw_c, iw_s=iw_s)
+    mtls = client_sig is not None and mode not in ("resume", "0rtt", "tls12")
+    # SSL_connect returns once the client's flight is written: under mutual TLS that needs the
+    # client's signature, nothing else of the second flight.
+    sign = cpu.client_sign if mtls else 0.0
+    total = critical_path(rtt_s, cpu=cpu, **kw) + sign
     no_cpu = critical_path(rtt_s, cpu=Cpu(), **kw)
     t_rtt = rtts * rtt_s
+    c2 = client_flight2_bytes(client_sig if mtls else None, client_chain_depth, max(request_bytes, 1))
+    iw2 = cwnd_after(cseg, iw_c)
+    x_cc = extra_rounds(segments(c2, mtu), iw2)
+    ttfb = _first_response_byte(total, c2, cpu if mtls else Cpu(), rate_up=ru, rate_down=rd, rtt=rtt_s,
+                                mtu=mtu, iw=iw2, mtls=mtls, client_sig=client_sig, client_chain_depth=client_chain_depth)
     return Bound(base, x_c, x_s, rtts, ch, sf, cseg, sseg, t_rtt, no_cpu - t_rtt, total - no_cpu, total,
-                 packets=segments(crit, mtu) + (cseg if mode == "hrr" else 0) + 2, cpu_sum=cpu.total)
+                 packets=segments(crit, mtu) + (cseg if mode == "hrr" else 0) + 2, cpu_sum=cpu.total,
+                 client2_bytes=c2, x_cc=x_cc, ttfb=ttfb)
+
+
+def _first_response_byte(t_done: float, c2: int, cpu: Cpu, *, rate_up, rate_down, rtt: float, mtu: int, iw: int,
+                         mtls: bool, client_sig, client_chain_depth: int) -> float:
+    """The client's second flight leaves when its handshake is done; the server verifies the
+    client's chain and CertificateVerify as they arrive, reads the request after the Finished,
+    and its first response frame (one record byte at least) comes back."""
+    msgs: list[tuple[int, float, float]] = []
+    if mtls:
+        cert = client_flight2_bytes(client_sig, client_chain_depth) - FIN_MIN - client_sig[1] - CV_FIXED
+        msgs += [(cert, t_done, cpu.server_chain), (cert + client_sig[1] + CV_FIXED, t_done, cpu.server_cv)]
+    msgs.append((c2, t_done, 0.0))
+    t_req = _flight(msgs, t_done, rate=rate_up, rtt=rtt, mtu=mtu, iw=iw)
+    return t_req + serialization_s(RECORD_OVERHEAD + 1, rate_down, mtu) + rtt / 2
 
 
 def loss_penalty_s(rtt_s: float, loss: float, data_packets: int, rto_s: float = 0.2) -> float:
@@ -276,42 +326,64 @@ def loss_penalty_s(rtt_s: float, loss: float, data_packets: int, rto_s: float = 
     return p_syn * 1.0 + p_data * max(2 * rtt_s, rto_s)
 
 
+def _registry(registry):
+    if registry is None:
+        from pqshake.registry import load_registry
+
+        registry = load_registry()
+    return registry
+
+
 def sizes_for(group: str, sig: str, registry=None) -> tuple[int, int, int, int]:
-    """(share_c, share_s, sig_pk, sig_len) for registry names, falling back on the notes'
-    tables and then on X25519 / P-256 sizes for unknown names."""
-    share = None
-    pk_sig = None
-    if registry is not None:
-        g = registry.groups.get(group)
-        if g is not None and g.share:
-            share = tuple(g.share)
-        s = registry.sigs.get(sig)
-        if s is not None and s.pk and s.sig:
-            pk_sig = (s.pk, s.sig)
-    share = share or GROUP_SHARES.get(group) or (X25519_SHARE, X25519_SHARE)
-    pk_sig = pk_sig or SIG_SIZES.get(sig) or (P256_PK, P256_SIG)
-    return share[0], share[1], pk_sig[0], pk_sig[1]
+    """(share_c, share_s, sig_pk, sig_len) from the algorithm registry (pqshake/algorithms.yaml),
+    whose every size a test checks against the built stack. An algorithm the registry does not
+    size is refused: classical sizes in its place would give a bound that is no bound."""
+    registry = _registry(registry)
+    g, s = registry.groups.get(group), registry.sigs.get(sig)
+    if g is None or not g.share:
+        raise ValueError(f"group '{group}' has no checked sizes in the algorithm registry "
+                         f"(add it to pqshake/algorithms.yaml with its share sizes)")
+    if s is None or not (s.pk and s.sig):
+        raise ValueError(f"signature '{sig}' has no checked sizes in the algorithm registry "
+                         f"(add it to pqshake/algorithms.yaml with its pk and sig sizes)")
+    return g.share[0], g.share[1], s.pk, s.sig
+
+
+def sig_sizes(sig: str, registry=None) -> tuple[int, int]:
+    """(public key, signature) of a signature algorithm from the registry, refused if unsized."""
+    s = _registry(registry).sigs.get(sig)
+    if s is None or not (s.pk and s.sig):
+        raise ValueError(f"signature '{sig}' has no checked sizes in the algorithm registry "
+                         f"(add it to pqshake/algorithms.yaml with its pk and sig sizes)")
+    return s.pk, s.sig
 
 
 def handshake_bound(group: str, sig: str, rtt_s: float, *, rate_bps: float | None = None,
                     mtu: int = 1500, chain_depth: int = 1, mode: str = "full",
                     registry=None, cpu_s: float = DEFAULT_CPU_S, rate_up: float | None = None,
-                    rate_down: float | None = None, cpu: Cpu | None = None) -> Bound:
-    """lower_bound() for algorithm names."""
+                    rate_down: float | None = None, cpu: Cpu | None = None, iw_c: int | None = None,
+                    iw_s: int | None = None, client_auth: str | None = None, client_chain_depth: int = 1,
+                    request_bytes: int = 1) -> Bound:
+    """lower_bound() for algorithm names (client_auth: the client chain's signature algorithm
+    under mutual TLS)."""
+    registry = _registry(registry)
     sc, ss, pk, sl = sizes_for(group, sig, registry)
+    csig = sig_sizes(client_auth, registry) if client_auth else None
     return lower_bound(rtt_s, share_c=sc, share_s=ss, sig_pk=pk, sig_len=sl, rate_bps=rate_bps,
                        mtu=mtu, chain_depth=chain_depth, mode=mode, cpu_s=cpu_s, rate_up=rate_up,
-                       rate_down=rate_down, cpu=cpu)
+                       rate_down=rate_down, cpu=cpu, iw_c=iw_c, iw_s=iw_s, client_sig=csig,
+                       client_chain_depth=client_chain_depth, request_bytes=request_bytes)
 
 
 def expected_attempt_s(group: str, sig: str, rtt_s: float, *, rate_bps: float | None = None,
                        mtu: int = 1500, loss: float = 0.0, chain_depth: int = 1,
-                       mode: str = "full", registry=None) -> float:
-    """Planning figure for one attempt: bound + expected loss penalty + closing the connection
-    (the timer does not wait for the server's close; a small constant covers process work)."""
+                       mode: str = "full", registry=None, iw_c: int | None = None, iw_s: int | None = None,
+                       client_auth: str | None = None, client_chain_depth: int = 1, response: bool = False) -> float:
+    """Planning figure for one attempt: bound (to the first response byte when the attempt asks
+    for a response) + expected loss penalty + closing the connection (the timer does not wait
+    for the server's close; a small constant covers process work). The priming full handshake
+    of resume / 0-RTT cells is one per cell, counted in the cell overhead."""
     b = handshake_bound(group, sig, rtt_s, rate_bps=rate_bps, mtu=mtu, chain_depth=chain_depth,
-                        mode=mode, registry=registry)
-    extra = 0.0
-    if mode in ("resume", "0rtt"):
-        extra = 0.0  # the priming full handshake is one per cell, counted in the cell overhead
-    return b.total + loss_penalty_s(rtt_s, loss, b.packets) + 0.0003 + extra
+                        mode=mode, registry=registry, iw_c=iw_c, iw_s=iw_s, client_auth=client_auth,
+                        client_chain_depth=client_chain_depth)
+    return (b.ttfb if response else b.total) + loss_penalty_s(rtt_s, loss, b.packets) + 0.0003

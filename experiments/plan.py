@@ -70,6 +70,9 @@ def profile_figures(p: Any) -> dict[str, Any]:
         loss = link.expected_loss() if hasattr(link, "expected_loss") else link.loss
         out[f"loss_{key}"] = float(loss or 0.0)
     out["rtt_ns"] = out["delay_ns_up"] + out["delay_ns_down"]
+    tcp = getattr(p, "tcp", None)
+    for role in ("client", "server"):  # 0 = the kernel's default initial window
+        out[f"initcwnd_{role}"] = int((tcp.window("initcwnd", role) if tcp is not None else None) or 0)
     return out
 
 
@@ -258,7 +261,10 @@ class Plan:
         losses = [x for x in (f["loss_up"], f["loss_down"]) if x]
         per = hm.expected_attempt_s(c.group, c.sig, rtt, rate_bps=min(rates) if rates else None,
                                     mtu=f["mtu"], loss=max(losses) if losses else 0.0,
-                                    chain_depth=m.chain_depth, mode=c.mode, registry=load_registry())
+                                    chain_depth=m.chain_depth, mode=c.mode, registry=load_registry(),
+                                    iw_c=f["initcwnd_client"] or None, iw_s=f["initcwnd_server"] or None,
+                                    client_auth=m.client_auth, client_chain_depth=m.client_chain_depth,
+                                    response=m.response_bytes > 0)
         attempts = self.attempts_per_cell()
         if c.mode in ("resume", "0rtt"):
             attempts += 1  # the priming full handshake

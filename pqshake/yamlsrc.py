@@ -86,6 +86,22 @@ def load_docs(path: Path | str, text: str | None = None) -> list[Doc]:
     return docs
 
 
+def _nested_model(ann: Any) -> type[BaseModel] | None:
+    """The model inside Optional[...] / X | None / Annotated[...] / tagged unions, if any."""
+    if isinstance(ann, type) and issubclass(ann, BaseModel):
+        return ann
+    for a in getattr(ann, "__args__", ()) or ():
+        m = _nested_model(a)
+        if m is not None:
+            return m
+    return getattr(ann, "__origin__", None) and _nested_model(ann.__origin__)
+
+
+def _skipped(part: Any) -> bool:
+    """Location parts pydantic adds that name no field: validator functions, union tags."""
+    return isinstance(part, str) and part.startswith(("function-", "tag:"))
+
+
 def _field_names(model: type[BaseModel], loc: Loc) -> list[str] | None:
     """Allowed field names of the model reached by loc (for 'unknown field' errors)."""
     current: Any = model
@@ -95,12 +111,7 @@ def _field_names(model: type[BaseModel], loc: Loc) -> list[str] | None:
         f = current.model_fields.get(part) if isinstance(part, str) else None
         if f is None:
             continue
-        ann = f.annotation
-        # Unwrap Optional[...] / X | None to reach the nested model.
-        args = getattr(ann, "__args__", None)
-        if args:
-            ann = next((a for a in args if isinstance(a, type) and issubclass(a, BaseModel)), ann)
-        current = ann
+        current = _nested_model(f.annotation) or f.annotation
     if isinstance(current, type) and issubclass(current, BaseModel):
         return sorted(
             (f.alias or name) for name, f in current.model_fields.items() if not name.startswith("_")
@@ -150,7 +161,8 @@ def validate(model: type[BaseModel], doc: Doc, loc_prefix: Loc = (), data: Any =
         for err in e.errors():
             # Errors from model-level validators carry no location; our validators may name a
             # field by raising "field.name: message".
-            loc = loc_prefix + tuple(p for p in err.get("loc", ()) if not (isinstance(p, str) and p.startswith("function-")))
+            err = {**err, "loc": tuple(p for p in err.get("loc", ()) if not _skipped(p))}
+            loc = loc_prefix + err["loc"]
             text = describe(err, model)
             if not err.get("loc") and ": " in text and " " not in text.split(": ", 1)[0]:
                 head, text = text.split(": ", 1)

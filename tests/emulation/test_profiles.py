@@ -111,6 +111,8 @@ MALFORMED = [
     ("name: x\nuplink: {overhead: 20}\ndownlink: {}\n", "{f}:2 uplink.overhead: only counts with a rate (add rate or remove it)"),
     ("name: x\ntcp: {rmem: [4096, 100, 10]}\n", "{f}:2 tcp.rmem: [4096, 100, 10] must be three byte counts [min, default, max] with min <= default <= max"),
     ("name: x\ntcp: {initcwnd: 0}\n", "{f}:2 tcp.initcwnd: 0: Input should be greater than or equal to 1"),
+    ("name: x\ntcp: {initcwnd: {clinet: 24}}\n", "{f}:2 tcp.initcwnd.clinet: unknown field; allowed: client, server"),
+    ("name: x\ntcp: {initrwnd: {server: 0}}\n", "{f}:2 tcp.initrwnd.server: 0: Input should be greater than or equal to 1"),
     ("name: x\nrtt: 10ms\nrtt: 20ms\n", "{f}:3 rtt: given twice (keep one)"),
     ("name: x\n  rtt: 10ms\n", "{f}:2 YAML syntax: mapping values are not allowed here (fix the indentation or quoting)"),
     ("- name: x\n", "{f}:1 (top level): a profile must be a mapping (name: ..., rtt: ...)"),
