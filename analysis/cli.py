@@ -26,13 +26,15 @@ def register(app: typer.Typer) -> None:
         bootstrap: int = typer.Option(S.BOOTSTRAP_N, "--bootstrap", min=100, max=1_000_000,
                                       help="bootstrap resamples per CI"),
         seed: int = typer.Option(S.BOOTSTRAP_SEED, "--seed", help="bootstrap seed"),
+        exclude_suspect: bool = typer.Option(False, "--exclude-suspect", help="leave out the cells whose "
+                                             "validity verdict is suspect (named in the output)"),
     ) -> None:
         """Summary per cell (counts, percentiles, bootstrap CIs, slowdown, TCP figures, model bound) as
         parquet, CSV, LaTeX and Markdown under RUN_DIR/analysis/."""
         from .report import analyze
 
         analyze(run_dirs, out=out, speed=speed, baseline=baseline, allow_differ=allow_differ, n_boot=bootstrap,
-                seed=seed)
+                seed=seed, exclude_suspect=exclude_suspect)
 
     @app.command("figures")
     def figures_cmd(
@@ -46,6 +48,7 @@ def register(app: typer.Typer) -> None:
         baseline: Optional[str] = typer.Option(None, "--baseline", help="as for analyze"),
         allow_differ: List[str] = typer.Option([], "--allow-differ", help="as for analyze"),
         png: bool = typer.Option(True, "--png/--no-png", help="also write PNG next to each PDF"),
+        exclude_suspect: bool = typer.Option(False, "--exclude-suspect", help="as for analyze"),
     ) -> None:
         """Figures (PDF and PNG) and report.md with a caption per figure, under RUN_DIR/analysis/."""
         from .figures import parse_only, render
@@ -53,7 +56,7 @@ def register(app: typer.Typer) -> None:
 
         parse_only(only)  # refuse a bad --only before any work
         a = analyze(run_dirs, out=out, speed=speed, baseline=baseline, allow_differ=allow_differ,
-                    echo=lambda s: None)
+                    echo=lambda s: None, exclude_suspect=exclude_suspect)
         done, skipped = render(a, style=style, only=only, profiles=profile or None,
                                formats=("pdf", "png") if png else ("pdf",))
         rep = write_report(a, done, skipped, style)

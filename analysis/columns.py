@@ -78,6 +78,7 @@ CELLS_OPTIONAL = {
     "repetition": "repetition",
     "status": "status",
     "reason": "reason",
+    "verdict": "verdict",  # validity: ok | suspect: <reasons> (experiments/validity.py); absent before it
     "n_attempts": "n_attempts",
     "n_ok": "n_ok",
     "n_warmup": "n_warmup",

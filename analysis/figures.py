@@ -618,6 +618,16 @@ def context(a: Analysis, style: str, profiles: list[str] | None = None) -> Ctx:
     return Ctx(a=a, style=style, pal=pal, t=t, ok=ok, srv=srv, profiles=profiles)
 
 
+def _mark_suspect(o: FigOut, suspect: list[str]) -> None:
+    """Every figure says which of the run's cells are suspect (validity verdict; reasons in the
+    report), on the figure itself and in its caption."""
+    if not suspect:
+        return
+    text = "suspect cells (see report): " + "; ".join(suspect[:4]) + (f" and {len(suspect) - 4} more" if len(suspect) > 4 else "")
+    o.fig.text(0.005, 0.002, "\u2020 " + text, fontsize=5, color="#b2182b", ha="left", va="bottom")
+    o.caption += f" \u2020 Suspect cells (validity verdict, reasons in the report's Validity section): {'; '.join(suspect)}."
+
+
 def render(a: Analysis, *, style: str = "thesis", only: list[str] | None = None, profiles: list[str] | None = None,
            formats=("pdf", "png"), echo: Callable[[str], None] = print) -> tuple[list[FigOut], list[tuple[str, str]]]:
     kinds = parse_only(only)
@@ -632,6 +642,9 @@ def render(a: Analysis, *, style: str = "thesis", only: list[str] | None = None,
     fig_dir.mkdir(parents=True, exist_ok=True)
     done: list[FigOut] = []
     skipped: list[tuple[str, str]] = []
+    from .report import cell_label, suspect_rows
+
+    sus = [cell_label(r) for r in suspect_rows(a.summary.table).itertuples(index=False)]
     with plt.rc_context(ST.rc(style)):
         for k in kinds:
             try:
@@ -641,6 +654,7 @@ def render(a: Analysis, *, style: str = "thesis", only: list[str] | None = None,
                 echo(f"skipped {k}: {e}")
                 continue
             for o in outs:
+                _mark_suspect(o, sus)
                 try:
                     o.files = ST.save(o.fig, fig_dir / o.name, formats)
                 finally:

@@ -51,6 +51,7 @@ class Run:
     timeout_ns: int | None = None  # per attempt (plan.json); failures count as "not done by then"
     n_warmup_dropped: int = 0
     notes: list[str] = field(default_factory=list)
+    excluded_suspect: list[str] = field(default_factory=list)  # cell ids left out (--exclude-suspect)
 
     @property
     def meta(self) -> dict:
@@ -265,7 +266,7 @@ def check_merge(metas: list[dict], paths: list[Path], allow: Iterable[str] = ())
                                 f"analyse them separately, or pass --allow-differ {f} if it does not matter")
 
 
-def load_runs(paths: Iterable[Path | str], allow_differ: Iterable[str] = ()) -> Run:
+def load_runs(paths: Iterable[Path | str], allow_differ: Iterable[str] = (), exclude_suspect: bool = False) -> Run:
     paths = [Path(p) for p in paths]
     if not paths:
         raise UserError("no run directory given; pass results/<name>/<id> ('pqshake ls' lists runs)")
@@ -323,4 +324,27 @@ def load_runs(paths: Iterable[Path | str], allow_differ: Iterable[str] = ()) -> 
               notes=notes, timeout_ns=max(timeouts) if timeouts else None)
     if len(depths) > 1:
         run.notes.append(f"runs differ in certificate chain depth {sorted(depths)}: the bound uses {run.chain_depth}")
+    if exclude_suspect:
+        _exclude_suspect(run)
     return run
+
+
+def _exclude_suspect(run: Run) -> None:
+    """--exclude-suspect: drop the attempts and server records of cells whose validity verdict
+    is suspect (experiments/validity.py); the cells table keeps them, named in the report."""
+    if "verdict" not in run.cells:
+        run.notes.append("--exclude-suspect: these runs carry no validity verdicts; nothing excluded")
+        return
+    bad = run.cells["verdict"].astype(str).str.startswith("suspect")
+    ids = sorted(set(run.cells.loc[bad, "cell_id"].astype(str)))
+    run.excluded_suspect = ids
+    if not ids:
+        return
+    run.samples = run.samples[~run.samples["cell_id"].astype(str).isin(ids)]
+    if run.server is not None and "cell_id" in run.server:
+        run.server = run.server[~run.server["cell_id"].astype(str).isin(ids)]
+    run.cells = run.cells[~bad.to_numpy()]
+    run.notes.append(f"--exclude-suspect: {len(ids)} suspect cell(s) left out: {', '.join(ids)}")
+    if run.samples.empty:
+        raise UserError("--exclude-suspect: every cell of the run is suspect; nothing left to analyse "
+                        "(see the verdicts with 'pqshake analyze' without it, or re-run them: pqshake resume RUN --rerun-suspect)")

@@ -47,9 +47,9 @@ def out_dir_for(paths: list[Path], out: Path | None) -> Path:
 
 def prepare(paths: Iterable[Path | str], *, out: Path | None = None, speed: str | None = None,
             baseline: str | None = None, allow_differ: Iterable[str] = (), n_boot: int = S.BOOTSTRAP_N,
-            seed: int = S.BOOTSTRAP_SEED) -> Analysis:
+            seed: int = S.BOOTSTRAP_SEED, exclude_suspect: bool = False) -> Analysis:
     paths = [Path(p) for p in paths]
-    run = load_runs(paths, allow_differ)
+    run = load_runs(paths, allow_differ, exclude_suspect=exclude_suspect)
     od = out_dir_for(paths, out)
     groups = sorted(set(run.samples["group"].astype(str)) | set(run.cells["group"].astype(str)))
     sigs = sorted(set(run.samples["sig"].astype(str)) | set(run.cells["sig"].astype(str)))
@@ -170,6 +170,36 @@ def n_text(t: pd.DataFrame) -> str:
     return f"n = {rng} successful handshakes per cell ({int(t['n_ok'].sum())} in total)"
 
 
+def suspect_rows(t: pd.DataFrame) -> pd.DataFrame:
+    return t[t["suspect"].astype(bool)] if "suspect" in t else t.iloc[:0]
+
+
+def cell_label(r) -> str:
+    extra = f", {r.transport}" if "transport" in r._fields and r.transport not in ("tcp", None) else ""
+    return f"{r.group} / {r.sig} @ {r.profile} ({MODE_LABELS.get(r.mode, r.mode)}{extra})"
+
+
+def validity_lines(a: Analysis) -> list[str]:
+    """The report's validity section: every suspect cell with its reasons."""
+    t = a.summary.table
+    sus = suspect_rows(t)
+    judged = int((t["verdict"].astype(str) != "not judged").sum()) if "verdict" in t else 0
+    out = ["## Validity", ""]
+    if a.run.excluded_suspect:
+        out += [f"Excluded as suspect (--exclude-suspect): {', '.join(a.run.excluded_suspect)}.", ""]
+    if not judged:
+        return out + ["These runs carry no validity verdicts (they were recorded before the runner judged cells).", ""]
+    if sus.empty:
+        return out + [f"All {judged} judged cells ok: RTT and each way within the net check tolerance, link "
+                      f"loss as configured, no queue drops, late frames and host steal within bounds "
+                      f"(docs/methodology.md, \"Validity of a cell\").", ""]
+    out += [f"{len(sus)} of {judged} judged cells are suspect (marked in every table and figure; "
+            f"`pqshake resume RUN --rerun-suspect` measures them again; `--exclude-suspect` leaves them out):", ""]
+    for r in sus.itertuples(index=False):
+        out.append(f"- {cell_label(r)}: {str(r.verdict).split(': ', 1)[1]}")
+    return out + [""]
+
+
 def write_report(a: Analysis, figures: list, skipped: list[tuple[str, str]], style: str) -> Path:
     t = a.summary.table
     od = a.out_dir
@@ -188,7 +218,7 @@ def write_report(a: Analysis, figures: list, skipped: list[tuple[str, str]], sty
              f"- Figures: style '{style}', PDF (vector) and PNG.", ""]
     if a.summary.notes:
         lines += ["## Notes", ""] + [f"- {n}" for n in a.summary.notes] + [""]
-    lines += ["## Figures", ""]
+    lines += validity_lines(a) + ["## Figures", ""]
     for i, f in enumerate(figures, 1):
         rel = [p.relative_to(od) if p.is_relative_to(od) else p for p in f.files]
         png = next((r for r in rel if str(r).endswith(".png")), None)

@@ -34,6 +34,17 @@ class Summary:
 
 
 
+
+def _verdict(v: pd.Series) -> str:
+    """One row's validity from its cells' verdicts (experiments/validity.py): ok when every
+    judged cell is ok; else the reasons of the suspect ones, once each; runs from before the
+    verdict existed read 'not judged'."""
+    vals = [str(x) for x in v if isinstance(x, str) and x]
+    if not vals:
+        return "not judged"
+    reasons = [r for x in vals if x.startswith("suspect") for r in x.split(": ", 1)[1].split("; ")]
+    return "suspect: " + "; ".join(dict.fromkeys(reasons)) if reasons else "ok"
+
 def _window(v) -> int | None:
     """A configured initial window (segments) from the cells table; None = the kernel default."""
     return int(v) if v is not None and np.isfinite(v) and v > 0 else None
@@ -275,8 +286,11 @@ def summarize(run: Run, *, speed: B.Speed | None = None, cpu_note: str = "", bas
         "rtt_achieved_ms": cg["rtt_p50_ns"].median() / 1e6 if "rtt_p50_ns" in cells else np.nan,
         "cells_failed": cg["status"].apply(lambda v: int((v.astype(str) == "failed").sum())),
         "cell_reason": cg["reason"].apply(lambda v: next((str(x) for x in v if isinstance(x, str) and x), "")),
+        "verdict": (cg["verdict"].apply(_verdict) if "verdict" in cells else pd.Series(dtype=object)),
     })
     out = out.merge(cinfo, left_on=CELL_KEY, right_index=True, how="left")
+    out["verdict"] = out["verdict"].fillna("not judged")
+    out["suspect"] = out["verdict"].astype(str).str.startswith("suspect")
     prof = run.profiles.set_index("profile")
     for col, src in (("rtt_cfg_ms", "rtt_ms"), ("loss", "loss"), ("rate_bps", "rate_bps"), ("mtu", "mtu"),
                      ("jitter_ms", "jitter_ms"), ("rate_up_bps", "cfg_rate_bps_up"), ("rate_down_bps", "cfg_rate_bps_down"),

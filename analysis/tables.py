@@ -24,7 +24,14 @@ COLUMNS = [  # (header, unit, function of a row -> text)
     ("Slowdown", "x", lambda r: _ci(r.slowdown, r.slowdown_ci_lo, r.slowdown_ci_hi, 2)),
     ("Bound", "ms", lambda r: _num(r.bound_ms)),
     ("Meas./bound", "", lambda r: _num(r.measured_over_bound, 2)),
+    ("Valid", "", lambda r: _valid(r)),
 ]
+
+
+def _valid(r) -> str:
+    """The cell's validity verdict, short: the reasons are in the report (docs/methodology.md)."""
+    v = str(getattr(r, "verdict", "not judged"))
+    return "suspect" if v.startswith("suspect") else v
 
 
 BEYOND = "> timeout"

@@ -136,7 +136,7 @@ def run_probe(topo, addr: str, count: int, interval_us: int, size: int = 64, df:
     cp = subprocess.run(topo.ns_argv("client", argv), capture_output=True, text=True, timeout=budget)
     if cp.returncode not in (0, 1) or not cp.stdout:
         raise UserError(f"pqs-probe failed ({cp.returncode}): {cp.stderr.strip()[:200]}", exit_code=1)
-    rtts, summary, emsg = [], {}, 0
+    rtts, ups, downs, summary, emsg = [], [], [], {}, 0
     for line in cp.stdout.splitlines():
         try:
             o = json.loads(line)
@@ -146,9 +146,13 @@ def run_probe(topo, addr: str, count: int, interval_us: int, size: int = 64, df:
             summary = o
         elif o.get("ok"):
             rtts.append(int(o["rtt_ns"]))
+            if o.get("up_ns"):  # 0: a stamp was missing for this probe
+                ups.append(int(o["up_ns"]))
+                downs.append(int(o["down_ns"]))
         elif o.get("error") == "emsgsize":
             emsg += 1
-    return {"rtts_ns": rtts, "summary": summary, "sent": count, "received": len(rtts), "emsgsize": emsg}
+    return {"rtts_ns": rtts, "up_ns": ups, "down_ns": downs, "summary": summary, "sent": count,
+            "received": len(rtts), "emsgsize": emsg}
 
 
 # The two kernel stamps taken synchronously with the programs' own steps, at their minimum over
@@ -177,8 +181,10 @@ def stamps_untrusted(summary: dict[str, Any]) -> str | None:
 def measure_rtt(topo, count: int = 200, interval_us: int | None = None, size: int = RTT_PROBE_PAYLOAD,
                 probe_args: list[str] | None = None) -> dict[str, Any]:
     """RTT percentiles over `count` probes: p50_ns, p90_ns, p99_ns, mean_ns, min_ns, max_ns,
-    sd_ns, received, lost, samples_ns, tx_restamped. Raises UserError when the kernel stamps of
-    this path are implausible (stamps_untrusted): a wrong RTT is never returned."""
+    sd_ns, received, lost, samples_ns, tx_restamped, and each way's median (up_p50_ns,
+    down_p50_ns; the client's and the reflector's kernel stamps on the host's one monotonic
+    clock). Raises UserError when the kernel stamps of this path are implausible
+    (stamps_untrusted): a wrong RTT is never returned."""
     iv = interval_us or probe_interval_us(topo.profile, size)
     with probe_server(topo) as addr:
         # two-step: the reflector's residence ends at its kernel transmit timestamp, so its cold
@@ -193,6 +199,9 @@ def measure_rtt(topo, count: int = 200, interval_us: int | None = None, size: in
     if len(a):
         out.update(p50_ns=float(np.median(a)), p90_ns=float(np.quantile(a, 0.9)), p99_ns=float(np.quantile(a, 0.99)),
                    mean_ns=float(a.mean()), min_ns=float(a.min()), max_ns=float(a.max()), sd_ns=float(a.std()))
+    if r["up_ns"]:
+        out.update(one_way=len(r["up_ns"]), up_p50_ns=float(np.median(r["up_ns"])),
+                   down_p50_ns=float(np.median(r["down_ns"])))
     out["samples_ns"] = r["rtts_ns"]
     return out
 

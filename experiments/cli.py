@@ -70,11 +70,14 @@ def register(app: typer.Typer) -> None:
     def resume_cmd(
         run_dir: Path = typer.Argument(..., help="a run directory, results/<name>/<id>"),
         quiet: bool = typer.Option(False, "--quiet", "-q"),
+        rerun_suspect: bool = typer.Option(False, "--rerun-suspect",
+                                           help="also run again the cells whose validity verdict is suspect "
+                                                "(their first attempt is kept under logs/)"),
     ) -> None:
         """Run the cells an interrupted run left (partial cells are set aside under logs/)."""
         from .runner import resume_run
 
-        path = resume_run(run_dir, quiet=quiet)
+        path = resume_run(run_dir, quiet=quiet, rerun_suspect=rerun_suspect)
         _print_result(path)
 
     @app.command("ls")

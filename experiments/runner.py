@@ -25,6 +25,7 @@ import yaml
 from pqshake.errors import UserError
 
 from . import rundir as rd
+from . import validity
 from .plan import Cell, Plan, build_plan, fmt_seconds, profile_figures
 from .progress import Progress
 
@@ -270,6 +271,7 @@ class CellRunner:
         info: dict[str, Any] = {"cell_id": cell.cell_id, **cell.as_dict(), "backend": topo.backend,
                                 "session": self.session, "started": started}
         info["configured"] = profile_figures(self.plan.profiles[cell.profile])
+        before = validity.Snapshot.take(topo)
 
         # Achieved RTT for this cell (short: it is overhead).
         rtt: dict[str, Any] = {}
@@ -366,6 +368,10 @@ class CellRunner:
             reason = "timer wrote no header line"
         if reason is not None and shutil.disk_usage(d).free < DISK_MIN_FREE:
             raise DiskFull(reason)
+        # Validity (experiments/validity.py): the link, the host and the CPU over this cell.
+        v = validity.judge(self.plan.profiles[cell.profile], topo.backend, before, validity.Snapshot.take(topo), rtt)
+        info["validity"] = v
+        info["verdict"] = v["verdict"]
         info.update({
             "status": "complete" if reason is None else "failed",
             "reason": reason, "timer_rc": timer_rc, "server_rc": server_rc,
@@ -431,6 +437,9 @@ def execute(run: rd.RunDir, plan: Plan, todo: list[Cell], progress: Progress, se
                                   + (f" rtt {info['rtt_p50_ns'] / 1e6:.2f}ms" if info.get("rtt_p50_ns") else "")
                                   + (f" ({info['reason']})" if info.get("reason") else ""))
                         progress.end_cell(cell.cell_id, info["status"], plan.cell_estimate_s(cell), detail)
+                        if str(info.get("verdict", "ok")).startswith("suspect"):
+                            progress.message(f"warning: cell {cell.cell_id} is {info['verdict']} "
+                                             f"(re-run it: pqshake resume {run.path} --rerun-suspect)")
                 finally:
                     runner.kill_all()
                     try:
@@ -635,8 +644,10 @@ def start_run(exp_path: Path | str, *, out: Path | None = None, yes: bool = Fals
 
 
 def resume_run(run_dir: Path | str, *, quiet: bool = False, rich: bool | None = None,
-               topology_factory=None) -> Path:
-    """`pqshake resume`: run only the cells without DONE (partial ones set aside under logs/)."""
+               topology_factory=None, rerun_suspect: bool = False) -> Path:
+    """`pqshake resume`: run only the cells without DONE (partial ones set aside under logs/);
+    with rerun_suspect also the cells whose validity verdict is suspect (set aside likewise, and
+    listed in meta.json `reruns`)."""
     run = rd.find_run(run_dir)
     root = run.path.parent.parent
     lock = rd.RunLock(root)
@@ -653,6 +664,16 @@ def resume_run(run_dir: Path | str, *, quiet: bool = False, rich: bool | None = 
                             f"(cell {missing[0]} no longer planned); start a new run", exit_code=1)
         plan.cells = [by_id[i] for i in ids]
         done = run.done_cells()
+        if rerun_suspect:
+            suspect = {i: str(v.get("verdict")) for i, v in done.items() if str(v.get("verdict", "")).startswith("suspect")}
+            if suspect:
+                reruns = meta.get("reruns", [])
+                for i, why in suspect.items():
+                    kept = run.set_aside_partial(i, why="suspect")
+                    reruns.append({"cell_id": i, "verdict": why, "first_attempt": kept.name if kept else None,
+                                   "at": rd.now_iso()})
+                    del done[i]
+                run.update_meta(reruns=reruns)
         todo = [c for c in plan.cells if c.cell_id not in done]
         for d in list(run.raw.iterdir()) if run.raw.is_dir() else []:
             if d.name not in done:

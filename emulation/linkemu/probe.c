@@ -27,7 +27,13 @@
  * receive to kernel transmit) let the caller refuse a path whose stamps
  * cannot be trusted: both are taken synchronously, so they are microseconds
  * on at least one probe where the stamps are right, and about a one-way
- * delay on every probe where a stamp comes from a later or earlier hop. */
+ * delay on every probe where a stamp comes from a later or earlier hop.
+ *
+ * One way each (up_ns / down_ns, summary up_p50_ns / down_p50_ns): the echo
+ * carries the reflector's kernel receive stamp on CLOCK_MONOTONIC, which every
+ * network namespace of one host shares, so send stamp -> reflector receive is
+ * the way out and reflector send -> our receive the way back.  Only for a
+ * client and reflector on the same kernel, which is how pqshake runs them. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
@@ -52,7 +58,7 @@
 #define MAGIC 0x50515350u          /* "PQSP": one-step probe and its echo */
 #define MAGIC_TWO_STEP 0x50515354u /* "PQST": probe asking for a follow-up */
 #define MAGIC_FOLLOW 0x50515346u   /* "PQSF": follow-up, residence kernel rx -> kernel tx */
-#define HDR_SIZE 32
+#define HDR_SIZE 40
 #define MAX_SIZE 65507
 
 struct probe_hdr {
@@ -61,6 +67,7 @@ struct probe_hdr {
 	int64_t send_ns;      /* client CLOCK_MONOTONIC */
 	int64_t residence_ns; /* filled by the reflector */
 	uint64_t session;
+	int64_t refl_rx_ns;   /* reflector: kernel receive stamp of the probe, CLOCK_MONOTONIC */
 };
 
 struct result {
@@ -71,6 +78,8 @@ struct result {
 	int64_t tx_lag;       /* kernel transmit stamp - our clock before send() */
 	int64_t rx_lag;       /* our clock after recvmsg - kernel receive stamp */
 	int64_t residence_two_step; /* from the follow-up; valid if followed */
+	int64_t refl_rx;      /* the reflector's kernel receive stamp (mono), 0 = none */
+	int64_t up, down;     /* one-way delays: namespaces of one host share its clock */
 	uint8_t followed;
 	uint8_t state; /* 0 pending, 1 ok, 2 send error */
 	uint8_t err;   /* 1 emsgsize, 2 other */
@@ -213,6 +222,9 @@ static void send_echo(struct reflector *r, unsigned char *buf, size_t n, struct 
 {
 	int64_t now = ts_ns(CLOCK_REALTIME);
 	h->residence_ns = (rx > 0 && now >= rx && now - rx < 1000000000LL) ? now - rx : 0;
+	/* The receive stamp on the monotonic clock the client times with (every namespace of
+	 * the host reads the same one): the client splits the round trip into its two ways. */
+	h->refl_rx_ns = h->residence_ns > 0 ? ts_ns(CLOCK_MONOTONIC) - (now - rx) : 0;
 	memcpy(buf, h, sizeof(*h));
 	struct iovec iov = {buf, n};
 	union pqs_tx_stamp_ctl ctl;
@@ -427,6 +439,7 @@ static void *rx_thread(void *arg)
 			res->rx_user = mono;
 			res->send_ns = h.send_ns;
 			res->residence = h.residence_ns;
+			res->refl_rx = h.refl_rx_ns;
 			res->state = 1;
 			atomic_fetch_add(&p->received, 1);
 		}
@@ -532,6 +545,14 @@ static int client(const char *addr, long long count, long long interval_us, long
 		r->rtt = r->rx_mono - tx - r->residence;
 		r->tx_lag = tx - r->send_ns;
 		r->rx_lag = r->rx_user - r->rx_mono;
+		/* One way each: send stamp -> reflector's receive stamp, and reflector's send
+		 * (receive + residence) -> our receive stamp; 0 when a stamp is missing or the
+		 * two disagree with the round trip. */
+		r->up = r->down = 0;
+		if (r->refl_rx > tx && r->refl_rx + r->residence < r->rx_mono) {
+			r->up = r->refl_rx - tx;
+			r->down = r->rx_mono - r->refl_rx - r->residence;
+		}
 	}
 
 	int64_t *rtts = malloc(((size_t)count + 1) * sizeof(int64_t));
@@ -543,8 +564,9 @@ static int client(const char *addr, long long count, long long interval_us, long
 	for (uint32_t i = 0; i < p->count; i++) {
 		struct result *r = &p->res[i];
 		if (r->state == 1) {
-			printf("{\"seq\":%u,\"ok\":true,\"rtt_ns\":%" PRId64 ",\"rtt_raw_ns\":%" PRId64 "}\n",
-			       i, r->rtt, r->raw);
+			printf("{\"seq\":%u,\"ok\":true,\"rtt_ns\":%" PRId64 ",\"rtt_raw_ns\":%" PRId64
+			       ",\"up_ns\":%" PRId64 ",\"down_ns\":%" PRId64 "}\n",
+			       i, r->rtt, r->raw, r->up, r->down);
 			rtts[nok++] = r->rtt;
 			sum += (double)r->rtt;
 		} else if (r->state == 2) {
@@ -568,16 +590,25 @@ static int client(const char *addr, long long count, long long interval_us, long
 	int64_t *txl = malloc(((size_t)count + 1) * sizeof(int64_t));
 	int64_t *rxl = malloc(((size_t)count + 1) * sizeof(int64_t));
 	int64_t *resid = malloc(((size_t)count + 1) * sizeof(int64_t));
-	if (!txl || !rxl || !resid)
+	int64_t *ups = malloc(((size_t)count + 1) * sizeof(int64_t));
+	int64_t *downs = malloc(((size_t)count + 1) * sizeof(int64_t));
+	if (!txl || !rxl || !resid || !ups || !downs)
 		die(1, "out of memory");
+	size_t nw = 0;
 	size_t ns = 0;
 	for (uint32_t i = 0; i < p->count; i++) {
 		if (p->res[i].state == 1) {
 			txl[ns] = p->res[i].tx_lag;
 			rxl[ns] = p->res[i].rx_lag;
 			resid[ns++] = p->res[i].residence;
+			if (p->res[i].up > 0) {
+				ups[nw] = p->res[i].up;
+				downs[nw++] = p->res[i].down;
+			}
 		}
 	}
+	qsort(ups, nw, sizeof(int64_t), cmp_i64);
+	qsort(downs, nw, sizeof(int64_t), cmp_i64);
 	qsort(txl, ns, sizeof(int64_t), cmp_i64);
 	qsort(rxl, ns, sizeof(int64_t), cmp_i64);
 	qsort(resid, ns, sizeof(int64_t), cmp_i64);
@@ -585,13 +616,13 @@ static int client(const char *addr, long long count, long long interval_us, long
 	       "\"emsgsize\":%u,\"send_errors\":%u,\"duplicates\":%u,\"tx_timestamps\":%u,"
 	       "\"tx_restamped\":%u,\"tx_lag_min_ns\":%" PRId64 ",\"tx_lag_p50_ns\":%" PRId64
 	       ",\"rx_lag_p50_ns\":%" PRId64 ",\"residence_min_ns\":%" PRId64 ",\"residence_p50_ns\":%" PRId64 ","
-	       "\"two_step\":%u,"
+	       "\"two_step\":%u,\"one_way\":%zu,\"up_p50_ns\":%" PRId64 ",\"down_p50_ns\":%" PRId64 ","
 	       "\"size\":%lld,\"df\":%s,"
 	       "\"min_ns\":%" PRId64 ",\"p50_ns\":%" PRId64 ",\"p90_ns\":%" PRId64
 	       ",\"p99_ns\":%" PRId64 ",\"max_ns\":%" PRId64 ",\"mean_ns\":%.0f}\n",
 	       p->count - emsg - serr, nok, (size_t)p->count - nok, emsg, serr,
 	       atomic_load(&p->dups), with_txts, p->restamped, ns ? txl[0] : 0, pct(txl, ns, 0.5), pct(rxl, ns, 0.5), ns ? resid[0] : 0,
-	       pct(resid, ns, 0.5), with_followup, size, df ? "true" : "false", nok ? rtts[0] : 0,
+	       pct(resid, ns, 0.5), with_followup, nw, pct(ups, nw, 0.5), pct(downs, nw, 0.5), size, df ? "true" : "false", nok ? rtts[0] : 0,
 	       pct(rtts, nok, 0.5), pct(rtts, nok, 0.9), pct(rtts, nok, 0.99),
 	       nok ? rtts[nok - 1] : 0, nok ? sum / (double)nok : 0.0);
 	fflush(stdout);
@@ -599,6 +630,8 @@ static int client(const char *addr, long long count, long long interval_us, long
 	free(txl);
 	free(rxl);
 	free(resid);
+	free(ups);
+	free(downs);
 	free(buf);
 	free(p->res);
 	free(p->id_to_seq);
