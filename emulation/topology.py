@@ -22,7 +22,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from pqshake.emulation import backend_netem, backend_userspace, netns
+from pqshake.emulation import backend_netem, backend_userspace, netns, placement
 from pqshake.emulation.lifecycle import RunLifecycle
 from pqshake.emulation.profiles import Profile
 from pqshake.emulation.signals import TerminateOnSignals, signals_ignored
@@ -61,6 +61,11 @@ class Topology(RunLifecycle):
         self._record: dict[str, Any] | None = None
         self._signals = TerminateOnSignals()
         self._up = False
+        # CPU placement (emulation/placement.py): the runner sets the spec before the link comes
+        # up; with the backend known, the emulator and everything ns_argv starts (server, timer,
+        # probes) go to separate CPUs.
+        self.placement_spec: Any = None
+        self.placement: placement.Placement | None = None
 
     # ------------------------------------------------------------ names --
     client_ns = property(lambda self: self.names.client_ns)
@@ -75,8 +80,9 @@ class Topology(RunLifecycle):
         return self.names.ns(role)
 
     def ns_argv(self, role: str, cmd: list[str]) -> list[str]:
-        """argv that runs cmd inside the role's namespace."""
-        return ["ip", "netns", "exec", self.ns_name(role), *cmd]
+        """argv that runs cmd inside the role's namespace (on the endpoints' CPUs when placed)."""
+        pin = placement.taskset(self.placement.endpoints) if self.placement is not None and self.placement.active else []
+        return [*pin, "ip", "netns", "exec", self.ns_name(role), *cmd]
 
     # -------------------------------------------------------- lifecycle --
     def _claim(self) -> dict[str, Any]:
@@ -122,6 +128,8 @@ class Topology(RunLifecycle):
     # ------------------------------------------------------------- build --
     def _build(self) -> None:
         n, a, p = self.names, self.addr, self.profile
+        if self.placement_spec is not None:
+            self.placement = placement.plan(self.placement_spec, self.backend)
         for role in netns.ROLES:
             netns.ns_add(n.ns(role))
         for ns in n.namespaces():
@@ -158,6 +166,8 @@ class Topology(RunLifecycle):
         else:
             cmd = backend_userspace.argv(p, n, self.seed, self.workdir / "linkemu-stats.json",
                                          self.workdir / "linkemu-ready.json", self.emulator_args)
+            if self.placement is not None and self.placement.active:
+                cmd = placement.taskset(self.placement.emulator) + cmd
             self.commands = [cmd]
             self.emulator = backend_userspace.Emulator(cmd, self.workdir, tie_to_parent=not self.persistent)
             self.emulator.start()
@@ -236,6 +246,7 @@ class Topology(RunLifecycle):
             "sysctls": self.sysctls,
             "offloads": "tx rx tso gso gro off on every veth of the path",
             "commands": backend_netem.render_text(self.commands),
+            "placement": self.placement.as_dict() if self.placement is not None else None,
         }
         if self.backend == "userspace":
             d["spec"] = {"up": backend_userspace.spec(self.profile.up), "down": backend_userspace.spec(self.profile.down)}

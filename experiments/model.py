@@ -90,6 +90,12 @@ class MininetTopologySpec(BaseModel):
 CHAIN_PROFILES_PLACEHOLDER = "<chain hops>"
 
 
+class CpuPlacement(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    emulator: list[int] = Field(min_length=1, description="CPUs of the link emulator")
+    endpoints: list[int] = Field(min_length=1, description="CPUs of client, server and probes")
+
+
 class Experiment(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -113,6 +119,9 @@ class Experiment(BaseModel):
     seed: int | None = Field(default=None, ge=0, le=2**63 - 1)
     exclude: list[ExcludeRule] = Field(default_factory=list)
     rtt_probes: int = Field(default=50, ge=0, le=10_000, description="achieved-RTT probes per cell")
+    cpu_placement: Literal["auto", "off"] | CpuPlacement = Field(
+        default="auto", description="the link emulator on CPUs of its own, client and server on the others "
+                                    "(auto: the highest CPU for the emulator when there are >= 2)")
     engine: Literal["single-link", "mininet"] = Field(default="single-link", description="single-link (3 namespaces) or mininet")
     topology: MininetTopologySpec | None = Field(default=None, description="engine: mininet only")
 

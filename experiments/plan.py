@@ -19,6 +19,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from pqshake.errors import UserError
 from pqshake.registry import load_registry
 
@@ -320,6 +322,10 @@ def build_plan(ef: ExperimentFile | Path | str, *, seed: int | None = None,
     sigs = reg.expand("sig", m.sigs, ef.where("sigs"))
     if m.client_auth is not None:  # one algorithm, checked like the sigs
         reg.expand("sig", [m.client_auth], ef.where("client_auth"))
+    if isinstance(m.cpu_placement, BaseModel):  # CPUs this machine lets us use, none on both sides
+        from pqshake.emulation import placement
+
+        placement.plan(m.cpu_placement.model_dump(), where=ef.where("cpu_placement"))
     notes: list[str] = []
     hops: list[Any] = []
     if m.engine == "mininet" and m.topology is not None and m.topology.kind == "chain":

@@ -419,8 +419,13 @@ def execute(run: rd.RunDir, plan: Plan, todo: list[Cell], progress: Progress, se
             prof = plan.profiles[name]
             run.log(f"profile {name}: bringing the link up ({len(cells)} cells)")
             progress.message(f"profile {name}: {len(cells)} cells")
-            with topology_factory(prof, run_id=session, backend=plan.model.backend) as topo:
+            t = topology_factory(prof, run_id=session, backend=plan.model.backend)
+            if hasattr(t, "placement_spec"):  # the single-link topology places CPUs; mininet does not
+                spec = plan.model.cpu_placement
+                t.placement_spec = spec.model_dump() if hasattr(spec, "model_dump") else spec
+            with t as topo:
                 backends.add(topo.backend)
+                _record_placement(run, topo)
                 _net_record(run, name, session, "describe", topo.describe())
                 _net_record(run, name, session, "counters-before", topo.counters())
                 try:
@@ -454,6 +459,17 @@ def execute(run: rd.RunDir, plan: Plan, todo: list[Cell], progress: Progress, se
         runner.kill_all()
     counts["backends"] = sorted(backends)
     return counts
+
+
+def _record_placement(run: rd.RunDir, topo: Any) -> None:
+    """meta.json `placement`: where the emulator and the endpoints ran (emulation/placement.py),
+    per backend; 'not placed' with the reason where it could not be done."""
+    pl = getattr(topo, "placement", None)
+    rec = pl.as_dict() if pl is not None else {"mode": "n/a", "emulator": [], "endpoints": [],
+                                               "note": f"not placed by the {type(topo).__name__} engine"}
+    seen = run.meta().get("placement") or {}
+    if seen.get(topo.backend) != rec:
+        run.update_meta(placement={**seen, topo.backend: rec})
 
 
 def mininet_factory(plan: Plan) -> Callable[..., Any]:

@@ -275,6 +275,22 @@ def cpu_item(sysfs: Path = Path("/sys/devices/system/cpu")) -> Item:
     return Item("cpu frequency", OK, f"{detail} ({ncpu} usable cpus)")
 
 
+def placement_item() -> Item:
+    """Can the link emulator get CPUs of its own (emulation/placement.py)?"""
+    import shutil
+
+    from pqshake.emulation import placement
+
+    pl = placement.plan("auto", "userspace")
+    if not pl.active:
+        return Item("cpu placement", WARN, f"{pl.note}: the emulator's real-time workers share the CPUs with the "
+                    "crypto being timed", "a machine (or VM) with at least 2 CPUs")
+    if shutil.which("taskset") is None:
+        return Item("cpu placement", FAIL, "taskset not found (it pins the emulator and the endpoints)",
+                    "apt-get install util-linux")
+    return Item("cpu placement", OK, f"userspace backend: {pl.describe()}; netem: not possible (kernel softirq)")
+
+
 def leftovers_item() -> Item:
     from pqshake.emulation import clean, netns
 
@@ -320,7 +336,8 @@ def run_checks() -> list[Item]:
     priv = privileges()
     items.append(priv)
     items += kernel_items(priv.status != FAIL)
-    checks: list[Callable[[], Item]] = [stack_item, tools_item, mininet_item, disk_item, cpu_item, leftovers_item]
+    checks: list[Callable[[], Item]] = [stack_item, tools_item, mininet_item, disk_item, cpu_item, placement_item,
+                                        leftovers_item]
     for fn in checks:
         try:
             items.append(fn())

@@ -16,7 +16,7 @@ from pqshake.doctor import FAIL, INFO, OK, WARN, Item
 REPO = Path(__file__).resolve().parents[1]
 PQS = [sys.executable, "-m", "pqshake.cli"]
 ITEMS = ("privileges", "network namespaces", "veth", "tbf/htb", "AF_PACKET", "netem / backend", "crypto stack",
-         "tools", "mininet", "disk for results", "cpu frequency", "leftovers")
+         "tools", "mininet", "disk for results", "cpu frequency", "cpu placement", "leftovers")
 
 
 def test_capabilities_parsed_and_missing_ones_named():
