@@ -206,6 +206,10 @@ def load_one(path: Path | str) -> tuple[dict, pd.DataFrame, pd.DataFrame | None,
     meta = read_meta(path)
     fresh = _fresh_tables(path)
     notes: list[str] = []
+    for m in meta.get("mixed") or []:  # pqshake resume --allow-mixed
+        diffs = ", ".join(f"{d.get('field')} {d.get('change')}" for d in m.get("differences", []))
+        notes.append(f"mixed provenance: resumed on {m.get('at')} with --allow-mixed although {diffs}; "
+                     f"cells before and after ran different code (meta.json sessions)")
     if fresh:
         notes.append(f"{path}: tables built from raw/ in memory (newer than the parquet files); "
                      f"'pqshake load {path}' writes them")

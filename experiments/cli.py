@@ -73,11 +73,14 @@ def register(app: typer.Typer) -> None:
         rerun_suspect: bool = typer.Option(False, "--rerun-suspect",
                                            help="also run again the cells whose validity verdict is suspect "
                                                 "(their first attempt is kept under logs/)"),
+        allow_mixed: bool = typer.Option(False, "--allow-mixed",
+                                         help="resume although the commit or the built programs changed since the "
+                                              "run began (recorded in meta.json and shown in the report)"),
     ) -> None:
         """Run the cells an interrupted run left (partial cells are set aside under logs/)."""
         from .runner import resume_run
 
-        path = resume_run(run_dir, quiet=quiet, rerun_suspect=rerun_suspect)
+        path = resume_run(run_dir, quiet=quiet, rerun_suspect=rerun_suspect, allow_mixed=allow_mixed)
         _print_result(path)
 
     @app.command("ls")

@@ -388,6 +388,51 @@ def provenance() -> dict:
     }
 
 
+def session_provenance() -> dict:
+    """What a session of a run (the first `run`, each `resume`) ran with: the commit, the
+    binaries by hash, the crypto stack the build records, the host and kernel."""
+    from pqshake.paths import build_dir
+
+    prov = provenance()
+    stack = {}
+    deps = build_dir() / "deps.mk"
+    if deps.is_file():
+        for line in deps.read_text().splitlines():
+            if ":=" in line and not line.lstrip().startswith("#") and "VERSION" in line.split(":=")[0]:
+                k, v = line.split(":=", 1)
+                stack[k.strip().lower()] = v.strip()
+    return {"commit": prov["git"]["commit"], "dirty": prov["git"]["dirty"], "host": prov["host"],
+            "kernel": prov["kernel"], "stack": stack,
+            "binaries": {k: (v or {}).get("sha256") for k, v in prov["tools"].items()}}
+
+
+# What a resume may not change without --allow-mixed: the code and the programs that measure.
+MIXED_FIELDS = ("commit", "binaries")
+
+
+def provenance_differences(first: dict, now: dict) -> list[tuple[str, str]]:
+    """(field, 'before -> now') for each of MIXED_FIELDS that differs; binaries by name."""
+    out = []
+    if first.get("commit") != now.get("commit"):
+        out.append(("commit", f"{str(first.get('commit'))[:12]} -> {str(now.get('commit'))[:12]}"))
+    fb, nb = first.get("binaries") or {}, now.get("binaries") or {}
+    for name in sorted(set(fb) | set(nb)):
+        if fb.get(name) != nb.get(name):
+            out.append((f"binaries.{name}", f"{str(fb.get(name))[:12]} -> {str(nb.get(name))[:12]}"))
+    return out
+
+
+def first_provenance(meta: dict) -> dict:
+    """The run's own provenance: its first session's, or for runs recorded before sessions
+    carried one, what meta.json recorded when the run began."""
+    for s in meta.get("sessions", []):
+        if s.get("provenance"):
+            return s["provenance"]
+    tools = meta.get("tools") or {}
+    return {"commit": (meta.get("git") or {}).get("commit"),
+            "binaries": {k: (v or {}).get("sha256") for k, v in tools.items()}}
+
+
 # ---------------------------------------------------------------------------------------------
 # JSONL -> tables
 

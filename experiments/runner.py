@@ -518,11 +518,12 @@ def _session_record(run: rd.RunDir, session: str):
 
 
 def _finish(run: rd.RunDir, plan: Plan, progress: Progress, session: str, todo: list[Cell],
-            resumed: bool, topology_factory=None) -> Path:
+            resumed: bool, topology_factory=None, prov: dict | None = None) -> Path:
     counts: dict[str, Any] = {}
     state = _session_record(run, session)
     sessions = run.meta().get("sessions", [])
-    sessions.append({"session": session, "pid": os.getpid(), "started": rd.now_iso(), "cells": len(todo)})
+    sessions.append({"session": session, "pid": os.getpid(), "started": rd.now_iso(), "cells": len(todo),
+                     "provenance": prov or rd.session_provenance()})
     run.update_meta(status="running", sessions=sessions)
     status = "complete"
     try:
@@ -660,16 +661,28 @@ def start_run(exp_path: Path | str, *, out: Path | None = None, yes: bool = Fals
 
 
 def resume_run(run_dir: Path | str, *, quiet: bool = False, rich: bool | None = None,
-               topology_factory=None, rerun_suspect: bool = False) -> Path:
+               topology_factory=None, rerun_suspect: bool = False, allow_mixed: bool = False) -> Path:
     """`pqshake resume`: run only the cells without DONE (partial ones set aside under logs/);
     with rerun_suspect also the cells whose validity verdict is suspect (set aside likewise, and
-    listed in meta.json `reruns`)."""
+    listed in meta.json `reruns`). A different commit or rebuilt binaries are refused unless
+    allow_mixed, which meta.json then records (`mixed`) and the report shows."""
     run = rd.find_run(run_dir)
     root = run.path.parent.parent
     lock = rd.RunLock(root)
     lock.acquire(run.path)
     try:
         meta = run.meta()
+        prov = rd.session_provenance()
+        diff = rd.provenance_differences(rd.first_provenance(meta), prov)
+        if diff and not allow_mixed:
+            what = "; ".join(f"{f} {d}" for f, d in diff[:3]) + (f" (+{len(diff) - 3} more)" if len(diff) > 3 else "")
+            raise UserError(f"{run.path}: the code or the programs changed since the run began ({what}); its cells would "
+                            f"mix two builds. Rebuild the run's commit, or start a new run, or resume with --allow-mixed "
+                            f"(recorded in meta.json and the report)", exit_code=1)
+        if diff:
+            mixed = meta.get("mixed", [])
+            mixed.append({"at": rd.now_iso(), "differences": [{"field": f, "change": d} for f, d in diff]})
+            run.update_meta(mixed=mixed)
         stored = rd.read_json(run.path / "plan.json")
         plan = build_plan(run.resolved_experiment, seed=stored["seed"])
         ids = [c["cell_id"] for c in stored["cells"]]
@@ -702,6 +715,6 @@ def resume_run(run_dir: Path | str, *, quiet: bool = False, rich: bool | None = 
         else:
             progress.message(f"resume {run.path}: {len(todo)} of {len(ids)} cells left "
                              f"(estimated {fmt_seconds(plan.estimate_s(todo))}; status was {meta.get('status')})")
-        return _finish(run, plan, progress, session, todo, True, topology_factory)
+        return _finish(run, plan, progress, session, todo, True, topology_factory, prov)
     finally:
         lock.release()

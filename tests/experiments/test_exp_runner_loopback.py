@@ -161,6 +161,36 @@ def test_resume_runs_only_missing(write_exp, tmp_path, loopback):
     assert sum(t.entered for t in loopback.instances) == len({ids[0].split("__")[0], ids[1].split("__")[0]})
 
 
+def test_resume_refuses_rebuilt_programs_unless_allowed_and_records_it(write_exp, tmp_path, loopback, monkeypatch):
+    from pqshake.experiments import rundir
+
+    path = _run(write_exp, tmp_path, loopback)
+    run = RunDir(path)
+    first = run.meta()["sessions"][0]["provenance"]
+    assert first["commit"] and first["binaries"]["pqs-timer"] and first["host"]
+    (run.raw / sorted(run.done_cells())[0] / "DONE").unlink()
+    real = rundir.session_provenance
+
+    def rebuilt():
+        p = real()
+        return {**p, "binaries": {**p["binaries"], "pqs-timer": "0" * 64}}
+
+    monkeypatch.setattr(rundir, "session_provenance", rebuilt)
+    with pytest.raises(UserError) as e:
+        runner_mod.resume_run(path, quiet=True, topology_factory=loopback)
+    msg = str(e.value)
+    assert "the code or the programs changed since the run began (binaries.pqs-timer" in msg and "--allow-mixed" in msg
+    assert "\n" not in msg and len(run.meta()["sessions"]) == 1  # nothing ran
+    runner_mod.resume_run(path, quiet=True, topology_factory=loopback, allow_mixed=True)
+    meta = run.meta()
+    assert len(meta["sessions"]) == 2 and meta["sessions"][1]["provenance"]["binaries"]["pqs-timer"] == "0" * 64
+    [m] = meta["mixed"]
+    assert m["differences"][0]["field"] == "binaries.pqs-timer"
+    from pqshake.analysis.load import load_runs
+
+    assert any(n.startswith("mixed provenance: resumed on") for n in load_runs([path]).notes)
+
+
 def test_analysis_reads_a_run_without_writing_into_it(write_exp, tmp_path, loopback):
     """Stale or missing tables are rebuilt in memory from raw/; nothing outside analysis/ changes."""
     from pqshake.analysis import report
