@@ -192,8 +192,10 @@ class CellRunner:
         self.procs.clear()
 
     def _spawn(self, argv: list[str], stdout: Path, stderr: Path) -> subprocess.Popen:
+        # In the cell's folder, which the programs are given relative paths into: what they
+        # write (their JSON lines name their files) stays true wherever the run is moved.
         with open(stdout, "ab") as out, open(stderr, "ab") as err:
-            p = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+            p = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=stdout.parent,
                                  start_new_session=True, preexec_fn=_die_with_parent)
         self.procs.append(p)
         return p
@@ -211,7 +213,8 @@ class CellRunner:
             cert_dir = d / f"certs-{c}"
             cert_dir.mkdir()
             log = d / f"server-{c}.jsonl"
-            argv = topo.ns_argv(s, server_argv(self.server_bin, f"{topo.addr_of(s)}:0", cell, self.exp, cert_dir, log))
+            argv = topo.ns_argv(s, server_argv(self.server_bin, f"{topo.addr_of(s)}:0", cell, self.exp,
+                                               Path(cert_dir.name), Path(log.name)))
             rd.write_json(d / f"server-{c}.argv.json", argv, root=self.run.path)
             out.append({"client": c, "server_host": s, "log": log, "cert_dir": cert_dir,
                         "server": self._spawn(argv, d / f"server-{c}.stdout", d / f"server-{c}.stderr"), "timer": None})
@@ -225,10 +228,10 @@ class CellRunner:
             if ready is None:
                 raise UserError(f"companion server on {comp['server_host']} did not start (see {comp['log']})", exit_code=1)
             port = ready.get("port") or int(str(ready.get("listen", ":0")).rsplit(":", 1)[1])
-            ca = Path(ready.get("ca") or comp["cert_dir"] / "ca.pem")
+            ca = Path(ready.get("ca") or Path(comp["cert_dir"].name) / "ca.pem")
             comp["out"] = d / f"timer-{comp['client']}.jsonl"
             targv = topo.ns_argv(comp["client"], timer_argv(self.timer_bin, f"{topo.addr_of(comp['server_host'])}:{port}",
-                                                           cell, self.exp, ca, comp["out"]))
+                                                           cell, self.exp, ca, Path(comp["out"].name)))
             rd.write_json(d / f"timer-{comp['client']}.argv.json", targv, root=self.run.path)
             comp["targv"] = targv
         for comp in out:  # all at once, then c1's timer right after
@@ -296,7 +299,7 @@ class CellRunner:
         expected = exp.samples + exp.warmup
         self.progress.start_cell(cell.cell_id, expected)
         try:
-            argv = server_argv(self.server_bin, f"{topo.server_addr}:0", cell, exp, cert_dir, server_log)
+            argv = server_argv(self.server_bin, f"{topo.server_addr}:0", cell, exp, Path(cert_dir.name), Path(server_log.name))
             rd.write_json(d / "server.argv.json", topo.ns_argv("server", argv), root=self.run.path)
             server = self._spawn(topo.ns_argv("server", argv), d / "server.stdout", d / "server.stderr")
             ready = None
@@ -314,9 +317,9 @@ class CellRunner:
                 time.sleep(0.01)
             if ready is not None:
                 port = ready.get("port") or int(str(ready.get("listen", ":0")).rsplit(":", 1)[1])
-                ca = Path(ready.get("ca") or cert_dir / "ca.pem")
+                ca = Path(ready.get("ca") or Path(cert_dir.name) / "ca.pem")  # relative to the cell folder
                 companions = self._start_companions(topo, cell, d)
-                targv = timer_argv(self.timer_bin, f"{topo.server_addr}:{port}", cell, exp, ca, timer_out)
+                targv = timer_argv(self.timer_bin, f"{topo.server_addr}:{port}", cell, exp, ca, Path(timer_out.name))
                 rd.write_json(d / "timer.argv.json", topo.ns_argv("client", targv), root=self.run.path)
                 timer = self._spawn(topo.ns_argv("client", targv), d / "timer.stdout", d / "timer.stderr")
                 counter = _LineCounter(timer_out)

@@ -305,7 +305,17 @@ void pqs_json_header_common(pqs_json *j, const char *tool, int argc, char **argv
     pqs_json_int(j, "anchor_mono_ns", m0 + (m1 - m0) / 2);
     pqs_json_int(j, "anchor_realtime_ns", r);
     pqs_json_int(j, "anchor_uncertainty_ns", m1 - m0);
-    pqs_json_str_array(j, "argv", argc, argv);
+    /* argv[0] by its name only: the run's meta.json names each binary by its hash, and a run
+     * directory must not carry the path of the machine that made it. */
+    pqs_json_key(j, "argv");
+    pqs_json_raw(j, "[");
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *slash = i == 0 ? strrchr(a, '/') : NULL;
+        if (i)
+            pqs_json_raw(j, ",");
+        pqs_json_escaped(j, slash ? slash + 1 : a);
+    }
+    pqs_json_raw(j, "]");
 }
 
 const char *pqs_seam_provider_arg(const char *prog, const char *arg)

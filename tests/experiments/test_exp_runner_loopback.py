@@ -77,11 +77,16 @@ def test_run_writes_everything(write_exp, tmp_path, loopback):
         assert {f.name for f in sess[0].iterdir()} >= {"describe.json", "check.json", "counters-before.json", "counters-after.json"}
     runs = list_runs(tmp_path / "results")
     assert runs[0]["status"] == "complete" and runs[0]["cells_done"] == 4
-    # Every JSON file of the run records paths relative to it (or to the checkout, or ~).
+    # Every JSON file of the run, and the programs' JSON lines, record paths relative to it (or
+    # to the checkout, or ~): the C tools run in the cell's folder and name argv[0] by name only.
     from tests.test_docs import machine_paths
 
-    hits = [h for f in sorted(path.rglob("*.json")) for h in machine_paths(str(f.relative_to(path)), f.read_text())]
+    files = sorted(path.rglob("*.json")) + sorted(path.rglob("*.jsonl"))
+    assert any(f.suffix == ".jsonl" for f in files)
+    hits = [h for f in files for h in machine_paths(str(f.relative_to(path)), f.read_text())]
     assert not hits, hits[:5]
+    header = json.loads((path / "raw" / sorted(run.done_cells())[0] / "timer.jsonl").read_text().splitlines()[0])
+    assert header["argv"][0] == "pqs-timer" and header["ca"] == "certs/ca.pem", header
     assert meta["experiment"]["files"][0]["copy"] == "experiment/exp.yaml"
 
 
