@@ -128,7 +128,8 @@ def register(app: typer.Typer) -> None:
             print(f"wrote {csv}")
         if table == "samples" and len(df) and "handshake_ns" in df:
             meas = df[~df["warmup"].astype(bool)]
-            g = meas.groupby(["profile", "group", "sig", "mode"], sort=True)
+            key = ["profile", "group", "sig", "mode"] + (["transport"] if "transport" in meas else [])
+            g = meas.groupby(key, sort=True)
             summ = pd.DataFrame({
                 "n": g.size(),
                 "ok": g["ok"].sum(),
