@@ -557,8 +557,10 @@ def fig_bytes(ctx: Ctx) -> list[FigOut]:
     _legend(fig, ax, ncol=3)
     fig.tight_layout()
     title = "Handshake bytes per algorithm"
-    src = ("TLS payload bytes measured with TCP_INFO (median of the loss-free profiles)" if measured
-           else "sizes from the handshake model (the run has no TCP_INFO byte counts)")
+    quic = set(t0["transport"]) == {"quic"}
+    src = (("UDP payload bytes of the QUIC connection as the timer counts them" if quic
+            else "TLS payload bytes measured with TCP_INFO") + " (median of the loss-free profiles)" if measured
+           else "sizes from the handshake model (the run has no " + ("QUIC" if quic else "TCP_INFO") + " byte counts)")
     cap = (f"Bytes of a {MODE_LABELS.get(mode, mode)} handshake per algorithm, both directions: key shares and "
            f"certificate chain (chain depth {ctx.a.run.chain_depth}, plus CertificateVerify) from the algorithm "
            f"registry, the rest is the difference to the total ({src}). The stripe left of each bar is the "

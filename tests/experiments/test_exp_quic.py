@@ -53,8 +53,22 @@ def test_transports_cross_product_and_ids(write_exp):
         assert c.cell_id == cell_id(c.profile, c.group, c.sig, c.mode, c.repetition, c.transport)
         assert c.as_dict()["transport"] == c.transport
     assert p.summary()["transports"] == ["tcp", "quic"] and p.summary()["quic_retry"] == "on"
-    # a quic cell costs its own estimate (1 RTT less without a TCP handshake, with Retry the same)
     assert all(p.cell_estimate_s(c) > 0 for c in p.cells)
+
+
+def test_estimate_uses_the_quic_model(write_exp):
+    """A quic cell's estimate: one RTT less than tcp without Retry (no TCP handshake), the
+    same number of round trips with it."""
+    def per_attempt(text):
+        p = build_plan(write_exp(text, "e.yaml"), check_stack=False)
+        by = {(c.group, c.transport): p.cell_estimate_s(c) for c in p.cells if c.profile == "r20"}
+        return by
+    att = 3 + 5  # samples + default warm-up
+    off = per_attempt(BASE + "transports: [tcp, quic]\nquic_retry: off\nrtt_probes: 0\n")
+    on = per_attempt(BASE + "transports: [tcp, quic]\nquic_retry: on\nrtt_probes: 0\n")
+    for g in ("x25519", "MLKEM768"):
+        assert off[(g, "tcp")] - off[(g, "quic")] == pytest.approx(att * 0.020, rel=0.05)
+        assert on[(g, "quic")] == pytest.approx(on[(g, "tcp")], rel=0.02)
 
 
 @pytest.mark.parametrize("text,expect", [
