@@ -400,6 +400,9 @@ def check_quic(ef: ExperimentFile, cells: list[Cell], profs: dict[str, Any]) -> 
     if not quic:
         return
     where = ef.where("transports")
+    if ef.model.response_bytes:
+        raise UserError(f"{ef.where('response_bytes')}: quic cells are handshake only (pqs-server and pqs-timer "
+                        f"send no response over QUIC); set response_bytes: 0, or run quic in another experiment")
     for c in quic:
         if c.mode in QUIC_REFUSED_MODES:
             raise UserError(f"{where}: mode {c.mode} cannot run over quic ({QUIC_REFUSED_MODES[c.mode]}); remove "

@@ -62,11 +62,14 @@ def transport_args(cell: Cell, exp, qlog: Path | None, server: bool) -> list[str
 def server_argv(binary: Path, listen: str, cell: Cell, exp, cert_dir: Path, log: Path,
                 qlog: Path | None = None) -> list[str]:
     resumable = cell.mode in ("resume", "0rtt")
+    # QUIC connections are handshake only and have no 0-RTT in pqs-server: it refuses both
+    # options with --transport quic (the plan refuses response_bytes and 0rtt for quic cells).
+    tcp_only = [] if cell.transport == "quic" else [
+        "--response-bytes", str(exp.response_bytes), "--max-early-data", "16384" if cell.mode == "0rtt" else "0"]
     return [str(binary), "--listen", listen, "--groups", cell.group, "--sig", cell.sig,
             "--chain-depth", str(exp.chain_depth), "--cert-dir", str(cert_dir), "--log", str(log),
-            "--fsync", "0", "--response-bytes", str(exp.response_bytes),
-            "--tickets", "2" if resumable else "0",
-            "--max-early-data", "16384" if cell.mode == "0rtt" else "0",
+            "--fsync", "0", *tcp_only[:2],
+            "--tickets", "2" if resumable else "0", *tcp_only[2:],
             "--threads", str(max(8, min(256, exp.concurrency * 2)))] + (
         ["--client-auth", exp.client_auth, "--client-chain-depth", str(exp.client_chain_depth)]
         if exp.client_auth else []) + transport_args(cell, exp, qlog, server=True)

@@ -126,6 +126,14 @@ def test_quic_refuses_small_mtu(write_exp):
     assert {c.profile for c in ok.cells if c.transport == "quic"} == {"lan", "edge"}
 
 
+def test_quic_refuses_response_bytes(write_exp):
+    p = write_exp(BASE + "transports: [tcp, quic]\nresponse_bytes: 1000\n")
+    with pytest.raises(UserError) as e:
+        build_plan(p, check_stack=False)
+    assert one_line(e).startswith(f"{p}:7 response_bytes: quic cells are handshake only")
+    build_plan(write_exp(BASE + "response_bytes: 1000\n", "tcp.yaml"), check_stack=False)
+
+
 def test_library_mtu576_profile_refused(write_exp):
     p = write_exp(BASE.replace("profiles: [lan, {name: r20, rtt: 20ms}]", "profiles: [mtu-576]") + "transports: [quic]\n")
     with pytest.raises(UserError) as e:
@@ -159,11 +167,13 @@ def test_runner_argv_carries_the_transport(tmp_path):
     s_tcp = runner_mod.server_argv(b, "10.0.0.2:0", tcp, _Exp, d, d / "s.jsonl")
     t_tcp = runner_mod.timer_argv(b, "10.0.0.2:1", tcp, _Exp, d / "ca.pem", d / "t.jsonl")
     assert "--transport" not in s_tcp and "--transport" not in t_tcp  # as before: the programs' default
+    assert "--response-bytes" in s_tcp and "--max-early-data" in s_tcp
     s = runner_mod.server_argv(b, "10.0.0.2:0", quic, _Exp, d, d / "s.jsonl", d / "qs")
     t = runner_mod.timer_argv(b, "10.0.0.2:1", quic, _Exp, d / "ca.pem", d / "t.jsonl", d / "qc")
     assert s[-6:] == ["--transport", "quic", "--quic-retry", "off", "--qlog", str(d / "qs")]
     assert t[-4:] == ["--transport", "quic", "--qlog", str(d / "qc")]
     assert "--quic-retry" not in t
+    assert "--response-bytes" not in s and "--max-early-data" not in s  # pqs-server refuses them over QUIC
     assert runner_mod.server_argv(b, "x:0", quic, _Exp, d, d / "s.jsonl")[-4:] == ["--transport", "quic",
                                                                                  "--quic-retry", "off"]
 
