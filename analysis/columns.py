@@ -7,8 +7,11 @@ Left: the column in samples.parquet / server.parquet / cells.parquet. Right: the
 
 from __future__ import annotations
 
-# The cell key: one summary row per (group, sig, profile, mode); repetitions are pooled.
-CELL_KEY = ["group", "sig", "profile", "mode"]
+# The cell key: one summary row per (group, sig, profile, mode, transport); repetitions are
+# pooled. Runs from before transports existed have no transport column: their cells are tcp.
+CELL_KEY = ["group", "sig", "profile", "mode", "transport"]
+TRANSPORT_DEFAULT = "tcp"
+TRANSPORT_ORDER = ("tcp", "quic")
 
 # --- samples.parquet (client side, one row per timer attempt) -------------------------------
 # Columns without which no statistic can be computed.
@@ -22,6 +25,8 @@ SAMPLES_REQUIRED = {
     "ok": "ok",
     "handshake_ns": "handshake_ns",
 }
+# Filled with TRANSPORT_DEFAULT where missing (every table).
+OPTIONAL_KEY = {"transport": "transport"}
 # Columns used when present (missing ones become empty and the figure/column that needs them
 # says so).
 SAMPLES_OPTIONAL = {
@@ -44,6 +49,15 @@ SAMPLES_OPTIONAL = {
     "tcp_data_segs_in": "segs_down",
     "tcp_total_retrans": "retrans",
     "tcp_rtt_ns": "tcp_srtt_ns",
+    # QUIC connection figures at the end of the handshake (timer --transport quic; null for tcp).
+    "quic_retry": "quic_retry",  # the server made the client go through a Retry
+    "quic_datagrams_sent": "dgrams_up",
+    "quic_datagrams_received": "dgrams_down",
+    "quic_bytes_sent": "quic_bytes_up",
+    "quic_bytes_received": "quic_bytes_down",
+    "quic_pto_count": "pto_count",
+    "quic_packets_lost": "quic_lost",
+    **OPTIONAL_KEY,
 }
 
 # --- server.parquet (one row per server-side connection) ------------------------------------
@@ -64,6 +78,13 @@ SERVER_OPTIONAL = {
     "handshake_done_mono_ns": "handshake_done_mono_ns",
     "first_app_byte_mono_ns": "first_app_byte_mono_ns",
     "tcp_total_retrans": "server_retrans",
+    "first_initial_mono_ns": "first_initial_mono_ns",  # quic: the client's first Initial arrived
+    "quic_retry_sent": "server_retry_sent",
+    "quic_amplification_limited": "server_amp_limited",  # the server waited on the 3x limit
+    "quic_pto_count": "server_pto_count",
+    "quic_datagrams_sent": "server_dgrams_sent",
+    "quic_datagrams_received": "server_dgrams_received",
+    **OPTIONAL_KEY,
 }
 
 # --- cells.parquet (one row per cell) -------------------------------------------------------
@@ -98,6 +119,8 @@ CELLS_OPTIONAL = {
     "mtu": "cfg_mtu",
     "initcwnd_client": "cfg_initcwnd_client",  # segments; 0 = the kernel default (runs before these: absent)
     "initcwnd_server": "cfg_initcwnd_server",
+    "quic_retry": "cfg_quic_retry",  # quic cells: on / off (DONE)
+    **OPTIONAL_KEY,
 }
 
 # --- pqs-speed JSON lines (build/bin/pqs-speed, testbed/speed.c) ----------------------------

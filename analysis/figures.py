@@ -1,6 +1,12 @@
-"""The eleven figure kinds. Each takes the analysis (summary + samples) and returns figures with
+"""The twelve figure kinds. Each takes the analysis (summary + samples) and returns figures with
 a title and a caption built from the metadata, or raises Skip with a one-line reason (the
-experiment has no data for it). Files: <out>/figures/<name>.pdf (vector) and .png."""
+experiment has no data for it). Files: <out>/figures/<name>.pdf (vector) and .png.
+
+Transport (tcp / quic): a run with one transport draws every figure as before. With both, the
+per-condition figures (sweeps, ECDF, box, bytes, modes) are drawn once per transport (files
+<name>-tcp / <name>-quic), the slowdown heatmap gets one panel per transport plus the QUIC / TCP
+ratio, the bound figure one panel per transport, and figure 12 pairs each algorithm's TCP and
+QUIC ECDFs per profile."""
 
 from __future__ import annotations
 
@@ -20,7 +26,7 @@ from pqshake.errors import UserError  # noqa: E402
 
 from . import stats as S  # noqa: E402
 from . import style as ST  # noqa: E402
-from .columns import CELL_KEY  # noqa: E402
+from .columns import CELL_KEY, TRANSPORT_ORDER  # noqa: E402
 from .report import Analysis, _profile_text, n_text, provenance_line  # noqa: E402
 from .summary import MODE_LABELS, MODE_ORDER  # noqa: E402
 
@@ -47,6 +53,18 @@ class Ctx:
     ok: pd.DataFrame  # successful client attempts: CELL_KEY + ms
     srv: pd.DataFrame | None  # successful server-side connections: CELL_KEY + ms
     profiles: list[str] | None  # --profile filter
+
+    @property
+    def transports(self) -> list[str]:
+        have = set(self.t["transport"])
+        return [x for x in TRANSPORT_ORDER if x in have] + sorted(have - set(TRANSPORT_ORDER))
+
+    def only_transport(self, tr: str) -> "Ctx":
+        """The same context restricted to one transport's cells."""
+        from dataclasses import replace
+
+        return replace(self, t=self.t[self.t["transport"] == tr], ok=self.ok[self.ok["transport"] == tr],
+                       srv=None if self.srv is None else self.srv[self.srv["transport"] == tr])
 
     @property
     def prov(self) -> str:
@@ -308,6 +326,8 @@ def _slug(s: str) -> str:
 
 
 def fig_heatmap(ctx: Ctx) -> list[FigOut]:
+    if len(ctx.transports) > 1:
+        return _heatmap_by_transport(ctx)
     if ctx.a.summary.baseline is None:
         raise Skip("no classical baseline cell (slowdown not computed; pass --baseline GROUP:SIG to analyze)")
     t = ctx.t[ctx.t["slowdown"].notna()]
@@ -354,6 +374,138 @@ def fig_heatmap(ctx: Ctx) -> list[FigOut]:
            f"(the {int(S.CI_LEVEL * 100)} % bootstrap CIs are in the summary table); '–': no data. Profiles: "
            f"{_profile_text(ctx.a.run, profs)}. {n_text(t)}. {ctx.prov}")
     return [FigOut("heatmap-slowdown", fig, title, cap)]
+
+
+def _heatmap_by_transport(ctx: Ctx) -> list[FigOut]:
+    """Slowdown against the baseline per transport (one panel each, the baseline on the same
+    transport), then QUIC / TCP: each cell's median over QUIC against its median over TCP."""
+    t = ctx.t[ctx.t["n_ok"] > 0]
+    if t.empty:
+        raise Skip("no successful handshakes")
+    mode = ctx.main_mode(t)
+    t = t[t["mode"] == mode]
+    trs = ctx.transports
+    base = ctx.a.summary.baseline
+    profs = ctx.profile_list(t, filtered=False)
+    pairs = ctx.pal.order(zip(t["group"], t["sig"]))
+    panels = []  # (title, column, transport, rows)
+    for tr in trs:
+        if base is not None and t.loc[t["transport"] == tr, "slowdown"].notna().any():
+            panels.append((f"{tr.upper()}: slowdown vs {base[0]} / {base[1]}", "slowdown", tr,
+                           [p for p in pairs if p != base]))
+    for tr in trs[1:]:
+        if t.loc[t["transport"] == tr, "vs_tcp"].notna().any():
+            panels.append((f"{tr.upper()} / TCP", "vs_tcp", tr, pairs))
+    if not panels:
+        raise Skip("no slowdown or QUIC / TCP ratios (no baseline or no cell on both transports)")
+    mats = []
+    for _, col, tr, rows in panels:
+        m = np.full((len(rows), len(profs)), np.nan)
+        for r in t[t["transport"] == tr].itertuples(index=False):
+            if (r.group, r.sig) in rows and r.profile in profs:
+                m[rows.index((r.group, r.sig)), profs.index(r.profile)] = getattr(r, col)
+        mats.append(m)
+    allv = np.concatenate([m[np.isfinite(m)] for m in mats]) if mats else np.array([])
+    if allv.size == 0:
+        raise Skip("no finite slowdown values")
+    norm = matplotlib.colors.LogNorm(vmin=min(0.8, float(allv.min())), vmax=max(1.5, float(allv.max())))
+    n = len(panels)
+    h = max(0.35, min(1.4, (0.09 * len(pairs) + 0.2) * n))
+    fig, axes = plt.subplots(n, 1, figsize=ST.size(ctx.style, "full", h), squeeze=False, sharex=True)
+    small = len(profs) * len(pairs) <= 160
+    for k, ((ptitle, col, tr, rows), m) in enumerate(zip(panels, mats)):
+        ax = axes[k, 0]
+        im = ax.imshow(m, aspect="auto", cmap=ST.HEATMAP_CMAP, norm=norm, interpolation="nearest")
+        ax.set_yticks(range(len(rows)))
+        ax.set_yticklabels([ctx.pal.label(g, s) for g, s in rows])
+        ax.set_title(ptitle)
+        ax.grid(False)
+        for spine in ax.spines.values():
+            spine.set_visible(False)
+        if small:
+            for i in range(len(rows)):
+                for j in range(len(profs)):
+                    v = m[i, j]
+                    dark = np.isfinite(v) and float(norm(v)) < 0.55
+                    ax.text(j, i, "–" if not np.isfinite(v) else f"{v:.2f}", ha="center", va="center",
+                            fontsize=max(5, plt.rcParams["font.size"] - 2.5), color="white" if dark else "black")
+    axes[-1, 0].set_xticks(range(len(profs)))
+    axes[-1, 0].set_xticklabels(profs, rotation=35, ha="right")
+    cb = fig.colorbar(im, ax=axes[:, 0].tolist(), fraction=0.04, pad=0.02)
+    cb.set_label(r"Ratio of medians ($\times$, log scale)")
+    title = "Slowdown per transport, and QUIC against TCP"
+    cap = (f"Ratio of median {MODE_LABELS.get(mode, mode)} handshake times (client side): per transport against "
+           + (f"{base[0]} / {base[1]} on the same transport and profile" if base else "no baseline (none in the run)")
+           + "; last panel: each cell over QUIC against the same cell over TCP (below 1: QUIC faster). The "
+           f"{int(S.CI_LEVEL * 100)} % bootstrap CIs are in the summary table; '–': no data. Profiles: "
+           f"{_profile_text(ctx.a.run, profs)}. {n_text(t)}. {ctx.prov}")
+    return [FigOut("heatmap-slowdown", fig, title, cap)]
+
+
+# ---------------------------------------------------------------------------------------------
+# 12 TCP vs QUIC: paired ECDFs per algorithm
+
+
+TRANSPORT_LOOK = {"tcp": {"linestyle": "-", "color": "#0072B2"}, "quic": {"linestyle": "--", "color": "#D55E00"}}
+
+
+def fig_transport(ctx: Ctx) -> list[FigOut]:
+    trs = ctx.transports
+    if len(trs) < 2:
+        raise Skip(f"the run has one transport ({trs[0] if trs else 'none'}); add transports: [tcp, quic]")
+    if ctx.ok.empty:
+        raise Skip("no successful handshakes")
+    mode = ctx.main_mode()
+    ok = ctx.ok[ctx.ok["mode"] == mode]
+    outs = []
+    for p in ctx.profile_list(ok):
+        d = ok[ok["profile"] == p]
+        pairs = [q for q in ctx.pal.order(zip(d["group"], d["sig"]))
+                 if d[(d["group"] == q[0]) & (d["sig"] == q[1])]["transport"].nunique() > 1]
+        if not pairs:
+            continue
+        ncol = min(3, len(pairs))
+        nrow = math.ceil(len(pairs) / ncol)
+        fig, axes = plt.subplots(nrow, ncol, figsize=ST.size(ctx.style, "full", 0.36 * nrow + 0.12),
+                                 sharex=True, sharey=True, squeeze=False)
+        allv = d["ms"].to_numpy()
+        logx = allv.size > 0 and np.nanmax(allv) / max(np.nanmin(allv), 1e-9) > 5
+        for k, (g, sg) in enumerate(pairs):
+            ax = axes[k // ncol, k % ncol]
+            for tr in trs:
+                x = d.loc[(d["group"] == g) & (d["sig"] == sg) & (d["transport"] == tr), "ms"].to_numpy()
+                if x.size == 0:
+                    continue
+                xs, ys = S.ecdf(x)
+                row = ctx.t[(ctx.t["group"] == g) & (ctx.t["sig"] == sg) & (ctx.t["profile"] == p)
+                            & (ctx.t["mode"] == mode) & (ctx.t["transport"] == tr)]
+                if len(row) and row["n_attempts"].iloc[0] > 0:  # failures never finish (as figure 5)
+                    ys = ys * row["n_ok"].iloc[0] / row["n_attempts"].iloc[0]
+                ax.plot(xs, ys, drawstyle="steps-post", label=tr.upper(), **TRANSPORT_LOOK.get(tr, {}))
+            ax.set_title(ctx.pal.label(g, sg).replace(" / ", "\n"), color=ctx.pal.look(g, sg).colour,
+                         fontsize=max(5, plt.rcParams["font.size"] - 1.5))
+            if logx:
+                _plain_log_axis(ax.xaxis, ax.set_xscale)
+            ax.set_ylim(0, 1.01)
+        for k in range(len(pairs), nrow * ncol):
+            axes[k // ncol, k % ncol].set_visible(False)
+            axes[k // ncol - 1, k % ncol].xaxis.set_tick_params(labelbottom=True)  # the panel above ends the column
+        for ax in axes[-1, :]:
+            ax.set_xlabel("Handshake time (ms)")
+        for ax in axes[:, 0]:
+            ax.set_ylabel("Fraction")
+        _legend(fig, axes)
+        fig.tight_layout()
+        tp = ctx.t[(ctx.t["profile"] == p) & (ctx.t["mode"] == mode)]
+        title = f"TCP vs QUIC per algorithm, profile {p}"
+        cap = (f"Empirical CDFs of {MODE_LABELS.get(mode, mode)} handshake times (client side, every attempt: a curve "
+               f"ends at 1 - failure rate) over TCP (solid) and QUIC (dashed) for each algorithm run on both, profile "
+               f"{_profile_text(ctx.a.run, [p])}. Over TCP the time includes the TCP handshake; over QUIC the "
+               f"handshake is the connection set-up. {n_text(tp)}. {ctx.prov}")
+        outs.append(FigOut(f"transport-{_slug(p)}", fig, title, cap))
+    if not outs:
+        raise Skip("no algorithm was run over both transports in the same profile")
+    return outs
 
 
 # ---------------------------------------------------------------------------------------------
@@ -413,8 +565,10 @@ def fig_bytes(ctx: Ctx) -> list[FigOut]:
     _legend(fig, ax, ncol=3)
     fig.tight_layout()
     title = "Handshake bytes per algorithm"
-    src = ("TLS payload bytes measured with TCP_INFO (median of the loss-free profiles)" if measured
-           else "sizes from the handshake model (the run has no TCP_INFO byte counts)")
+    quic = set(t0["transport"]) == {"quic"}
+    src = (("UDP payload bytes of the QUIC connection as the timer counts them" if quic
+            else "TLS payload bytes measured with TCP_INFO") + " (median of the loss-free profiles)" if measured
+           else "sizes from the handshake model (the run has no " + ("QUIC" if quic else "TCP_INFO") + " byte counts)")
     cap = (f"Bytes of a {MODE_LABELS.get(mode, mode)} handshake per algorithm, both directions: key shares and "
            f"certificate chain (chain depth {ctx.a.run.chain_depth}, plus CertificateVerify) from the algorithm "
            f"registry, the rest is the difference to the total ({src}). The stripe left of each bar is the "
@@ -430,33 +584,45 @@ def fig_bound(ctx: Ctx) -> list[FigOut]:
     t = ctx.t[(ctx.t["n_ok"] > 0) & ctx.t["bound_ms"].notna() & (ctx.t["bound_ms"] > 0)]
     if t.empty:
         raise Skip("no cell with both a median and a model bound")
-    fig, ax = plt.subplots(figsize=ST.size(ctx.style, "full", 0.5))
-    for g, s in ctx.pal.order(zip(t["group"], t["sig"])):
-        d = t[(t["group"] == g) & (t["sig"] == s)]
-        kw = ctx.pal.line_kw(g, s)
-        kw["linestyle"] = "none"
-        yerr = np.vstack([d["p50_ms"] - d["p50_ci_lo_ms"], d["p50_ci_hi_ms"] - d["p50_ms"]]).clip(min=0)
-        ax.errorbar(d["bound_ms"], d["p50_ms"], yerr=yerr, elinewidth=0.6, capsize=0, **kw)
+    trs = [x for x in ctx.transports if (t["transport"] == x).any()]
+    many = len(trs) > 1
+    fig, axes = plt.subplots(1, len(trs), figsize=ST.size(ctx.style, "full", 0.5 if not many else 0.45),
+                             squeeze=False, sharey=True)
     lo = float(min(t["bound_ms"].min(), t["p50_ms"].min())) * 0.8
     hi = float(max(t["bound_ms"].max(), t["p50_ms"].max())) * 1.25
     xs = np.array([lo, hi])
-    ax.plot(xs, xs, color="black", linewidth=0.8, linestyle="-", label="measured = bound")
-    ax.plot(xs, 2 * xs, color="#999999", linewidth=0.6, linestyle="--", label="2 x bound")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlim(lo, hi)
-    ax.set_ylim(lo, hi)
-    ax.set_xlabel("Model lower bound (ms)")
-    ax.set_ylabel("Measured median (ms)")
-    ax.set_aspect("equal", adjustable="box")
-    ax.legend(loc="center left", bbox_to_anchor=(1.04, 0.5), handlelength=2.2)
+    for j, tr in enumerate(trs):
+        ax = axes[0, j]
+        tt = t[t["transport"] == tr]
+        for g, s in ctx.pal.order(zip(tt["group"], tt["sig"])):
+            d = tt[(tt["group"] == g) & (tt["sig"] == s)]
+            kw = ctx.pal.line_kw(g, s)
+            kw["linestyle"] = "none"
+            yerr = np.vstack([d["p50_ms"] - d["p50_ci_lo_ms"], d["p50_ci_hi_ms"] - d["p50_ms"]]).clip(min=0)
+            ax.errorbar(d["bound_ms"], d["p50_ms"], yerr=yerr, elinewidth=0.6, capsize=0, **kw)
+        ax.plot(xs, xs, color="black", linewidth=0.8, linestyle="-", label="measured = bound")
+        ax.plot(xs, 2 * xs, color="#999999", linewidth=0.6, linestyle="--", label="2 x bound")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlim(lo, hi)
+        ax.set_ylim(lo, hi)
+        ax.set_xlabel("Model lower bound (ms)")
+        ax.set_aspect("equal", adjustable="box")
+        if many:
+            ax.set_title(tr.upper())
+    axes[0, 0].set_ylabel("Measured median (ms)")
+    if many:
+        _legend(fig, axes)
+    else:
+        axes[0, 0].legend(loc="center left", bbox_to_anchor=(1.04, 0.5), handlelength=2.2)
     fig.tight_layout()
     ratio = t["measured_over_bound"]
     title = "Measured median vs model lower bound"
     cap = (f"Median handshake time (client side, {int(S.CI_LEVEL * 100)} % CI as bars) against the handshake model's "
            f"lower bound (the handshake on a timeline: propagation RTTs, serialization and CPU where "
            f"they cannot overlap; docs/methodology.md) for every cell with data "
-           f"(all profiles and modes); measured/bound from {ratio.min():.2f} to {ratio.max():.2f}, median "
+           f"(all profiles and modes" + ("; one panel per transport, the QUIC model for QUIC cells" if many else "")
+           + f"); measured/bound from {ratio.min():.2f} to {ratio.max():.2f}, median "
            f"{ratio.median():.2f}. {ctx.a.summary.cpu_note}. {n_text(t)}. {ctx.prov}")
     return [FigOut("bound", fig, title, cap)]
 
@@ -569,7 +735,32 @@ def fig_cpu(ctx: Ctx) -> list[FigOut]:
 KINDS: dict[str, Callable[[Ctx], list[FigOut]]] = {
     "loss": fig_loss, "rate": fig_rate, "mtu": fig_mtu, "rtt": fig_rtt, "ecdf": fig_ecdf, "box": fig_box,
     "heatmap": fig_heatmap, "bytes": fig_bytes, "bound": fig_bound, "modes": fig_modes, "cpu": fig_cpu,
+    "transport": fig_transport,
 }
+# Drawn once per transport when a run has more than one (the other kinds handle transport inside).
+PER_TRANSPORT = ("loss", "rate", "mtu", "rtt", "ecdf", "box", "bytes", "modes")
+TRANSPORT_LABEL = {"tcp": "TCP", "quic": "QUIC"}
+
+
+def _per_transport(kind: str, ctx: Ctx) -> list[FigOut]:
+    """A kind drawn once per transport: files <name>-<transport>, the transport in title and
+    caption. A transport without data for the kind is left out (Skip only if none has any)."""
+    outs, why = [], []
+    for tr in ctx.transports:
+        try:
+            got = KINDS[kind](ctx.only_transport(tr))
+        except Skip as e:
+            why.append(f"{tr}: {e}")
+            continue
+        lab = TRANSPORT_LABEL.get(tr, tr)
+        for o in got:
+            o.name = f"{o.name}-{tr}"
+            o.title = f"{o.title} ({lab})"
+            o.caption = f"Over {lab}. {o.caption}"
+        outs += got
+    if not outs:
+        raise Skip("; ".join(why))
+    return outs
 
 
 def parse_only(only: list[str] | None) -> list[str]:
@@ -648,7 +839,7 @@ def render(a: Analysis, *, style: str = "thesis", only: list[str] | None = None,
     with plt.rc_context(ST.rc(style)):
         for k in kinds:
             try:
-                outs = KINDS[k](ctx)
+                outs = _per_transport(k, ctx) if (k in PER_TRANSPORT and len(ctx.transports) > 1) else KINDS[k](ctx)
             except Skip as e:
                 skipped.append((k, str(e)))
                 echo(f"skipped {k}: {e}")

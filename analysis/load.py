@@ -49,6 +49,7 @@ class Run:
     profiles: pd.DataFrame
     chain_depth: int = 1
     timeout_ns: int | None = None  # per attempt (plan.json); failures count as "not done by then"
+    quic_retry: bool = True  # quic cells ran with Retry (plan.json quic_retry; merged runs: all of them)
     n_warmup_dropped: int = 0
     notes: list[str] = field(default_factory=list)
     excluded_suspect: list[str] = field(default_factory=list)  # cell ids left out (--exclude-suspect)
@@ -140,6 +141,14 @@ def read_table(run_dir: Path, table: str, what: str, fresh: dict[str, pd.DataFra
     return df
 
 
+def _fill_transport(df: pd.DataFrame) -> None:
+    """Rows without a transport (runs from before transports existed) are tcp."""
+    col = df["transport"]
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        col = col.astype("string")
+    df["transport"] = col.astype("object").where(col.notna(), C.TRANSPORT_DEFAULT).astype(str)
+
+
 def _as_bool(s: pd.Series) -> pd.Series:
     if s.dtype == bool:
         return s
@@ -215,6 +224,8 @@ def load_one(path: Path | str) -> tuple[dict, pd.DataFrame, pd.DataFrame | None,
                      f"'pqshake load {path}' writes them")
     cells = read_table(path, "cells", "the configured profile figures", fresh)
     samples = read_table(path, "samples", "the handshake statistics", fresh)
+    _fill_transport(cells)
+    _fill_transport(samples)
     plan: dict = {}
     if (path / "plan.json").is_file():
         try:
@@ -226,13 +237,15 @@ def load_one(path: Path | str) -> tuple[dict, pd.DataFrame, pd.DataFrame | None,
     warmup_default = int(exp.get("warmup", 0) or 0)
     timeout_ns = exp.get("timeout")
     timeout_ns = int(timeout_ns) if isinstance(timeout_ns, (int, float)) and timeout_ns > 0 else None
+    quic_retry = exp.get("quic_retry", "on") in ("on", True)
 
     samples["warmup"] = _as_bool(samples["warmup"])
     samples["ok"] = _as_bool(samples["ok"])
     n_w = int(samples["warmup"].sum())
     samples = samples[~samples["warmup"].to_numpy()].drop(columns="warmup")
     for c in ("handshake_ns", "tcp_connect_ns", "server_hello_ns", "ttfb_ns", "ttlb_ns", "bytes_up", "bytes_down",
-              "segs_up", "segs_down", "retrans", "tcp_srtt_ns"):
+              "segs_up", "segs_down", "retrans", "tcp_srtt_ns", "dgrams_up", "dgrams_down", "quic_bytes_up",
+              "quic_bytes_down", "pto_count", "quic_lost"):
         samples[c] = _as_float(samples[c])
     # An ok attempt must have a handshake time.
     bad = samples["ok"].to_numpy() & samples["handshake_ns"].isna().to_numpy()
@@ -247,6 +260,7 @@ def load_one(path: Path | str) -> tuple[dict, pd.DataFrame, pd.DataFrame | None,
         except UserError as e:
             notes.append(f"server-side figures skipped: {e}")
         if server is not None:
+            _fill_transport(server)
             server["ok"] = _as_bool(server["ok"])
             server["server_handshake_ns"] = _as_float(server["server_handshake_ns"])
             if "n_warmup" in cells.columns:
@@ -254,7 +268,7 @@ def load_one(path: Path | str) -> tuple[dict, pd.DataFrame, pd.DataFrame | None,
     else:
         notes.append(f"{path}/server.parquet missing: server-side figures skipped")
     _categorical(cells, C.CELL_KEY + ["cell_id"])
-    return meta, samples, server, cells, chain_depth, n_w, notes, timeout_ns
+    return meta, samples, server, cells, chain_depth, n_w, notes, timeout_ns, quic_retry
 
 
 def check_merge(metas: list[dict], paths: list[Path], allow: Iterable[str] = ()) -> None:
@@ -325,7 +339,8 @@ def load_runs(paths: Iterable[Path | str], allow_differ: Iterable[str] = (), exc
     timeouts = [x[7] for x in loaded if x[7]]
     run = Run(paths=paths, metas=metas, samples=samples, server=server, cells=cells,
               profiles=_profiles(cells), chain_depth=max(depths), n_warmup_dropped=sum(x[5] for x in loaded),
-              notes=notes, timeout_ns=max(timeouts) if timeouts else None)
+              notes=notes, timeout_ns=max(timeouts) if timeouts else None,
+              quic_retry=all(x[8] for x in loaded))
     if len(depths) > 1:
         run.notes.append(f"runs differ in certificate chain depth {sorted(depths)}: the bound uses {run.chain_depth}")
     if exclude_suspect:

@@ -116,8 +116,8 @@ def analyze(paths: Iterable[Path | str], *, echo: Callable[[str], None] = print,
            f"{int(S.CI_LEVEL * 100)}\u00a0% Wilson interval; median and p95 with {int(S.CI_LEVEL * 100)}\u00a0% CIs "
            f"by {CI_METHOD_TEXT}, {a.summary.params['bootstrap_n']} resamples; percentiles: numpy method "
            f"'{S.PCT_METHOD}'; 'ok only': over the successful attempts alone, as most papers report. "
-           f"slowdown = ratio of medians against {a.summary.params['baseline'] or 'no baseline'} in the same profile "
-           f"and mode; bound from the handshake model. {provenance_line(a.run, a.speed)}")
+           f"slowdown = ratio of medians against {a.summary.params['baseline'] or 'no baseline'} in the same profile, "
+           f"mode and transport; bound from the handshake model (TCP or QUIC, docs/methodology.md). {provenance_line(a.run, a.speed)}")
     (od / "summary.tex").write_text(T.latex(t, cap))
     (od / "summary.md").write_text(f"{cap}\n\n" + T.markdown(t))
     a.written += [od / "summary.tex", od / "summary.md"]
@@ -206,14 +206,15 @@ def write_report(a: Analysis, figures: list, skipped: list[tuple[str, str]], sty
     lines = [f"# Handshake analysis: {', '.join(str(m.get('name', '?')) for m in a.run.metas)}", "",
              provenance_line(a.run, a.speed), "",
              f"- Cells: {len(t)} ({t['group'].nunique()} groups x {t['sig'].nunique()} signatures x "
-             f"{t['profile'].nunique()} profiles x {t['mode'].nunique()} modes); {n_text(t)}.",
+             f"{t['profile'].nunique()} profiles x {t['mode'].nunique()} modes x {t['transport'].nunique()} "
+             f"transports: {', '.join(dict.fromkeys(t['transport'].astype(str)))}); {n_text(t)}.",
              f"- Profiles: {_profile_text(a.run)}.",
              f"- Percentiles: numpy.percentile(method='{S.PCT_METHOD}') over all measured attempts, a failure "
              f"counted as not finished by the timeout{_timeout_text(a.run)}: '> timeout' marks a quantile that "
              f"falls into the failures; 'ok only' columns use the successful attempts alone.",
              f"- CIs: {int(S.CI_LEVEL * 100)} % {CI_METHOD_TEXT}, {a.summary.params['bootstrap_n']} resamples, seed "
              f"{a.summary.params['bootstrap_seed']}; failure rate: Wilson score interval.",
-             f"- Slowdown baseline: {a.summary.params['baseline'] or 'none'} (same profile and mode).",
+             f"- Slowdown baseline: {a.summary.params['baseline'] or 'none'} (same profile, mode and transport).",
              f"- Lower bound: handshake model (propagation RTTs, serialization and CPU on one timeline, overlaps allowed; docs/methodology.md); {a.summary.cpu_note}.",
              f"- Figures: style '{style}', PDF (vector) and PNG.", ""]
     if a.summary.notes:
@@ -234,6 +235,15 @@ def write_report(a: Analysis, figures: list, skipped: list[tuple[str, str]], sty
         lines += ["### Skipped", ""] + [f"- {k}: {why}" for k, why in skipped] + [""]
     lines += ["## Summary table", "", T.markdown(t), "",
               "LaTeX (booktabs): `summary.tex`; every column: `summary.csv` / `summary.parquet`.", ""]
+    qt = T.quic_markdown(t)
+    if qt:
+        retry = "on" if a.summary.params.get("quic_retry", True) else "off"
+        lines += ["## QUIC cells", "",
+                  f"Client side from the timer's QUIC connection figures, the amplification-limited share from the "
+                  f"server's connections (its flight waited on the 3x limit before the client's address was "
+                  f"validated); 'vs TCP': ratio of medians against the same cell over TCP with its "
+                  f"{int(S.CI_LEVEL * 100)} % bootstrap CI; the bound is the QUIC model's (Retry {retry}; "
+                  f"'Amp. rounds': round trips the amplification limit adds in it).", "", qt, ""]
     p = od / "report.md"
     p.write_text("\n".join(lines))
     return p

@@ -1,4 +1,5 @@
-"""One summary row per cell (group x sig x profile x mode; repetitions and merged runs pooled):
+"""One summary row per cell (group x sig x profile x mode x transport; repetitions and merged
+runs pooled):
 counts, failure rate, mean/std/percentiles, bootstrap CIs, slowdown against the classical
 baseline, TCP figures, inferred round trips and the handshake-model lower bound."""
 
@@ -13,7 +14,7 @@ from pqshake.errors import UserError
 
 from . import bound as B
 from . import stats as S
-from .columns import CELL_KEY
+from .columns import CELL_KEY, TRANSPORT_ORDER
 from .load import Run
 
 MODE_ORDER = ("full", "resume", "0rtt", "hrr", "tls12")
@@ -22,6 +23,11 @@ PREFERRED_BASELINE = [("x25519", "ecdsa-p256"), ("x25519", "ed25519"), ("secp256
 RTT_MIN_FOR_INFERENCE_MS = 1.0
 CI_METHOD_TEXT = ("percentile bootstrap over all attempts (failures censored at the timeout); cells with several "
                   "repetitions or merged runs resample those first, then attempts inside them (cluster bootstrap)")  # below this, CPU dominates and "round trips" mean nothing
+
+
+def _tr(r) -> str:
+    """' / quic' in a cell's name for a note (tcp cells keep the names they always had)."""
+    return "" if r.transport == "tcp" else f" / {r.transport}"
 
 
 @dataclass
@@ -159,7 +165,8 @@ def summarize(run: Run, *, speed: B.Speed | None = None, cpu_note: str = "", bas
     keys["_po"] = keys["profile"].map(lambda p: prof_order.get(p, 10**6))
     keys["_go"] = keys["group"].map(lambda g: order_key(reg, "group", g))
     keys["_so"] = keys["sig"].map(lambda g: order_key(reg, "sig", g))
-    keys = keys.sort_values(["_go", "_so", "_po", "_mo"]).drop(columns=["_go", "_so", "_po", "_mo"]).reset_index(drop=True)
+    keys["_to"] = keys["transport"].map(lambda t: (TRANSPORT_ORDER.index(t), t) if t in TRANSPORT_ORDER else (9, t))
+    keys = keys.sort_values(["_go", "_so", "_po", "_mo", "_to"]).drop(columns=["_go", "_so", "_po", "_mo", "_to"]).reset_index(drop=True)
     index = pd.MultiIndex.from_frame(keys)
     ng = len(keys)
     code_of = {k: i for i, k in enumerate(index)}
@@ -244,7 +251,7 @@ def summarize(run: Run, *, speed: B.Speed | None = None, cpu_note: str = "", bas
     for j, q in enumerate(qs):
         out[f"ok_p{q}_ms"] = okp[:, 2 + j]
 
-    # Slowdown against the baseline pair in the same profile and mode.
+    # Slowdown against the baseline pair in the same profile, mode and transport.
     pairs = set(zip(keys["group"], keys["sig"]))
     base = choose_baseline(pairs, baseline)
     sl = np.full((ng, 3), np.nan)
@@ -252,8 +259,8 @@ def summarize(run: Run, *, speed: B.Speed | None = None, cpu_note: str = "", bas
         notes.append("no classical group x classical signature cell in the run: slowdown not computed "
                      "(choose one with --baseline GROUP:SIG)")
     else:
-        for i, (g, sg, p, m) in enumerate(keys.itertuples(index=False)):
-            j = code_of.get((base[0], base[1], p, m))
+        for i, (g, sg, p, m, tr) in enumerate(keys.itertuples(index=False)):
+            j = code_of.get((base[0], base[1], p, m, tr))
             if j is None or draws50[i] is None or draws50[j] is None:
                 continue
             num, den = cens[i, 2], cens[j, 2]  # p50
@@ -265,12 +272,40 @@ def summarize(run: Run, *, speed: B.Speed | None = None, cpu_note: str = "", bas
     out["baseline_sig"] = base[1] if base else None
     out["slowdown"], out["slowdown_ci_lo"], out["slowdown_ci_hi"] = sl[:, 0], sl[:, 1], sl[:, 2]
 
-    # TCP figures (medians over ok attempts), retransmissions over all attempts.
-    tcp = pd.DataFrame({c: s[c].to_numpy(dtype=float) for c in ("bytes_up", "bytes_down", "segs_up", "segs_down")})
+    # QUIC against TCP: the ratio of medians of the same cell on both transports.
+    qt = np.full((ng, 3), np.nan)
+    for i, (g, sg, p, m, tr) in enumerate(keys.itertuples(index=False)):
+        if tr == "tcp":
+            continue
+        j = code_of.get((g, sg, p, m, "tcp"))
+        if j is None or draws50[i] is None or draws50[j] is None:
+            continue
+        num, den = cens[i, 2], cens[j, 2]
+        if np.isfinite(num) and np.isfinite(den) and den > 0:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                lo, hi = S.ci(draws50[i] / draws50[j])
+            qt[i] = (num / den, lo, hi)
+    out["vs_tcp"], out["vs_tcp_ci_lo"], out["vs_tcp_ci_hi"] = qt[:, 0], qt[:, 1], qt[:, 2]
+
+    # Transport figures (medians over ok attempts), retransmissions over all attempts. bytes_up /
+    # bytes_down: TCP_INFO's bytes for tcp cells, the QUIC connection's UDP payload bytes for quic.
+    tcp = pd.DataFrame({c: s[c].to_numpy(dtype=float) for c in ("bytes_up", "bytes_down", "segs_up", "segs_down",
+                                                                 "dgrams_up", "dgrams_down", "quic_bytes_up",
+                                                                 "quic_bytes_down")})
+    tcp["bytes_up"] = tcp["bytes_up"].fillna(tcp["quic_bytes_up"])
+    tcp["bytes_down"] = tcp["bytes_down"].fillna(tcp["quic_bytes_down"])
     tcp["_c"] = codes
     med = tcp[ok].groupby("_c").median()
-    for c in ("bytes_up", "bytes_down", "segs_up", "segs_down"):
+    for c in ("bytes_up", "bytes_down", "segs_up", "segs_down", "dgrams_up", "dgrams_down"):
         out[c] = med[c].reindex(range(ng)).to_numpy() if len(med) else np.nan
+    # QUIC: share of attempts that went through a Retry, mean PTO expirations and lost packets.
+    qd = pd.DataFrame({"retry": pd.to_numeric(s["quic_retry"].astype("object").map(
+        lambda v: float(v) if isinstance(v, (bool, int, float, np.bool_)) and v == v else np.nan), errors="coerce"),
+        "pto": s["pto_count"].to_numpy(dtype=float), "lost": s["quic_lost"].to_numpy(dtype=float), "_c": codes})
+    qg = qd.groupby("_c")
+    out["quic_retry_share"] = qg["retry"].mean().reindex(range(ng)).to_numpy()
+    out["pto_mean"] = qg["pto"].mean().reindex(range(ng)).to_numpy()
+    out["quic_lost_mean"] = qg["lost"].mean().reindex(range(ng)).to_numpy()
     rt = pd.DataFrame({"r": s["retrans"].to_numpy(dtype=float), "_c": codes})
     g = rt.groupby("_c")["r"]
     out["retrans_mean"] = g.mean().reindex(range(ng)).to_numpy()
@@ -305,7 +340,7 @@ def summarize(run: Run, *, speed: B.Speed | None = None, cpu_note: str = "", bas
     brows = []
     cpu_missing: set[str] = set()
     unsized: set[str] = set()
-    for i, (g_, s_, p_, m_) in enumerate(keys.itertuples(index=False)):
+    for i, (g_, s_, p_, m_, t_) in enumerate(keys.itertuples(index=False)):
         if not np.isfinite(rtt_ms[i]):
             brows.append({})
             continue
@@ -317,7 +352,8 @@ def summarize(run: Run, *, speed: B.Speed | None = None, cpu_note: str = "", bas
             b = B.bound(g_, s_, m_, rtt_s=rtt_ms[i] / 1e3, rate_up=out.at[i, "rate_up_bps"],
                         rate_down=out.at[i, "rate_down_bps"], mtu=int(mtu) if np.isfinite(mtu) else 1500,
                         cpu=cpu, chain_depth=run.chain_depth, registry=reg,
-                        iw_c=_window(out.at[i, "initcwnd_client"]), iw_s=_window(out.at[i, "initcwnd_server"]))
+                        iw_c=_window(out.at[i, "initcwnd_client"]), iw_s=_window(out.at[i, "initcwnd_server"]),
+                        transport=t_, quic_retry=run.quic_retry)
         except ValueError as e:  # an algorithm without checked sizes: no bound rather than a wrong one
             unsized.add(str(e).split(" (")[0])
             brows.append({})
@@ -325,11 +361,12 @@ def summarize(run: Run, *, speed: B.Speed | None = None, cpu_note: str = "", bas
         b["cpu_source"] = "pqs-speed" if cpu is not None else "none"
         brows.append(b)
     bd = pd.DataFrame(brows, index=range(ng))
-    for c in ("rtts", "rtt_prop", "t_rtt", "t_ser", "t_cpu", "cpu_sum", "total", "client_bytes", "server_bytes",
+    for c in ("rtts", "rtt_prop", "t_rtt", "t_ser", "t_cpu", "cpu_sum", "total", "client_bytes", "server_bytes", "amp_rounds",
               "cpu_source"):
         if c not in bd:
             bd[c] = np.nan
     out["bound_rtts"] = bd["rtts"]
+    out["bound_amp_rounds"] = bd["amp_rounds"]  # quic: round trips the amplification limit adds
     out["bound_prop_rtt_ms"] = bd["rtt_prop"] * 1e3
     out["bound_rtt_ms"] = bd["t_rtt"] * 1e3
     out["bound_ser_ms"] = bd["t_ser"] * 1e3
@@ -366,6 +403,15 @@ def summarize(run: Run, *, speed: B.Speed | None = None, cpu_note: str = "", bas
         out["server_n"] = [x.size for x in sper]
         pp = np.array([S.percentiles(x, (50, 95)) for x in sper]) if ng else np.empty((0, 2))
         out["server_p50_ms"], out["server_p95_ms"] = pp[:, 0], pp[:, 1]
+    # QUIC, server side: share of connections whose flight waited on the 3x amplification limit.
+    out["server_amp_limited_share"] = np.nan
+    if run.server is not None and len(run.server) and run.server["server_amp_limited"].notna().any():
+        sv = run.server
+        amp = sv["server_amp_limited"].astype("object").map(
+            lambda v: float(v) if isinstance(v, (bool, int, float, np.bool_)) and v == v else np.nan)
+        ac = key_codes(sv, code_of)
+        ad = pd.DataFrame({"a": pd.to_numeric(amp, errors="coerce").to_numpy(dtype=float), "_c": ac})
+        out["server_amp_limited_share"] = ad[ad["_c"] >= 0].groupby("_c")["a"].mean().reindex(range(ng)).to_numpy()
 
     # Algorithm attributes from the registry (for tables and figures).
     out.insert(2, "group_kind", out["group"].map(lambda n: getattr(reg.groups.get(n), "kind", "unknown")))
@@ -375,10 +421,10 @@ def summarize(run: Run, *, speed: B.Speed | None = None, cpu_note: str = "", bas
     empty = out[out["n_attempts"] == 0]
     for r in empty.itertuples(index=False):
         why = f" ({r.cell_reason})" if isinstance(r.cell_reason, str) and r.cell_reason else ""
-        notes.append(f"cell {r.group} / {r.sig} / {r.profile} / {r.mode}: no attempts recorded{why}; its statistics are empty")
+        notes.append(f"cell {r.group} / {r.sig} / {r.profile} / {r.mode}{_tr(r)}: no attempts recorded{why}; its statistics are empty")
     allfail = out[(out["n_attempts"] > 0) & (out["n_ok"] == 0)]
     for r in allfail.itertuples(index=False):
-        notes.append(f"cell {r.group} / {r.sig} / {r.profile} / {r.mode}: all {r.n_attempts} attempts failed "
+        notes.append(f"cell {r.group} / {r.sig} / {r.profile} / {r.mode}{_tr(r)}: all {r.n_attempts} attempts failed "
                      f"(most often: {r.top_error}); its percentiles read '> timeout'")
     if len(out) and (out["n_ok"] == 0).all():
         notes.insert(0, "no successful handshake in the run: only counts and failure rates are meaningful")
@@ -390,6 +436,7 @@ def summarize(run: Run, *, speed: B.Speed | None = None, cpu_note: str = "", bas
               "timeout_ms": run.timeout_ns / 1e6 if run.timeout_ns else None,
               "ci_method": CI_METHOD_TEXT,
               "baseline": f"{base[0]} / {base[1]}" if base else None, "cpu": cpu_note,
-              "chain_depth": run.chain_depth}
+              "chain_depth": run.chain_depth, "transports": list(dict.fromkeys(keys["transport"])),
+              "quic_retry": run.quic_retry}
     return Summary(table=out.reset_index(drop=True), baseline=base, notes=run.notes + notes, cpu_note=cpu_note,
                    params=params)

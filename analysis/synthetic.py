@@ -21,6 +21,7 @@ import numpy as np
 GROUPS = ["x25519", "X25519MLKEM768", "MLKEM768", "MLKEM1024"]
 SIGS = ["ecdsa-p256", "ml-dsa-44"]
 MODES = ["full", "resume", "0rtt", "hrr", "tls12"]
+BOOL_NULLABLE = ("quic_retry", "quic_amplification_limited", "quic_retry_sent")
 
 
 def profile(rtt_ms: float, loss: float = 0.0, rate_mbps: float = 0.0, mtu: int = 1500,
@@ -75,13 +76,19 @@ class Spec:
     drop_columns: list[str] = field(default_factory=list)  # samples.parquet columns to leave out
     meta: dict = field(default_factory=dict)  # merged into meta.json
     server: bool = True
+    transports: list[str] = field(default_factory=lambda: ["tcp"])  # quic cells: full, resume, hrr only
+    quic_retry: bool = True
 
 
-def cell_id(profile: str, group: str, sig: str, mode: str, rep: int) -> str:
-    return f"{profile}__{group}__{sig}__{mode}__r{rep}"
+def cell_id(profile: str, group: str, sig: str, mode: str, rep: int, transport: str = "tcp") -> str:
+    from pqshake.experiments.plan import cell_id as plan_cell_id
+
+    return plan_cell_id(profile, group, sig, mode, rep, transport)
 
 
 def cells(spec: Spec) -> list[dict]:
+    from pqshake.experiments.handshake_model import QUIC_MODES
+
     out = []
     for pname in spec.profiles:
         for mode in spec.modes:
@@ -89,9 +96,12 @@ def cells(spec: Spec) -> list[dict]:
                 continue
             for g in spec.groups:
                 for s in spec.sigs:
-                    for r in range(spec.repetitions):
-                        out.append({"cell_id": cell_id(pname, g, s, mode, r), "profile": pname,
-                                    "group": g, "sig": s, "mode": mode, "repetition": r})
+                    for tr in spec.transports:
+                        if tr == "quic" and (mode not in QUIC_MODES or spec.profiles[pname]["mtu"] < 1228):
+                            continue
+                        for r in range(spec.repetitions):
+                            out.append({"cell_id": cell_id(pname, g, s, mode, r, tr), "profile": pname,
+                                        "group": g, "sig": s, "mode": mode, "transport": tr, "repetition": r})
     return out
 
 
@@ -112,8 +122,9 @@ def _cell_arrays(rng: np.random.Generator, spec: Spec, c: dict, prof: dict) -> d
     rates = [r for r in (prof["rate_bps_up"], prof["rate_bps_down"]) if r]
     rate = min(rates) if rates else None
     loss = max(prof["loss_up"], prof["loss_down"])
+    quic = c["transport"] == "quic"
     b = hm.handshake_bound(c["group"], c["sig"], rtt_s, rate_bps=rate, mtu=prof["mtu"],
-                           mode=c["mode"], registry=reg)
+                           mode=c["mode"], registry=reg, transport=c["transport"], quic_retry=spec.quic_retry)
     # Slightly above the bound: stack and scheduling overhead, log-normal noise.
     base = b.total + 0.0002 + rng.gamma(2.0, 0.0001, n)
     t = base * rng.lognormal(0.0, spec.noise, n) * (rng.lognormal(0.0, spec.rep_spread) if spec.rep_spread else 1.0)
@@ -128,6 +139,10 @@ def _cell_arrays(rng: np.random.Generator, spec: Spec, c: dict, prof: dict) -> d
         data = rng.random(n) < p_data
         t += syn * 1.0 + data * max(2 * rtt_s, 0.2)
         retrans += syn.astype(np.int64) + data.astype(np.int64)
+    # QUIC: datagrams as the model counts them (+ ACKs), the amplification limit when the model
+    # has its round.
+    dg_up = b.client_segments * (2 if quic and spec.quic_retry else 1) + 2
+    dg_down = b.server_segments + (1 if quic and spec.quic_retry else 0)
     fail_p = 1.0 if (spec.all_fail or c["cell_id"] in spec.failed_cells) else \
         spec.profile_fail.get(c["profile"], spec.fail_rate + loss * 0.05)
     ok = rng.random(n) >= fail_p
@@ -138,7 +153,8 @@ def _cell_arrays(rng: np.random.Generator, spec: Spec, c: dict, prof: dict) -> d
     up = b.client_bytes + 80
     down = b.server_bytes + (500 if c["mode"] in ("full", "hrr", "tls12") else 200)
     return {"n": n, "ok": ok, "hs": hs, "conn": conn, "sh": sh, "warm": warm, "retrans": retrans,
-            "up": up, "down": down, "mss": hm.mss(prof["mtu"]), "rtt_s": rtt_s}
+            "up": up, "down": down, "mss": hm.mss(prof["mtu"]), "rtt_s": rtt_s, "quic": quic,
+            "dg_up": dg_up, "dg_down": dg_down, "amp": bool(b.amp_rounds)}
 
 
 def generate(out: Path | str, spec: Spec | None = None) -> Path:
@@ -155,10 +171,12 @@ def generate(out: Path | str, spec: Spec | None = None) -> Path:
         "cell_id", "group", "sig", "profile", "mode", "repetition", "i", "warmup", "ok", "handshake_ns",
         "error", "tcp_connect_ns", "server_hello_ns", "ttfb_ns", "hrr", "resumed", "early_data",
         "tcp_bytes_sent", "tcp_bytes_received", "tcp_data_segs_out", "tcp_data_segs_in",
-        "tcp_total_retrans", "tcp_rtt_ns")}
+        "tcp_total_retrans", "tcp_rtt_ns", "transport", "quic_retry", "quic_datagrams_sent",
+        "quic_datagrams_received", "quic_bytes_sent", "quic_bytes_received", "quic_pto_count", "quic_packets_lost")}
     srv: dict[str, list] = {k: [] for k in ("cell_id", "group", "sig", "profile", "mode", "repetition",
                                             "conn", "ok", "accepted_mono_ns", "handshake_ns",
-                                            "tcp_total_retrans", "error")}
+                                            "tcp_total_retrans", "error", "transport",
+                                            "quic_amplification_limited", "quic_retry_sent")}
     cell_rows = []
     for c in cl:
         prof = spec.profiles[c["profile"]]
@@ -175,18 +193,28 @@ def generate(out: Path | str, spec: Spec | None = None) -> Path:
         err = np.full(n, None, dtype=object)
         err[~ok] = np.where(a["hs"][~ok] % 2 == 0, "timeout", "handshake_failed")
         cols["error"].append(err)
-        cols["tcp_connect_ns"].append(a["conn"])
+        q = a["quic"]
+        cols["transport"].append(np.full(n, c["transport"], dtype=object))
+        cols["quic_retry"].append(np.full(n, spec.quic_retry if q else None, dtype=object))
+        cols["quic_datagrams_sent"].append(np.full(n, a["dg_up"] if q else -1, dtype=np.int64))
+        cols["quic_datagrams_received"].append(np.full(n, a["dg_down"] if q else -1, dtype=np.int64))
+        cols["quic_bytes_sent"].append(np.full(n, a["up"] + 1200 if q else -1, dtype=np.int64))
+        cols["quic_bytes_received"].append(np.full(n, a["down"] if q else -1, dtype=np.int64))
+        cols["quic_pto_count"].append(np.where(q, a["retrans"], -1).astype(np.int64))
+        cols["quic_packets_lost"].append(np.where(q, a["retrans"], -1).astype(np.int64))
+        cols["tcp_connect_ns"].append(np.full(n, -1, dtype=np.int64) if q else a["conn"])
         cols["server_hello_ns"].append(np.where(ok, a["sh"], -1))
         cols["ttfb_ns"].append(np.full(n, -1, dtype=np.int64))
         cols["hrr"].append(np.full(n, c["mode"] == "hrr"))
         cols["resumed"].append(np.full(n, c["mode"] in ("resume", "0rtt")))
         cols["early_data"].append(np.full(n, "accepted" if c["mode"] == "0rtt" else "not_sent", dtype=object))
-        cols["tcp_bytes_sent"].append(np.full(n, a["up"], dtype=np.int64))
-        cols["tcp_bytes_received"].append(np.full(n, a["down"], dtype=np.int64))
-        cols["tcp_data_segs_out"].append(np.full(n, math.ceil(a["up"] / a["mss"]) + 1, dtype=np.int64) + a["retrans"])
-        cols["tcp_data_segs_in"].append(np.full(n, math.ceil(a["down"] / a["mss"]), dtype=np.int64))
-        cols["tcp_total_retrans"].append(a["retrans"])
-        cols["tcp_rtt_ns"].append(np.full(n, int(a["rtt_s"] * 1e9 + 50_000), dtype=np.int64))
+        neg = np.full(n, -1, dtype=np.int64)
+        cols["tcp_bytes_sent"].append(neg if q else np.full(n, a["up"], dtype=np.int64))
+        cols["tcp_bytes_received"].append(neg if q else np.full(n, a["down"], dtype=np.int64))
+        cols["tcp_data_segs_out"].append(neg if q else np.full(n, math.ceil(a["up"] / a["mss"]) + 1, dtype=np.int64) + a["retrans"])
+        cols["tcp_data_segs_in"].append(neg if q else np.full(n, math.ceil(a["down"] / a["mss"]), dtype=np.int64))
+        cols["tcp_total_retrans"].append(neg if q else a["retrans"])
+        cols["tcp_rtt_ns"].append(neg if q else np.full(n, int(a["rtt_s"] * 1e9 + 50_000), dtype=np.int64))
         if spec.server:
             # Resumption / 0-RTT cells start with a priming full handshake the server also logs.
             p = 1 if (n and c["mode"] in ("resume", "0rtt")) else 0
@@ -201,6 +229,10 @@ def generate(out: Path | str, spec: Spec | None = None) -> Path:
             srv["handshake_ns"].append(np.concatenate([prime, np.where(ok, shs, -1)]))
             srv["tcp_total_retrans"].append(np.concatenate([np.zeros(p, np.int64), a["retrans"]]))
             srv["error"].append(np.concatenate([np.full(p, None, dtype=object), err]))
+            srv["transport"].append(np.full(m, c["transport"], dtype=object))
+            srv["quic_amplification_limited"].append(np.full(m, (a["amp"] and not spec.quic_retry) if a["quic"] else None,
+                                                             dtype=object))
+            srv["quic_retry_sent"].append(np.full(m, spec.quic_retry if a["quic"] else None, dtype=object))
         n_ok = int(ok[~a["warm"]].sum())
         failed = n == 0 or c["cell_id"] in spec.failed_cells or spec.all_fail
         row = dict(c)
@@ -209,14 +241,23 @@ def generate(out: Path | str, spec: Spec | None = None) -> Path:
                     "n_attempts": int(n - a["warm"].sum()), "n_ok": n_ok, "n_warmup": int(a["warm"].sum()),
                     "rtt_p50_ns": int(prof["rtt_ns"] + 60_000), "rtt_p99_ns": int(prof["rtt_ns"] * 1.02 + 120_000),
                     "backend": "synthetic"})
+        if c["transport"] == "quic":
+            row["quic_retry"] = "on" if spec.quic_retry else "off"
         row.update(prof)
         cell_rows.append(row)
+
+    if "quic" not in spec.transports:  # a tcp-only run has the columns it always had
+        for d in (cols, srv):
+            for k in [k for k in d if k.startswith("quic_")]:
+                del d[k]
 
     def table(d: dict[str, list], nullable_ns: Iterable[str]) -> pa.Table:
         arrays = {}
         for k, parts in d.items():
             v = np.concatenate(parts) if parts else np.array([], dtype=object)
-            if k in nullable_ns:
+            if k in BOOL_NULLABLE:
+                arrays[k] = pa.array(v.tolist(), type=pa.bool_())
+            elif k in nullable_ns:
                 arrays[k] = pa.array(v.astype(np.int64), mask=v.astype(np.int64) < 0, type=pa.int64())
             elif v.dtype == object:
                 arrays[k] = pa.array(v.tolist() if len(v) < 1000 else v, type=pa.string())
@@ -226,7 +267,10 @@ def generate(out: Path | str, spec: Spec | None = None) -> Path:
 
     from pqshake.experiments import rundir as rd
 
-    samples = table(cols, ("handshake_ns", "server_hello_ns", "ttfb_ns"))
+    samples = table(cols, ("handshake_ns", "server_hello_ns", "ttfb_ns", "tcp_connect_ns", "tcp_bytes_sent",
+                           "tcp_bytes_received", "tcp_data_segs_out", "tcp_data_segs_in", "tcp_total_retrans",
+                           "tcp_rtt_ns", "quic_datagrams_sent", "quic_datagrams_received", "quic_bytes_sent",
+                           "quic_bytes_received", "quic_pto_count", "quic_packets_lost"))
     samples = samples.append_column("backend", pa.array(np.full(samples.num_rows, "synthetic", dtype=object), type=pa.string()))
     keep = [c for c in samples.column_names if c not in spec.drop_columns]
     frames = {"samples": samples.select(keep), "cells": pd.DataFrame(cell_rows)}
@@ -245,7 +289,8 @@ def generate(out: Path | str, spec: Spec | None = None) -> Path:
     }
     meta.update(spec.meta)
     plan = {"experiment": {"name": spec.name, "samples": spec.samples, "warmup": spec.warmup, "chain_depth": 1,
-                           "repetitions": spec.repetitions},
+                           "repetitions": spec.repetitions, "transports": spec.transports,
+                           "quic_retry": "on" if spec.quic_retry else "off"},
             "seed": spec.seed, "groups": spec.groups, "sigs": spec.sigs, "profiles": list(spec.profiles), "cells": cl}
     # Through the runner's writer (the one owner of the format); raw/ stays empty, so the
     # tables written here are the run's data.

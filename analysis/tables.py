@@ -11,11 +11,15 @@ import pandas as pd
 
 from .summary import MODE_LABELS
 
+TRANSPORT_LABELS = {"tcp": "TCP", "quic": "QUIC"}
+N_TEXT = 5  # leading text columns (left-aligned)
+
 COLUMNS = [  # (header, unit, function of a row -> text)
     ("Group", "", lambda r: r.group),
     ("Signature", "", lambda r: r.sig),
     ("Profile", "", lambda r: r.profile),
     ("Mode", "", lambda r: MODE_LABELS.get(r.mode, r.mode)),
+    ("Transport", "", lambda r: TRANSPORT_LABELS.get(r.transport, r.transport)),
     ("n", "", lambda r: f"{r.n_ok}/{r.n_attempts}"),
     ("Fail", "%", lambda r: _ci(100 * r.failure_rate, 100 * r.failure_ci_lo, 100 * r.failure_ci_hi, 1)),
     ("Median", "ms", lambda r: _ci(r.p50_ms, r.p50_ci_lo_ms, r.p50_ci_hi_ms)),
@@ -85,7 +89,7 @@ def _latex_escape(s: str) -> str:
 def latex(df: pd.DataFrame, caption: str, label: str = "tab:pqshake-summary") -> str:
     heads = [_latex_escape(h) + (f" ({_latex_escape(u)})" if u and u != "x" else (r" ($\times$)" if u == "x" else ""))
              for h, u, _ in COLUMNS]
-    align = "llll" + "r" * (len(COLUMNS) - 4)
+    align = "l" * N_TEXT + "r" * (len(COLUMNS) - N_TEXT)
     out = [r"% pqshake summary table; needs \usepackage{booktabs} (and longtable for many rows)",
            r"\begin{table}[htbp]", r"\centering", r"\scriptsize", rf"\caption{{{_latex_escape(caption)}}}",
            rf"\label{{{label}}}", rf"\begin{{tabular}}{{{align}}}", r"\toprule", " & ".join(heads) + r" \\", r"\midrule"]
@@ -111,7 +115,41 @@ def csv_frame(df: pd.DataFrame) -> pd.DataFrame:
 def markdown(df: pd.DataFrame) -> str:
     heads = [h + (f" ({u})" if u else "") for h, u, _ in COLUMNS]
     out = ["| " + " | ".join(heads) + " |",
-           "|" + "|".join("---" if i < 4 else "---:" for i in range(len(COLUMNS))) + "|"]
+           "|" + "|".join("---" if i < N_TEXT else "---:" for i in range(len(COLUMNS))) + "|"]
     for row in _rows(df):
         out.append("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |")
+    return "\n".join(out) + "\n"
+
+
+def _share(v) -> str:
+    return f"{100 * v:.0f}" if _ok(v) else "--"
+
+
+# The QUIC cells' own figures (report.md): client side from the timer's quic object, the
+# amplification-limited share from the server's conn lines.
+QUIC_COLUMNS = [
+    ("Group", "", lambda r: r.group),
+    ("Signature", "", lambda r: r.sig),
+    ("Profile", "", lambda r: r.profile),
+    ("Mode", "", lambda r: MODE_LABELS.get(r.mode, r.mode)),
+    ("Median", "ms", lambda r: _ci(r.p50_ms, r.p50_ci_lo_ms, r.p50_ci_hi_ms)),
+    ("vs TCP", "x", lambda r: _ci(r.vs_tcp, r.vs_tcp_ci_lo, r.vs_tcp_ci_hi, 2)),
+    ("Retry", "%", lambda r: _share(r.quic_retry_share)),
+    ("Datagrams up/down", "", lambda r: f"{_num(r.dgrams_up, 0)}/{_num(r.dgrams_down, 0)}"),
+    ("PTO", "mean", lambda r: _num(r.pto_mean, 2)),
+    ("Amp.-limited", "%", lambda r: _share(r.server_amp_limited_share)),
+    ("Bound", "ms", lambda r: _num(r.bound_ms)),
+    ("Amp. rounds", "", lambda r: _num(r.bound_amp_rounds, 0)),
+]
+
+
+def quic_markdown(df: pd.DataFrame) -> str:
+    """One row per quic cell; empty string when the run has none."""
+    q = df[df["transport"].astype(str) == "quic"]
+    if q.empty:
+        return ""
+    heads = [h + (f" ({u})" if u else "") for h, u, _ in QUIC_COLUMNS]
+    out = ["| " + " | ".join(heads) + " |", "|" + "|".join("---" if i < 4 else "---:" for i in range(len(QUIC_COLUMNS))) + "|"]
+    for r in q.itertuples(index=False):
+        out.append("| " + " | ".join(str(f(r)).replace("|", "\\|") for _, _, f in QUIC_COLUMNS) + " |")
     return "\n".join(out) + "\n"

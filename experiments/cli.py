@@ -24,11 +24,13 @@ def register(app: typer.Typer) -> None:
         s = p.summary()
         m = p.model
         print(f"{m.name}: {s['cells']} cells ({len(p.profiles)} profiles x {len(p.groups)} groups x "
-              f"{len(p.sigs)} sigs x {len(m.modes)} modes x {m.repetitions} repetitions"
+              f"{len(p.sigs)} sigs x {len(m.modes)} modes x {len(m.transports)} transports x {m.repetitions} repetitions"
               + (f", {s['excluded']} excluded" if s["excluded"] else "") + ")")
         print(f"  groups:   {', '.join(p.groups)}")
         print(f"  sigs:     {', '.join(p.sigs)}")
         print(f"  modes:    {', '.join(m.modes)}")
+        print(f"  transports: {', '.join(m.transports)}"
+              + (f" (quic: Retry {m.quic_retry}, qlog {'kept' if m.qlog else 'off'})" if "quic" in m.transports else ""))
         print(f"  samples:  {m.samples} per cell + {m.warmup} warm-up = {s['attempts']} handshakes; "
               f"concurrency {m.concurrency}")
         print(f"  order:    {m.order} (seed {p.seed})")
@@ -132,7 +134,8 @@ def register(app: typer.Typer) -> None:
             print(f"wrote {csv}")
         if table == "samples" and len(df) and "handshake_ns" in df:
             meas = df[~df["warmup"].astype(bool)]
-            g = meas.groupby(["profile", "group", "sig", "mode"], sort=True)
+            key = ["profile", "group", "sig", "mode"] + (["transport"] if "transport" in meas else [])
+            g = meas.groupby(key, sort=True)
             summ = pd.DataFrame({
                 "n": g.size(),
                 "ok": g["ok"].sum(),

@@ -16,6 +16,8 @@ from pqshake.yamlsrc import Doc, describe, dotted, load_docs
 
 Mode = Literal["full", "resume", "0rtt", "hrr", "tls12"]
 MODES: tuple[str, ...] = ("full", "resume", "0rtt", "hrr", "tls12")
+Transport = Literal["tcp", "quic"]
+TRANSPORTS: tuple[str, ...] = ("tcp", "quic")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
@@ -38,16 +40,17 @@ class ExcludeRule(BaseModel):
     sig: list[str] | None = None
     profile: list[str] | None = None
     mode: list[Mode] | None = None
+    transport: list[Transport] | None = None
 
-    @field_validator("group", "sig", "profile", "mode", mode="before")
+    @field_validator("group", "sig", "profile", "mode", "transport", mode="before")
     @classmethod
     def _listify(cls, v: Any) -> Any:
         return _as_list(v)
 
     @model_validator(mode="after")
     def _not_empty(self) -> "ExcludeRule":
-        if not any((self.group, self.sig, self.profile, self.mode)):
-            raise ValueError("an exclude rule needs at least one of group, sig, profile, mode")
+        if not any((self.group, self.sig, self.profile, self.mode, self.transport)):
+            raise ValueError("an exclude rule needs at least one of group, sig, profile, mode, transport")
         return self
 
 
@@ -105,6 +108,11 @@ class Experiment(BaseModel):
     sigs: list[str] = Field(default_factory=lambda: ["ecdsa-p256"], min_length=1)
     profiles: list[str | dict[str, Any]] = Field(min_length=1)
     modes: list[Mode] = Field(default_factory=lambda: ["full"], min_length=1)
+    transports: list[Transport] = Field(default_factory=lambda: ["tcp"], min_length=1,
+                                        description="tcp (TLS over TCP) and/or quic (QUIC over UDP)")
+    quic_retry: Literal["on", "off"] = Field(default="on", description="quic cells: the server validates "
+                                             "the client's address with a Retry round trip (on) or not (off)")
+    qlog: bool = Field(default=False, description="quic cells: keep qlog traces under raw/<cell>/qlog/")
     samples: int = Field(ge=1, le=10_000_000)
     warmup: int = Field(default=5, ge=0, le=100_000)
     repetitions: int = Field(default=1, ge=1, le=1000)
@@ -150,10 +158,16 @@ class Experiment(BaseModel):
             raise ValueError(f"{v!r}: use letters, digits, '.', '_' or '-' (it names the results folder)")
         return v
 
-    @field_validator("groups", "sigs", "modes", "profiles", mode="before")
+    @field_validator("groups", "sigs", "modes", "profiles", "transports", mode="before")
     @classmethod
     def _listify(cls, v: Any) -> Any:
         return _as_list(v) if not isinstance(v, dict) else [v]
+
+    @field_validator("quic_retry", mode="before")
+    @classmethod
+    def _on_off(cls, v: Any) -> Any:
+        # YAML 1.1 reads a bare on/off as a boolean.
+        return {True: "on", False: "off"}.get(v, v) if isinstance(v, bool) else v
 
     @field_validator("timeout", mode="before")
     @classmethod
@@ -170,7 +184,7 @@ class Experiment(BaseModel):
             raise ValueError(f"{v!r}: a backend name such as auto, kernel or userspace")
         return v
 
-    @field_validator("groups", "sigs", "modes")
+    @field_validator("groups", "sigs", "modes", "transports")
     @classmethod
     def _unique(cls, v: list[str]) -> list[str]:
         seen = [x for i, x in enumerate(v) if x in v[:i]]

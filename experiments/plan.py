@@ -1,5 +1,5 @@
 """From an experiment file to an ordered list of cells (group x sig x profile x mode x
-repetition, minus exclusions), with a duration estimate from the handshake model.
+transport x repetition, minus exclusions), with a duration estimate from the handshake model.
 
 Everything here runs before any network is touched: unknown profiles, groups, signature
 algorithms and groups the built stack does not offer are refused here, with the closest names.
@@ -41,6 +41,7 @@ class Cell:
     sig: str
     mode: str
     repetition: int
+    transport: str = "tcp"
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -50,9 +51,20 @@ def _slug(s: str) -> str:
     return re.sub(r"[^A-Za-z0-9.-]+", "_", s)
 
 
-def cell_id(profile: str, group: str, sig: str, mode: str, repetition: int) -> str:
-    """Stable across runs and resumes (does not depend on the order)."""
-    return f"{_slug(profile)}__{_slug(group)}__{_slug(sig)}__{mode}__r{repetition}"
+def cell_id(profile: str, group: str, sig: str, mode: str, repetition: int, transport: str = "tcp") -> str:
+    """Stable across runs and resumes (does not depend on the order). A tcp cell keeps the id it
+    had before transports existed (runs started then still resume); any other transport is a
+    part of its own: <profile>__<group>__<sig>__<mode>__<transport>__r<repetition>."""
+    t = "" if transport == "tcp" else f"__{transport}"
+    return f"{_slug(profile)}__{_slug(group)}__{_slug(sig)}__{mode}{t}__r{repetition}"
+
+
+# QUIC cannot run these modes (pqs-server / pqs-timer refuse them): the reason, for the message.
+QUIC_REFUSED_MODES = {"0rtt": "QUIC 0-RTT is not supported by pqs-server/pqs-timer",
+                      "tls12": "QUIC requires TLS 1.3"}
+# The smallest IPv4 MTU that carries a 1200-byte QUIC Initial datagram (RFC 9000 14.1): 1200
+# bytes of UDP payload + 8 UDP + 20 IPv4.
+QUIC_MIN_MTU = 1228
 
 
 # ---------------------------------------------------------------------------------------------
@@ -266,7 +278,8 @@ class Plan:
                                     chain_depth=m.chain_depth, mode=c.mode, registry=load_registry(),
                                     iw_c=f["initcwnd_client"] or None, iw_s=f["initcwnd_server"] or None,
                                     client_auth=m.client_auth, client_chain_depth=m.client_chain_depth,
-                                    response=m.response_bytes > 0)
+                                    response=m.response_bytes > 0,
+                                    transport=c.transport, quic_retry=m.quic_retry == "on")
         attempts = self.attempts_per_cell()
         if c.mode in ("resume", "0rtt"):
             attempts += 1  # the priming full handshake
@@ -294,6 +307,9 @@ class Plan:
             "sigs": self.sigs,
             "profiles": list(self.profiles),
             "modes": list(m.modes),
+            "transports": list(m.transports),
+            "quic_retry": m.quic_retry if "quic" in m.transports else None,
+            "qlog": m.qlog if "quic" in m.transports else None,
             "repetitions": m.repetitions,
             "samples_per_cell": m.samples,
             "warmup_per_cell": m.warmup,
@@ -349,7 +365,7 @@ def build_plan(ef: ExperimentFile | Path | str, *, seed: int | None = None,
                     close = difflib.get_close_matches(p, list(profs), n=3, cutoff=0.5)
                     raise UserError(f"{ef.where('exclude', i, 'profile')}: profile '{p}' is not in this experiment's profiles"
                                     + (f"; did you mean {', '.join(close)}?" if close else f" ({', '.join(profs)})"))
-        rules.append((rg, rs, r.profile, r.mode))
+        rules.append((rg, rs, r.profile, r.mode, r.transport))
 
     cells: list[Cell] = []
     excluded = 0
@@ -357,14 +373,16 @@ def build_plan(ef: ExperimentFile | Path | str, *, seed: int | None = None,
         for g in groups:
             for s in sigs:
                 for mode in m.modes:
-                    if any(_matches(rg, g) and _matches(rs, s) and _matches(rp, pname) and _matches(rm, mode)
-                           for rg, rs, rp, rm in rules):
-                        excluded += m.repetitions
-                        continue
-                    for rep in range(1, m.repetitions + 1):
-                        cells.append(Cell(cell_id(pname, g, s, mode, rep), pname, g, s, mode, rep))
+                    for tr in m.transports:
+                        if any(_matches(rg, g) and _matches(rs, s) and _matches(rp, pname) and _matches(rm, mode)
+                               and _matches(rt, tr) for rg, rs, rp, rm, rt in rules):
+                            excluded += m.repetitions
+                            continue
+                        for rep in range(1, m.repetitions + 1):
+                            cells.append(Cell(cell_id(pname, g, s, mode, rep, tr), pname, g, s, mode, rep, tr))
     if not cells:
         raise UserError(f"{ef.where('exclude')}: the exclude rules remove every cell (nothing to run)")
+    check_quic(ef, cells, profs)
     if check_stack:
         # Only groups some cell uses: an exclude rule may drop one the stack lacks.
         used = [g for g in groups if any(c.group == g for c in cells)]
@@ -385,6 +403,29 @@ def build_plan(ef: ExperimentFile | Path | str, *, seed: int | None = None,
     if m.order == "shuffled":
         cells = shuffle_cells(cells, seed)
     return Plan(ef, groups, sigs, profs, cells, seed, excluded, notes, hops)
+
+
+def check_quic(ef: ExperimentFile, cells: list[Cell], profs: dict[str, Any]) -> None:
+    """Refuse, before any network, quic cells the programs or the link cannot run: a mode QUIC
+    does not have, a profile whose MTU cannot carry a 1200-byte Initial datagram."""
+    quic = [c for c in cells if c.transport == "quic"]
+    if not quic:
+        return
+    where = ef.where("transports")
+    if ef.model.response_bytes:
+        raise UserError(f"{ef.where('response_bytes')}: quic cells are handshake only (pqs-server and pqs-timer "
+                        f"send no response over QUIC); set response_bytes: 0, or run quic in another experiment")
+    for c in quic:
+        if c.mode in QUIC_REFUSED_MODES:
+            raise UserError(f"{where}: mode {c.mode} cannot run over quic ({QUIC_REFUSED_MODES[c.mode]}); remove "
+                            f"{c.mode} from modes or quic from transports, or add the exclude rule "
+                            f"{{transport: quic, mode: {c.mode}}}")
+    for name in dict.fromkeys(c.profile for c in quic):
+        mtu = profile_figures(profs[name])["mtu"]
+        if mtu < QUIC_MIN_MTU:
+            raise UserError(f"{where}: profile '{name}' has MTU {mtu}, below the {QUIC_MIN_MTU} bytes a 1200-byte "
+                            f"QUIC Initial datagram needs (IPv4 20 + UDP 8); raise its mtu to >= {QUIC_MIN_MTU}, or add "
+                            f"the exclude rule {{transport: quic, profile: {name}}}")
 
 
 def shuffle_cells(cells: list[Cell], seed: int) -> list[Cell]:

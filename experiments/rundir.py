@@ -10,6 +10,7 @@ the runner and analysis/synthetic.py write through here, the analysis only reads
       plan.json                  the ordered cells
       raw/<cell_id>/             source of truth, one folder per cell:
         timer.jsonl server.jsonl rtt.json *.stderr DONE (written last, atomically)
+        qlog/server/ qlog/client/  quic cells with `qlog: true`: the programs' qlog traces
       net/<profile>/<session>/   describe.json check.json counters-before.json counters-after.json
       logs/                      run.log, failed cells' logs, partial cells set aside by resume
       samples.parquet server.parquet cells.parquet   rebuilt from raw/ (run, resume, load)
@@ -204,6 +205,14 @@ class RunDir:
 
     def cell_dir(self, cell_id: str) -> Path:
         return self.raw / cell_id
+
+    def qlog_dir(self, cell_id: str, role: str) -> Path:
+        """Where a quic cell's qlog traces go (role: server or client), created empty."""
+        if role not in ("server", "client"):
+            raise ValueError(f"qlog role {role!r}: server or client")
+        d = self.raw / cell_id / "qlog" / role
+        d.mkdir(parents=True, exist_ok=True)
+        return d
 
     def done_path(self, cell_id: str) -> Path:
         return self.raw / cell_id / DONE
@@ -469,7 +478,7 @@ def flatten(rec: dict, prefix: str = "") -> dict:
     return out
 
 
-CELL_COLUMNS = ("cell_id", "group", "sig", "profile", "mode", "repetition", "backend")
+CELL_COLUMNS = ("cell_id", "group", "sig", "profile", "mode", "transport", "repetition", "backend")
 
 
 def timer_rows(cell_dir: Path, cell: dict, warmup: int) -> list[dict]:
@@ -533,9 +542,9 @@ def _frame(rows: list[dict], first: list[str]):
     return df
 
 
-SAMPLE_FIRST = ["cell_id", "group", "sig", "profile", "mode", "repetition", "i", "warmup", "ok",
+SAMPLE_FIRST = ["cell_id", "group", "sig", "profile", "mode", "transport", "repetition", "i", "warmup", "ok",
                 "handshake_ns", "error", "backend"]
-CELL_FIRST = ["cell_id", "group", "sig", "profile", "mode", "repetition", "status", "reason",
+CELL_FIRST = ["cell_id", "group", "sig", "profile", "mode", "transport", "repetition", "status", "reason",
               "n_attempts", "n_ok", "n_warmup", "rtt_p50_ns", "rtt_p99_ns", "backend"]
 
 
@@ -600,6 +609,7 @@ def collect_tables(run: RunDir) -> dict:
         if info is None:
             continue
         cell = dict(c)
+        cell.setdefault("transport", "tcp")  # runs from before transports existed: all tcp
         cell["backend"] = info.get("backend")
         d = run.cell_dir(c["cell_id"])
         samples += timer_rows(d, cell, warmup)

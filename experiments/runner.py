@@ -47,19 +47,37 @@ class DiskFull(Exception):
 # Commands for the C programs (the interface of testbed/README.md in one place)
 
 
-def server_argv(binary: Path, listen: str, cell: Cell, exp, cert_dir: Path, log: Path) -> list[str]:
+def transport_args(cell: Cell, exp, qlog: Path | None, server: bool) -> list[str]:
+    """The cell's transport for pqs-server / pqs-timer. Nothing for tcp (the programs' default),
+    so a tcp cell's command lines are what they were before transports existed."""
+    if cell.transport == "tcp":
+        return []
+    argv = ["--transport", cell.transport]
+    if server:
+        argv += ["--quic-retry", exp.quic_retry]
+    if qlog is not None:
+        argv += ["--qlog", str(qlog)]
+    return argv
+
+
+def server_argv(binary: Path, listen: str, cell: Cell, exp, cert_dir: Path, log: Path,
+                qlog: Path | None = None) -> list[str]:
     resumable = cell.mode in ("resume", "0rtt")
+    # QUIC connections are handshake only and have no 0-RTT in pqs-server: it refuses both
+    # options with --transport quic (the plan refuses response_bytes and 0rtt for quic cells).
+    tcp_only = [] if cell.transport == "quic" else [
+        "--response-bytes", str(exp.response_bytes), "--max-early-data", "16384" if cell.mode == "0rtt" else "0"]
     return [str(binary), "--listen", listen, "--groups", cell.group, "--sig", cell.sig,
             "--chain-depth", str(exp.chain_depth), "--cert-dir", str(cert_dir), "--log", str(log),
-            "--fsync", "0", "--response-bytes", str(exp.response_bytes),
-            "--tickets", "2" if resumable else "0",
-            "--max-early-data", "16384" if cell.mode == "0rtt" else "0",
+            "--fsync", "0", *tcp_only[:2],
+            "--tickets", "2" if resumable else "0", *tcp_only[2:],
             "--threads", str(max(8, min(256, exp.concurrency * 2)))] + (
         ["--client-auth", exp.client_auth, "--client-chain-depth", str(exp.client_chain_depth)]
-        if exp.client_auth else [])
+        if exp.client_auth else []) + transport_args(cell, exp, qlog, server=True)
 
 
-def timer_argv(binary: Path, connect: str, cell: Cell, exp, ca: Path, out: Path) -> list[str]:
+def timer_argv(binary: Path, connect: str, cell: Cell, exp, ca: Path, out: Path,
+               qlog: Path | None = None) -> list[str]:
     argv = [str(binary), "--connect", connect, "--groups", cell.group, "--ca", str(ca),
             "--samples", str(exp.samples), "--warmup", str(exp.warmup), "--mode", cell.mode,
             "--out", str(out), "--fsync", "0", "--concurrency", str(exp.concurrency),
@@ -68,7 +86,7 @@ def timer_argv(binary: Path, connect: str, cell: Cell, exp, ca: Path, out: Path)
         argv += ["--response-bytes", str(exp.response_bytes)]
     if exp.client_auth:  # pqs-server --client-auth writes the client credentials next to ca.pem
         argv += ["--client-cert", str(Path(ca).parent)]
-    return argv
+    return argv + transport_args(cell, exp, qlog, server=False)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -275,6 +293,13 @@ class CellRunner:
                                 "session": self.session, "started": started}
         info["configured"] = profile_figures(self.plan.profiles[cell.profile])
         before = validity.Snapshot.take(topo)
+        qlog_s = qlog_c = None
+        if cell.transport == "quic":
+            info["quic_retry"] = exp.quic_retry
+            info["qlog"] = exp.qlog
+            if exp.qlog:
+                # relative to the cell folder, where the programs run (CellRunner._spawn)
+                qlog_s, qlog_c = (Path(os.path.relpath(run.qlog_dir(cell.cell_id, role), d)) for role in ("server", "client"))
 
         # Achieved RTT for this cell (short: it is overhead).
         rtt: dict[str, Any] = {}
@@ -299,7 +324,8 @@ class CellRunner:
         expected = exp.samples + exp.warmup
         self.progress.start_cell(cell.cell_id, expected)
         try:
-            argv = server_argv(self.server_bin, f"{topo.server_addr}:0", cell, exp, Path(cert_dir.name), Path(server_log.name))
+            argv = server_argv(self.server_bin, f"{topo.server_addr}:0", cell, exp, Path(cert_dir.name),
+                               Path(server_log.name), qlog_s)
             rd.write_json(d / "server.argv.json", topo.ns_argv("server", argv), root=self.run.path)
             server = self._spawn(topo.ns_argv("server", argv), d / "server.stdout", d / "server.stderr")
             ready = None
@@ -319,7 +345,7 @@ class CellRunner:
                 port = ready.get("port") or int(str(ready.get("listen", ":0")).rsplit(":", 1)[1])
                 ca = Path(ready.get("ca") or Path(cert_dir.name) / "ca.pem")  # relative to the cell folder
                 companions = self._start_companions(topo, cell, d)
-                targv = timer_argv(self.timer_bin, f"{topo.server_addr}:{port}", cell, exp, ca, Path(timer_out.name))
+                targv = timer_argv(self.timer_bin, f"{topo.server_addr}:{port}", cell, exp, ca, Path(timer_out.name), qlog_c)
                 rd.write_json(d / "timer.argv.json", topo.ns_argv("client", targv), root=self.run.path)
                 timer = self._spawn(topo.ns_argv("client", targv), d / "timer.stdout", d / "timer.stderr")
                 counter = _LineCounter(timer_out)

@@ -29,10 +29,11 @@ def _valid_png(p):
     assert img[..., :3].std() > 0.01, "not blank"
 
 
-@pytest.mark.parametrize("kind", list(KINDS))
+@pytest.mark.parametrize("kind", [k for k in KINDS if k != "transport"])  # transport: tests/analysis/test_transport.py
 def test_every_kind_renders(rendered, kind):
     a, done, skipped = rendered
-    assert not skipped, skipped
+    # the fixture run is tcp only: the TCP vs QUIC figure has nothing to pair
+    assert [k for k, _ in skipped] == ["transport"], skipped
     mine = [f for f in done if f.name == kind or f.name.startswith(kind + "-")]
     assert mine, f"{kind}: nothing rendered"
     for f in mine:

@@ -93,8 +93,8 @@ def test_run_writes_everything(write_exp, tmp_path, loopback):
 def test_crashed_server_makes_failed_cell_and_run_goes_on(write_exp, tmp_path, loopback, monkeypatch):
     real = runner_mod.server_argv
 
-    def argv(binary, listen, cell, exp, cert_dir, log):
-        a = real(binary, listen, cell, exp, cert_dir, log)
+    def argv(binary, listen, cell, exp, cert_dir, log, qlog=None):
+        a = real(binary, listen, cell, exp, cert_dir, log, qlog)
         if cell.group == "MLKEM768" and cell.profile == "lan":
             script = ('"$@" & pid=$!; until grep -q \'"type":"conn"\' "$0" 2>/dev/null; do sleep 0.002; done; '
                       'kill -9 $pid; echo crashed >&2; exit 3')
@@ -116,7 +116,7 @@ def test_crashed_server_makes_failed_cell_and_run_goes_on(write_exp, tmp_path, l
 
 def test_bad_timer_usage_fails_cell(write_exp, tmp_path, loopback, monkeypatch):
     real = runner_mod.timer_argv
-    monkeypatch.setattr(runner_mod, "timer_argv", lambda *a: real(*a) + ["--no-such-option"])
+    monkeypatch.setattr(runner_mod, "timer_argv", lambda *a, **kw: real(*a, **kw) + ["--no-such-option"])
     path = _run(write_exp, tmp_path, loopback)
     done = RunDir(path).done_cells()
     assert len(done) == 4 and all(d["status"] == "failed" and "status 2" in d["reason"] for d in done.values())
