@@ -31,9 +31,17 @@ def register(app: typer.Typer) -> None:
         print(f"  modes:    {', '.join(m.modes)}")
         print(f"  transports: {', '.join(m.transports)}"
               + (f" (quic: Retry {m.quic_retry}, qlog {'kept' if m.qlog else 'off'})" if "quic" in m.transports else ""))
-        print(f"  samples:  {m.samples} per cell + {m.warmup} warm-up = {s['attempts']} handshakes; "
-              f"concurrency {m.concurrency}")
-        print(f"  order:    {m.order} (seed {p.seed})")
+        if m.samples == "auto":
+            a = m.adaptive
+            lo, hi = (a.min + m.warmup) * s["cells"], (a.max + m.warmup) * s["cells"]
+            print(f"  samples:  auto: {a.min}..{a.max} per cell until the median's 95 % CI is within "
+                  f"±{a.ci * 100:g} % (+ {m.warmup} warm-up) = {lo}..{hi} handshakes, about {s['attempts']} "
+                  f"expected; blocks of {m.block}; concurrency {m.concurrency}")
+        else:
+            print(f"  samples:  {m.samples} per cell + {m.warmup} warm-up = {s['attempts']} handshakes; "
+                  f"concurrency {m.concurrency}")
+        print(f"  order:    {m.order}" + (f" (blocks of {m.block})" if m.order == "interleaved" else "")
+              + f" (seed {p.seed})")
         print("  profiles:")
         for name, prof in p.profiles.items():
             f = profile_figures(prof)

@@ -7,7 +7,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -93,6 +93,31 @@ class MininetTopologySpec(BaseModel):
 CHAIN_PROFILES_PLACEHOLDER = "<chain hops>"
 
 
+class Adaptive(BaseModel):
+    """samples: auto: stop a cell once the 95 % CI of its median is within +-ci (experiments/sampling.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+    min: int = Field(default=50, ge=10, le=10_000_000, description="attempts before the target is judged")
+    max: int = Field(default=2000, ge=10, le=10_000_000, description="attempts at most")
+    ci: float = Field(default=0.01, gt=0, lt=1, description="target half-width of the median's 95 % CI, relative ('1%')")
+
+    @field_validator("ci", mode="before")
+    @classmethod
+    def _pct(cls, v: Any) -> Any:
+        if isinstance(v, str) and v.strip().endswith("%"):
+            try:
+                return float(v.strip()[:-1]) / 100
+            except ValueError:
+                raise ValueError(f"{v!r}: write a percentage such as 1%") from None
+        return v
+
+    @model_validator(mode="after")
+    def _order(self) -> "Adaptive":
+        if self.min > self.max:
+            raise ValueError(f"min {self.min} > max {self.max} (make min <= max)")
+        return self
+
+
 class CpuPlacement(BaseModel):
     model_config = ConfigDict(extra="forbid")
     emulator: list[int] = Field(min_length=1, description="CPUs of the link emulator")
@@ -113,7 +138,10 @@ class Experiment(BaseModel):
     quic_retry: Literal["on", "off"] = Field(default="on", description="quic cells: the server validates "
                                              "the client's address with a Retry round trip (on) or not (off)")
     qlog: bool = Field(default=False, description="quic cells: keep qlog traces under raw/<cell>/qlog/")
-    samples: int = Field(ge=1, le=10_000_000)
+    samples: Annotated[int, Field(ge=1, le=10_000_000)] | Literal["auto"] = Field(
+        description="measured attempts per cell, or auto (adaptive: until the median's CI is narrow enough)")
+    adaptive: Adaptive | None = Field(default=None, description="samples: auto: min, max and the CI target")
+    block: int = Field(default=20, ge=1, le=1_000_000, description="attempts per block (interleaved order, samples: auto)")
     warmup: int = Field(default=5, ge=0, le=100_000)
     repetitions: int = Field(default=1, ge=1, le=1000)
     concurrency: int = Field(default=1, ge=1, le=256)
@@ -123,7 +151,9 @@ class Experiment(BaseModel):
     client_auth: str | None = Field(default=None, description="mutual TLS: the client chain's signature algorithm")
     client_chain_depth: int = Field(default=1, ge=1, le=3)
     backend: str = "auto"
-    order: Literal["shuffled", "sequential"] = "shuffled"
+    order: Literal["interleaved", "shuffled", "sequential"] = Field(
+        default="interleaved", description="interleaved: a profile's cells take turns in blocks; shuffled / "
+                                           "sequential: each cell's attempts back to back")
     seed: int | None = Field(default=None, ge=0, le=2**63 - 1)
     exclude: list[ExcludeRule] = Field(default_factory=list)
     rtt_probes: int = Field(default=50, ge=0, le=10_000, description="achieved-RTT probes per cell")
@@ -142,6 +172,14 @@ class Experiment(BaseModel):
                 raise ValueError("profiles: a chain takes its profiles from topology.hops (remove profiles)")
             data = {**data, "profiles": [CHAIN_PROFILES_PLACEHOLDER]}
         return data
+
+    @model_validator(mode="after")
+    def _adaptive(self) -> "Experiment":
+        if self.samples == "auto" and self.adaptive is None:
+            self.adaptive = Adaptive()
+        if self.samples != "auto" and self.adaptive is not None:
+            raise ValueError("adaptive: only with samples: auto (or remove adaptive)")
+        return self
 
     @model_validator(mode="after")
     def _engine(self) -> "Experiment":

@@ -265,7 +265,10 @@ class Plan:
         return out
 
     def attempts_per_cell(self) -> int:
-        return self.model.samples + self.model.warmup
+        from .sampling import Target
+
+        # samples: auto: the planner's expectation between min and max (sampling.Target.expected)
+        return int(round(Target.of(self.model).expected())) + self.model.warmup
 
     def cell_estimate_s(self, c: Cell) -> float:
         m = self.model
@@ -400,7 +403,7 @@ def build_plan(ef: ExperimentFile | Path | str, *, seed: int | None = None,
 
     if seed is None:
         seed = m.seed if m.seed is not None else secrets.randbits(32)
-    if m.order == "shuffled":
+    if m.order in ("shuffled", "interleaved"):  # interleaved: each round's turns are shuffled again
         cells = shuffle_cells(cells, seed)
     return Plan(ef, groups, sigs, profs, cells, seed, excluded, notes, hops)
 

@@ -482,11 +482,23 @@ CELL_COLUMNS = ("cell_id", "group", "sig", "profile", "mode", "transport", "repe
 
 
 def timer_rows(cell_dir: Path, cell: dict, warmup: int) -> list[dict]:
+    """The attempts of a cell's timer.jsonl. A cell run in blocks (interleaved order, samples:
+    auto) has one header per block, each block numbering its attempts from 0: `i` continues
+    across blocks, so it stays unique per cell and the first `warmup` are the warm-ups."""
     rows = []
     n = 0
+    offset, in_block, headers = 0, 0, 0
     for rec in read_jsonl(cell_dir / "timer.jsonl"):
+        if rec.get("type") == "header":
+            headers += 1
+            if headers > 1:
+                offset, in_block = offset + in_block, 0
+            continue
         if rec.get("type") != "attempt":
             continue
+        in_block += 1
+        if offset and isinstance(rec.get("i"), int):
+            rec = {**rec, "i": rec["i"] + offset}
         row = {k: cell.get(k) for k in CELL_COLUMNS}
         flat = flatten({k: v for k, v in rec.items() if k != "type"})
         for k, v in flat.items():
@@ -509,11 +521,33 @@ def timer_rows(cell_dir: Path, cell: dict, warmup: int) -> list[dict]:
     return rows
 
 
-def server_rows(cell_dir: Path, cell: dict) -> list[dict]:
-    rows = []
-    for rec in read_jsonl(cell_dir / "server.jsonl"):
-        if rec.get("type") != "conn":
+def server_warmups(recs: list[dict], blocks: list[dict]) -> list[bool]:
+    """Which server connections of a cell run in blocks were warm-ups or priming handshakes:
+    per block (start on the host's monotonic clock, which server and runner share), the first
+    warmup + prime connections accepted from its start on."""
+    starts = [int(b.get("start_mono_ns") or 0) for b in blocks]
+    order = sorted(range(len(recs)), key=lambda k: recs[k].get("accepted_mono_ns") or 0)
+    out = [False] * len(recs)
+    used = [0] * len(blocks)
+    for k in order:
+        t = recs[k].get("accepted_mono_ns") or 0
+        j = max((b for b, s in enumerate(starts) if s <= t), default=None)
+        if j is None:
             continue
+        skip = int(blocks[j].get("warmup") or 0) + int(blocks[j].get("prime") or 0)
+        if used[j] < skip:
+            out[k] = True
+        used[j] += 1
+    return out
+
+
+def server_rows(cell_dir: Path, cell: dict, blocks: list[dict] | None = None) -> list[dict]:
+    """A cell's server connections; with the blocks the cell ran in (DONE `blocks`), each row
+    says whether it was a warm-up (server_warmups), else the analysis drops the first ones."""
+    recs = [r for r in read_jsonl(cell_dir / "server.jsonl") if r.get("type") == "conn"]
+    warm = server_warmups(recs, blocks) if blocks and len(blocks) > 1 else None
+    rows = []
+    for idx, rec in enumerate(recs):
         row = {k: cell.get(k) for k in CELL_COLUMNS}
         for k, v in flatten({k: v for k, v in rec.items() if k != "type"}).items():
             if k in row:
@@ -521,6 +555,8 @@ def server_rows(cell_dir: Path, cell: dict) -> list[dict]:
                     row[f"server_{k}"] = v  # e.g. the negotiated group of a failed connection
             else:
                 row[k] = v
+        if warm is not None:
+            row["warmup"] = warm[idx]
         row.setdefault("error", None)
         rows.append(row)
     return rows
@@ -613,7 +649,7 @@ def collect_tables(run: RunDir) -> dict:
         cell["backend"] = info.get("backend")
         d = run.cell_dir(c["cell_id"])
         samples += timer_rows(d, cell, warmup)
-        servers += server_rows(d, cell)
+        servers += server_rows(d, cell, info.get("blocks"))
         row = dict(cell)
         row.update({k: v for k, v in info.items() if not isinstance(v, (dict, list))})
         for k, v in (info.get("configured") or {}).items():

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -25,7 +26,7 @@ import yaml
 from pqshake.errors import UserError
 
 from . import rundir as rd
-from . import validity
+from . import sampling, validity
 from .plan import Cell, Plan, build_plan, fmt_seconds, profile_figures
 from .progress import Progress
 
@@ -77,9 +78,12 @@ def server_argv(binary: Path, listen: str, cell: Cell, exp, cert_dir: Path, log:
 
 
 def timer_argv(binary: Path, connect: str, cell: Cell, exp, ca: Path, out: Path,
-               qlog: Path | None = None) -> list[str]:
+               qlog: Path | None = None, samples: int | None = None, warmup: int | None = None) -> list[str]:
+    """samples / warmup: this block's (default: the experiment's, one block)."""
+    samples = sampling.Target.of(exp).max if samples is None else samples
+    warmup = exp.warmup if warmup is None else warmup
     argv = [str(binary), "--connect", connect, "--groups", cell.group, "--ca", str(ca),
-            "--samples", str(exp.samples), "--warmup", str(exp.warmup), "--mode", cell.mode,
+            "--samples", str(samples), "--warmup", str(warmup), "--mode", cell.mode,
             "--out", str(out), "--fsync", "0", "--concurrency", str(exp.concurrency),
             "--timeout", f"{max(1, exp.timeout // 1_000_000)}ms"]
     if exp.response_bytes:
@@ -203,6 +207,9 @@ class CellRunner:
         self.server_bin = binary("pqs-server")
         self.timer_bin = binary("pqs-timer")
         self.procs: list[subprocess.Popen] = []
+        # Attempts per block: one block per cell unless the order interleaves cells or the
+        # sample count is adaptive (engine: mininet: one block, its companions run alongside).
+        self.block_size = sampling.block_size(self.exp)
 
     def kill_all(self) -> None:
         for p in self.procs:
@@ -279,7 +286,19 @@ class CellRunner:
                     reason = f"client {comp['client']}: timer recorded {counts['n_attempts']} of {expected} attempts"
         return reason, summary
 
+    # A cell runs as one or more blocks of attempts against one server (kept for the cell's
+    # lifetime): one block in sequential/shuffled order with a fixed sample count; with
+    # `order: interleaved` or `samples: auto`, blocks of `block` attempts, interleaved with the
+    # other cells of the profile or until the adaptive target is met (experiments/sampling.py).
     def run_cell(self, topo: Any, cell: Cell) -> dict:
+        """A whole cell at once (its blocks back to back)."""
+        cr = self.open_cell(topo, cell)
+        while cr.reason is None and not cr.finished():
+            self.run_block(topo, cr)
+        return self.close_cell(topo, cr)
+
+    def open_cell(self, topo: Any, cell: Cell) -> "CellState":
+        """Folder, validity snapshot, RTT probes and the cell's server (ready to accept)."""
         from pqshake.emulation.check import measure_rtt
 
         run, exp = self.run, self.exp
@@ -287,126 +306,152 @@ class CellRunner:
         if d.exists():
             run.set_aside_partial(cell.cell_id)
         d.mkdir(parents=True)
-        started = rd.now_iso()
-        t0 = time.monotonic()
         info: dict[str, Any] = {"cell_id": cell.cell_id, **cell.as_dict(), "backend": topo.backend,
-                                "session": self.session, "started": started}
+                                "session": self.session, "started": rd.now_iso()}
         info["configured"] = profile_figures(self.plan.profiles[cell.profile])
-        before = validity.Snapshot.take(topo)
-        qlog_s = qlog_c = None
+        cr = CellState(cell, d, info, validity.Snapshot.take(topo), sampling.Target.of(exp))
         if cell.transport == "quic":
             info["quic_retry"] = exp.quic_retry
             info["qlog"] = exp.qlog
             if exp.qlog:
                 # relative to the cell folder, where the programs run (CellRunner._spawn)
-                qlog_s, qlog_c = (Path(os.path.relpath(run.qlog_dir(cell.cell_id, role), d)) for role in ("server", "client"))
+                cr.qlog_s, cr.qlog_c = (Path(os.path.relpath(run.qlog_dir(cell.cell_id, role), d)) for role in ("server", "client"))
 
         # Achieved RTT for this cell (short: it is overhead).
-        rtt: dict[str, Any] = {}
         if exp.rtt_probes:
             try:
-                rtt = dict(measure_rtt(topo, count=exp.rtt_probes))
+                cr.rtt = dict(measure_rtt(topo, count=exp.rtt_probes))
             except UserError as e:
-                rtt = {"error": str(e)}
-            rd.write_json(d / "rtt.json", rtt, root=self.run.path)
-        info["rtt_p50_ns"] = rtt.get("p50_ns")
-        info["rtt_p99_ns"] = rtt.get("p99_ns")
+                cr.rtt = {"error": str(e)}
+            rd.write_json(d / "rtt.json", cr.rtt, root=self.run.path)
+        info["rtt_p50_ns"] = cr.rtt.get("p50_ns")
+        info["rtt_p99_ns"] = cr.rtt.get("p99_ns")
         info["rtt_probes"] = exp.rtt_probes
         topo.flush_tcp_metrics()
 
         cert_dir = d / "certs"
         cert_dir.mkdir()
-        server_log, timer_out = d / "server.jsonl", d / "timer.jsonl"
-        reason = None
-        server = timer = None
-        server_rc = timer_rc = None
-        companions: list[dict] = []
-        expected = exp.samples + exp.warmup
-        self.progress.start_cell(cell.cell_id, expected)
         try:
             argv = server_argv(self.server_bin, f"{topo.server_addr}:0", cell, exp, Path(cert_dir.name),
-                               Path(server_log.name), qlog_s)
+                               Path(cr.server_log.name), cr.qlog_s)
             rd.write_json(d / "server.argv.json", topo.ns_argv("server", argv), root=self.run.path)
-            server = self._spawn(topo.ns_argv("server", argv), d / "server.stdout", d / "server.stderr")
+            cr.server = self._spawn(topo.ns_argv("server", argv), d / "server.stdout", d / "server.stderr")
             ready = None
             deadline = time.monotonic() + READY_TIMEOUT_S
             while ready is None:
-                ready = _first_line(server_log, "ready")
+                ready = _first_line(cr.server_log, "ready")
                 if ready is not None:
                     break
-                if server.poll() is not None:
-                    reason = f"server exited with status {server.returncode} before it was ready"
+                if cr.server.poll() is not None:
+                    cr.reason = f"server exited with status {cr.server.returncode} before it was ready"
                     break
                 if time.monotonic() > deadline:
-                    reason = f"server not ready after {READY_TIMEOUT_S:.0f}s"
+                    cr.reason = f"server not ready after {READY_TIMEOUT_S:.0f}s"
                     break
                 time.sleep(0.01)
             if ready is not None:
-                port = ready.get("port") or int(str(ready.get("listen", ":0")).rsplit(":", 1)[1])
-                ca = Path(ready.get("ca") or Path(cert_dir.name) / "ca.pem")  # relative to the cell folder
+                cr.port = ready.get("port") or int(str(ready.get("listen", ":0")).rsplit(":", 1)[1])
+                cr.ca = Path(ready.get("ca") or Path(cert_dir.name) / "ca.pem")  # relative to the cell folder
+        except BaseException:
+            self._stop_server(cr)
+            raise
+        return cr
+
+    def run_block(self, topo: Any, cr: "CellState") -> None:
+        """One timer invocation of the cell's next block (appending to timer.jsonl); sets
+        cr.reason when the cell cannot go on."""
+        exp, d, cell = self.exp, cr.d, cr.cell
+        n, warm = cr.next_block(self.block_size)
+        expected = n + warm
+        timer = None
+        companions: list[dict] = []
+        self.progress.start_cell(cell.cell_id, expected)
+        cr.blocks.append({"start_mono_ns": time.monotonic_ns(), "samples": n, "warmup": warm,
+                          "prime": int(cell.mode in ("resume", "0rtt"))})
+        before = _count(cr.timer_out)["n_attempts"]
+        try:
+            if not cr.blocks[:-1]:
                 companions = self._start_companions(topo, cell, d)
-                targv = timer_argv(self.timer_bin, f"{topo.server_addr}:{port}", cell, exp, ca, Path(timer_out.name), qlog_c)
-                rd.write_json(d / "timer.argv.json", topo.ns_argv("client", targv), root=self.run.path)
-                timer = self._spawn(topo.ns_argv("client", targv), d / "timer.stdout", d / "timer.stderr")
-                counter = _LineCounter(timer_out)
-                worst = expected * (exp.timeout / 1e9) / exp.concurrency + 60
-                deadline = time.monotonic() + worst
-                while timer.poll() is None:
-                    time.sleep(POLL_S)
-                    self.progress.attempts(counter.poll())
-                    if server.poll() is not None:
-                        reason = f"server died (status {server.returncode}) during the run"
-                        _kill(timer)
-                        break
-                    if time.monotonic() > deadline:
-                        reason = f"timer still running after {fmt_seconds(worst)} (killed)"
-                        _kill(timer)
-                        break
+            targv = timer_argv(self.timer_bin, f"{topo.server_addr}:{cr.port}", cell, exp, cr.ca, Path(cr.timer_out.name),
+                               cr.qlog_c, samples=n, warmup=warm)
+            rd.write_json(d / "timer.argv.json", topo.ns_argv("client", targv), root=self.run.path)
+            timer = self._spawn(topo.ns_argv("client", targv), d / "timer.stdout", d / "timer.stderr")
+            counter = _LineCounter(cr.timer_out)
+            counter.pos = cr.timer_out.stat().st_size if cr.timer_out.exists() else 0  # this block's lines only
+            worst = expected * (exp.timeout / 1e9) / exp.concurrency + 60
+            deadline = time.monotonic() + worst
+            while timer.poll() is None:
+                time.sleep(POLL_S)
                 self.progress.attempts(counter.poll())
-                timer_rc = timer.returncode
-                if reason is None and timer_rc != 0:
-                    reason = f"timer exited with status {timer_rc}"
-                if companions:
-                    reason, info["companions"] = self._finish_companions(companions, reason, expected, worst)
+                if cr.server.poll() is not None:
+                    cr.reason = f"server died (status {cr.server.returncode}) during the run"
+                    _kill(timer)
+                    break
+                if time.monotonic() > deadline:
+                    cr.reason = f"timer still running after {fmt_seconds(worst)} (killed)"
+                    _kill(timer)
+                    break
+            self.progress.attempts(counter.poll())
+            cr.timer_rc = timer.returncode
+            if cr.reason is None and cr.timer_rc != 0:
+                cr.reason = f"timer exited with status {cr.timer_rc}"
+            if companions:
+                cr.reason, cr.info["companions"] = self._finish_companions(companions, cr.reason, expected, worst)
         finally:
             for c in companions:
                 for key in ("timer", "server"):
                     if c.get(key) is not None and c[key].poll() is None:
                         _kill(c[key], grace=1.0)
-            # On Stop/KeyboardInterrupt this kills both at once; the cell stays without DONE.
-            if timer is not None:
-                timer_rc = _kill(timer, grace=1.0) if timer.poll() is None else timer.returncode
-            if server is not None:
-                alive = server.poll() is None
-                server_rc = _kill(server, grace=3.0)
-                if reason is None and not alive:
-                    reason = f"server died (status {server_rc}) during the run"
-                elif reason is None and server_rc not in (0, -signal.SIGTERM):
-                    reason = f"server exited with status {server_rc} on SIGTERM"
+            # On Stop/KeyboardInterrupt this kills the timer; close_cell (or kill_all) the server.
+            if timer is not None and timer.poll() is None:
+                cr.timer_rc = _kill(timer, grace=1.0)
             self.procs = [p for p in self.procs if p.poll() is None]
+        got = _count(cr.timer_out)["n_attempts"] - before
+        if cr.reason is None and got < expected:
+            cr.reason = f"timer recorded {got} of {expected} attempts in block {len(cr.blocks)}"
+        cr.measured += max(0, got - warm)
+        if cr.reason is None:
+            cr.judge_target()
 
+    def _stop_server(self, cr: "CellState") -> None:
+        if cr.server is None:
+            return
+        alive = cr.server.poll() is None
+        cr.server_rc = _kill(cr.server, grace=3.0)
+        if cr.reason is None and not alive:
+            cr.reason = f"server died (status {cr.server_rc}) during the run"
+        elif cr.reason is None and cr.server_rc not in (0, -signal.SIGTERM):
+            cr.reason = f"server exited with status {cr.server_rc} on SIGTERM"
+        self.procs = [p for p in self.procs if p.poll() is None]
+
+    def close_cell(self, topo: Any, cr: "CellState") -> dict:
+        """Stop the server, count, judge validity, write DONE."""
+        run, exp, d, cell, info = self.run, self.exp, cr.d, cr.cell, cr.info
+        self._stop_server(cr)
         for f in d.iterdir():
             if f.is_file():
                 rd.fsync_file(f)
-        counts = _count(timer_out)
+        counts = _count(cr.timer_out)
         header = counts.pop("header")
         info.update(counts)
-        if reason is None and counts["n_attempts"] < expected:
-            reason = f"timer recorded {counts['n_attempts']} of {expected} attempts"
+        reason = cr.reason
         if reason is None and header is None:
             reason = "timer wrote no header line"
         if reason is not None and shutil.disk_usage(d).free < DISK_MIN_FREE:
             raise DiskFull(reason)
         # Validity (experiments/validity.py): the link, the host and the CPU over this cell.
-        v = validity.judge(self.plan.profiles[cell.profile], topo.backend, before, validity.Snapshot.take(topo), rtt)
+        v = validity.judge(self.plan.profiles[cell.profile], topo.backend, cr.before, validity.Snapshot.take(topo), cr.rtt)
         info["validity"] = v
         info["verdict"] = v["verdict"]
         info.update({
             "status": "complete" if reason is None else "failed",
-            "reason": reason, "timer_rc": timer_rc, "server_rc": server_rc,
-            "ended": rd.now_iso(), "wall_s": round(time.monotonic() - t0, 4),
-            "rtt": {k: v for k, v in rtt.items() if k != "samples_ns"},
+            "reason": reason, "timer_rc": cr.timer_rc, "server_rc": cr.server_rc,
+            "ended": rd.now_iso(), "wall_s": round(time.monotonic() - cr.t0, 4),
+            "rtt": {k: x for k, x in cr.rtt.items() if k != "samples_ns"},
+            "blocks": cr.blocks, "order": exp.order,
         })
+        if cr.target.adaptive:
+            info["sampling"] = cr.sampling_record()
         if header is not None and not (self.run.path / "timer-header.json").exists():
             rd.write_json(self.run.path / "timer-header.json", header, root=self.run.path)
         if reason is not None:
@@ -415,6 +460,63 @@ class CellRunner:
             run.log(f"cell {cell.cell_id} failed: {reason}")
         run.mark_done(cell.cell_id, info)
         return info
+
+
+@dataclass
+class CellState:
+    """One cell between open_cell and close_cell (its server stays up across its blocks)."""
+
+    cell: Cell
+    d: Path
+    info: dict
+    before: Any  # validity.Snapshot
+    target: Any  # sampling.Target
+    rtt: dict = field(default_factory=dict)
+    server: subprocess.Popen | None = None
+    port: int | None = None
+    ca: Path | None = None
+    qlog_s: Path | None = None
+    qlog_c: Path | None = None
+    reason: str | None = None
+    timer_rc: int | None = None
+    server_rc: int | None = None
+    blocks: list = field(default_factory=list)
+    measured: int = 0  # non-warm-up attempts so far
+    stop: str | None = None  # adaptive: target | max
+    ci: dict | None = None
+    t0: float = field(default_factory=time.monotonic)
+
+    @property
+    def server_log(self) -> Path:
+        return self.d / "server.jsonl"
+
+    @property
+    def timer_out(self) -> Path:
+        return self.d / "timer.jsonl"
+
+    def next_block(self, block: int | None) -> tuple[int, int]:
+        """(samples, warm-up) of the next block: the warm-up goes with the first."""
+        warm = self.target.warmup if not self.blocks else 0
+        left = self.target.max - self.measured
+        return (min(left, block) if block else left), warm
+
+    def finished(self) -> bool:
+        return self.stop is not None or self.measured >= self.target.max
+
+    def judge_target(self) -> None:
+        if self.measured >= self.target.max:
+            self.stop = "max" if self.target.adaptive else "samples"
+            if self.target.adaptive:
+                self.ci = sampling.median_ci(sampling.attempt_times(self.timer_out), self.target.level)
+            return
+        if self.target.adaptive and self.measured >= self.target.min:
+            self.ci = sampling.median_ci(sampling.attempt_times(self.timer_out), self.target.level)
+            if self.ci["half_width_rel"] is not None and self.ci["half_width_rel"] <= self.target.rel:
+                self.stop = "target"
+
+    def sampling_record(self) -> dict:
+        return {"mode": "auto", "min": self.target.min, "max": self.target.max, "target_rel": self.target.rel,
+                "level": self.target.level, "stopped": self.stop or "failed", "measured": self.measured, "ci": self.ci}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -463,17 +565,20 @@ def execute(run: rd.RunDir, plan: Plan, todo: list[Cell], progress: Progress, se
                     check = {"error": str(e)}
                 check["configured"] = profile_figures(prof)
                 _net_record(run, name, session, "check", check)
+                def finished(cell: Cell, info: dict) -> None:
+                    counts[info["status"]] += 1
+                    samp = info.get("sampling")
+                    detail = (f"ok {info['n_ok']}/{info['n_attempts'] - info['n_warmup']}"
+                              + (f" (auto: {samp['stopped']})" if samp else "")
+                              + (f" rtt {info['rtt_p50_ns'] / 1e6:.2f}ms" if info.get("rtt_p50_ns") else "")
+                              + (f" ({info['reason']})" if info.get("reason") else ""))
+                    progress.end_cell(cell.cell_id, info["status"], plan.cell_estimate_s(cell), detail)
+                    if str(info.get("verdict", "ok")).startswith("suspect"):
+                        progress.message(f"warning: cell {cell.cell_id} is {info['verdict']} "
+                                         f"(re-run it: pqshake resume {run.path} --rerun-suspect)")
+
                 try:
-                    for cell in cells:
-                        info = runner.run_cell(topo, cell)
-                        counts[info["status"]] += 1
-                        detail = (f"ok {info['n_ok']}/{plan.model.samples}"
-                                  + (f" rtt {info['rtt_p50_ns'] / 1e6:.2f}ms" if info.get("rtt_p50_ns") else "")
-                                  + (f" ({info['reason']})" if info.get("reason") else ""))
-                        progress.end_cell(cell.cell_id, info["status"], plan.cell_estimate_s(cell), detail)
-                        if str(info.get("verdict", "ok")).startswith("suspect"):
-                            progress.message(f"warning: cell {cell.cell_id} is {info['verdict']} "
-                                             f"(re-run it: pqshake resume {run.path} --rerun-suspect)")
+                    run_profile(runner, topo, cells, plan, name, finished)
                 finally:
                     runner.kill_all()
                     try:
@@ -488,6 +593,42 @@ def execute(run: rd.RunDir, plan: Plan, todo: list[Cell], progress: Progress, se
         runner.kill_all()
     counts["backends"] = sorted(backends)
     return counts
+
+
+def run_profile(runner: CellRunner, topo: Any, cells: list[Cell], plan: Plan, profile: str,
+                finished: Callable[[Cell, dict], None]) -> None:
+    """The cells of one profile on its link. Interleaved order: rounds in which every unfinished
+    cell runs one block, the turns shuffled each round (seed, profile, round), so drift of the
+    machine during the profile reaches every cell alike; otherwise each cell runs all its blocks
+    before the next one starts (experiments/sampling.py)."""
+    import random
+
+    if plan.model.order != "interleaved" or runner.block_size is None:
+        for cell in cells:
+            finished(cell, runner.run_cell(topo, cell))
+        return
+    active = list(cells)
+    open_: dict[str, CellState] = {}
+    rnd = 0
+    try:
+        while active:
+            turn = list(active)
+            random.Random(f"{plan.seed}:{profile}:{rnd}").shuffle(turn)
+            for cell in turn:
+                cr = open_.get(cell.cell_id)
+                if cr is None:
+                    cr = open_[cell.cell_id] = runner.open_cell(topo, cell)
+                if cr.reason is None and not cr.finished():
+                    runner.run_block(topo, cr)
+                    cr.blocks[-1]["round"] = rnd
+                if cr.reason is not None or cr.finished():
+                    active.remove(cell)
+                    del open_[cell.cell_id]
+                    finished(cell, runner.close_cell(topo, cr))
+            rnd += 1
+    finally:
+        for cr in open_.values():  # interrupted: their servers go; the cells stay without DONE
+            runner._stop_server(cr)
 
 
 def _record_placement(run: rd.RunDir, topo: Any) -> None:
