@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
 
 from pqshake.errors import UserError
 from pqshake.yamlsrc import Doc, describe, dotted, load_docs
@@ -138,7 +138,10 @@ class Experiment(BaseModel):
     quic_retry: Literal["on", "off"] = Field(default="on", description="quic cells: the server validates "
                                              "the client's address with a Retry round trip (on) or not (off)")
     qlog: bool = Field(default=False, description="quic cells: keep qlog traces under raw/<cell>/qlog/")
-    samples: Annotated[int, Field(ge=1, le=10_000_000)] | Literal["auto"] = Field(
+    samples: Annotated[
+        Annotated[Annotated[int, Field(ge=1, le=10_000_000)], Tag("tag:n")] | Annotated[Literal["auto"], Tag("tag:auto")],
+        Discriminator(lambda v: "tag:auto" if isinstance(v, str) else "tag:n"),
+    ] = Field(
         description="measured attempts per cell, or auto (adaptive: until the median's CI is narrow enough)")
     adaptive: Adaptive | None = Field(default=None, description="samples: auto: min, max and the CI target")
     block: int = Field(default=20, ge=1, le=1_000_000, description="attempts per block (interleaved order, samples: auto)")
@@ -310,7 +313,7 @@ def load_experiment(path: Path | str) -> ExperimentFile:
     except ValidationError as e:
         rows = []
         for err in e.errors():
-            loc = tuple(x for x in err.get("loc", ()) if not (isinstance(x, str) and x.startswith("function-")))
+            loc = tuple(x for x in err.get("loc", ()) if not (isinstance(x, str) and x.startswith(("function-", "tag:"))))
             # Union members (str | dict) add their type name to the location: drop it.
             loc = tuple(x for x in loc if x not in ("str", "dict[str,any]"))
             doc = key_doc.get(loc[0]) if loc else None

@@ -57,7 +57,7 @@ def test_shipped_defaults_include(write_exp):
     shipped = Path(pkg.__file__).parent / "defaults.yaml"
     p = write_exp(f"include: {shipped}\nname: t\ngroups: [x25519]\nprofiles: [lan]\nsamples: 3\n")
     m = load_experiment(p).model
-    assert m.rtt_probes == 50 and m.order == "shuffled"
+    assert m.rtt_probes == 50 and m.order == "interleaved" and m.block == 20
 
 
 def test_error_in_included_file_points_there(write_exp, tmp_path):
