@@ -75,14 +75,25 @@ def test_certificate_algorithm_is_oqs_providers(tmp_path):
     assert count == {"falcon512": 3, "ecdsa-p256": 0}
 
 
-def test_mldsa_composite_is_refused_one_line(tmp_path):
-    """oqs-provider 0.9.0 switches mldsa44_p256 and the other composites off on OpenSSL >= 3.5."""
+@pytest.mark.parametrize("prog,args", [
+    ("pqs-server", ["--sig", "mldsa44_p256"]),
+    ("pqs-server", ["--sig", "falcon512", "--ca-sig", "mldsa44_p256"]),
+    ("pqs-server", ["--sig", "falcon512", "--client-auth", "MLDSA44_P256"]),
+    ("pqs-speed", ["--only", "sig", "--sigs", "falcon512:mldsa44_p256"]),
+    ("pqs-timer", ["--connect", "127.0.0.1:1", "--no-verify", "--sigalgs", "ed25519:mldsa44_p256"]),
+])
+def test_mldsa_composite_is_refused_one_line(tmp_path, prog, args):
+    """oqs-provider 0.9.0 switches mldsa44_p256 and the other composites off on OpenSSL >= 3.5
+    (no build option turns them back on; testbed/README.md): every option that takes a signature
+    algorithm refuses one with one line that says so and names the hybrid to use, exit 2."""
     assert "mldsa44_p256" not in listing("--list-sigs")
-    p = subprocess.run([binary("pqs-server"), "--cert-dir", str(tmp_path), "--sig", "mldsa44_p256"],
-                       capture_output=True, text=True, timeout=30)
-    assert p.returncode == 2 and p.stdout == ""
+    extra = ["--cert-dir", str(tmp_path)] if prog == "pqs-server" else []
+    p = subprocess.run([binary(prog), *extra, *args], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 2 and p.stdout == "", (p.returncode, p.stdout)
     lines = p.stderr.strip().splitlines()
-    assert len(lines) == 1 and "mldsa44_p256" in lines[0] and "p256_mldsa44" in lines[0]
+    assert len(lines) == 1, lines
+    assert "mldsa44_p256" in lines[0] and "use the hybrid p256_mldsa44" in lines[0], lines[0]
+    assert "oqs-provider 0.9.0" in lines[0] and "OpenSSL >= 3.5" in lines[0], lines[0]
 
 
 def test_oqsprovider_signature_without_oqsprovider_is_one_line(tmp_path):
