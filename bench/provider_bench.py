@@ -16,6 +16,14 @@ second on loopback per group.
    sides through the same provider: side by side through oqs-provider 0.9.0 (the default) and
    pqs-oqs (--provider pqs-oqs) for the groups both have, pqs-oqs alone for the rest, plus
    OpenSSL's native ML-KEM groups for reference.
+3. Why (per group both providers have): the handshake time difference 1/hs(oqs-provider) -
+   1/hs(pqs-oqs) is split with pqs-speed's EVP timings of the same groups through each provider,
+   measured in the same run: keygen (client), encaps (server) and decaps (client) differences,
+   the server's paramgen (libssl makes the peer-key template with EVP_PKEY_paramgen; oqs-provider
+   0.9.0's gen ignores the selection and makes a whole key pair, pqs-oqs an empty key), and the
+   rest (what libssl does around them: algorithm fetches, which oqs-provider makes rebuild its
+   tables every time). The mechanism behind each part is in the footnote printed with the table
+   (found with perf and a fetch/encoder microbenchmark; testbed/README.md has the numbers).
 
 Usage: bench/provider_bench.py [--rounds N (3)] [--seconds S (1)] [--groups a,b] [--json FILE]
 Not a test: it prints numbers; exit 0 unless a tool fails to run.
@@ -78,6 +86,52 @@ def overhead(groups, rounds):
                              "ours_ns": int(statistics.median(e["ours"])),
                              "overhead_beyond_floor_pct": round((statistics.median(e["beyond"]) - 1) * 100, 2)})
     return rows
+
+
+def evp_ops(groups, provider):
+    """(group, op) -> median ns of keygen/encaps/decaps through EVP with --provider provider."""
+    out = {}
+    if not groups:
+        return out
+    p = subprocess.run([str(BUILD / "bin" / "pqs-speed"), "--only", "kex", "--groups", ":".join(groups),
+                        "--samples", "11", "--min-sample", "5ms", "--budget", "1s", "--no-direct",
+                        "--provider", provider], capture_output=True, text=True, check=True)
+    for ln in p.stdout.splitlines():
+        r = json.loads(ln)
+        if r["type"] == "kex" and r["ok"]:
+            out[(r["name"], r["op"])] = r["median_ns"]
+    return out
+
+
+def why(group, hs_theirs, hs_ours, ops_theirs, ops_ours):
+    """The split of the handshake time difference (ms) for one group; None without data."""
+    try:
+        d_hs = 1e3 / hs_theirs - 1e3 / hs_ours
+        kg = (ops_theirs[(group, "keygen")] - ops_ours[(group, "keygen")]) / 1e6
+        enc = (ops_theirs[(group, "encaps")] - ops_ours[(group, "encaps")]) / 1e6
+        dec = (ops_theirs[(group, "decaps")] - ops_ours[(group, "decaps")]) / 1e6
+        paramgen = ops_theirs[(group, "keygen")] / 1e6  # a whole key pair instead of an empty key
+    except (KeyError, ZeroDivisionError, TypeError):
+        return None
+    return {"delta_ms": d_hs, "keygen_ms": kg, "encdec_ms": enc + dec, "paramgen_ms": paramgen,
+            "rest_ms": d_hs - kg - enc - dec - paramgen}
+
+
+FOOTNOTE = """\
+why (oqs-provider 0.9.0 vs pqs-oqs, same liboqs): dms = 1/hs(oqsprov) - 1/hs(pqs-oqs) per handshake,
+split into keygen = EVP keygen difference (client; pqs-speed, this run), enc+dec = encaps (server) +
+decaps (client) differences, paramgen = the server's EVP_PKEY_paramgen, which oqs-provider's gen turns
+into a whole key pair (it ignores the selection; pqs-oqs returns an empty key), rest = the remainder.
+Mechanisms (perf on pqs-timer/pqs-server; a fetch/encoder microbenchmark; testbed/README.md):
+* rest: oqs-provider's query function sets no_cache = 1, so every fetch of one of its algorithms
+  rebuilds its whole table for that operation (71 key managements per EVP_KEYMGMT_fetch, 29 KEMs per
+  EVP_KEM_fetch) instead of hitting OpenSSL's method cache; pqs-timer's libssl fetches 2 key
+  managements and 1 KEM of the group per handshake.
+* keygen and paramgen of P-256/384/521 hybrids: oqs-provider serialises the EC half with
+  i2d_PublicKey + i2d_PrivateKey and decodes it back as a self-check; each i2d builds an
+  OSSL_ENCODER context, which (no_cache again) rebuilds oqs-provider's several hundred encoders;
+  the X25519/X448 halves use raw keys and skip this, so their keygen costs the same in both.
+* enc+dec: the same liboqs code; differences are noise."""
 
 
 def implementing(provider):
@@ -152,17 +206,32 @@ def main():
     print(f"\nhandshakes/s on loopback (pqs-timer full mode, 1 connection, {a.seconds}s per group and provider;\n"
           f"{len(both)} groups through both oqs-provider and pqs-oqs, the rest through pqs-oqs or OpenSSL)")
     hs = handshakes(both, a.seconds, "oqsprovider") + handshakes(names, a.seconds, "pqs-oqs")
+    ops_theirs, ops_ours = evp_ops(both, "oqsprovider"), evp_ops(both, "pqs-oqs")
     ours = {r["group"]: r for r in hs if r["provider"] == "pqs-oqs"}
     theirs = {r["group"]: r for r in hs if r["provider"] == "oqsprovider"}
-    print(f"{'group':<22} {'oqsprov hs/s':>12} {'pqs-oqs hs/s':>12} {'ratio':>6} {'ms oqsprov':>10} {'ms pqs-oqs':>10} {'failed':>6}")
+    print(f"{'group':<22} {'oqsprov hs/s':>12} {'pqs-oqs hs/s':>12} {'ratio':>6} {'ms oqsprov':>10} {'ms pqs-oqs':>10} "
+          f"{'failed':>6}  why (ms per handshake): dms = keygen + enc+dec + paramgen + rest")
     for n in names:
         o, t = ours[n], theirs.get(n)
         ratio = f"{t['handshakes_per_s'] / o['handshakes_per_s']:>6.2f}" if t and o["handshakes_per_s"] else f"{'':>6}"
+        w = why(n, t["handshakes_per_s"], o["handshakes_per_s"], ops_theirs, ops_ours) if t else None
+        if w is not None:
+            t["why"] = w
+            slower = 1e3 / t["handshakes_per_s"] / (1e3 / o["handshakes_per_s"]) - 1
+            wtxt = ("within 5 %: " if abs(slower) <= 0.05 else "") + \
+                (f"{w['delta_ms']:+.2f} = {w['keygen_ms']:+.2f} {w['encdec_ms']:+.2f} {w['paramgen_ms']:+.2f} "
+                 f"{w['rest_ms']:+.2f}")
+        else:
+            wtxt = "" if not t else "no EVP timing"
         print(f"{n:<22} {t['handshakes_per_s'] if t else float('nan'):>12.1f} {o['handshakes_per_s']:>12.1f} {ratio} "
               f"{(t or {}).get('median_handshake_ms') or float('nan'):>10.3f} {o['median_handshake_ms'] or 0:>10.3f} "
-              f"{o['failed'] + (t['failed'] if t else 0):>6}")
+              f"{o['failed'] + (t['failed'] if t else 0):>6}  {wtxt}")
+    print(FOOTNOTE)
     if a.json:
-        Path(a.json).write_text(json.dumps({"overhead": ov, "handshakes": hs}, indent=1))
+        Path(a.json).write_text(json.dumps({"overhead": ov, "handshakes": hs,
+                                            "evp_ns": {"oqsprovider": {f"{g}/{op}": v for (g, op), v in ops_theirs.items()},
+                                                       "pqs-oqs": {f"{g}/{op}": v for (g, op), v in ops_ours.items()}}},
+                                           indent=1))
     return 0
 
 

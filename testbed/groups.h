@@ -92,6 +92,15 @@ size_t pqs_sig_count(void);
 const pqs_sig_alg *pqs_sig_at(size_t i);
 void pqs_sig_available(char *out, size_t outlen);
 
+/* Why NAME, a signature algorithm pqshake knows of but cannot offer (oqs-provider 0.9.0's
+ * ML-DSA composites, e.g. "mldsa44_p256"), is unavailable, naming the hybrid to use instead;
+ * NULL for any other name. */
+const char *pqs_sig_unavailable(const char *name);
+
+/* pqs_sig_lookup for command-line option OPT (e.g. "--sig") of program PROG; an unknown or
+ * unavailable name is pqs_usage_error's one line (the reason, or the names available). */
+const pqs_sig_alg *pqs_sig_require(const char *prog, const char *opt, const char *name);
+
 /* Our name for a key ("rsa-3072", "ml-dsa-65", ...), or "unknown". */
 const char *pqs_sig_name_of_key(const EVP_PKEY *pk);
 

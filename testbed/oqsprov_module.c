@@ -14,6 +14,7 @@
  * it only to the built-in one; `openssl` can set it in a config file). */
 #include <openssl/core.h>
 
+#include "module_errmark.h"
 #include "oqsprov/oqsprov.h"
 
 OSSL_provider_init_fn OSSL_provider_init;
@@ -22,5 +23,7 @@ OSSL_provider_init_fn OSSL_provider_init;
 __attribute__((visibility("default"))) int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in, const OSSL_DISPATCH **out,
                        void **provctx)
 {
+    /* the loader's error marks follow this copy's (module_errmark.c) */
+    pqs_module_errmark_init(handle, in);
     return pqs_oqsprov_init(handle, in, out, provctx);
 }

@@ -555,21 +555,10 @@ static void parse_args(int argc, char **argv, server_cfg *cfg)
     const char *why = NULL;
     if (!pqs_parse_hostport(listen, true, &cfg->listen, &why))
         pqs_usage_error(PROG, "bad --listen '%s': %s", listen, why);
-    char avail[1024];
-    cfg->sig = pqs_sig_lookup(sig);
-    if (cfg->sig == NULL) {
-        pqs_sig_available(avail, sizeof avail);
-        pqs_usage_error(PROG, "unknown --sig '%s'; available: %s", sig, avail);
-    }
-    cfg->ca_sig = ca_sig ? pqs_sig_lookup(ca_sig) : cfg->sig;
-    if (cfg->ca_sig == NULL) {
-        pqs_sig_available(avail, sizeof avail);
-        pqs_usage_error(PROG, "unknown --ca-sig '%s'; available: %s", ca_sig, avail);
-    }
-    if (client_sig != NULL && (cfg->client_sig = pqs_sig_lookup(client_sig)) == NULL) {
-        pqs_sig_available(avail, sizeof avail);
-        pqs_usage_error(PROG, "unknown --client-auth '%s'; available: %s", client_sig, avail);
-    }
+    cfg->sig = pqs_sig_require(PROG, "--sig", sig);
+    cfg->ca_sig = ca_sig ? pqs_sig_require(PROG, "--ca-sig", ca_sig) : cfg->sig;
+    if (client_sig != NULL)
+        cfg->client_sig = pqs_sig_require(PROG, "--client-auth", client_sig);
     struct stat st;
     if (stat(cfg->cert_dir, &st) != 0 || !S_ISDIR(st.st_mode))
         pqs_usage_error(PROG, "bad --cert-dir '%s': not a directory", cfg->cert_dir);

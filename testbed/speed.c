@@ -749,11 +749,7 @@ int main(int argc, char **argv)
         snprintf(tmp, sizeof tmp, "%s", cfg.sigs);
         char *save = NULL;
         for (char *tok = strtok_r(tmp, ":,", &save); tok; tok = strtok_r(NULL, ":,", &save))
-            if (pqs_sig_lookup(tok) == NULL) {
-                char avail[1024];
-                pqs_sig_available(avail, sizeof avail);
-                pqs_usage_error(PROG, "unknown signature algorithm '%s'; available: %s", tok, avail);
-            }
+            (void)pqs_sig_require(PROG, "--sigs", tok);
     } else {
         sigs[0] = '\0';
         for (size_t i = 0; i < pqs_sig_count(); i++) {

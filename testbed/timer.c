@@ -984,8 +984,15 @@ int main(int argc, char **argv)
                         PQS_GROUPS_MAX_TUPLES);
     if (!SSL_CTX_set1_groups_list(ctx, cfg->groups_eff))
         pqs_usage_error(PROG, "bad --groups '%s': rejected by OpenSSL", cfg->groups_eff);
-    if (cfg->sigalgs && !SSL_CTX_set1_sigalgs_list(ctx, cfg->sigalgs))
+    if (cfg->sigalgs && !SSL_CTX_set1_sigalgs_list(ctx, cfg->sigalgs)) {
+        /* a name pqshake knows to be unavailable gets its reason, not only the generic hint */
+        char tmp[1024], *save = NULL;
+        snprintf(tmp, sizeof tmp, "%s", cfg->sigalgs);
+        for (char *tok = strtok_r(tmp, ":", &save); tok; tok = strtok_r(NULL, ":", &save))
+            if (pqs_sig_unavailable(tok) != NULL)
+                pqs_usage_error(PROG, "--sigalgs '%s': %s", tok, pqs_sig_unavailable(tok));
         pqs_usage_error(PROG, "bad --sigalgs '%s'; available: see openssl list -tls-signature-algorithms", cfg->sigalgs);
+    }
     if (cfg->ciphersuites && !SSL_CTX_set_ciphersuites(ctx, cfg->ciphersuites))
         pqs_usage_error(PROG, "bad --ciphersuites '%s'", cfg->ciphersuites);
     if (cfg->client_cert != NULL) {
