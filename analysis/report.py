@@ -47,9 +47,10 @@ def out_dir_for(paths: list[Path], out: Path | None) -> Path:
 
 def prepare(paths: Iterable[Path | str], *, out: Path | None = None, speed: str | None = None,
             baseline: str | None = None, allow_differ: Iterable[str] = (), n_boot: int = S.BOOTSTRAP_N,
-            seed: int = S.BOOTSTRAP_SEED) -> Analysis:
+            seed: int = S.BOOTSTRAP_SEED, extra_notes: Iterable[str] = ()) -> Analysis:
     paths = [Path(p) for p in paths]
     run = load_runs(paths, allow_differ)
+    run.notes.extend(extra_notes)  # e.g. merge: where the shards ran
     od = out_dir_for(paths, out)
     groups = sorted(set(run.samples["group"].astype(str)) | set(run.cells["group"].astype(str)))
     sigs = sorted(set(run.samples["sig"].astype(str)) | set(run.cells["sig"].astype(str)))
