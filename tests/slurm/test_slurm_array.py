@@ -36,14 +36,18 @@ seed: 4
 """
 
 
-@pytest.fixture
-def cluster(monkeypatch):
+def need_slurm() -> None:
     gone = missing_tools()
     if gone:
         msg = f"Slurm/munge programs missing: {', '.join(gone)}; {INSTALL_HINT}"
         if os.environ.get("CI", "").strip().lower() in ("1", "true", "yes"):
             pytest.fail(msg)
         pytest.skip(msg)
+
+
+@pytest.fixture
+def cluster(monkeypatch):
+    need_slurm()
     c = LocalCluster(cpus=2)
     try:
         c.start()
@@ -92,3 +96,27 @@ def test_array_of_two_shards_then_merge(cluster, tmp_path):
     r = subprocess.run([sys.executable, "-m", "pqshake.cli", "slurm", "status", str(batch)], capture_output=True,
                        text=True, cwd=REPO, env={**os.environ, "SLURM_CONF": str(cluster.conf)})
     assert r.returncode == 0 and "2/2 shards complete" in r.stdout and "COMPLETED" in r.stdout, r.stdout + r.stderr
+
+
+def test_clean_stops_the_daemons_of_a_crashed_cluster(tmp_path):
+    """The test process dies (kill -9) with its cluster up: `pqshake clean` stops the recorded
+    daemons and removes the folder. A state folder of this test's own keeps clean to our record."""
+    need_slurm()
+    env = {**os.environ, "PQS_STATE_DIR": str(tmp_path / "state")}
+    code = ("import json, time\n"
+            "from pqshake.experiments.slurm_local import LocalCluster\n"
+            "c = LocalCluster().start()\n"
+            "print(json.dumps({'pids': [p.pid for p in c.procs.values()], 'dir': str(c.dir)}), flush=True)\n"
+            "time.sleep(600)\n")
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=env, cwd=REPO)
+    try:
+        info = json.loads(p.stdout.readline())
+    finally:
+        p.kill()
+        p.wait()
+    assert all(netns.pid_alive(x) for x in info["pids"]) and Path(info["dir"]).is_dir()
+    r = subprocess.run([sys.executable, "-m", "pqshake.cli", "clean"], capture_output=True, text=True, env=env,
+                       cwd=REPO, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert not [x for x in info["pids"] if netns.pid_alive(x)], r.stdout
+    assert not Path(info["dir"]).exists() and "slurmctld" in r.stdout
