@@ -187,7 +187,7 @@ def _print_shards(p, n: int) -> None:
     e = estimates(p, n)
     print(f"  {n} shard{'s' if n > 1 else ''}: wall time ~{fmt_seconds(e['wall_s'])} (the slowest shard; serial "
           f"{fmt_seconds(e['serial_s'])}, shards together {fmt_seconds(e['sum_s'])}); imbalance "
-          f"{e['imbalance'] * 100:.1f} % (slowest / mean - 1)")
+          f"{e['imbalance'] * 100:.2f} % (slowest / mean - 1)")
     if n <= 64:
         for i, (nc, s, np_) in enumerate(zip(e["cells"], e["estimate_s"], e["profiles"])):
             print(f"    shard {i:>3}/{n}: {nc:>5} cells  {np_:>3} profiles  ~{fmt_seconds(s)}")
