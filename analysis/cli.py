@@ -36,6 +36,27 @@ def register(app: typer.Typer) -> None:
         analyze(run_dirs, out=out, speed=speed, baseline=baseline, allow_differ=allow_differ, n_boot=bootstrap,
                 seed=seed, exclude_suspect=exclude_suspect)
 
+    @app.command("merge")
+    def merge_cmd(
+        run_dirs: List[Path] = typer.Argument(..., help="the shards' run directories (run --shard I/N), or folders "
+                                              "holding them (a Slurm batch folder)"),
+        out: Optional[Path] = typer.Option(None, "--out", help="output folder (default: the folder the runs share, "
+                                           "/merged)"),
+        allow_differ: List[str] = typer.Option([], "--allow-differ", help="merge even though this meta.json field "
+                                               "differs (experiment.sha256, git.commit, backend, stack.*); repeatable"),
+        figures: bool = typer.Option(True, "--figures/--no-figures", help="also draw the figures and report.md"),
+        style: str = typer.Option("thesis", "--style", help="thesis | paper | slides"),
+        speed: Optional[str] = typer.Option(None, "--speed", help="as for analyze"),
+        baseline: Optional[str] = typer.Option(None, "--baseline", help="as for analyze"),
+    ) -> None:
+        """One analysis of an experiment's shards: refuses different experiment files, commits, stack versions
+        or backends; lists which cells ran on which machine (machines.csv, report.md) and notes algorithms
+        compared across CPU models."""
+        from .merge import merge
+
+        merge(run_dirs, out=out, allow_differ=allow_differ, figures=figures, style=style, speed=speed,
+              baseline=baseline)
+
     @app.command("figures")
     def figures_cmd(
         run_dirs: List[Path] = typer.Argument(..., help="run directories (several merge as in analyze)"),

@@ -47,9 +47,10 @@ def out_dir_for(paths: list[Path], out: Path | None) -> Path:
 
 def prepare(paths: Iterable[Path | str], *, out: Path | None = None, speed: str | None = None,
             baseline: str | None = None, allow_differ: Iterable[str] = (), n_boot: int = S.BOOTSTRAP_N,
-            seed: int = S.BOOTSTRAP_SEED, exclude_suspect: bool = False) -> Analysis:
+            seed: int = S.BOOTSTRAP_SEED, exclude_suspect: bool = False, extra_notes: Iterable[str] = ()) -> Analysis:
     paths = [Path(p) for p in paths]
     run = load_runs(paths, allow_differ, exclude_suspect=exclude_suspect)
+    run.notes.extend(extra_notes)  # e.g. merge: where the shards ran
     od = out_dir_for(paths, out)
     groups = sorted(set(run.samples["group"].astype(str)) | set(run.cells["group"].astype(str)))
     sigs = sorted(set(run.samples["sig"].astype(str)) | set(run.cells["sig"].astype(str)))

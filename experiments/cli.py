@@ -16,10 +16,14 @@ def register(app: typer.Typer) -> None:
         experiment: Path = typer.Argument(..., help="experiment file, e.g. experiments/demo.yaml"),
         cells: bool = typer.Option(False, "--cells", help="list every cell in run order"),
         seed: Optional[int] = typer.Option(None, "--seed", help="order seed (default: the file's, else random)"),
+        shards: Optional[str] = typer.Option(None, "--shards", help="also show the estimate split into N shards "
+                                             "(run --shard I/N): per shard cells and time, the imbalance; "
+                                             "several as 1,8,32"),
     ) -> None:
         """Cells, samples and the estimated duration (from the handshake model); nothing is run."""
         from .plan import build_plan, fmt_seconds, profile_figures
 
+        shard_counts = _parse_counts(shards) if shards is not None else []
         p = build_plan(experiment, seed=seed)
         s = p.summary()
         m = p.model
@@ -57,6 +61,8 @@ def register(app: typer.Typer) -> None:
 
         print(f"  estimated duration: {fmt_seconds(est)}"
               + (f"  (longer than {fmt_seconds(LONG_RUN_S)}: 'run' will ask, or pass --yes)" if est > LONG_RUN_S else ""))
+        for n in shard_counts:
+            _print_shards(p, n)
         if cells:
             for i, c in enumerate(p.cells, 1):
                 print(f"  {i:>5} {c.cell_id}  ~{p.cell_estimate_s(c):.1f}s")
@@ -69,11 +75,35 @@ def register(app: typer.Typer) -> None:
         yes: bool = typer.Option(False, "--yes", "-y", help="do not ask before a very long run"),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress output"),
         seed: Optional[int] = typer.Option(None, "--seed", help="order seed (default: the file's, else random)"),
+        shard: Optional[str] = typer.Option(None, "--shard", metavar="I/N", help="run only shard I of N (I from 0; "
+                                            "a partition balanced by the estimate, the same on every machine); "
+                                            "its own run directory <id>-sIofN; 'pqshake merge' joins the shards"),
+        resume: bool = typer.Option(False, "--resume", help="with --shard: if OUT already holds a run of this shard "
+                                    "of this experiment file, resume it instead of starting another (a "
+                                    "resubmitted array task)"),
     ) -> None:
         """Run an experiment; prints the run directory."""
-        from .runner import start_run
+        from .runner import resume_run, start_run
 
-        path = start_run(experiment, out=out, yes=yes, quiet=quiet, seed=seed)
+        spec = None
+        if shard is not None:
+            from .shard import parse_shard
+
+            spec = parse_shard(shard)
+        elif resume:
+            raise UserError("--resume goes with --shard I/N (a whole run resumes with: pqshake resume RUN_DIR)", exit_code=2)
+        if spec is not None and resume:
+            from .model import load_experiment
+            from .rundir import default_results_root
+            from .shard import find_existing
+
+            ef = load_experiment(experiment)
+            prev = find_existing(out or default_results_root(), ef.model.name, spec, ef.sha256())
+            if prev is not None:
+                print(f"shard {spec}: resuming {prev}")
+                _print_result(resume_run(prev, quiet=quiet))
+                return
+        path = start_run(experiment, out=out, yes=yes, quiet=quiet, seed=seed, shard=spec)
         _print_result(path)
 
     @app.command("resume")
@@ -155,6 +185,29 @@ def register(app: typer.Typer) -> None:
         elif len(df):
             with pd.option_context("display.max_rows", 50, "display.width", 160, "display.max_columns", 14):
                 print(df.head(20).to_string())
+
+
+def _parse_counts(text: str) -> list[int]:
+    try:
+        counts = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        counts = []
+    if not counts or any(n < 1 for n in counts):
+        raise UserError(f"--shards {text!r}: expected a positive number of shards, or several as 1,8,32", exit_code=2)
+    return counts
+
+
+def _print_shards(p, n: int) -> None:
+    from .plan import fmt_seconds
+    from .shard import estimates
+
+    e = estimates(p, n)
+    print(f"  {n} shard{'s' if n > 1 else ''}: wall time ~{fmt_seconds(e['wall_s'])} (the slowest shard; serial "
+          f"{fmt_seconds(e['serial_s'])}, shards together {fmt_seconds(e['sum_s'])}); imbalance "
+          f"{e['imbalance'] * 100:.2f} % (slowest / mean - 1)")
+    if n <= 64:
+        for i, (nc, s, np_) in enumerate(zip(e["cells"], e["estimate_s"], e["profiles"])):
+            print(f"    shard {i:>3}/{n}: {nc:>5} cells  {np_:>3} profiles  ~{fmt_seconds(s)}")
 
 
 def _print_result(path: Path) -> None:

@@ -786,15 +786,23 @@ def confirm_long(plan: Plan, yes: bool) -> None:
 
 
 def start_run(exp_path: Path | str, *, out: Path | None = None, yes: bool = False, quiet: bool = False,
-              rich: bool | None = None, seed: int | None = None, topology_factory=None) -> Path:
+              rich: bool | None = None, seed: int | None = None, topology_factory=None, shard=None) -> Path:
     """`pqshake run`: plan (all checks before any network), lock, create the run directory,
-    run every cell, build the tables. Returns the run directory."""
+    run every cell, build the tables. Returns the run directory. shard: a shard.ShardSpec, to
+    run only that part of the plan (its own run directory, <id>-s<I>of<N>)."""
     plan = build_plan(exp_path, seed=seed)
+    shard_info = None
+    if shard is not None:
+        from .shard import apply
+
+        shard_info = apply(plan, shard)
     confirm_long(plan, yes)
     root = Path(out) if out else rd.default_results_root()
     rd.check_writable(root)
     lock = rd.RunLock(root)
     dir_id, session = rd.new_run_id()
+    if shard_info is not None:
+        dir_id += f"-s{shard_info['index']}of{shard_info['count']}"
     run = rd.RunDir(root / plan.model.name / dir_id)
     lock.acquire(run.path)
     try:
@@ -807,7 +815,7 @@ def start_run(exp_path: Path | str, *, out: Path | None = None, yes: bool = Fals
             rd.write_json(run.path / "plan.json", root=run.path, data={
                 "experiment": plan.model.model_dump(mode="json"), "seed": plan.seed,
                 "groups": plan.groups, "sigs": plan.sigs, "profiles": list(plan.profiles),
-                "cells": [c.as_dict() for c in plan.cells]})
+                "cells": [c.as_dict() for c in plan.cells], **({"shard": shard_info} if shard_info else {})})
             rd.write_json(run.meta_path, root=run.path, data={
                 "format_version": rd.FORMAT_VERSION, "name": plan.model.name, "id": dir_id,
                 "status": "running", "started": rd.now_iso(), "ended": None,
@@ -816,6 +824,7 @@ def start_run(exp_path: Path | str, *, out: Path | None = None, yes: bool = Fals
                 "plan": plan.summary(), "notes": plan.notes, "sessions": [],
                 **rd.provenance(),
                 "implementations": rd.implementations(plan.groups),
+                **({"shard": shard_info} if shard_info else {}),
             })
         except OSError as e:
             if rd.is_disk_full(e):

@@ -24,6 +24,7 @@ def _register() -> None:
     from pqshake.experiments import cli as experiments_cli; experiments_cli.register(app)
     from pqshake import doctor; doctor.register(app)
     from pqshake.analysis import cli as analysis_cli; analysis_cli.register(app)
+    from pqshake.experiments import slurm; slurm.register(app)
 
 
 def main(argv: list[str] | None = None) -> int:

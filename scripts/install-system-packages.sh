@@ -23,6 +23,9 @@ if [ "$mode" = all ]; then
     # the netem lane of `make test` on kernels without sch_netem: a user-mode Linux kernel
     # (6.1, netem as a module) and modprobe to load its modules
     "linux.uml:user-mode-linux" "modprobe:kmod"
+    # the Slurm test of `make test` (tests/slurm): a one-node cluster of its own daemons, started
+    # and stopped by the test (the packages' system services are not used)
+    "slurmctld:slurmctld" "slurmd:slurmd" "sbatch:slurm-client" "munged:munge"
   )
 fi
 # A rustup-installed cargo counts (it lives outside the default PATH of non-login shells).

@@ -165,3 +165,21 @@ def test_oqsprovider_pin_and_upstream_url():
     assert len(sha) == 64 and all(c in "0123456789abcdef" for c in sha)
     assert v["OQSPROVIDER_URL"].endswith(f"/open-quantum-safe/oqs-provider/archive/refs/tags/{v['OQSPROVIDER_VERSION']}.tar.gz")
     assert v["OQSPROVIDER_TARBALL_SUBDIR"] == f"oqs-provider-{v['OQSPROVIDER_VERSION']}"
+
+
+def test_install_script_names_slurm_and_munge_and_is_idempotent():
+    """The Slurm test's programs come from the install script like every other package; run
+    again with everything present it installs nothing (as root: it would install what is missing)."""
+    text = (REPO / "scripts/install-system-packages.sh").read_text()
+    for pair in ("slurmctld:slurmctld", "slurmd:slurmd", "sbatch:slurm-client", "munged:munge"):
+        assert f'"{pair}"' in text, pair
+    if os.geteuid() != 0:
+        return
+    for _ in range(2):
+        r = subprocess.run(["bash", str(REPO / "scripts/install-system-packages.sh")], capture_output=True, text=True,
+                           timeout=900)
+        assert r.returncode == 0, r.stderr
+    assert "all required packages present" in r.stdout
+    import shutil
+
+    assert all(shutil.which(t) for t in ("slurmctld", "slurmd", "sbatch", "munged"))
