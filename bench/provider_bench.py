@@ -142,7 +142,7 @@ def implementing(provider):
 
 
 def handshakes(groups, seconds, provider):
-    """One pqs-server per group (OpenSSL 3.5.5 misreads very long server group lists), server
+    """One pqs-server per group (OpenSSL 3.5 misread very long server group lists), server
     and timer both with --provider provider."""
     rows = []
     for g in groups:

@@ -92,8 +92,9 @@ void pqs_groups_server_default(char *out, size_t outlen)
     for (char *tok = strtok_r(all, ":", &save); tok; tok = strtok_r(NULL, ":", &save)) {
         if (out[0] && list_names(out, tok))
             continue;
-        /* pqs-oqs groups are offered when named (--groups): OpenSSL 3.5.5's server-side group
-         * selection reads out of bounds with very long server lists (oqsprov/README.md). */
+        /* pqs-oqs groups are offered when named (--groups): OpenSSL 3.5.x's server-side group
+         * selection read out of bounds with very long server lists (oqsprov/README.md; fixed in
+         * 3.6.3, the default is kept until long lists are re-tested). */
         if (pqs_oqs_group_by_name(tok) != NULL)
             continue;
         if (out[0])

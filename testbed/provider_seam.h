@@ -63,7 +63,7 @@ const char *pqs_propq(void);
 /* Names of the loaded providers, comma separated (for the header line). */
 const char *pqs_provider_names(void);
 
-/* "3.5.5" etc. */
+/* "3.6.3" etc. */
 const char *pqs_openssl_version(void);
 const char *pqs_liboqs_version(void);
 

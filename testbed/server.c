@@ -93,7 +93,7 @@ static void usage(FILE *f)
 "                         A plain list is strict\n"
 "                         server preference (made into OpenSSL 3.5 tuples a/b/c); a list that\n"
 "                         contains '/' is passed to OpenSSL unchanged. At most 31 tuples\n"
-"                         (OpenSSL 3.5.5 bug, see README): a plain list of at most 31 groups\n"
+"                         (OpenSSL 3.5 bug, see README): a plain list of at most 31 groups\n"
 "  --sig ALG              leaf key / CertificateVerify algorithm (default ecdsa-p256)\n"
 "  --ca-sig ALG           key algorithm of the root and intermediates (default: --sig)\n"
 "  --chain-depth N        certificates sent: leaf + N-1 intermediates, 1..3 (default 1);\n"
@@ -587,8 +587,8 @@ static SSL_CTX *make_ctx(server *s, char *why, size_t whylen, char *groups_out, 
     size_t tuples = pqs_groups_tuple_count(groups_out);
     if (tuples > PQS_GROUPS_MAX_TUPLES) {
         if (s->cfg.groups != NULL)
-            pqs_usage_error(PROG, "bad --groups: %zu preference tuples (%s), at most %d: OpenSSL 3.5.5 "
-                            "corrupts its group tuple array from the 32nd tuple on (server crash); use "
+            pqs_usage_error(PROG, "bad --groups: %zu preference tuples (%s), at most %d: OpenSSL 3.5 "
+                            "corrupted its group tuple array from the 32nd tuple on (server crash); use "
                             "fewer groups or fewer '/'", tuples,
                             strchr(s->cfg.groups, '/') ? "'/'-separated parts" : "a plain list is one tuple per group",
                             PQS_GROUPS_MAX_TUPLES);

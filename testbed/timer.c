@@ -979,7 +979,7 @@ int main(int argc, char **argv)
         snprintf(cfg->groups_eff, sizeof cfg->groups_eff, "%s", cfg->groups);
     }
     if (pqs_groups_tuple_count(cfg->groups_eff) > PQS_GROUPS_MAX_TUPLES)
-        pqs_usage_error(PROG, "bad --groups: %zu '/'-separated tuples, at most %d: OpenSSL 3.5.5 corrupts "
+        pqs_usage_error(PROG, "bad --groups: %zu '/'-separated tuples, at most %d: OpenSSL 3.5 corrupted "
                         "its group tuple array from the 32nd tuple on", pqs_groups_tuple_count(cfg->groups_eff),
                         PQS_GROUPS_MAX_TUPLES);
     if (!SSL_CTX_set1_groups_list(ctx, cfg->groups_eff))

@@ -97,7 +97,7 @@ def test_no_tracked_file_names_a_machine_path():
     ("ip netns exec pqs-1-link |run|pqshake|work|a1|stats.json", True),
     ("ip netns exec pqs-1-link <state>|work|a1|stats.json", False),
     ("10.0.0.1|24 via results|demo|x", False),
-    ("~|.cache|pqshake|openssl-3.5.5", False),
+    ("~|.cache|pqshake|openssl-3.6.3", False),
     ("https:||example.org|tmp|x", False),
 ])
 def test_machine_path_scanner(line, flagged):
@@ -120,7 +120,7 @@ def test_run_files_record_no_machine_path(tmp_path, monkeypatch):
     data = {"argv": [str(CHECKOUT / ".venv/bin/pqshake"), "run", "--out", "/" + "tmp/elsewhere/fx"],
             "ca": str(run / "raw/c1/certs/ca.pem"),
             "cmd": f"ip netns exec pqs-x-link {CHECKOUT}/build/bin/pqs-linkemu --stats " + os.path.join("/run", "pqshake", "work", "x", "s.json"),
-            "prefix": str(Path.home() / ".cache/pqshake/openssl-3.5.5-1"), "n": 3, "addr": "10.1.2.2:4433"}
+            "prefix": str(Path.home() / ".cache/pqshake/openssl-3.6.3-1"), "n": 3, "addr": "10.1.2.2:4433"}
     rd.write_json(run / "meta.json", data, root=run)
     text = (run / "meta.json").read_text()
     assert not machine_paths("results/meta.json", text), text
@@ -128,7 +128,7 @@ def test_run_files_record_no_machine_path(tmp_path, monkeypatch):
     assert got["argv"] == [".venv/bin/pqshake", "run", "--out", "<outside>/fx"]
     assert got["ca"] == "raw/c1/certs/ca.pem"
     assert got["cmd"] == "ip netns exec pqs-x-link build/bin/pqs-linkemu --stats <state>/work/x/s.json"
-    assert got["prefix"] == "~/.cache/pqshake/openssl-3.5.5-1" and got["n"] == 3 and got["addr"] == "10.1.2.2:4433"
+    assert got["prefix"] == "~/.cache/pqshake/openssl-3.6.3-1" and got["n"] == 3 and got["addr"] == "10.1.2.2:4433"
     # A state file outside any run keeps its absolute path (pqshake clean reads it).
     rd.write_json(tmp_path / "state.json", {"run_dir": str(run)})
     assert json.loads((tmp_path / "state.json").read_text())["run_dir"] == str(run)

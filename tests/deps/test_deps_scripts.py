@@ -39,7 +39,27 @@ def test_sources_dir_without_archives_says_what_is_missing(tmp_path):
     env = dict(os.environ, PQS_CACHE=str(tmp_path / "cache"), PQS_SOURCES_DIR=str(tmp_path))
     r = subprocess.run(["bash", str(SCRIPT), str(tmp_path / "deps.mk")], env=env, capture_output=True, text=True)
     assert r.returncode != 0
-    assert "openssl-3.5.5.tar.gz" in r.stderr and "PQS_SOURCES_DIR" in r.stderr
+    assert versions()["OPENSSL_TARBALL"] in r.stderr and "PQS_SOURCES_DIR" in r.stderr
+
+
+def test_openssl_tarball_is_refused_unless_its_hash_is_pinned(tmp_path):
+    """The offline OpenSSL tarball route: with no OPENSSL_TARBALL_SHA256 pinned (none could be
+    confirmed for the pinned release) a tarball stops the build with one line naming the file and
+    the setting to fill in; with one pinned, a wrong tarball stops it naming both hashes."""
+    v = versions()
+    src = tmp_path / "src"
+    src.mkdir()
+    bogus = src / v["OPENSSL_TARBALL"]
+    bogus.write_bytes(b"not the release tarball\n")
+    env = dict(os.environ, PQS_CACHE=str(tmp_path / "cache"), PQS_SOURCES_DIR=str(src), PQS_DEPS_VERIFY_ONLY="OPENSSL")
+    r = subprocess.run(["bash", str(SCRIPT), str(tmp_path / "deps.mk")], env=env, capture_output=True, text=True)
+    assert r.returncode != 0
+    last = r.stderr.strip().splitlines()[-1]
+    assert str(bogus) in last, last
+    if v["OPENSSL_TARBALL_SHA256"]:
+        assert v["OPENSSL_TARBALL_SHA256"] in last and "got " in last, last
+    else:
+        assert "no pinned sha256" in last and "OPENSSL_TARBALL_SHA256" in last, last
 
 
 def test_pins_are_full_sha256():

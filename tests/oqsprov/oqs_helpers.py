@@ -14,10 +14,10 @@ NATIVE_INTEROP = ["X25519MLKEM768", "SecP256r1MLKEM768", "SecP384r1MLKEM1024",
                   "MLKEM512", "MLKEM768", "MLKEM1024"]
 # decoys for hrr mode come after every measured group in the server's strict preference
 DECOYS = ["x25519", "secp256r1", "x448", "secp384r1"]
-# One server per family: OpenSSL 3.5.5's server-side group selection (check_overlap in
-# tls_parse_ctos_key_share) reads out of bounds with long server group lists (an ASan SEGV
-# with ~48+ groups configured; see testbed/oqsprov/README.md), so no server here gets more
-# than a family's groups (<= 16) plus the decoys.
+# One server per family: OpenSSL 3.5's server-side group selection (check_overlap in
+# tls_parse_ctos_key_share) read out of bounds with long server group lists (an ASan SEGV
+# with ~48+ groups configured; see testbed/oqsprov/README.md; fixed in 3.6.3), so no server
+# here gets more than a family's groups (<= 16) plus the decoys.
 FAMILIES = {}
 for _g in REGISTRY.groups.values():
     if _g.provider == "oqs":

@@ -2,9 +2,10 @@
 records name what was asked for."""
 import pytest
 
-from testbed_helpers import Server, run_timer
+from testbed_helpers import PINNED, Server, run_timer
 
-# Every TLS 1.3 group OpenSSL 3.5.5 implements (X448MLKEM1024 is not in 3.5.x).
+# Every TLS 1.3 group the pinned OpenSSL (3.6.3) implements (`openssl list -tls-groups`: 19;
+# X448MLKEM1024 is in neither 3.5.x nor 3.6.x).
 GROUPS = [
     "X25519MLKEM768", "SecP256r1MLKEM768", "SecP384r1MLKEM1024",
     "MLKEM512", "MLKEM768", "MLKEM1024",
@@ -84,7 +85,7 @@ def test_mode_full_header_and_summary(default_server):
     for k in ("openssl_version", "liboqs_version", "pqshake_commit", "argv", "anchor_mono_ns",
               "anchor_realtime_ns", "clock"):
         assert k in h
-    assert h["openssl_version"] == "3.5.5" and h["liboqs_version"] == "0.13.0"
+    assert h["openssl_version"] == PINNED["OPENSSL_VERSION"] and h["liboqs_version"] == PINNED["LIBOQS_VERSION"]
     att = r.attempts
     assert [a["i"] for a in att] == list(range(7))
     assert [a.get("warmup", False) for a in att] == [True, True] + [False] * 5

@@ -19,6 +19,20 @@ BUILD = Path(os.environ.get("PQS_BUILD", REPO / "build")).resolve()
 BIN = BUILD / "bin"
 
 
+def pinned_versions():
+    """KEY=value pairs of testbed/deps/versions.env, the one place the stack's versions live
+    (tests compare the programs' headers with it rather than repeating a version)."""
+    out = {}
+    for line in (REPO / "testbed" / "deps" / "versions.env").read_text().splitlines():
+        if "=" in line and not line.lstrip().startswith("#"):
+            k, v = line.split("=", 1)
+            out[k.strip()] = v.strip().strip('"')
+    return out
+
+
+PINNED = pinned_versions()
+
+
 def binary(name, asan=False):
     path = (BUILD / "asan" / "bin" / name) if asan else (BIN / name)
     if not path.exists():
