@@ -33,8 +33,9 @@ def check_attempt(a, group, sig):
     q = a["quic"]
     assert QUIC_ATTEMPT_KEYS <= set(q), q
     assert 0 < a["server_hello_ns"] < a["handshake_ns"] <= a["elapsed_ns"]
-    # the client's first flight is padded to >= 1200 bytes per datagram; something came back
-    assert q["datagrams_sent"] >= 2 and q["bytes_sent"] >= 1200 * q["datagrams_sent"] - 1200
+    # the ClientHello's datagrams are padded to >= 1200 bytes (RFC 9000 14.1), then at least
+    # the Finished; something came back
+    assert q["datagrams_sent"] >= 2 and q["bytes_sent"] >= 1200 + 40
     assert q["datagrams_received"] >= 1 and q["bytes_received"] >= 1200
     assert q["packets_lost"] is None and q["pto_count"] >= 0
 
@@ -153,13 +154,20 @@ def test_quic_server_refusals_and_tcp_lines(tmp_path):
 
 
 def test_quic_failure_is_classified(tmp_path):
-    """A group the server does not offer: the TLS alert travels in CONNECTION_CLOSE."""
+    """A group the server does not offer: the server logs the TLS alert it closed with. The
+    client gets it in a CONNECTION_CLOSE, except when OpenSSL 3.5.5's client ignores that close
+    (seen when the server ACKed the first of two ClientHello datagrams first; see
+    testbed/README.md): then the attempt ends at its deadline, as a timeout. Either way the
+    attempt is recorded with a stable class."""
     with quic_server(tmp_path, "--quic-retry", "off", "--groups", "x25519") as srv:
-        r = quic_timer(srv, "--groups", "MLKEM1024", "--samples", 2)
-    assert r.returncode == 0 and r.summary["failed"] == 2
+        r = quic_timer(srv, "--groups", "MLKEM1024", "--samples", 2, "--timeout", "2s")
+    assert r.returncode == 0 and r.summary["failed"] == 2 and len(r.attempts) == 2
     for a in r.attempts:
-        assert not a["ok"] and a["error"] == "handshake_alert" and "handshake failure" in a["message"]
-    assert [c["error"] for c in srv.conns()] == ["handshake_alert"] * 2
+        assert not a["ok"] and a["stage"] == "handshake"
+        assert (a["error"], "handshake failure" in a["message"]) in {("handshake_alert", True), ("timeout", False)}, a
+    conns = srv.conns()
+    assert [c["error"] for c in conns] == ["handshake_alert"] * 2
+    assert all("handshake failure" in c["message"] and c["quic"]["datagrams_sent"] is None for c in conns)
 
 
 def test_quic_qlog(tmp_path):
