@@ -644,6 +644,14 @@ static void run_attempt_quic(tworker *w, attempt *a)
         int64_t until = pqs_mono_ns() + (2 * h > PEND_FINAL_MIN_NS ? 2 * h : PEND_FINAL_MIN_NS);
         quic_settled_arg q = {.a = a, .w = w, .instrument = cfg->instrument, .rx0 = a->qst.dgrams_rx};
         pqs_quic_client_run(ssl, fd, until < deadline ? until : deadline, quic_settled, &q);
+        /* The server may still refuse after our Finished (e.g. a client certificate it does
+         * not accept): its CONNECTION_CLOSE arrives instead of HANDSHAKE_DONE. */
+        SSL_CONN_CLOSE_INFO ci;
+        if (SSL_get_conn_close_info(ssl, &ci, sizeof ci) == 1 && !(ci.flags & SSL_CONN_CLOSE_FLAG_LOCAL)
+            && ci.error_code != 0) {
+            a->err = pqs_quic_classify(ssl, SSL_ERROR_SSL, 0, &a->qobs.tls, a->msg, sizeof a->msg);
+            a->stage = "after_handshake";
+        }
     } else if (r == 0) {
         fail(a, PQS_ERR_TIMEOUT, "handshake", ETIMEDOUT, "no QUIC handshake before the attempt deadline");
     } else {

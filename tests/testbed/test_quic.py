@@ -233,3 +233,24 @@ def test_quic_sanitized_server_and_timer(tmp_path):
     assert srv.returncode == 0, err[-3000:]
     assert not any(b in err for b in BAD), err[-3000:]
     assert sum(1 for c in recs if c["type"] == "conn" and c["ok"]) >= 20
+
+
+def test_quic_mutual_tls_and_ipv6(tmp_path):
+    """--client-auth over QUIC on [::1]: the client chain is accepted; without it the server's
+    CONNECTION_CLOSE (certificate_required) arrives after our Finished and fails the attempt."""
+    srv = Server(tmp_path, "--transport", "quic", "--quic-retry", "off", "--client-auth", "ml-dsa-44",
+                 "--listen", "[::1]:0")
+    # Server() passes --listen 127.0.0.1:0 first; the later [::1]:0 wins
+    assert srv.ready["listen"].startswith("[::1]:")
+    addr = srv.ready["listen"]
+    ok = run_timer("--transport", "quic", "--connect", addr, "--ca", srv.ca, "--client-cert", srv.dir,
+                   "--groups", "x25519", "--samples", 2)
+    assert ok.summary["ok"] == 2 and all(a["client_sig"] == "ml-dsa-44" for a in ok.attempts), ok.records
+    bad = run_timer("--transport", "quic", "--connect", addr, "--ca", srv.ca, "--groups", "x25519",
+                    "--samples", 1, "--timeout", "3s")
+    a = bad.attempts[0]
+    assert not a["ok"] and a["handshake_ns"] > 0 and a["stage"] == "after_handshake", a
+    assert a["error"] == "handshake_alert" and "(116)" in a["message"]
+    conns = srv.conns()
+    assert [c["ok"] for c in conns] == [True, True, False]
+    assert all(c["peer"].startswith("[::1]:") for c in conns)
