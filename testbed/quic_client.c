@@ -134,10 +134,12 @@ void pqs_quic_client_run(SSL *ssl, int fd, int64_t until, bool (*done)(void *), 
 
 void pqs_quic_client_close(SSL *ssl, int fd)
 {
-    /* RAPID: CONNECTION_CLOSE goes out on the next tick and the connection is done; without
-     * it, each close would wait out the draining period (3 PTO). A few ticks at most. */
-    int64_t until = pqs_mono_ns() + 50000000LL;
-    while (SSL_shutdown_ex(ssl, SSL_SHUTDOWN_FLAG_RAPID, NULL, 0) == 0 && pqs_mono_ns() < until)
-        wait_event(ssl, fd, until);
+    /* One call: CONNECTION_CLOSE is built and sent by the tick inside it. The connection then
+     * stays in its closing state (3 PTO) until terminated; RAPID and non-blocking mode mean we
+     * do not wait for that: SSL_free ends it. */
+    (void)fd;
+    SSL_shutdown_ex(ssl, SSL_SHUTDOWN_FLAG_RAPID, NULL, 0);
+    if (SSL_net_write_desired(ssl))
+        SSL_handle_events(ssl);
     ERR_clear_error();
 }

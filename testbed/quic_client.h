@@ -26,7 +26,7 @@ int pqs_quic_client_connect(SSL *ssl, int fd, int64_t deadline, int *ret, int *s
 /* Lets the connection process incoming packets until done(arg) or until. */
 void pqs_quic_client_run(SSL *ssl, int fd, int64_t until, bool (*done)(void *), void *arg);
 
-/* Immediate close (CONNECTION_CLOSE without waiting out the draining period). */
+/* Immediate close: CONNECTION_CLOSE sent, the closing period not waited out. */
 void pqs_quic_client_close(SSL *ssl, int fd);
 
 #endif

@@ -72,6 +72,8 @@ int pqs_qstats_amplification_limited(const pqs_qstats *s);
  * whose callback OpenSSL installs without an arg) through SSL ex_data pqs_quicobs_ex_idx(). */
 typedef struct pqs_quicobs {
     pqs_tlsobs tls;
+    int callbacks;              /* every invocation (QUIC and TLS level) */
+    int64_t cb_ns;              /* time spent inside the callback: its cost */
     int pto_count;              /* packets we sent that re-sent CRYPTO data or were PING probes */
     bool handshake_done_rx;     /* client: HANDSHAKE_DONE frame received */
     int64_t handshake_done_rx_ns;

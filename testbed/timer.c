@@ -127,6 +127,7 @@ typedef struct attempt {
     pqs_qstats qst;             /* QUIC: datagram counts from t0 to the end of the handshake */
     int q_pto;                  /* QUIC: pto_count at the end of the handshake */
     int q_unmatched;
+    int64_t q_cb_ns;            /* QUIC: time inside the message callback until the handshake's end */
 } attempt;
 
 static int ex_idx_attempt = -1; /* SSL ex_data index for the attempt (set once in main) */
@@ -632,6 +633,7 @@ static void run_attempt_quic(tworker *w, attempt *a)
     a->qst = w->wire.peers[0].st;
     a->q_pto = a->qobs.pto_count;
     a->q_unmatched = a->qobs.unmatched_datagrams;
+    a->q_cb_ns = a->qobs.cb_ns;
     if (r == 1) {
         a->hs_done = true;
         if (cfg->mode == MODE_RESUME && a->new_sess == NULL) {
@@ -642,6 +644,14 @@ static void run_attempt_quic(tworker *w, attempt *a)
         int64_t until = pqs_mono_ns() + (2 * h > PEND_FINAL_MIN_NS ? 2 * h : PEND_FINAL_MIN_NS);
         quic_settled_arg q = {.a = a, .w = w, .instrument = cfg->instrument, .rx0 = a->qst.dgrams_rx};
         pqs_quic_client_run(ssl, fd, until < deadline ? until : deadline, quic_settled, &q);
+        /* The server may still refuse after our Finished (e.g. a client certificate it does
+         * not accept): its CONNECTION_CLOSE arrives instead of HANDSHAKE_DONE. */
+        SSL_CONN_CLOSE_INFO ci;
+        if (SSL_get_conn_close_info(ssl, &ci, sizeof ci) == 1 && !(ci.flags & SSL_CONN_CLOSE_FLAG_LOCAL)
+            && ci.error_code != 0) {
+            a->err = pqs_quic_classify(ssl, SSL_ERROR_SSL, 0, &a->qobs.tls, a->msg, sizeof a->msg);
+            a->stage = "after_handshake";
+        }
     } else if (r == 0) {
         fail(a, PQS_ERR_TIMEOUT, "handshake", ETIMEDOUT, "no QUIC handshake before the attempt deadline");
     } else {
@@ -650,6 +660,7 @@ static void run_attempt_quic(tworker *w, attempt *a)
         a->err_errno = saved;
     }
     a->obs = a->qobs.tls;
+    a->obs.callbacks = a->qobs.callbacks;
     pqs_tlsinfo_get(ssl, true, &a->info);
     if (r == 1)
         check_mode(cfg, a, false);
@@ -726,6 +737,8 @@ static void log_attempt(tworker *w, const attempt *a)
         pqs_json_int(&j, "tcp_info_ns", a->tcp_info_ns);
         pqs_tcpinfo_json(&j, &a->tcp);
     }
+    if (cfg->quic && cfg->instrument)
+        pqs_json_int(&j, "msg_callback_ns", a->q_cb_ns);
     if (cfg->quic)
         pqs_quic_json(&j, &a->qst, a->q_pto, a->q_unmatched, false);
     else

@@ -33,8 +33,9 @@ def check_attempt(a, group, sig):
     q = a["quic"]
     assert QUIC_ATTEMPT_KEYS <= set(q), q
     assert 0 < a["server_hello_ns"] < a["handshake_ns"] <= a["elapsed_ns"]
-    # the client's first flight is padded to >= 1200 bytes per datagram; something came back
-    assert q["datagrams_sent"] >= 2 and q["bytes_sent"] >= 1200 * q["datagrams_sent"] - 1200
+    # the ClientHello's datagrams are padded to >= 1200 bytes (RFC 9000 14.1), then at least
+    # the Finished; something came back
+    assert q["datagrams_sent"] >= 2 and q["bytes_sent"] >= 1200 + 40
     assert q["datagrams_received"] >= 1 and q["bytes_received"] >= 1200
     assert q["packets_lost"] is None and q["pto_count"] >= 0
 
@@ -153,13 +154,20 @@ def test_quic_server_refusals_and_tcp_lines(tmp_path):
 
 
 def test_quic_failure_is_classified(tmp_path):
-    """A group the server does not offer: the TLS alert travels in CONNECTION_CLOSE."""
+    """A group the server does not offer: the server logs the TLS alert it closed with. The
+    client gets it in a CONNECTION_CLOSE, except when OpenSSL 3.5.5's client ignores that close
+    (seen when the server ACKed the first of two ClientHello datagrams first; see
+    testbed/README.md): then the attempt ends at its deadline, as a timeout. Either way the
+    attempt is recorded with a stable class."""
     with quic_server(tmp_path, "--quic-retry", "off", "--groups", "x25519") as srv:
-        r = quic_timer(srv, "--groups", "MLKEM1024", "--samples", 2)
-    assert r.returncode == 0 and r.summary["failed"] == 2
+        r = quic_timer(srv, "--groups", "MLKEM1024", "--samples", 2, "--timeout", "2s")
+    assert r.returncode == 0 and r.summary["failed"] == 2 and len(r.attempts) == 2
     for a in r.attempts:
-        assert not a["ok"] and a["error"] == "handshake_alert" and "handshake failure" in a["message"]
-    assert [c["error"] for c in srv.conns()] == ["handshake_alert"] * 2
+        assert not a["ok"] and a["stage"] == "handshake"
+        assert (a["error"], "handshake failure" in a["message"]) in {("handshake_alert", True), ("timeout", False)}, a
+    conns = srv.conns()
+    assert [c["error"] for c in conns] == ["handshake_alert"] * 2
+    assert all("handshake failure" in c["message"] and c["quic"]["datagrams_sent"] is None for c in conns)
 
 
 def test_quic_qlog(tmp_path):
@@ -225,3 +233,24 @@ def test_quic_sanitized_server_and_timer(tmp_path):
     assert srv.returncode == 0, err[-3000:]
     assert not any(b in err for b in BAD), err[-3000:]
     assert sum(1 for c in recs if c["type"] == "conn" and c["ok"]) >= 20
+
+
+def test_quic_mutual_tls_and_ipv6(tmp_path):
+    """--client-auth over QUIC on [::1]: the client chain is accepted; without it the server's
+    CONNECTION_CLOSE (certificate_required) arrives after our Finished and fails the attempt."""
+    srv = Server(tmp_path, "--transport", "quic", "--quic-retry", "off", "--client-auth", "ml-dsa-44",
+                 "--listen", "[::1]:0")
+    # Server() passes --listen 127.0.0.1:0 first; the later [::1]:0 wins
+    assert srv.ready["listen"].startswith("[::1]:")
+    addr = srv.ready["listen"]
+    ok = run_timer("--transport", "quic", "--connect", addr, "--ca", srv.ca, "--client-cert", srv.dir,
+                   "--groups", "x25519", "--samples", 2)
+    assert ok.summary["ok"] == 2 and all(a["client_sig"] == "ml-dsa-44" for a in ok.attempts), ok.records
+    bad = run_timer("--transport", "quic", "--connect", addr, "--ca", srv.ca, "--groups", "x25519",
+                    "--samples", 1, "--timeout", "3s")
+    a = bad.attempts[0]
+    assert not a["ok"] and a["handshake_ns"] > 0 and a["stage"] == "after_handshake", a
+    assert a["error"] == "handshake_alert" and "(116)" in a["message"]
+    conns = srv.conns()
+    assert [c["ok"] for c in conns] == [True, True, False]
+    assert all(c["peer"].startswith("[::1]:") for c in conns)
