@@ -83,7 +83,7 @@ def test_tcp_and_quic_cells_run_and_render(pqs, tmp_path):
     for r in summ.itertuples(index=False):
         assert r.bound_ms > 0 and fastest[(r.group, r.transport)] >= r.bound_ms, (r.group, r.transport, r.bound_ms)
     meta = json.loads((path / "meta.json").read_text())
-    assert meta["plan"]["transports"] == ["tcp", "quic"]
+    assert meta["plan"]["transports"] == ["tcp", "quic"] and meta["plan"]["cells_per_transport"] == {"tcp": 2, "quic": 2}
 
     fig = pqs("figures", str(path), "--speed", "none", "--no-png")
     assert fig.returncode == 0, fig.stderr
