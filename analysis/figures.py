@@ -410,8 +410,10 @@ def _heatmap_by_transport(ctx: Ctx) -> list[FigOut]:
         raise Skip("no finite slowdown values")
     norm = matplotlib.colors.LogNorm(vmin=min(0.8, float(allv.min())), vmax=max(1.5, float(allv.max())))
     n = len(panels)
-    h = max(0.35, min(1.4, (0.09 * len(pairs) + 0.2) * n))
-    fig, axes = plt.subplots(n, 1, figsize=ST.size(ctx.style, "full", h), squeeze=False, sharex=True)
+    nrows = [max(1, len(rows)) for _, _, _, rows in panels]
+    h = max(0.35, min(1.5, 0.07 * sum(nrows) + 0.17 * n))
+    fig, axes = plt.subplots(n, 1, figsize=ST.size(ctx.style, "full", h), squeeze=False, sharex=True,
+                             gridspec_kw={"height_ratios": nrows, "hspace": 0.45})
     small = len(profs) * len(pairs) <= 160
     for k, ((ptitle, col, tr, rows), m) in enumerate(zip(panels, mats)):
         ax = axes[k, 0]
@@ -420,6 +422,8 @@ def _heatmap_by_transport(ctx: Ctx) -> list[FigOut]:
         ax.set_yticklabels([ctx.pal.label(g, s) for g, s in rows])
         ax.set_title(ptitle)
         ax.grid(False)
+        if k < n - 1:
+            ax.tick_params(axis="x", bottom=False)
         for spine in ax.spines.values():
             spine.set_visible(False)
         if small:

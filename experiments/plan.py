@@ -311,6 +311,7 @@ class Plan:
             "profiles": list(self.profiles),
             "modes": list(m.modes),
             "transports": list(m.transports),
+            "cells_per_transport": {t: sum(1 for c in self.cells if c.transport == t) for t in m.transports},
             "quic_retry": m.quic_retry if "quic" in m.transports else None,
             "qlog": m.qlog if "quic" in m.transports else None,
             "repetitions": m.repetitions,

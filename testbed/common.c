@@ -1,6 +1,9 @@
 /* common.c - see common.h */
 #include "common.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +33,7 @@ static const char *const err_names[PQS_ERR__COUNT] = {
     [PQS_ERR_NO_TICKET] = "no_ticket",
     [PQS_ERR_SHORT_RESPONSE] = "short_response",
     [PQS_ERR_INTERNAL] = "internal",
+    [PQS_ERR_QUIC_CLOSED] = "quic_closed",
 };
 
 const char *pqs_err_str(pqs_err e)
@@ -391,4 +395,24 @@ void pqs_format_sockaddr(const struct sockaddr *sa, char *buf, size_t n)
     } else {
         snprintf(buf, n, "?");
     }
+}
+
+bool pqs_parse_transport(const char *prog, const char *s)
+{
+    if (strcmp(s, "tcp") == 0)
+        return false;
+    if (strcmp(s, "quic") == 0)
+        return true;
+    pqs_usage_error(prog, "unknown --transport '%s'; available: tcp, quic", s);
+}
+
+void pqs_qlog_dir(const char *prog, const char *dir)
+{
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || access(dir, W_OK) != 0)
+        pqs_usage_error(prog, "bad --qlog '%s': not a writable directory", dir);
+    /* OpenSSL reads these when a QUIC channel is created (qlog is built into the pinned
+     * library); the default filter would record nothing. */
+    setenv("QLOGDIR", dir, 1);
+    setenv("OSSL_QFILTER", "*", 0);
 }

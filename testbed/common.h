@@ -38,6 +38,8 @@ typedef enum {
     PQS_ERR_NO_TICKET,        /* resume/0rtt mode: no session ticket arrived */
     PQS_ERR_SHORT_RESPONSE,   /* fewer response bytes than asked for */
     PQS_ERR_INTERNAL,         /* resource failure in the tool itself (socket(), malloc) */
+    PQS_ERR_QUIC_CLOSED,      /* QUIC: the connection was closed (CONNECTION_CLOSE) with a
+                               * transport or application error other than a TLS alert */
     PQS_ERR__COUNT
 } pqs_err;
 
@@ -100,6 +102,12 @@ void pqs_usage_error(const char *prog, const char *fmt, ...)
 bool pqs_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 /* Parses a duration: "500ms", "2s", "1.5s", "250us", bare number = milliseconds. */
 bool pqs_parse_duration_ns(const char *s, int64_t *out_ns);
+
+/* --transport tcp|quic: true for quic; a usage error (exit 2) otherwise. */
+bool pqs_parse_transport(const char *prog, const char *s);
+/* --qlog DIR: DIR must be a writable directory; sets QLOGDIR (and, unless already set,
+ * OSSL_QFILTER to every event) for this process, before any QUIC object exists. */
+void pqs_qlog_dir(const char *prog, const char *dir);
 
 /* "ADDR:PORT", "[v6addr]:PORT", "localhost:PORT". Port 0 allowed iff allow_zero.
  * Fills a sockaddr (numeric addresses, or "localhost" -> 127.0.0.1). */

@@ -25,6 +25,8 @@
 #include "common.h"
 #include "groups.h"
 #include "provider_seam.h"
+#include "quic_client.h"
+#include "quic_server.h"
 #include "tcpinfo.h"
 #include "tlsobs.h"
 
@@ -55,6 +57,12 @@ typedef struct server_cfg {
     const char *provider;    /* --provider NAME (NULL: $PQS_PROVIDER, else pqs-oqs) */
     int oqs_native;          /* --oqs-native: 1; -1 = not given ($PQS_OQS_NATIVE) */
     int list;                /* --list-groups 1, --list-sigs 2 */
+    bool quic;               /* --transport quic: OpenSSL's QUIC listener on UDP */
+    bool quic_retry;         /* --quic-retry on|off */
+    const char *alpn;        /* --alpn NAME (QUIC; default pqshake) */
+    unsigned char alpn_wire[256];
+    size_t alpn_wire_len;
+    const char *qlog;        /* --qlog DIR */
 } server_cfg;
 
 typedef struct worker {
@@ -112,6 +120,12 @@ static void usage(FILE *f)
 "  --threads N            worker threads = concurrent connections served (default 8, max 256)\n"
 "  --backlog N            listen backlog (default 1024)\n"
 "  --idle-timeout DUR     per-connection I/O timeout, e.g. 10s, 500ms (default 10s)\n"
+"  --transport T          tcp (default) or quic: OpenSSL's QUIC server on UDP at the same\n"
+"                         --listen address (TLS 1.3 only, no 0-RTT, handshake only, one thread)\n"
+"  --quic-retry on|off    QUIC address validation with a Retry round trip (default on,\n"
+"                         OpenSSL's default; off = SSL_LISTENER_FLAG_NO_VALIDATE)\n"
+"  --alpn NAME            QUIC: the one ALPN protocol accepted (default pqshake)\n"
+"  --qlog DIR             QUIC: write OpenSSL's qlog traces into DIR (sets QLOGDIR)\n"
 "  --log FILE             JSON lines log, appended (default - = stdout)\n"
 "  --fsync N              with --log FILE: fsync every N lines and at exit (default 64;\n"
 "                         0 = never). Every line is fflush'ed at once regardless\n"
@@ -228,6 +242,7 @@ static void log_conn(server *s, worker *w, const conn_rec *c)
     pqs_json_uint(&j, "request_bytes", c->request_bytes);
     pqs_json_uint(&j, "response_bytes", c->response_bytes);
     pqs_json_str(&j, "close", c->close_kind);
+    pqs_json_str(&j, "transport", "tcp");
     if (c->err != PQS_ERR_NONE) {
         pqs_json_str(&j, "error", pqs_err_str(c->err));
         pqs_json_str(&j, "message", c->msg);
@@ -235,6 +250,7 @@ static void log_conn(server *s, worker *w, const conn_rec *c)
         pqs_json_str(&j, "stage", c->stage);
     }
     pqs_tcpinfo_json(&j, &c->tcp);
+    pqs_json_null(&j, "quic");
     pqs_json_end(&j);
     pqs_sink_write(&s->log, &j);
 }
@@ -444,7 +460,8 @@ static void parse_args(int argc, char **argv, server_cfg *cfg)
 {
     enum { OPT_LISTEN = 256, OPT_GROUPS, OPT_SIG, OPT_CA_SIG, OPT_DEPTH, OPT_CERTDIR, OPT_RESP, OPT_EARLY,
            OPT_TICKETS, OPT_CACHE, OPT_NOTLS12, OPT_THREADS, OPT_BACKLOG, OPT_IDLE, OPT_LOG, OPT_FSYNC, OPT_HELP,
-           OPT_PROVIDER, OPT_OQSNATIVE, OPT_LISTGROUPS, OPT_LISTSIGS, OPT_CLIENTAUTH, OPT_CLIENTDEPTH };
+           OPT_PROVIDER, OPT_OQSNATIVE, OPT_LISTGROUPS, OPT_LISTSIGS, OPT_CLIENTAUTH, OPT_CLIENTDEPTH,
+           OPT_TRANSPORT, OPT_QUICRETRY, OPT_ALPN, OPT_QLOG };
     static const struct option opts[] = {
         {"listen", required_argument, 0, OPT_LISTEN}, {"groups", required_argument, 0, OPT_GROUPS},
         {"sig", required_argument, 0, OPT_SIG}, {"ca-sig", required_argument, 0, OPT_CA_SIG},
@@ -461,6 +478,8 @@ static void parse_args(int argc, char **argv, server_cfg *cfg)
         {"list-groups", no_argument, 0, OPT_LISTGROUPS}, {"list-sigs", no_argument, 0, OPT_LISTSIGS},
         {"client-auth", required_argument, 0, OPT_CLIENTAUTH},
         {"client-chain-depth", required_argument, 0, OPT_CLIENTDEPTH},
+        {"transport", required_argument, 0, OPT_TRANSPORT}, {"quic-retry", required_argument, 0, OPT_QUICRETRY},
+        {"alpn", required_argument, 0, OPT_ALPN}, {"qlog", required_argument, 0, OPT_QLOG},
         {0, 0, 0, 0}};
     cfg->oqs_native = -1;
     const char *listen = "127.0.0.1:4433", *sig = "ecdsa-p256", *ca_sig = NULL, *client_sig = NULL;
@@ -476,6 +495,8 @@ static void parse_args(int argc, char **argv, server_cfg *cfg)
     cfg->backlog = 1024;
     cfg->idle_timeout_ns = 10000000000LL;
     cfg->tls12 = true;
+    cfg->quic_retry = true;
+    bool retry_set = false, resp_set = false, early_set = false;
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -499,10 +520,12 @@ static void parse_args(int argc, char **argv, server_cfg *cfg)
         case OPT_RESP:
             if (!pqs_parse_u64(optarg, 0, UINT64_C(1) << 40, &cfg->response_bytes))
                 pqs_usage_error(PROG, "bad --response-bytes '%s'", optarg);
+            resp_set = cfg->response_bytes > 0;
             break;
         case OPT_EARLY:
             if (!pqs_parse_u64(optarg, 0, UINT32_MAX, &cfg->max_early_data))
                 pqs_usage_error(PROG, "bad --max-early-data '%s'", optarg);
+            early_set = cfg->max_early_data > 0;
             break;
         case OPT_TICKETS:
             if (!pqs_parse_u64(optarg, 0, 16, &cfg->tickets))
@@ -542,6 +565,15 @@ static void parse_args(int argc, char **argv, server_cfg *cfg)
         case OPT_OQSNATIVE: cfg->oqs_native = 1; break;
         case OPT_LISTGROUPS: cfg->list = 1; break;
         case OPT_LISTSIGS: cfg->list = 2; break;
+        case OPT_TRANSPORT: cfg->quic = pqs_parse_transport(PROG, optarg); break;
+        case OPT_QUICRETRY:
+            if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0)
+                pqs_usage_error(PROG, "bad --quic-retry '%s': on or off", optarg);
+            cfg->quic_retry = strcmp(optarg, "on") == 0;
+            retry_set = true;
+            break;
+        case OPT_ALPN: cfg->alpn = optarg; break;
+        case OPT_QLOG: cfg->qlog = optarg; break;
         default:
             pqs_usage_error(PROG, "unknown or incomplete option '%s'", argv[optind - 1]);
         }
@@ -550,6 +582,23 @@ static void parse_args(int argc, char **argv, server_cfg *cfg)
         pqs_usage_error(PROG, "unexpected argument '%s'", argv[optind]);
     if (cfg->list)
         return; /* --list-*: nothing else is needed */
+    if (cfg->quic) {
+        if (resp_set)
+            pqs_usage_error(PROG, "--response-bytes with --transport quic: not implemented (QUIC connections "
+                            "are handshake only)");
+        if (early_set)
+            pqs_usage_error(PROG, "--max-early-data with --transport quic: 0-RTT is not in OpenSSL's QUIC server");
+        cfg->tls12 = false;       /* QUIC is TLS 1.3 only */
+        cfg->max_early_data = 0;
+    } else if (retry_set || cfg->alpn != NULL || cfg->qlog != NULL) {
+        pqs_usage_error(PROG, "--quic-retry, --alpn and --qlog need --transport quic");
+    }
+    if (cfg->alpn == NULL)
+        cfg->alpn = "pqshake";
+    if (!pqs_alpn_wire(cfg->alpn, cfg->alpn_wire, sizeof cfg->alpn_wire, &cfg->alpn_wire_len))
+        pqs_usage_error(PROG, "bad --alpn '%s': 1..255 bytes", cfg->alpn);
+    if (cfg->qlog != NULL)
+        pqs_qlog_dir(PROG, cfg->qlog);
     if (!fsync_set)
         cfg->fsync_every = 64;
     const char *why = NULL;
@@ -566,13 +615,15 @@ static void parse_args(int argc, char **argv, server_cfg *cfg)
 
 static SSL_CTX *make_ctx(server *s, char *why, size_t whylen, char *groups_out, size_t glen)
 {
-    SSL_CTX *ctx = SSL_CTX_new_ex(NULL, pqs_propq(), TLS_server_method());
+    SSL_CTX *ctx = SSL_CTX_new_ex(NULL, pqs_propq(), s->cfg.quic ? OSSL_QUIC_server_method() : TLS_server_method());
     if (ctx == NULL) {
         snprintf(why, whylen, "SSL_CTX_new failed");
         return NULL;
     }
-    SSL_CTX_set_min_proto_version(ctx, s->cfg.tls12 ? TLS1_2_VERSION : TLS1_3_VERSION);
-    SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION);
+    if (!s->cfg.quic) { /* QUIC contexts are TLS 1.3 by construction */
+        SSL_CTX_set_min_proto_version(ctx, s->cfg.tls12 ? TLS1_2_VERSION : TLS1_3_VERSION);
+        SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION);
+    }
     char list[4096];
     if (s->cfg.groups == NULL) {
         pqs_groups_server_default(list, sizeof list);
@@ -604,8 +655,10 @@ static SSL_CTX *make_ctx(server *s, char *why, size_t whylen, char *groups_out, 
         return NULL;
     }
     SSL_CTX_set_num_tickets(ctx, (size_t)s->cfg.tickets);
-    SSL_CTX_set_max_early_data(ctx, (uint32_t)s->cfg.max_early_data);
-    SSL_CTX_set_recv_max_early_data(ctx, (uint32_t)s->cfg.max_early_data);
+    if (!s->cfg.quic) {
+        SSL_CTX_set_max_early_data(ctx, (uint32_t)s->cfg.max_early_data);
+        SSL_CTX_set_recv_max_early_data(ctx, (uint32_t)s->cfg.max_early_data);
+    }
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER);
     SSL_CTX_sess_set_cache_size(ctx, s->cfg.session_cache);
     SSL_CTX_set_session_id_context(ctx, (const unsigned char *)"pqshake", 7);
@@ -697,11 +750,11 @@ int main(int argc, char **argv)
         return PQS_EXIT_ENV;
     }
 
-    s->lfd = socket(s->cfg.listen.ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    s->lfd = socket(s->cfg.listen.ss.ss_family, (s->cfg.quic ? SOCK_DGRAM : SOCK_STREAM) | SOCK_CLOEXEC, 0);
     int one = 1;
     if (s->lfd < 0 || setsockopt(s->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0
         || bind(s->lfd, (struct sockaddr *)&s->cfg.listen.ss, s->cfg.listen.len) != 0
-        || listen(s->lfd, s->cfg.backlog) != 0) {
+        || (!s->cfg.quic && listen(s->lfd, s->cfg.backlog) != 0)) {
         fprintf(stderr, PROG ": cannot listen on %s:%u: %s\n", s->cfg.listen.host,
                 s->cfg.listen.port, strerror(errno));
         return PQS_EXIT_ENV;
@@ -712,6 +765,22 @@ int main(int argc, char **argv)
     char listen_str[80];
     pqs_format_sockaddr((struct sockaddr *)&bound, listen_str, sizeof listen_str);
 
+    static pqs_quic_server qs; /* the QUIC listener's state (its peer table is large) */
+    if (s->cfg.quic) {
+        s->cfg.threads = 0; /* one event loop in the main thread */
+        qs.ctx = s->ctx;
+        qs.fd = s->lfd;
+        qs.log = &s->log;
+        qs.idle_timeout_ns = s->cfg.idle_timeout_ns;
+        qs.retry = s->cfg.quic_retry;
+        qs.alpn = s->cfg.alpn_wire;
+        qs.alpn_len = s->cfg.alpn_wire_len;
+        qs.sigs = &sigs;
+        if (pqs_quic_server_ctx_setup(s->ctx, &qs) != 0) {
+            fprintf(stderr, PROG ": cannot set up the QUIC context\n");
+            return PQS_EXIT_ENV;
+        }
+    }
     for (int i = 0; i < s->cfg.threads; i++) {
         worker *w = &s->workers[i];
         w->srv = s;
@@ -744,7 +813,13 @@ int main(int argc, char **argv)
     pqs_json_uint(&j, "tickets", s->cfg.tickets);
     pqs_json_uint(&j, "max_early_data", s->cfg.max_early_data);
     pqs_json_uint(&j, "response_bytes", s->cfg.response_bytes);
-    pqs_json_int(&j, "threads", s->cfg.threads);
+    pqs_json_int(&j, "threads", s->cfg.quic ? 1 : s->cfg.threads);
+    pqs_json_str(&j, "transport", s->cfg.quic ? "quic" : "tcp");
+    if (s->cfg.quic) {
+        pqs_json_bool(&j, "quic_retry", s->cfg.quic_retry);
+        pqs_json_str(&j, "alpn", s->cfg.alpn);
+        pqs_json_str(&j, "qlog", s->cfg.qlog);
+    }
     pqs_json_int(&j, "ready_mono_ns", pqs_mono_ns());
     pqs_json_end(&j);
     pqs_sink_write(&s->log, &j);
@@ -752,8 +827,18 @@ int main(int argc, char **argv)
     pqs_chain_free(&client);
 
     int sig = 0;
-    while (sigwait(&sigs, &sig) != 0)
-        ;
+    uint64_t conns = 0, ok = 0, failed = 0;
+    if (s->cfg.quic) {
+        if (pqs_quic_server_run(&qs, why, sizeof why) != 0) {
+            fprintf(stderr, PROG ": %s\n", why);
+            return PQS_EXIT_ENV;
+        }
+        sig = qs.signal;
+        conns = qs.conns, ok = qs.ok, failed = qs.failed;
+    } else {
+        while (sigwait(&sigs, &sig) != 0)
+            ;
+    }
     atomic_store(&s->stopping, true);
     shutdown(s->lfd, SHUT_RDWR);
     for (int i = 0; i < s->cfg.threads; i++) {
@@ -763,7 +848,6 @@ int main(int argc, char **argv)
             shutdown(w->active_fd, SHUT_RDWR);
         pthread_mutex_unlock(&w->mu);
     }
-    uint64_t conns = 0, ok = 0, failed = 0;
     for (int i = 0; i < s->cfg.threads; i++) {
         pthread_join(s->workers[i].tid, NULL);
         conns += s->workers[i].conns;

@@ -26,6 +26,8 @@
 #include "common.h"
 #include "groups.h"
 #include "provider_seam.h"
+#include "quic_client.h"
+#include "quicobs.h"
 #include "tcpinfo.h"
 #include "tlsobs.h"
 
@@ -65,6 +67,11 @@ typedef struct timer_cfg {
     const char *provider;    /* --provider NAME (NULL: $PQS_PROVIDER, else pqs-oqs) */
     int oqs_native;          /* --oqs-native: 1; -1 = not given ($PQS_OQS_NATIVE) */
     int list;                /* --list-groups 1, --list-sigs 2 */
+    bool quic;               /* --transport quic: OpenSSL's QUIC client over UDP */
+    const char *alpn;        /* --alpn NAME (QUIC; default pqshake) */
+    unsigned char alpn_wire[256];
+    size_t alpn_wire_len;
+    const char *qlog;        /* --qlog DIR */
 } timer_cfg;
 
 struct timer;
@@ -88,6 +95,7 @@ typedef struct tworker {
     int64_t pend_end_ns;     /* when that attempt ended */
     int64_t pend_final_ns;   /* end of the run: reset it at the latest then */
     uint64_t pend_forced;    /* closed early by the stall guard (diagnostic) */
+    pqs_qwire wire;          /* QUIC: the current attempt's datagram counts */
 } tworker;
 
 typedef struct timer {
@@ -115,6 +123,11 @@ typedef struct attempt {
     uint64_t early_sent, req_sent, resp_bytes;
     int64_t tcp_info_ns;        /* cost of the TCP_INFO read itself */
     SSL_SESSION *new_sess;      /* from the new-session callback */
+    pqs_quicobs qobs;           /* QUIC: message callback state (its TLS part is copied to obs) */
+    pqs_qstats qst;             /* QUIC: datagram counts from t0 to the end of the handshake */
+    int q_pto;                  /* QUIC: pto_count at the end of the handshake */
+    int q_unmatched;
+    int64_t q_cb_ns;            /* QUIC: time inside the message callback until the handshake's end */
 } attempt;
 
 static int ex_idx_attempt = -1; /* SSL ex_data index for the attempt (set once in main) */
@@ -159,6 +172,10 @@ static void usage(FILE *f)
 "                         (default 2s, bounded by --timeout)\n"
 "  --no-instrument        no message callback and no TCP_INFO (to measure their cost);\n"
 "                         server_hello_ns, hrr and tcp_* are then absent\n"
+"  --transport T          tcp (default) or quic (OpenSSL's QUIC client over UDP; TLS 1.3 only,\n"
+"                         modes full, resume and hrr; handshake only)\n"
+"  --alpn NAME            QUIC: the ALPN protocol offered (default pqshake; QUIC requires one)\n"
+"  --qlog DIR             QUIC: write OpenSSL's qlog traces into DIR (sets QLOGDIR)\n"
 "  --out FILE             append JSON lines to FILE (default -, stdout)\n"
 "  --fsync N              with --out FILE: fsync every N lines and at exit (default 64;\n"
 "                         0 = only fflush). Every line is always fflush'ed.\n"
@@ -322,10 +339,37 @@ static bool needs_request(const timer_cfg *c)
 
 /* ---------------- one attempt ---------------- */
 
+/* The mode's own success conditions, after a completed exchange (TCP and QUIC alike). */
+static void run_attempt_quic(tworker *w, attempt *a);
+
+static void check_mode(const timer_cfg *cfg, attempt *a, bool send_early)
+{
+    if (a->err == PQS_ERR_NONE && !a->prime) {
+        if (cfg->mode == MODE_RESUME || cfg->mode == MODE_0RTT) {
+            if (!a->info.resumed)
+                fail(a, PQS_ERR_RESUME_FAILED, "mode", 0, a->session_offered
+                     ? "server did not resume the offered session" : "no session ticket to offer");
+            else if (cfg->mode == MODE_0RTT && strcmp(a->info.early_data, "accepted") != 0)
+                fail(a, PQS_ERR_EARLY_DATA_REJECTED, "mode", 0, send_early
+                     ? "server rejected the early data" : "the session does not allow early data");
+        } else if (cfg->mode == MODE_HRR && cfg->instrument && !a->obs.hrr) {
+            fail(a, PQS_ERR_HRR_MISSING, "mode", 0, "no HelloRetryRequest (server picked %s)",
+                 a->info.group ? a->info.group : "?");
+        } else if (cfg->mode == MODE_TLS12 && strcmp(a->info.version, "TLSv1.2") != 0) {
+            fail(a, PQS_ERR_TLS_ERROR, "mode", 0, "negotiated %s", a->info.version);
+        }
+    }
+}
+
+
 static void run_attempt(tworker *w, attempt *a)
 {
     timer *t = w->t;
     const timer_cfg *cfg = &t->cfg;
+    if (cfg->quic) {
+        run_attempt_quic(w, a);
+        return;
+    }
     bool want_resume = (cfg->mode == MODE_RESUME || cfg->mode == MODE_0RTT) && !a->prime;
     SSL *ssl = NULL;
     int fd = -1;
@@ -474,21 +518,7 @@ info:
         a->tcp_info_ns = pqs_mono_ns() - ti0;
     }
     pqs_tlsinfo_get(ssl, true, &a->info);
-    if (a->err == PQS_ERR_NONE && !a->prime) {
-        if (cfg->mode == MODE_RESUME || cfg->mode == MODE_0RTT) {
-            if (!a->info.resumed)
-                fail(a, PQS_ERR_RESUME_FAILED, "mode", 0, a->session_offered
-                     ? "server did not resume the offered session" : "no session ticket to offer");
-            else if (cfg->mode == MODE_0RTT && strcmp(a->info.early_data, "accepted") != 0)
-                fail(a, PQS_ERR_EARLY_DATA_REJECTED, "mode", 0, send_early
-                     ? "server rejected the early data" : "the session does not allow early data");
-        } else if (cfg->mode == MODE_HRR && cfg->instrument && !a->obs.hrr) {
-            fail(a, PQS_ERR_HRR_MISSING, "mode", 0, "no HelloRetryRequest (server picked %s)",
-                 a->info.group ? a->info.group : "?");
-        } else if (cfg->mode == MODE_TLS12 && strcmp(a->info.version, "TLSv1.2") != 0) {
-            fail(a, PQS_ERR_TLS_ERROR, "mode", 0, "negotiated %s", a->info.version);
-        }
-    }
+    check_mode(cfg, a, send_early);
 out:
     if (a->t_end == 0)
         a->t_end = pqs_mono_ns();
@@ -534,6 +564,120 @@ out:
     a->ok = a->hs_done && a->err == PQS_ERR_NONE;
 }
 
+/* ---------------- one QUIC attempt ----------------
+ *
+ * Setup (UDP socket, filter BIO, connection object) before the clock; t0 just before the
+ * first SSL_connect call, which builds and sends the first Initial; handshake_ns ends when
+ * SSL_connect returns 1 (our Finished has been sent: the same end point as over TCP). After
+ * the interval: resume waits for a ticket, and every attempt waits (bounded) until the server
+ * has shown it has our Finished (HANDSHAKE_DONE, or any datagram without the callback), so
+ * that the immediate close does not turn a completed handshake into a failed one on the
+ * server. Close: CONNECTION_CLOSE with SSL_SHUTDOWN_FLAG_RAPID. */
+
+static bool quic_has_ticket(void *arg)
+{
+    const attempt *a = arg;
+    return a->new_sess != NULL;
+}
+
+typedef struct {
+    const attempt *a;
+    const tworker *w;
+    bool instrument;
+    uint64_t rx0;
+} quic_settled_arg;
+
+static bool quic_settled(void *arg)
+{
+    const quic_settled_arg *q = arg;
+    return q->instrument ? q->a->qobs.handshake_done_rx : q->w->wire.peers[0].st.dgrams_rx > q->rx0;
+}
+
+static void run_attempt_quic(tworker *w, attempt *a)
+{
+    timer *t = w->t;
+    const timer_cfg *cfg = &t->cfg;
+    bool want_resume = cfg->mode == MODE_RESUME && !a->prime;
+    char why[256];
+    int fd = -1;
+
+    pqs_quicobs_reset(&a->qobs, NULL);
+    SSL *ssl = pqs_quic_client_new(t->ctx, &cfg->connect, cfg->alpn_wire, cfg->alpn_wire_len, &w->wire, &fd,
+                                   why, sizeof why);
+    if (ssl == NULL) {
+        fail(a, PQS_ERR_INTERNAL, "setup", errno, "%s", why);
+        a->t0 = a->t_end = pqs_mono_ns();
+        return;
+    }
+    SSL_set_ex_data(ssl, ex_idx_attempt, a);
+    if (cfg->instrument) {
+        SSL_set_msg_callback(ssl, pqs_quic_msg_cb);
+        SSL_set_msg_callback_arg(ssl, &a->qobs);
+    }
+    SSL_set_tlsext_host_name(ssl, cfg->servername);
+    if (cfg->verify)
+        SSL_set1_host(ssl, cfg->servername);
+    if (want_resume && w->sess != NULL) {
+        SSL_set_session(ssl, w->sess);
+        a->session_offered = true;
+    }
+
+    /* ---- measured interval ---- */
+    a->t0 = pqs_mono_ns();
+    int64_t deadline = a->t0 + cfg->timeout_ns;
+    int ret = 0, saved = 0;
+    int r = pqs_quic_client_connect(ssl, fd, deadline, &ret, &saved);
+    if (r == 1)
+        a->t_hs = pqs_mono_ns();
+    /* ---- end of the measured interval ---- */
+    a->qst = w->wire.peers[0].st;
+    a->q_pto = a->qobs.pto_count;
+    a->q_unmatched = a->qobs.unmatched_datagrams;
+    a->q_cb_ns = a->qobs.cb_ns;
+    if (r == 1) {
+        a->hs_done = true;
+        if (cfg->mode == MODE_RESUME && a->new_sess == NULL) {
+            int64_t until = pqs_mono_ns() + cfg->ticket_wait_ns;
+            pqs_quic_client_run(ssl, fd, until < deadline ? until : deadline, quic_has_ticket, a);
+        }
+        int64_t h = a->t_hs - a->t0;
+        int64_t until = pqs_mono_ns() + (2 * h > PEND_FINAL_MIN_NS ? 2 * h : PEND_FINAL_MIN_NS);
+        quic_settled_arg q = {.a = a, .w = w, .instrument = cfg->instrument, .rx0 = a->qst.dgrams_rx};
+        pqs_quic_client_run(ssl, fd, until < deadline ? until : deadline, quic_settled, &q);
+        /* The server may still refuse after our Finished (e.g. a client certificate it does
+         * not accept): its CONNECTION_CLOSE arrives instead of HANDSHAKE_DONE. */
+        SSL_CONN_CLOSE_INFO ci;
+        if (SSL_get_conn_close_info(ssl, &ci, sizeof ci) == 1 && !(ci.flags & SSL_CONN_CLOSE_FLAG_LOCAL)
+            && ci.error_code != 0) {
+            a->err = pqs_quic_classify(ssl, SSL_ERROR_SSL, 0, &a->qobs.tls, a->msg, sizeof a->msg);
+            a->stage = "after_handshake";
+        }
+    } else if (r == 0) {
+        fail(a, PQS_ERR_TIMEOUT, "handshake", ETIMEDOUT, "no QUIC handshake before the attempt deadline");
+    } else {
+        a->err = pqs_quic_classify(ssl, SSL_get_error(ssl, ret), saved, &a->qobs.tls, a->msg, sizeof a->msg);
+        a->stage = "handshake";
+        a->err_errno = saved;
+    }
+    a->obs = a->qobs.tls;
+    a->obs.callbacks = a->qobs.callbacks;
+    pqs_tlsinfo_get(ssl, true, &a->info);
+    if (r == 1)
+        check_mode(cfg, a, false);
+    a->t_end = pqs_mono_ns();
+    pqs_quic_client_close(ssl, fd);
+    SSL_free(ssl);
+    close(fd);
+    if (a->new_sess != NULL) {
+        if (w->sess != NULL)
+            SSL_SESSION_free(w->sess);
+        w->sess = a->new_sess;
+        a->new_sess = NULL;
+    }
+    ERR_clear_error();
+    a->ok = a->hs_done && a->err == PQS_ERR_NONE;
+}
+
 /* ---------------- output ---------------- */
 
 static void put_rel(pqs_json *j, const char *k, int64_t t, int64_t t0)
@@ -556,6 +700,7 @@ static void log_attempt(tworker *w, const attempt *a)
         pqs_json_bool(&j, "warmup", true); /* only on warmup attempts: the runner adds its own */
     pqs_json_bool(&j, "ok", a->ok);
     pqs_json_str(&j, "mode", mode_names[cfg->mode]);
+    pqs_json_str(&j, "transport", cfg->quic ? "quic" : "tcp");
     pqs_json_int(&j, "start_mono_ns", a->t0);
     put_rel(&j, "tcp_connect_ns", a->t_conn, a->t0);
     put_rel(&j, "server_hello_ns", a->obs.server_hello_ns, a->t0);
@@ -592,6 +737,12 @@ static void log_attempt(tworker *w, const attempt *a)
         pqs_json_int(&j, "tcp_info_ns", a->tcp_info_ns);
         pqs_tcpinfo_json(&j, &a->tcp);
     }
+    if (cfg->quic && cfg->instrument)
+        pqs_json_int(&j, "msg_callback_ns", a->q_cb_ns);
+    if (cfg->quic)
+        pqs_quic_json(&j, &a->qst, a->q_pto, a->q_unmatched, false);
+    else
+        pqs_json_null(&j, "quic");
     pqs_json_end(&j);
     pqs_sink_write(&w->t->out, &j);
 }
@@ -702,6 +853,7 @@ static void log_summary(timer *t, int64_t run_start, int64_t run_end)
     pqs_json j;
     pqs_json_begin(&j, "summary");
     pqs_json_str(&j, "mode", mode_names[t->cfg.mode]);
+    pqs_json_str(&j, "transport", t->cfg.quic ? "quic" : "tcp");
     pqs_json_uint(&j, "attempts", attempts);
     pqs_json_uint(&j, "ok", ok);
     pqs_json_uint(&j, "failed", attempts - ok);
@@ -786,7 +938,7 @@ static void parse_args(int argc, char **argv, timer_cfg *cfg)
     enum { OPT_CONNECT = 256, OPT_GROUPS, OPT_CA, OPT_NOVERIFY, OPT_SNI, OPT_SIGALGS, OPT_CIPHERS, OPT_SAMPLES,
            OPT_DURATION, OPT_WARMUP, OPT_MODE, OPT_DECOY, OPT_EARLY, OPT_RESP, OPT_REQ, OPT_CONC, OPT_TIMEOUT,
            OPT_TICKETWAIT, OPT_NOINSTR, OPT_OUT, OPT_FSYNC, OPT_HELP, OPT_PROVIDER, OPT_OQSNATIVE,
-           OPT_LISTGROUPS, OPT_LISTSIGS, OPT_CLIENTCERT };
+           OPT_LISTGROUPS, OPT_LISTSIGS, OPT_CLIENTCERT, OPT_TRANSPORT, OPT_ALPN, OPT_QLOG };
     static const struct option opts[] = {
         {"connect", required_argument, 0, OPT_CONNECT}, {"client-cert", required_argument, 0, OPT_CLIENTCERT}, {"groups", required_argument, 0, OPT_GROUPS},
         {"ca", required_argument, 0, OPT_CA}, {"no-verify", no_argument, 0, OPT_NOVERIFY},
@@ -803,6 +955,8 @@ static void parse_args(int argc, char **argv, timer_cfg *cfg)
         {"fsync", required_argument, 0, OPT_FSYNC}, {"help", no_argument, 0, OPT_HELP},
         {"provider", required_argument, 0, OPT_PROVIDER}, {"oqs-native", no_argument, 0, OPT_OQSNATIVE},
         {"list-groups", no_argument, 0, OPT_LISTGROUPS}, {"list-sigs", no_argument, 0, OPT_LISTSIGS},
+        {"transport", required_argument, 0, OPT_TRANSPORT}, {"alpn", required_argument, 0, OPT_ALPN},
+        {"qlog", required_argument, 0, OPT_QLOG},
         {0, 0, 0, 0}};
     uint64_t v;
     bool groups_set = false;
@@ -894,6 +1048,9 @@ static void parse_args(int argc, char **argv, timer_cfg *cfg)
         case OPT_OQSNATIVE: cfg->oqs_native = 1; break;
         case OPT_LISTGROUPS: cfg->list = 1; break;
         case OPT_LISTSIGS: cfg->list = 2; break;
+        case OPT_TRANSPORT: cfg->quic = pqs_parse_transport(PROG, optarg); break;
+        case OPT_ALPN: cfg->alpn = optarg; break;
+        case OPT_QLOG: cfg->qlog = optarg; break;
         default:
             pqs_usage_error(PROG, "unknown or incomplete option '%s'", argv[optind - 1]);
         }
@@ -902,6 +1059,23 @@ static void parse_args(int argc, char **argv, timer_cfg *cfg)
         pqs_usage_error(PROG, "unexpected argument '%s'", argv[optind]);
     if (cfg->list)
         return; /* --list-*: nothing else is needed */
+    if (cfg->quic) {
+        if (cfg->mode == MODE_0RTT)
+            pqs_usage_error(PROG, "--mode 0rtt --transport quic: 0-RTT is not in OpenSSL's QUIC server");
+        if (cfg->mode == MODE_TLS12)
+            pqs_usage_error(PROG, "--mode tls12 --transport quic: QUIC is TLS 1.3 only");
+        if (cfg->response_bytes > 0 || cfg->request_bytes > 0)
+            pqs_usage_error(PROG, "--response-bytes/--request-bytes with --transport quic: not implemented "
+                            "(QUIC attempts time the handshake only)");
+    } else if (cfg->alpn != NULL || cfg->qlog != NULL) {
+        pqs_usage_error(PROG, "--alpn and --qlog need --transport quic");
+    }
+    if (cfg->alpn == NULL)
+        cfg->alpn = "pqshake";
+    if (!pqs_alpn_wire(cfg->alpn, cfg->alpn_wire, sizeof cfg->alpn_wire, &cfg->alpn_wire_len))
+        pqs_usage_error(PROG, "bad --alpn '%s': 1..255 bytes", cfg->alpn);
+    if (cfg->qlog != NULL)
+        pqs_qlog_dir(PROG, cfg->qlog);
     if (cfg->mode == MODE_TLS12 && !groups_set)
         cfg->groups = "x25519"; /* the default hybrid does not exist in TLS 1.2 */
     if (cfg->connect_str == NULL)
@@ -938,7 +1112,7 @@ int main(int argc, char **argv)
         pqs_unload_providers();
         return rc;
     }
-    t->ctx = SSL_CTX_new_ex(NULL, pqs_propq(), TLS_client_method());
+    t->ctx = SSL_CTX_new_ex(NULL, pqs_propq(), cfg->quic ? OSSL_QUIC_client_method() : TLS_client_method());
     if (t->ctx == NULL) {
         fprintf(stderr, PROG ": SSL_CTX_new failed\n");
         return PQS_EXIT_ENV;
@@ -947,7 +1121,7 @@ int main(int argc, char **argv)
     if (cfg->mode == MODE_TLS12) {
         SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
         SSL_CTX_set_max_proto_version(ctx, TLS1_2_VERSION);
-    } else {
+    } else if (!cfg->quic) { /* QUIC contexts are TLS 1.3 by construction */
         SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
         SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION);
     }
@@ -1026,6 +1200,9 @@ int main(int argc, char **argv)
     pqs_json_header_common(&j, PROG, argc, argv);
     pqs_json_str(&j, "connect", cfg->connect_str);
     pqs_json_str(&j, "mode", mode_names[cfg->mode]);
+    pqs_json_str(&j, "transport", cfg->quic ? "quic" : "tcp");
+    pqs_json_str(&j, "alpn", cfg->quic ? cfg->alpn : NULL);
+    pqs_json_str(&j, "qlog", cfg->qlog);
     pqs_json_str(&j, "groups", cfg->groups);
     pqs_json_str(&j, "groups_configured", cfg->groups_eff);
     pqs_json_str(&j, "hrr_decoy", cfg->hrr_decoy);
@@ -1041,7 +1218,7 @@ int main(int argc, char **argv)
     pqs_json_uint(&j, "response_bytes", cfg->response_bytes);
     pqs_json_uint(&j, "early_data_bytes", cfg->mode == MODE_0RTT ? cfg->early_bytes : 0);
     pqs_json_bool(&j, "instrument", cfg->instrument);
-    pqs_json_str(&j, "close", "rst_deferred");
+    pqs_json_str(&j, "close", cfg->quic ? "quic_rapid" : "rst_deferred");
     if (cfg->instrument) {
         int ncb = 0;
         int64_t cb_ns = calibrate_callback_ns(&ncb);

@@ -151,7 +151,10 @@ def test_shipped_transports_experiment_plans(pqs):
     assert p.model.chain_depth == 2
     assert len(p.profiles) == 3 * 3 * 2
     assert len(p.cells) == 4 * 3 * 18 * 2
-    assert "estimate" in cp.stdout.lower() or "estimated" in cp.stdout.lower(), cp.stdout
+    assert "estimated duration" in cp.stdout, cp.stdout
+    assert p.summary()["cells_per_transport"] == {"tcp": 216, "quic": 216}
+    small = build_plan(REPO / "experiments/transports-small.yaml", check_stack=False)
+    assert len(small.cells) == 8 and small.summary()["cells_per_transport"] == {"tcp": 4, "quic": 4}
 
 
 class _Exp:

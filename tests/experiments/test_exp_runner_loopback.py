@@ -247,3 +247,32 @@ def test_client_auth_unknown_algorithm_names_the_field(write_exp, tmp_path):
     with pytest.raises(Exception) as e:
         runner_mod.start_run(exp, out=tmp_path / "results", quiet=True)
     assert "client_auth" in str(e.value) and "falcon-513" in str(e.value)
+
+
+def test_tcp_and_quic_cells_on_loopback_then_resume_a_quic_cell(write_exp, tmp_path, loopback):
+    """Both transports through the runner (real programs on loopback): each cell's server and
+    timer ran its transport, the tables say which, and a quic cell killed mid-run is run again
+    by resume under the same id."""
+    text = EXP.replace("profiles: [lan, rtt10]", "profiles: [lan]") + "transports: [tcp, quic]\nquic_retry: off\n"
+    path = _run(write_exp, tmp_path, loopback, text)
+    run = RunDir(path)
+    done = run.done_cells()
+    assert len(done) == 4 and all(d["status"] == "complete" for d in done.values()), done
+    assert {d["transport"] for d in done.values()} == {"tcp", "quic"}
+    quic_ids = sorted(k for k, d in done.items() if d["transport"] == "quic")
+    assert all("__quic__" in k for k in quic_ids) and all(done[k]["quic_retry"] == "off" for k in quic_ids)
+    for k, d in done.items():
+        sargv = json.loads((run.raw / k / "server.argv.json").read_text())
+        assert ("--transport" in sargv) == (d["transport"] == "quic")
+    s = load(path)
+    q = s[(s["transport"] == "quic") & ~s["warmup"]]
+    assert len(q) == 2 * 6 and q["ok"].all() and q["tcp_connect_ns"].isna().all()
+    assert not q["quic_retry"].astype(bool).any() and (q["quic_datagrams_sent"] >= 1).all()
+    srv = load(path, "server")
+    assert set(srv["transport"]) == {"tcp", "quic"}
+    (run.raw / quic_ids[0] / "DONE").unlink()
+    runner_mod.resume_run(path, quiet=True, topology_factory=loopback)
+    assert set(run.done_cells()) == set(done)
+    after = load(path)
+    assert len(after) == len(s) and not after.duplicated(["cell_id", "i"]).any()
+    assert any(p.name.startswith(f"partial-{quic_ids[0]}") for p in (path / "logs").iterdir())

@@ -1,0 +1,274 @@
+/* quic_server.c - see quic_server.h.
+ *
+ * One thread: ppoll() on the UDP socket (or until OpenSSL's next timer), SSL_handle_events on
+ * the listener (which ticks every connection of its engine), SSL_accept_connection without
+ * blocking, and SSL_do_handshake on each accepted connection that has not finished yet: an
+ * accepted connection may still be in its handshake. Its completion is stamped by the message
+ * callback when the client's Finished is processed. A connection is logged when the client
+ * closes it (or at --idle-timeout) so that the session tickets sent after the handshake can
+ * reach the client. */
+#include "quic_server.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <openssl/err.h>
+
+#include "tlsobs.h"
+
+#define MAX_CONNS 4096
+#define LOOP_MAX_WAIT_NS 50000000LL /* signal and idle checks at least every 50 ms */
+
+typedef struct qconn {
+    SSL *ssl;
+    pqs_quicobs *obs;       /* owned by ssl (ex_data) */
+    uint64_t id;
+    int64_t accepted_ns, hs_done_ns, deadline_ns;
+    bool hs_ok, done;
+    pqs_err err;
+    char msg[256];
+    int err_errno;
+    const char *stage;
+} qconn;
+
+static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen, const unsigned char *in,
+                       unsigned int inlen, void *arg)
+{
+    (void)ssl;
+    pqs_quic_server *qs = arg;
+    unsigned char *sel = NULL;
+    unsigned char sellen = 0;
+    if (SSL_select_next_proto(&sel, &sellen, qs->alpn, (unsigned)qs->alpn_len, in, inlen)
+        != OPENSSL_NPN_NEGOTIATED)
+        return SSL_TLSEXT_ERR_ALERT_FATAL; /* QUIC requires an agreed application protocol */
+    *out = sel;
+    *outlen = sellen;
+    return SSL_TLSEXT_ERR_OK;
+}
+
+/* A connection object is being created for a new client (its first Initial): attach the
+ * observer before OpenSSL processes the ClientHello. */
+static int new_pending_conn(SSL_CTX *ctx, SSL *ssl, void *arg)
+{
+    (void)ctx;
+    pqs_quic_server *qs = arg;
+    pqs_quicobs *o = malloc(sizeof *o);
+    if (o == NULL)
+        return 0;
+    pqs_quicobs_reset(o, &qs->wire);
+    if (!SSL_set_ex_data(ssl, pqs_quicobs_ex_idx(), o)) {
+        free(o);
+        return 0;
+    }
+    return 1;
+}
+
+int pqs_quic_server_ctx_setup(SSL_CTX *ctx, pqs_quic_server *qs)
+{
+    SSL_CTX_set_alpn_select_cb(ctx, alpn_select, qs);
+    SSL_CTX_set_new_pending_conn_cb(ctx, new_pending_conn, qs);
+    /* The handshake layer of each server connection inherits this callback (TLS messages);
+     * on the ClientHello it also turns on the connection's QUIC-level reports. */
+    SSL_CTX_set_msg_callback(ctx, pqs_quic_msg_cb);
+    return pqs_quicobs_ex_idx() >= 0 ? 0 : -1;
+}
+
+static void log_conn(pqs_quic_server *qs, qconn *c)
+{
+    pqs_quicobs *o = c->obs;
+    pqs_qstats st;
+    memset(&st, 0, sizeof st);
+    char peer[80] = "unknown";
+    bool bound = o != NULL && o->peer_idx >= 0;
+    if (bound) {
+        st = qs->wire.peers[o->peer_idx].st;
+        pqs_qwire_peer_str(&qs->wire, o->peer_idx, peer, sizeof peer);
+        pqs_qwire_release(&qs->wire, o->peer_idx);
+        o->peer_idx = -1;
+    }
+    pqs_tlsinfo info;
+    pqs_tlsinfo_get(c->ssl, false, &info);
+    bool ok = c->hs_ok && c->err == PQS_ERR_NONE;
+    pqs_json j;
+    pqs_json_begin(&j, "conn");
+    pqs_json_uint(&j, "conn", c->id);
+    pqs_json_int(&j, "worker", 0);
+    pqs_json_str(&j, "peer", bound ? peer : NULL);
+    pqs_json_bool(&j, "ok", ok);
+    pqs_json_str(&j, "transport", "quic");
+#define MONO(k, v) do { if ((v) != 0) pqs_json_int(&j, k, (v)); else pqs_json_null(&j, k); } while (0)
+    MONO("first_initial_mono_ns", st.first_rx_ns);
+    pqs_json_int(&j, "accepted_mono_ns", c->accepted_ns);
+    MONO("client_hello_mono_ns", o ? o->tls.client_hello_ns : 0);
+    MONO("client_hello2_mono_ns", o ? o->tls.client_hello2_ns : 0);
+    MONO("client_finished_mono_ns", o ? o->tls.peer_finished_ns : 0);
+    MONO("handshake_done_mono_ns", c->hs_done_ns);
+    pqs_json_int(&j, "closed_mono_ns", pqs_mono_ns());
+#undef MONO
+    if (c->hs_done_ns != 0 && st.first_rx_ns != 0)
+        pqs_json_int(&j, "handshake_ns", c->hs_done_ns - st.first_rx_ns);
+    else
+        pqs_json_null(&j, "handshake_ns");
+    pqs_tlsinfo_json(&j, &info);
+    pqs_json_bool(&j, "hrr", o ? o->tls.hrr : false);
+    pqs_json_uint(&j, "early_data_bytes", 0);
+    pqs_json_uint(&j, "request_bytes", 0);
+    pqs_json_uint(&j, "response_bytes", 0);
+    SSL_CONN_CLOSE_INFO ci;
+    memset(&ci, 0, sizeof ci);
+    const char *close_kind = "none";
+    if (SSL_get_conn_close_info(c->ssl, &ci, sizeof ci) == 1)
+        close_kind = (ci.flags & SSL_CONN_CLOSE_FLAG_LOCAL) ? "local" : "peer_close";
+    else if (c->err == PQS_ERR_TIMEOUT)
+        close_kind = "timeout";
+    pqs_json_str(&j, "close", close_kind);
+    if (c->err != PQS_ERR_NONE) {
+        pqs_json_str(&j, "error", pqs_err_str(c->err));
+        pqs_json_str(&j, "message", c->msg);
+        pqs_json_int(&j, "errno", c->err_errno);
+        pqs_json_str(&j, "stage", c->stage);
+    }
+    pqs_quic_json(&j, bound ? &st : NULL, o ? o->pto_count : 0, o ? o->unmatched_datagrams : 0, true);
+    pqs_json_end(&j);
+    pqs_sink_write(qs->log, &j);
+    qs->conns++;
+    if (ok)
+        qs->ok++;
+    else
+        qs->failed++;
+}
+
+static void conn_progress(pqs_quic_server *qs, qconn *c, int64_t now)
+{
+    if (!c->hs_ok && c->err == PQS_ERR_NONE) {
+        errno = 0;
+        int r = SSL_do_handshake(c->ssl);
+        if (r == 1) {
+            c->hs_ok = true;
+            /* the message callback saw the client's Finished when the engine processed it */
+            c->hs_done_ns = c->obs && c->obs->tls.peer_finished_ns ? c->obs->tls.peer_finished_ns : now;
+        } else {
+            int saved = errno;
+            int e = SSL_get_error(c->ssl, r);
+            if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) {
+                c->err = pqs_quic_classify(c->ssl, e, saved, c->obs ? &c->obs->tls : NULL, c->msg, sizeof c->msg);
+                c->stage = "handshake";
+                c->done = true;
+            }
+        }
+    }
+    SSL_CONN_CLOSE_INFO ci;
+    if (!c->done && SSL_get_conn_close_info(c->ssl, &ci, sizeof ci) == 1) {
+        c->done = true;
+        if (!c->hs_ok && c->err == PQS_ERR_NONE) {
+            c->err = pqs_quic_classify(c->ssl, SSL_ERROR_SSL, 0, c->obs ? &c->obs->tls : NULL, c->msg, sizeof c->msg);
+            c->stage = "handshake";
+        }
+    }
+    if (!c->done && now >= c->deadline_ns) {
+        c->done = true;
+        if (!c->hs_ok) {
+            c->err = PQS_ERR_TIMEOUT;
+            c->stage = "handshake";
+            snprintf(c->msg, sizeof c->msg, "idle timeout during the handshake");
+        }
+    }
+    if (c->done) {
+        log_conn(qs, c);
+        SSL_shutdown_ex(c->ssl, SSL_SHUTDOWN_FLAG_RAPID, NULL, 0);
+        SSL_free(c->ssl);
+        c->ssl = NULL;
+        ERR_clear_error();
+    }
+}
+
+int pqs_quic_server_run(pqs_quic_server *qs, char *why, size_t whylen)
+{
+    qconn *conns = calloc(MAX_CONNS, sizeof *conns);
+    BIO *dg = BIO_new_dgram(qs->fd, BIO_NOCLOSE);
+    BIO *b = pqs_qwire_bio(&qs->wire, dg);
+    qs->wire.server = true;
+    SSL *l = SSL_new_listener(qs->ctx, qs->retry ? 0 : SSL_LISTENER_FLAG_NO_VALIDATE);
+    if (conns == NULL || b == NULL || l == NULL) {
+        snprintf(why, whylen, "cannot create the QUIC listener");
+        free(conns);
+        SSL_free(l);
+        BIO_free_all(b ? b : dg);
+        return -1;
+    }
+    SSL_set_bio(l, b, b);
+    if (!SSL_set_blocking_mode(l, 0) || !SSL_listen(l)) {
+        unsigned long e = ERR_get_error();
+        snprintf(why, whylen, "cannot start the QUIC listener: %s", e ? ERR_reason_error_string(e) : "?");
+        free(conns);
+        SSL_free(l);
+        return -1;
+    }
+    size_t n = 0;
+    uint64_t seq = 0;
+    struct timespec zero = {0, 0};
+    for (;;) {
+        int sig = sigtimedwait(qs->sigs, NULL, &zero);
+        if (sig > 0) {
+            qs->signal = sig;
+            break;
+        }
+        SSL_handle_events(l);
+        int64_t now = pqs_mono_ns();
+        while (n < MAX_CONNS) {
+            SSL *c = SSL_accept_connection(l, SSL_ACCEPT_CONNECTION_NO_BLOCK);
+            if (c == NULL)
+                break;
+            qconn *q = &conns[n++];
+            memset(q, 0, sizeof *q);
+            q->ssl = c;
+            q->id = seq++;
+            q->accepted_ns = pqs_mono_ns();
+            q->deadline_ns = q->accepted_ns + qs->idle_timeout_ns;
+            q->obs = SSL_get_ex_data(c, pqs_quicobs_ex_idx());
+            SSL_set_blocking_mode(c, 0);
+        }
+        ERR_clear_error();
+        now = pqs_mono_ns();
+        for (size_t k = 0; k < n;) {
+            conn_progress(qs, &conns[k], now);
+            if (conns[k].ssl == NULL)
+                conns[k] = conns[--n];
+            else
+                k++;
+        }
+        /* sleep until a datagram arrives or OpenSSL's next timer (PTO, idle, ...) */
+        int64_t left = LOOP_MAX_WAIT_NS;
+        struct timeval tv;
+        int inf = 1;
+        if (SSL_get_event_timeout(l, &tv, &inf) && !inf) {
+            int64_t t = (int64_t)tv.tv_sec * 1000000000LL + (int64_t)tv.tv_usec * 1000;
+            if (t < left)
+                left = t;
+        }
+        if (left > 0) {
+            struct timespec ts = {.tv_sec = left / 1000000000LL, .tv_nsec = left % 1000000000LL};
+            struct pollfd p = {.fd = qs->fd, .events = POLLIN};
+            if (SSL_net_write_desired(l))
+                p.events |= POLLOUT;
+            ppoll(&p, 1, &ts, NULL);
+        }
+    }
+    /* stopping: log what is still open as it stands */
+    for (size_t k = 0; k < n; k++) {
+        conns[k].done = true;
+        if (!conns[k].hs_ok && conns[k].err == PQS_ERR_NONE) {
+            conns[k].err = PQS_ERR_TIMEOUT;
+            conns[k].stage = "handshake";
+            snprintf(conns[k].msg, sizeof conns[k].msg, "server stopped during the handshake");
+        }
+        conn_progress(qs, &conns[k], pqs_mono_ns());
+    }
+    SSL_free(l);
+    free(conns);
+    ERR_clear_error();
+    return 0;
+}

@@ -1,0 +1,487 @@
+/* quicobs.c - see quicobs.h. */
+#include "quicobs.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/err.h>
+
+/* ---------------- filter BIO ---------------- */
+
+static BIO_METHOD *qwire_method;
+static pthread_once_t qwire_once = PTHREAD_ONCE_INIT;
+
+/* The entry for a datagram's peer: the client has one peer (its socket is connected); the
+ * server one per client address, a new one when an address reappears with a new Initial
+ * after its previous connection was released. Full table: the least recently active entry is
+ * reused (its counts are lost, which only a server with > PQS_QWIRE_PEERS live clients sees). */
+static int qwire_peer(pqs_qwire *w, const BIO_ADDR *addr, bool create)
+{
+    if (!w->server) {
+        w->peers[0].used = true;
+        return 0;
+    }
+    if (addr == NULL)
+        return -1;
+    unsigned char raw[16];
+    size_t rl = 0;
+    if (!BIO_ADDR_rawaddress(addr, NULL, &rl) || rl > sizeof raw || !BIO_ADDR_rawaddress(addr, raw, &rl))
+        return -1;
+    int fam = BIO_ADDR_family(addr);
+    unsigned port = ntohs(BIO_ADDR_rawport(addr));
+    int free_i = -1, old_i = -1;
+    for (int i = 0; i < PQS_QWIRE_PEERS; i++) {
+        pqs_qpeer *p = &w->peers[i];
+        if (!p->used) {
+            if (free_i < 0)
+                free_i = i;
+            continue;
+        }
+        if (p->family == fam && p->port == port && p->addr_len == rl && memcmp(p->addr, raw, rl) == 0)
+            return i;
+        if (old_i < 0 || p->last_ns < w->peers[old_i].last_ns)
+            old_i = i;
+    }
+    if (!create)
+        return -1;
+    int i = free_i >= 0 ? free_i : old_i;
+    pqs_qpeer *p = &w->peers[i];
+    memset(p, 0, sizeof *p);
+    p->used = true;
+    p->family = fam;
+    p->port = port;
+    p->addr_len = rl;
+    memcpy(p->addr, raw, rl);
+    return i;
+}
+
+static void qwire_account(pqs_qwire *w, BIO_MSG *m, bool tx, int64_t now)
+{
+    pqs_qdgram d;
+    pqs_quic_dgram_parse(m->data, m->data_len, &d);
+    int i = qwire_peer(w, m->peer, !tx && (d.types & (1u << PQS_QPKT_INITIAL)));
+    if (i < 0)
+        return;
+    pqs_qpeer *p = &w->peers[i];
+    pqs_qstats *s = &p->st;
+    p->last_ns = now;
+    if (tx) {
+        s->dgrams_tx++;
+        s->bytes_tx += m->data_len;
+        if (!s->validated)
+            s->tx_before_val += m->data_len;
+        else if (d.types & (1u << PQS_QPKT_HANDSHAKE))
+            s->hs_dgrams_tx_after_val++;
+        if (w->server && (d.types & (1u << PQS_QPKT_RETRY)))
+            s->retry = true;
+        return;
+    }
+    if (w->server && d.have_dcid && (d.types & (1u << PQS_QPKT_INITIAL))) {
+        /* an Initial from an address whose connection was already validated, with another
+         * DCID: a new connection from a reused address; counts restart (a Retry changes the
+         * DCID too, but before validation) */
+        if (p->have_odcid && p->st.validated
+            && (p->odcid_len != d.dcid_len || memcmp(p->odcid, d.dcid, d.dcid_len) != 0)) {
+            pqs_qpeer keep = *p;
+            memset(p, 0, sizeof *p);
+            p->used = true;
+            p->family = keep.family;
+            p->port = keep.port;
+            p->addr_len = keep.addr_len;
+            memcpy(p->addr, keep.addr, keep.addr_len);
+            p->last_ns = now;
+        }
+        if (!p->have_odcid) {
+            memcpy(p->odcid, d.dcid, d.dcid_len);
+            p->odcid_len = d.dcid_len;
+            p->have_odcid = true;
+        }
+    }
+    if (s->first_rx_ns == 0)
+        s->first_rx_ns = now;
+    s->dgrams_rx++;
+    s->bytes_rx += m->data_len;
+    if (!w->server && (d.types & (1u << PQS_QPKT_RETRY)))
+        s->retry = true;
+    if (!s->validated) {
+        if (w->server && (d.types & (1u << PQS_QPKT_HANDSHAKE))) {
+            /* RFC 9000 8.1: a Handshake packet from the client validates its address */
+            s->validated = true;
+            s->validated_ns = now;
+        } else {
+            s->rx_before_val += m->data_len;
+        }
+    }
+}
+
+static int qwire_sendmmsg(BIO *b, BIO_MSG *msg, size_t stride, size_t num, uint64_t flags, size_t *done)
+{
+    BIO *next = BIO_next(b);
+    BIO_clear_retry_flags(b);
+    int r = BIO_sendmmsg(next, msg, stride, num, flags, done);
+    BIO_copy_next_retry(b);
+    if (r) {
+        int64_t now = pqs_mono_ns();
+        for (size_t k = 0; k < *done; k++)
+            qwire_account(BIO_get_data(b), (BIO_MSG *)((char *)msg + k * stride), true, now);
+    }
+    return r;
+}
+
+static int qwire_recvmmsg(BIO *b, BIO_MSG *msg, size_t stride, size_t num, uint64_t flags, size_t *done)
+{
+    BIO *next = BIO_next(b);
+    BIO_clear_retry_flags(b);
+    int r = BIO_recvmmsg(next, msg, stride, num, flags, done);
+    BIO_copy_next_retry(b);
+    if (r) {
+        int64_t now = pqs_mono_ns();
+        for (size_t k = 0; k < *done; k++)
+            qwire_account(BIO_get_data(b), (BIO_MSG *)((char *)msg + k * stride), false, now);
+    }
+    return r;
+}
+
+static long qwire_ctrl(BIO *b, int cmd, long larg, void *parg)
+{
+    BIO *next = BIO_next(b);
+    if (next == NULL)
+        return 0;
+    return BIO_ctrl(next, cmd, larg, parg); /* capabilities, poll descriptors, MTU: the socket's */
+}
+
+static int qwire_create(BIO *b)
+{
+    BIO_set_init(b, 1);
+    return 1;
+}
+
+static void qwire_make_method(void)
+{
+    BIO_METHOD *m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_FILTER, "pqs-qwire");
+    if (m == NULL)
+        return;
+    if (!BIO_meth_set_sendmmsg(m, qwire_sendmmsg) || !BIO_meth_set_recvmmsg(m, qwire_recvmmsg)
+        || !BIO_meth_set_ctrl(m, qwire_ctrl) || !BIO_meth_set_create(m, qwire_create)) {
+        BIO_meth_free(m);
+        return;
+    }
+    qwire_method = m;
+}
+
+BIO *pqs_qwire_bio(pqs_qwire *w, BIO *next)
+{
+    pthread_once(&qwire_once, qwire_make_method);
+    if (qwire_method == NULL || next == NULL)
+        return NULL;
+    BIO *b = BIO_new(qwire_method);
+    if (b == NULL)
+        return NULL;
+    BIO_set_data(b, w);
+    BIO_push(b, next);
+    return b;
+}
+
+int pqs_qwire_find_odcid(pqs_qwire *w, const uint8_t *cid, size_t cid_len)
+{
+    for (int i = 0; i < PQS_QWIRE_PEERS; i++) {
+        pqs_qpeer *p = &w->peers[i];
+        if (p->used && !p->bound && p->have_odcid && p->odcid_len == cid_len && memcmp(p->odcid, cid, cid_len) == 0)
+            return i;
+    }
+    return -1;
+}
+
+void pqs_qwire_release(pqs_qwire *w, int idx)
+{
+    if (idx >= 0 && idx < PQS_QWIRE_PEERS)
+        memset(&w->peers[idx], 0, sizeof w->peers[idx]);
+}
+
+void pqs_qwire_peer_str(const pqs_qwire *w, int idx, char *buf, size_t n)
+{
+    const pqs_qpeer *p = &w->peers[idx];
+    char a[INET6_ADDRSTRLEN] = "?";
+    inet_ntop(p->family == AF_INET6 ? AF_INET6 : AF_INET, p->addr, a, sizeof a);
+    snprintf(buf, n, p->family == AF_INET6 ? "[%s]:%u" : "%s:%u", a, p->port);
+}
+
+int pqs_qstats_amplification_limited(const pqs_qstats *s)
+{
+    if (s->retry || !s->validated)
+        return -1;
+    /* Held at the budget: what went out before validation reached the last full datagram
+     * under 3x what came in, and Handshake data was still sent after validation. */
+    uint64_t budget = 3 * s->rx_before_val;
+    bool at_budget = s->tx_before_val + 1200 > budget;
+    return at_budget && s->hs_dgrams_tx_after_val > 0;
+}
+
+/* ---------------- message callback ---------------- */
+
+static int ex_idx = -1;
+static pthread_once_t ex_once = PTHREAD_ONCE_INIT;
+
+/* Server connections own their observer through ex_data (OpenSSL may free a connection that
+ * was never accepted); client attempts pass theirs as the callback arg and set no ex_data. */
+static void ex_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl, void *argp)
+{
+    (void)parent, (void)ad, (void)idx, (void)argl, (void)argp;
+    free(ptr);
+}
+
+static void make_ex_idx(void)
+{
+    ex_idx = SSL_get_ex_new_index(0, "pqs_quicobs", NULL, NULL, ex_free);
+}
+
+int pqs_quicobs_ex_idx(void)
+{
+    pthread_once(&ex_once, make_ex_idx);
+    return ex_idx;
+}
+
+void pqs_quicobs_reset(pqs_quicobs *o, pqs_qwire *wire)
+{
+    memset(o, 0, sizeof *o);
+    pqs_tlsobs_reset(&o->tls);
+    o->wire = wire;
+    o->peer_idx = -1;
+}
+
+/* Assigns the non-PADDING frames pend[f..] to packets hdr[h..]: each packet's frames add up
+ * to its payload, or to its payload minus the datagram's PADDING bytes for the one packet
+ * that carries them (OpenSSL reports PADDING last, whichever packet it pads). A short header
+ * packet takes the rest. owner[k] receives the packet index of frame k. Tiny search: at most
+ * 4 packets per datagram. */
+static bool assign_frames(const pqs_quicobs *o, int h, int f, uint64_t padding, bool pad_free, int *owner)
+{
+    while (f < o->npend && o->pend[f].padding)
+        f++;
+    if (h == o->nhdr)
+        return f == o->npend;
+    if (o->hdr[h].payload < 0 || h == o->nhdr - 1) {
+        for (int k = f; k < o->npend; k++)
+            owner[k] = h;
+        if (o->hdr[h].payload < 0)
+            return true;
+        uint64_t sum = 0;
+        for (int k = f; k < o->npend; k++)
+            if (!o->pend[k].padding)
+                sum += o->pend[k].size;
+        return sum == (uint64_t)o->hdr[h].payload || (pad_free && sum + padding == (uint64_t)o->hdr[h].payload);
+    }
+    uint64_t room = (uint64_t)o->hdr[h].payload, sum = 0;
+    for (int k = f;; k++) {
+        if (sum == room && assign_frames(o, h + 1, k, padding, pad_free, owner))
+            return true;
+        if (pad_free && sum + padding == room && assign_frames(o, h + 1, k, padding, false, owner))
+            return true;
+        if (k >= o->npend || sum > room)
+            return false;
+        if (o->pend[k].padding)
+            continue;
+        owner[k] = h;
+        sum = o->pend[k].size > UINT64_MAX - sum ? UINT64_MAX : sum + o->pend[k].size;
+    }
+}
+
+/* One datagram has been built: OpenSSL reports the frames of all its packets, then their
+ * headers (then, when the batch is flushed, one DATAGRAM report per datagram). Counts the
+ * packets that carried CRYPTO data below what was already sent in their packet number space
+ * (a retransmission) or a PING (a probe with nothing to re-send). Frames of a packet that was
+ * built and then abandoned (e.g. blocked by congestion control) were reported without a
+ * header: the longest suffix of the frames that adds up to the headers is used. If none
+ * does, the datagram is not counted (unmatched_datagrams). */
+static void tx_group(pqs_quicobs *o)
+{
+    int owner[32];
+    uint64_t padding = 0;
+    for (int k = 0; k < o->npend; k++)
+        if (o->pend[k].padding)
+            padding += o->pend[k].size;
+    int start = -1;
+    for (int f = 0; !o->pend_overflow && f < o->npend; f++)
+        if (assign_frames(o, 0, f, padding, padding > 0, owner)) {
+            start = f;
+            break;
+        }
+    if (start >= 0) {
+        bool resent[4] = {false, false, false, false};
+        for (int k = start; k < o->npend; k++) {
+            if (o->pend[k].padding)
+                continue;
+            int h = owner[k], space = o->hdr[h].space;
+            if (o->pend[k].crypto) {
+                if (o->pend[k].off < o->crypto_end[space])
+                    resent[h] = true;
+                uint64_t e = o->pend[k].off + o->pend[k].len;
+                if (e > o->crypto_end[space])
+                    o->crypto_end[space] = e;
+            }
+            if (o->pend[k].ping)
+                resent[h] = true;
+        }
+        for (int h = 0; h < o->nhdr; h++)
+            o->pto_count += resent[h];
+    } else {
+        o->unmatched_datagrams++;
+    }
+    o->npend = 0;
+    o->nhdr = 0;
+    o->pend_overflow = false;
+}
+
+static void quic_msg(pqs_quicobs *o, int write_p, int version, int content_type, const void *buf, size_t len,
+                     SSL *ssl)
+{
+    const unsigned char *p = buf;
+    switch (content_type) {
+    case SSL3_RT_QUIC_DATAGRAM:
+        /* counted by the filter BIO, which also sees what precedes this callback */
+        if (write_p && o->nhdr > 0)
+            tx_group(o);
+        else if (!write_p && len >= 1 && (p[0] & 0xb0) == 0xb0)
+            o->crypto_end[0] = 0; /* Retry: the ClientHello is sent again, as new data */
+        return;
+    case SSL3_RT_QUIC_PACKET:
+        if (write_p && o->nhdr < (int)(sizeof o->hdr / sizeof o->hdr[0])
+            && pqs_quic_tx_header(p, len, &o->hdr[o->nhdr].space, &o->hdr[o->nhdr].payload))
+            o->nhdr++;
+        return;
+    case SSL3_RT_QUIC_FRAME_FULL:
+    case SSL3_RT_QUIC_FRAME_HEADER:
+    case SSL3_RT_QUIC_FRAME_PADDING:
+        if (write_p) {
+            if (o->nhdr > 0)
+                tx_group(o); /* headers were reported since: the next datagram begins */
+            if (o->npend >= (int)(sizeof o->pend / sizeof o->pend[0])) {
+                o->pend_overflow = true; /* more frames than tracked in one datagram: not counted */
+                return;
+            }
+            uint64_t size, off = 0, l = 0;
+            if (content_type == SSL3_RT_QUIC_FRAME_PADDING)
+                size = len;
+            else if (!pqs_quic_frame_extent(p, len, content_type == SSL3_RT_QUIC_FRAME_HEADER, &size))
+                return;
+            bool crypto = pqs_quic_crypto_frame(p, len, &off, &l);
+            o->pend[o->npend].size = size;
+            o->pend[o->npend].off = off;
+            o->pend[o->npend].len = l;
+            o->pend[o->npend].crypto = crypto;
+            o->pend[o->npend].ping = content_type == SSL3_RT_QUIC_FRAME_FULL && len >= 1 && p[0] == 0x01;
+            o->pend[o->npend].padding = content_type == SSL3_RT_QUIC_FRAME_PADDING;
+            o->npend++;
+        } else if (len >= 1 && p[0] == 0x1e && !o->handshake_done_rx) {
+            o->handshake_done_rx = true;
+            o->handshake_done_rx_ns = pqs_mono_ns();
+        }
+        return;
+    default:
+        break;
+    }
+    pqs_tlsobs_msg_cb(write_p, version, content_type, buf, len, ssl, &o->tls);
+    if (o->wire != NULL && o->peer_idx < 0 && write_p && content_type == SSL3_RT_HANDSHAKE && len >= 1
+        && p[0] == SSL3_MT_ENCRYPTED_EXTENSIONS) {
+        /* Server: bind to the client's filter entry by the original DCID our transport
+         * parameters repeat, and have OpenSSL report this connection's QUIC packets and frames
+         * from now on: its first flight is being written, not yet packetised. */
+        uint8_t cid[PQS_QUIC_MAX_CID];
+        size_t cl = 0;
+        if (pqs_quic_ee_odcid(p, len, cid, &cl)) {
+            o->peer_idx = pqs_qwire_find_odcid(o->wire, cid, cl);
+            if (o->peer_idx >= 0)
+                o->wire->peers[o->peer_idx].bound = true;
+        }
+        SSL_set_msg_callback(ssl, pqs_quic_msg_cb);
+    }
+}
+
+void pqs_quic_msg_cb(int write_p, int version, int content_type, const void *buf, size_t len, SSL *ssl,
+                     void *arg)
+{
+    pqs_quicobs *o = arg;
+    if (o == NULL && ssl != NULL && ex_idx >= 0)
+        o = SSL_get_ex_data(ssl, ex_idx);
+    if (o == NULL)
+        return;
+    /* its own cost, measured: the time inside (plus one clock read per call) */
+    int64_t t0 = pqs_mono_ns();
+    o->callbacks++;
+    quic_msg(o, write_p, version, content_type, buf, len, ssl);
+    o->cb_ns += pqs_mono_ns() - t0;
+}
+
+pqs_err pqs_quic_classify(SSL *ssl, int ssl_err, int saved_errno, const pqs_tlsobs *obs, char *msg,
+                          size_t msglen)
+{
+    SSL_CONN_CLOSE_INFO ci;
+    memset(&ci, 0, sizeof ci);
+    if (SSL_get_verify_result(ssl) == X509_V_OK && SSL_get_conn_close_info(ssl, &ci, sizeof ci) == 1
+        && (obs == NULL || (obs->alert_received < 0 && obs->alert_sent < 0))) {
+        ERR_clear_error();
+        const char *who = (ci.flags & SSL_CONN_CLOSE_FLAG_LOCAL) ? "closed locally" : "peer closed";
+        int rl = ci.reason_len > 120 ? 120 : (int)ci.reason_len;
+        if ((ci.flags & SSL_CONN_CLOSE_FLAG_TRANSPORT) && ci.error_code >= 0x100 && ci.error_code <= 0x1ff) {
+            /* RFC 9001 4.8: a TLS alert travels as CRYPTO_ERROR 0x100 + alert */
+            int alert = (int)(ci.error_code - 0x100);
+            snprintf(msg, msglen, "%s: TLS alert %s (%d)%s%.*s", who, SSL_alert_desc_string_long(alert), alert,
+                     rl ? ": " : "", rl, ci.reason ? ci.reason : "");
+            return PQS_ERR_HANDSHAKE_ALERT;
+        }
+        if ((ci.flags & SSL_CONN_CLOSE_FLAG_LOCAL) && ci.error_code == 0 && rl == 0) {
+            snprintf(msg, msglen, "idle timeout (no packets from the peer)");
+            return PQS_ERR_TIMEOUT;
+        }
+        snprintf(msg, msglen, "%s: %s error 0x%llx%s%.*s", who,
+                 (ci.flags & SSL_CONN_CLOSE_FLAG_TRANSPORT) ? "transport" : "application",
+                 (unsigned long long)ci.error_code, rl ? ": " : "", rl, ci.reason ? ci.reason : "");
+        return PQS_ERR_QUIC_CLOSED;
+    }
+    return pqs_tls_classify(ssl, ssl_err, saved_errno, obs, msg, msglen);
+}
+
+void pqs_quic_json(pqs_json *j, const pqs_qstats *s, int pto_count, int unmatched, bool server)
+{
+    pqs_json_key(j, "quic");
+    pqs_json_raw(j, "{");
+    bool save = j->first;
+    j->first = true;
+    if (s == NULL) {
+        /* server connection that failed before its EncryptedExtensions: not bound to a peer */
+        pqs_json_null(j, "retry_sent");
+        pqs_json_null(j, "datagrams_sent");
+        pqs_json_null(j, "datagrams_received");
+        pqs_json_null(j, "bytes_sent");
+        pqs_json_null(j, "bytes_received");
+        pqs_json_int(j, "pto_count", pto_count);
+        pqs_json_int(j, "pto_unmatched_datagrams", unmatched);
+        pqs_json_null(j, "amplification_limited");
+        pqs_json_raw(j, "}");
+        j->first = save;
+        return;
+    }
+    pqs_json_bool(j, server ? "retry_sent" : "retry", s->retry);
+    pqs_json_uint(j, "datagrams_sent", s->dgrams_tx);
+    pqs_json_uint(j, "datagrams_received", s->dgrams_rx);
+    pqs_json_uint(j, "bytes_sent", s->bytes_tx);
+    pqs_json_uint(j, "bytes_received", s->bytes_rx);
+    pqs_json_int(j, "pto_count", pto_count);
+    pqs_json_int(j, "pto_unmatched_datagrams", unmatched);
+    if (server) {
+        int al = pqs_qstats_amplification_limited(s);
+        if (al < 0)
+            pqs_json_null(j, "amplification_limited");
+        else
+            pqs_json_bool(j, "amplification_limited", al == 1);
+        pqs_json_uint(j, "bytes_sent_before_validation", s->tx_before_val);
+        pqs_json_uint(j, "bytes_received_before_validation", s->rx_before_val);
+    } else {
+        pqs_json_null(j, "packets_lost"); /* OpenSSL 3.5 exposes no loss count */
+    }
+    pqs_json_raw(j, "}");
+    j->first = save;
+}
