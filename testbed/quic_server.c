@@ -157,10 +157,11 @@ static void log_conn(pqs_quic_server *qs, qconn *c)
  * or the stream's end), then write the response and end the stream. */
 static void conn_request(pqs_quic_server *qs, qconn *c)
 {
-    static unsigned char buf[16384]; /* one thread: a shared scratch buffer */
+    unsigned char *buf = qs->iobuf;
+    const size_t bufsize = sizeof qs->iobuf;
     while (c->phase == 0) {
         size_t rd = 0;
-        int r = SSL_read_ex(c->ssl, buf, sizeof buf, &rd);
+        int r = SSL_read_ex(c->ssl, buf, bufsize, &rd);
         bool fin = false;
         if (r == 1) {
             if (c->first_app_ns == 0)
@@ -187,11 +188,11 @@ static void conn_request(pqs_quic_server *qs, qconn *c)
         }
     }
     if (c->phase == 1) {
-        memset(buf, 'x', sizeof buf);
+        memset(buf, 'x', bufsize);
         while (c->response_bytes < c->response_want) {
             uint64_t left = c->response_want - c->response_bytes;
             size_t wr = 0;
-            if (SSL_write_ex(c->ssl, buf, left < sizeof buf ? (size_t)left : sizeof buf, &wr) != 1) {
+            if (SSL_write_ex(c->ssl, buf, left < bufsize ? (size_t)left : bufsize, &wr) != 1) {
                 ERR_clear_error();
                 return; /* flow control / congestion: again on the next round */
             }

@@ -29,6 +29,7 @@ typedef struct pqs_quic_server {
     uint64_t conns, ok, failed;
     /* state */
     pqs_qwire wire;
+    unsigned char iobuf[16384]; /* request reads and response writes (one thread) */
 } pqs_quic_server;
 
 /* Context settings the listener needs before any connection exists: ALPN selection, the

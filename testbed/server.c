@@ -3,7 +3,10 @@
  * A fixed pool of worker threads each blocks in accept() on the shared listening socket and
  * serves one connection at a time with blocking I/O bounded by --idle-timeout. The main
  * thread waits for SIGTERM/SIGINT, then wakes every worker (shutdown() of the listening
- * socket and of active connections), joins them, writes the summary and flushes the log. */
+ * socket and of active connections), joins them, writes the summary and flushes the log.
+ * With --transport quic the main thread runs OpenSSL's QUIC listener on a UDP socket instead
+ * (quic_server.c) until the signal; everything before the listener (arguments, context,
+ * certificates, ready line) is shared. */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>

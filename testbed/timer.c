@@ -4,7 +4,9 @@
  * starts), t0 = CLOCK_MONOTONIC just before connect(), handshake_ns ends when SSL_connect
  * returns. Everything else (request/response, ticket wait, TCP_INFO, JSON) happens after.
  * Close: SO_LINGER {1,0} -> RST (no close_notify), so no TIME_WAIT is left on either side,
- * deferred until the next attempt's measured interval has ended (see close_deferred). */
+ * deferred until the next attempt's measured interval has ended (see close_deferred).
+ * With --transport quic an attempt is run_attempt_quic (QUIC steps in quic_client.c); the
+ * configuration, modes' checks, JSON lines and summary are shared. */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
