@@ -416,3 +416,24 @@ void pqs_qlog_dir(const char *prog, const char *dir)
     setenv("QLOGDIR", dir, 1);
     setenv("OSSL_QFILTER", "*", 0);
 }
+
+bool pqs_parse_request_header(const unsigned char *buf, size_t n, int64_t *req_len, int64_t *resp_len)
+{
+    char line[PQS_MAX_REQUEST_HEADER + 1];
+    size_t k = 0;
+    while (k < n && k < PQS_MAX_REQUEST_HEADER && buf[k] != '\n') {
+        line[k] = (char)buf[k];
+        k++;
+    }
+    if (k >= n || buf[k] != '\n')
+        return false;
+    line[k] = '\0';
+    unsigned long long a, b;
+    char tail;
+    if (sscanf(line, "PQS %llu %llu%c", &a, &b, &tail) != 2)
+        return false;
+    *req_len = (int64_t)a;
+    *resp_len = (int64_t)b;
+    return true;
+}
+

@@ -103,6 +103,11 @@ bool pqs_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 /* Parses a duration: "500ms", "2s", "1.5s", "250us", bare number = milliseconds. */
 bool pqs_parse_duration_ns(const char *s, int64_t *out_ns);
 
+/* The request protocol (testbed/README.md): "PQS <request_len> <response_len>\n" at the start
+ * of the client's first data. True, with both lengths, if buf[0..n) starts with a full header. */
+#define PQS_MAX_REQUEST_HEADER 64
+bool pqs_parse_request_header(const unsigned char *buf, size_t n, int64_t *req_len, int64_t *resp_len);
+
 /* --transport tcp|quic: true for quic; a usage error (exit 2) otherwise. */
 bool pqs_parse_transport(const char *prog, const char *s);
 /* --qlog DIR: DIR must be a writable directory; sets QLOGDIR (and, unless already set,

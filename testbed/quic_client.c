@@ -62,6 +62,7 @@ SSL *pqs_quic_client_new(SSL_CTX *ctx, const pqs_addr *peer, const unsigned char
     SSL_set_bio(ssl, b, b);
     b = NULL;
     dg = NULL;
+    SSL_set_mode(ssl, SSL_MODE_ENABLE_PARTIAL_WRITE);
     if (!SSL_set_blocking_mode(ssl, 0) || !SSL_set1_initial_peer_addr(ssl, addr)
         || SSL_set_alpn_protos(ssl, alpn, (unsigned)alpn_len) != 0) {
         snprintf(why, whylen, "QUIC connection setup (peer address / ALPN) failed");
@@ -82,8 +83,7 @@ err:
     return NULL;
 }
 
-/* Sleeps until the socket is readable, OpenSSL's next timer, or until (absolute). */
-static void wait_event(SSL *ssl, int fd, int64_t until)
+void pqs_quic_client_wait(SSL *ssl, int fd, int64_t until)
 {
     int64_t left = until - pqs_mono_ns();
     struct timeval tv;
@@ -117,7 +117,7 @@ int pqs_quic_client_connect(SSL *ssl, int fd, int64_t deadline, int *ret, int *s
         }
         if (pqs_mono_ns() >= deadline)
             return 0;
-        wait_event(ssl, fd, deadline);
+        pqs_quic_client_wait(ssl, fd, deadline);
     }
 }
 
@@ -127,7 +127,7 @@ void pqs_quic_client_run(SSL *ssl, int fd, int64_t until, bool (*done)(void *), 
         SSL_handle_events(ssl);
         if ((done != NULL && done(arg)) || pqs_mono_ns() >= until)
             break;
-        wait_event(ssl, fd, until);
+        pqs_quic_client_wait(ssl, fd, until);
     }
     ERR_clear_error();
 }

@@ -23,6 +23,9 @@ SSL *pqs_quic_client_new(SSL_CTX *ctx, const pqs_addr *peer, const unsigned char
  * ppoll() on the socket until readable or OpenSSL's next timer (PTO, ...). */
 int pqs_quic_client_connect(SSL *ssl, int fd, int64_t deadline, int *ret, int *saved_errno);
 
+/* Sleeps until the socket is readable, OpenSSL's next timer, or until (absolute). */
+void pqs_quic_client_wait(SSL *ssl, int fd, int64_t until);
+
 /* Lets the connection process incoming packets until done(arg) or until. */
 void pqs_quic_client_run(SSL *ssl, int fd, int64_t until, bool (*done)(void *), void *arg);
 

@@ -28,6 +28,14 @@ typedef struct qconn {
     uint64_t id;
     int64_t accepted_ns, hs_done_ns, deadline_ns;
     bool hs_ok, done;
+    /* request protocol on the client's stream: 0 reading, 1 answering, 2 answered */
+    int phase;
+    unsigned char hdr[PQS_MAX_REQUEST_HEADER + 1];
+    size_t hdr_len;
+    bool have_header;
+    int64_t req_len, resp_len;
+    uint64_t request_bytes, response_bytes, response_want;
+    int64_t first_app_ns, request_done_ns, response_done_ns;
     pqs_err err;
     char msg[256];
     int err_errno;
@@ -107,16 +115,18 @@ static void log_conn(pqs_quic_server *qs, qconn *c)
     MONO("client_finished_mono_ns", o ? o->tls.peer_finished_ns : 0);
     MONO("handshake_done_mono_ns", c->hs_done_ns);
     pqs_json_int(&j, "closed_mono_ns", pqs_mono_ns());
-#undef MONO
     if (c->hs_done_ns != 0 && st.first_rx_ns != 0)
         pqs_json_int(&j, "handshake_ns", c->hs_done_ns - st.first_rx_ns);
     else
         pqs_json_null(&j, "handshake_ns");
     pqs_tlsinfo_json(&j, &info);
     pqs_json_bool(&j, "hrr", o ? o->tls.hrr : false);
+    MONO("first_app_byte_mono_ns", c->first_app_ns);
+    MONO("request_done_mono_ns", c->request_done_ns);
+    MONO("response_done_mono_ns", c->response_done_ns);
     pqs_json_uint(&j, "early_data_bytes", 0);
-    pqs_json_uint(&j, "request_bytes", 0);
-    pqs_json_uint(&j, "response_bytes", 0);
+    pqs_json_uint(&j, "request_bytes", c->request_bytes);
+    pqs_json_uint(&j, "response_bytes", c->response_bytes);
     SSL_CONN_CLOSE_INFO ci;
     memset(&ci, 0, sizeof ci);
     const char *close_kind = "none";
@@ -131,6 +141,7 @@ static void log_conn(pqs_quic_server *qs, qconn *c)
         pqs_json_int(&j, "errno", c->err_errno);
         pqs_json_str(&j, "stage", c->stage);
     }
+#undef MONO
     pqs_quic_json(&j, bound ? &st : NULL, o ? o->pto_count : 0, o ? o->unmatched_datagrams : 0, true);
     pqs_json_end(&j);
     pqs_sink_write(qs->log, &j);
@@ -139,6 +150,61 @@ static void log_conn(pqs_quic_server *qs, qconn *c)
         qs->ok++;
     else
         qs->failed++;
+}
+
+/* The request protocol on the client's first bidirectional stream (the connection's default
+ * stream), without blocking: read the request (up to its header's length, or its first data,
+ * or the stream's end), then write the response and end the stream. */
+static void conn_request(pqs_quic_server *qs, qconn *c)
+{
+    unsigned char *buf = qs->iobuf;
+    const size_t bufsize = sizeof qs->iobuf;
+    while (c->phase == 0) {
+        size_t rd = 0;
+        int r = SSL_read_ex(c->ssl, buf, bufsize, &rd);
+        bool fin = false;
+        if (r == 1) {
+            if (c->first_app_ns == 0)
+                c->first_app_ns = pqs_mono_ns();
+            c->request_bytes += rd;
+            size_t room = sizeof c->hdr - 1 - c->hdr_len, take = rd < room ? rd : room;
+            memcpy(c->hdr + c->hdr_len, buf, take);
+            c->hdr_len += take;
+            if (!c->have_header)
+                c->have_header = pqs_parse_request_header(c->hdr, c->hdr_len, &c->req_len, &c->resp_len);
+        } else {
+            int e = SSL_get_error(c->ssl, r);
+            ERR_clear_error();
+            if (e != SSL_ERROR_ZERO_RETURN || c->request_bytes == 0)
+                return; /* nothing (yet); a closed connection is noticed by the caller */
+            fin = true;
+        }
+        bool complete = fin || (c->have_header ? (int64_t)c->request_bytes >= c->req_len
+                                               : c->hdr_len >= sizeof c->hdr - 1 || memchr(c->hdr, '\n', c->hdr_len));
+        if (complete) {
+            c->request_done_ns = pqs_mono_ns();
+            c->response_want = c->have_header && c->resp_len >= 0 ? (uint64_t)c->resp_len : qs->response_bytes;
+            c->phase = 1;
+        }
+    }
+    if (c->phase == 1) {
+        memset(buf, 'x', bufsize);
+        while (c->response_bytes < c->response_want) {
+            uint64_t left = c->response_want - c->response_bytes;
+            size_t wr = 0;
+            if (SSL_write_ex(c->ssl, buf, left < bufsize ? (size_t)left : bufsize, &wr) != 1) {
+                ERR_clear_error();
+                return; /* flow control / congestion: again on the next round */
+            }
+            c->response_bytes += wr;
+        }
+        if (SSL_stream_conclude(c->ssl, 0) != 1) {
+            ERR_clear_error();
+            return;
+        }
+        c->response_done_ns = pqs_mono_ns();
+        c->phase = 2;
+    }
 }
 
 static void conn_progress(pqs_quic_server *qs, qconn *c, int64_t now)
@@ -160,6 +226,8 @@ static void conn_progress(pqs_quic_server *qs, qconn *c, int64_t now)
             }
         }
     }
+    if (c->hs_ok && !c->done && c->phase < 2)
+        conn_request(qs, c);
     SSL_CONN_CLOSE_INFO ci;
     if (!c->done && SSL_get_conn_close_info(c->ssl, &ci, sizeof ci) == 1) {
         c->done = true;
@@ -230,6 +298,8 @@ int pqs_quic_server_run(pqs_quic_server *qs, char *why, size_t whylen)
             q->deadline_ns = q->accepted_ns + qs->idle_timeout_ns;
             q->obs = SSL_get_ex_data(c, pqs_quicobs_ex_idx());
             SSL_set_blocking_mode(c, 0);
+            /* a response larger than one write goes out in pieces between ticks */
+            SSL_set_mode(c, SSL_MODE_ENABLE_PARTIAL_WRITE);
         }
         ERR_clear_error();
         now = pqs_mono_ns();

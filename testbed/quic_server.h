@@ -1,7 +1,7 @@
 /* quic_server.h - pqs-server's QUIC listener (OpenSSL's own QUIC server). Configuration,
  * certificates, groups, the log and the ready line are server.c's; this file holds only what
- * is QUIC-specific: the event loop over one UDP socket, per-connection observation, and the
- * QUIC "conn" lines. */
+ * is QUIC-specific: the event loop over one UDP socket, per-connection observation, the request
+ * protocol on the client's first bidirectional stream, and the QUIC "conn" lines. */
 #ifndef PQS_QUIC_SERVER_H
 #define PQS_QUIC_SERVER_H
 
@@ -23,11 +23,13 @@ typedef struct pqs_quic_server {
     const unsigned char *alpn; /* wire form, one protocol */
     size_t alpn_len;
     const sigset_t *sigs;      /* blocked; the loop returns when one is pending */
+    uint64_t response_bytes;   /* answer to a request without a header (--response-bytes) */
     /* out */
     int signal;
     uint64_t conns, ok, failed;
     /* state */
     pqs_qwire wire;
+    unsigned char iobuf[16384]; /* request reads and response writes (one thread) */
 } pqs_quic_server;
 
 /* Context settings the listener needs before any connection exists: ALPN selection, the

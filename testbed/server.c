@@ -3,7 +3,10 @@
  * A fixed pool of worker threads each blocks in accept() on the shared listening socket and
  * serves one connection at a time with blocking I/O bounded by --idle-timeout. The main
  * thread waits for SIGTERM/SIGINT, then wakes every worker (shutdown() of the listening
- * socket and of active connections), joins them, writes the summary and flushes the log. */
+ * socket and of active connections), joins them, writes the summary and flushes the log.
+ * With --transport quic the main thread runs OpenSSL's QUIC listener on a UDP socket instead
+ * (quic_server.c) until the signal; everything before the listener (arguments, context,
+ * certificates, ready line) is shared. */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -33,7 +36,6 @@
 #define PROG "pqs-server"
 #define MAX_THREADS 256
 #define IO_CHUNK 16384
-#define MAX_REQUEST_HEADER 64
 
 typedef struct server_cfg {
     pqs_addr listen;
@@ -121,7 +123,8 @@ static void usage(FILE *f)
 "  --backlog N            listen backlog (default 1024)\n"
 "  --idle-timeout DUR     per-connection I/O timeout, e.g. 10s, 500ms (default 10s)\n"
 "  --transport T          tcp (default) or quic: OpenSSL's QUIC server on UDP at the same\n"
-"                         --listen address (TLS 1.3 only, no 0-RTT, handshake only, one thread)\n"
+"                         --listen address (TLS 1.3 only, no 0-RTT, one thread; the request\n"
+"                         protocol on the client's first bidirectional stream)\n"
 "  --quic-retry on|off    QUIC address validation with a Retry round trip (default on,\n"
 "                         OpenSSL's default; off = SSL_LISTENER_FLAG_NO_VALIDATE)\n"
 "  --alpn NAME            QUIC: the one ALPN protocol accepted (default pqshake)\n"
@@ -161,27 +164,6 @@ typedef struct conn_rec {
     const char *close_kind;
     pqs_tcpinfo tcp;
 } conn_rec;
-
-/* Parses "PQS <req_len> <resp_len>\n" at the start of buf. Returns true if a full header. */
-static bool parse_request_header(const unsigned char *buf, size_t n, int64_t *req_len, int64_t *resp_len)
-{
-    char line[MAX_REQUEST_HEADER + 1];
-    size_t k = 0;
-    while (k < n && k < MAX_REQUEST_HEADER && buf[k] != '\n') {
-        line[k] = (char)buf[k];
-        k++;
-    }
-    if (k >= n || buf[k] != '\n')
-        return false;
-    line[k] = '\0';
-    unsigned long long a, b;
-    char tail;
-    if (sscanf(line, "PQS %llu %llu%c", &a, &b, &tail) != 2)
-        return false;
-    *req_len = (int64_t)a;
-    *resp_len = (int64_t)b;
-    return true;
-}
 
 static void conn_fail(conn_rec *c, SSL *ssl, int ret, const char *stage)
 {
@@ -299,7 +281,7 @@ static void serve(server *s, worker *w, int fd, const struct sockaddr *peer)
 
     int64_t resp_len = -1;
     bool have_header = false;
-    unsigned char hdr[MAX_REQUEST_HEADER + 1];
+    unsigned char hdr[PQS_MAX_REQUEST_HEADER + 1];
     size_t hdr_len = 0;
 
     /* 0-RTT: read early data before completing the handshake. */
@@ -345,7 +327,7 @@ static void serve(server *s, worker *w, int fd, const struct sockaddr *peer)
 
     /* Request: up to the header's length, or the first read if no header. */
     if (hdr_len > 0)
-        have_header = parse_request_header(hdr, hdr_len, &c.request_len, &resp_len);
+        have_header = pqs_parse_request_header(hdr, hdr_len, &c.request_len, &resp_len);
     for (;;) {
         if (have_header && (int64_t)c.request_bytes >= c.request_len)
             break;
@@ -368,7 +350,7 @@ static void serve(server *s, worker *w, int fd, const struct sockaddr *peer)
             hdr_len += take;
         }
         if (!have_header)
-            have_header = parse_request_header(hdr, hdr_len, &c.request_len, &resp_len);
+            have_header = pqs_parse_request_header(hdr, hdr_len, &c.request_len, &resp_len);
     }
     c.request_done_ns = pqs_mono_ns();
     {
@@ -496,7 +478,7 @@ static void parse_args(int argc, char **argv, server_cfg *cfg)
     cfg->idle_timeout_ns = 10000000000LL;
     cfg->tls12 = true;
     cfg->quic_retry = true;
-    bool retry_set = false, resp_set = false, early_set = false;
+    bool retry_set = false, early_set = false;
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -520,7 +502,6 @@ static void parse_args(int argc, char **argv, server_cfg *cfg)
         case OPT_RESP:
             if (!pqs_parse_u64(optarg, 0, UINT64_C(1) << 40, &cfg->response_bytes))
                 pqs_usage_error(PROG, "bad --response-bytes '%s'", optarg);
-            resp_set = cfg->response_bytes > 0;
             break;
         case OPT_EARLY:
             if (!pqs_parse_u64(optarg, 0, UINT32_MAX, &cfg->max_early_data))
@@ -583,9 +564,6 @@ static void parse_args(int argc, char **argv, server_cfg *cfg)
     if (cfg->list)
         return; /* --list-*: nothing else is needed */
     if (cfg->quic) {
-        if (resp_set)
-            pqs_usage_error(PROG, "--response-bytes with --transport quic: not implemented (QUIC connections "
-                            "are handshake only)");
         if (early_set)
             pqs_usage_error(PROG, "--max-early-data with --transport quic: 0-RTT is not in OpenSSL's QUIC server");
         cfg->tls12 = false;       /* QUIC is TLS 1.3 only */
@@ -776,6 +754,7 @@ int main(int argc, char **argv)
         qs.alpn = s->cfg.alpn_wire;
         qs.alpn_len = s->cfg.alpn_wire_len;
         qs.sigs = &sigs;
+        qs.response_bytes = s->cfg.response_bytes;
         if (pqs_quic_server_ctx_setup(s->ctx, &qs) != 0) {
             fprintf(stderr, PROG ": cannot set up the QUIC context\n");
             return PQS_EXIT_ENV;

@@ -4,7 +4,9 @@
  * starts), t0 = CLOCK_MONOTONIC just before connect(), handshake_ns ends when SSL_connect
  * returns. Everything else (request/response, ticket wait, TCP_INFO, JSON) happens after.
  * Close: SO_LINGER {1,0} -> RST (no close_notify), so no TIME_WAIT is left on either side,
- * deferred until the next attempt's measured interval has ended (see close_deferred). */
+ * deferred until the next attempt's measured interval has ended (see close_deferred).
+ * With --transport quic an attempt is run_attempt_quic (QUIC steps in quic_client.c); the
+ * configuration, modes' checks, JSON lines and summary are shared. */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -173,7 +175,7 @@ static void usage(FILE *f)
 "  --no-instrument        no message callback and no TCP_INFO (to measure their cost);\n"
 "                         server_hello_ns, hrr and tcp_* are then absent\n"
 "  --transport T          tcp (default) or quic (OpenSSL's QUIC client over UDP; TLS 1.3 only,\n"
-"                         modes full, resume and hrr; handshake only)\n"
+"                         modes full, resume and hrr; a request goes on one bidirectional stream)\n"
 "  --alpn NAME            QUIC: the ALPN protocol offered (default pqshake; QUIC requires one)\n"
 "  --qlog DIR             QUIC: write OpenSSL's qlog traces into DIR (sets QLOGDIR)\n"
 "  --out FILE             append JSON lines to FILE (default -, stdout)\n"
@@ -593,6 +595,62 @@ static bool quic_settled(void *arg)
     return q->instrument ? q->a->qobs.handshake_done_rx : q->w->wire.peers[0].st.dgrams_rx > q->rx0;
 }
 
+/* The request protocol on the connection's default stream (a client-initiated bidirectional
+ * stream, opened by the first write): the request, the stream's end, then the response. */
+static void quic_request(tworker *w, attempt *a, SSL *ssl, int fd, int64_t deadline)
+{
+    const timer_cfg *cfg = &w->t->cfg;
+    size_t off = 0;
+    while (off < w->req_len) {
+        size_t wr = 0;
+        if (SSL_write_ex(ssl, w->req + off, w->req_len - off, &wr) == 1) {
+            off += wr;
+            continue;
+        }
+        int e = SSL_get_error(ssl, 0);
+        if ((e != SSL_ERROR_WANT_WRITE && e != SSL_ERROR_WANT_READ) || pqs_mono_ns() >= deadline) {
+            if (e == SSL_ERROR_WANT_WRITE || e == SSL_ERROR_WANT_READ)
+                fail(a, PQS_ERR_TIMEOUT, "request", ETIMEDOUT, "request not sent before the attempt deadline");
+            else {
+                a->err = pqs_quic_classify(ssl, e, errno, &a->qobs.tls, a->msg, sizeof a->msg);
+                a->stage = "request";
+            }
+            return;
+        }
+        pqs_quic_client_wait(ssl, fd, deadline);
+    }
+    SSL_stream_conclude(ssl, 0);
+    a->req_sent = off;
+    a->request_sent = true;
+    uint64_t want = cfg->response_bytes;
+    while (a->resp_bytes < want) {
+        size_t rd = 0;
+        if (SSL_read_ex(ssl, w->rbuf, sizeof w->rbuf, &rd) == 1) {
+            if (a->t_first == 0)
+                a->t_first = pqs_mono_ns();
+            a->resp_bytes += rd;
+            continue;
+        }
+        int e = SSL_get_error(ssl, 0);
+        if (e == SSL_ERROR_WANT_READ && pqs_mono_ns() < deadline) {
+            pqs_quic_client_wait(ssl, fd, deadline);
+            continue;
+        }
+        if (e == SSL_ERROR_WANT_READ)
+            fail(a, PQS_ERR_TIMEOUT, "response", ETIMEDOUT, "response not complete before the attempt deadline");
+        else if (e != SSL_ERROR_ZERO_RETURN) {
+            a->err = pqs_quic_classify(ssl, e, errno, &a->qobs.tls, a->msg, sizeof a->msg);
+            a->stage = "response";
+        }
+        break;
+    }
+    ERR_clear_error();
+    if (want > 0 && a->resp_bytes >= want)
+        a->t_last = pqs_mono_ns();
+    else if (want > 0 && a->err == PQS_ERR_NONE)
+        fail(a, PQS_ERR_SHORT_RESPONSE, "response", 0, "got %" PRIu64 " of %" PRIu64 " bytes", a->resp_bytes, want);
+}
+
 static void run_attempt_quic(tworker *w, attempt *a)
 {
     timer *t = w->t;
@@ -636,14 +694,17 @@ static void run_attempt_quic(tworker *w, attempt *a)
     a->q_cb_ns = a->qobs.cb_ns;
     if (r == 1) {
         a->hs_done = true;
-        if (cfg->mode == MODE_RESUME && a->new_sess == NULL) {
+        if (needs_request(cfg))
+            quic_request(w, a, ssl, fd, deadline);
+        if (cfg->mode == MODE_RESUME && a->new_sess == NULL && a->err == PQS_ERR_NONE) {
             int64_t until = pqs_mono_ns() + cfg->ticket_wait_ns;
             pqs_quic_client_run(ssl, fd, until < deadline ? until : deadline, quic_has_ticket, a);
         }
         int64_t h = a->t_hs - a->t0;
         int64_t until = pqs_mono_ns() + (2 * h > PEND_FINAL_MIN_NS ? 2 * h : PEND_FINAL_MIN_NS);
         quic_settled_arg q = {.a = a, .w = w, .instrument = cfg->instrument, .rx0 = a->qst.dgrams_rx};
-        pqs_quic_client_run(ssl, fd, until < deadline ? until : deadline, quic_settled, &q);
+        if (a->resp_bytes == 0) /* a response proves the server has our Finished */
+            pqs_quic_client_run(ssl, fd, until < deadline ? until : deadline, quic_settled, &q);
         /* The server may still refuse after our Finished (e.g. a client certificate it does
          * not accept): its CONNECTION_CLOSE arrives instead of HANDSHAKE_DONE. */
         SSL_CONN_CLOSE_INFO ci;
@@ -1064,9 +1125,6 @@ static void parse_args(int argc, char **argv, timer_cfg *cfg)
             pqs_usage_error(PROG, "--mode 0rtt --transport quic: 0-RTT is not in OpenSSL's QUIC server");
         if (cfg->mode == MODE_TLS12)
             pqs_usage_error(PROG, "--mode tls12 --transport quic: QUIC is TLS 1.3 only");
-        if (cfg->response_bytes > 0 || cfg->request_bytes > 0)
-            pqs_usage_error(PROG, "--response-bytes/--request-bytes with --transport quic: not implemented "
-                            "(QUIC attempts time the handshake only)");
     } else if (cfg->alpn != NULL || cfg->qlog != NULL) {
         pqs_usage_error(PROG, "--alpn and --qlog need --transport quic");
     }

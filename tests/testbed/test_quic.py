@@ -114,6 +114,22 @@ def test_quic_hrr_and_resume(tmp_path):
     assert all(c["client_hello2_mono_ns"] for c in conns if c["hrr"])
 
 
+def test_quic_request_response_on_a_stream(tmp_path):
+    """--request-bytes/--response-bytes over QUIC: the request protocol on one bidirectional
+    stream; ttfb/ttlb after the handshake, the server's counts agree."""
+    with quic_server(tmp_path, "--quic-retry", "off") as srv:
+        r = quic_timer(srv, "--groups", "x25519", "--samples", 3, "--request-bytes", 5000,
+                       "--response-bytes", 200000)
+        assert r.returncode == 0 and r.summary["ok"] == 3, r.records
+    for a in r.attempts:
+        assert a["request_bytes"] == 5000 and a["response_bytes"] == 200000
+        assert a["handshake_ns"] < a["ttfb_ns"] <= a["ttlb_ns"] <= a["elapsed_ns"]
+    for c in srv.conns():
+        assert c["ok"] and c["request_bytes"] == 5000 and c["response_bytes"] == 200000
+        assert c["handshake_done_mono_ns"] <= c["request_done_mono_ns"] <= c["response_done_mono_ns"]
+        assert c["quic"]["bytes_sent"] > 200000
+
+
 def test_quic_amplification_limited_flight(tmp_path):
     """An ML-DSA-65 chain of depth 2 (~16 kB) cannot go out within 3x a 1200-byte ClientHello:
     the server stops at the budget until the client's first Handshake packet."""
@@ -131,7 +147,6 @@ def test_quic_amplification_limited_flight(tmp_path):
 @pytest.mark.parametrize("args,msg", [
     (["--mode", "0rtt"], "0-RTT is not in OpenSSL's QUIC server"),
     (["--mode", "tls12"], "QUIC is TLS 1.3 only"),
-    (["--response-bytes", "100"], "not implemented"),
     (["--transport", "udp"], "unknown --transport 'udp'"),
 ])
 def test_quic_timer_refusals(tmp_path, args, msg):
@@ -220,9 +235,9 @@ def test_quic_sanitized_server_and_timer(tmp_path):
         subprocess.run(["make", "-s", "-C", str(REPO / "testbed"), f"BUILD={BUILD}", "asan"], check=True)
     srv = quic_server(tmp_path, "--sig", "ml-dsa-44", "--groups", "X25519MLKEM768:x25519", asan=True,
                       env=SAN_ENV)
-    for mode, n in (("full", 10), ("hrr", 5), ("resume", 5)):
+    for mode, n, extra in (("full", 10, ["--response-bytes", 30000]), ("hrr", 5, []), ("resume", 5, [])):
         r = quic_timer(srv, "--groups", "X25519MLKEM768", "--mode", mode, "--samples", n, "--concurrency", 2,
-                       asan=True, env=SAN_ENV)
+                       *extra, asan=True, env=SAN_ENV)
         assert r.returncode == 0, r.stderr[-3000:]
         assert not any(b in r.stderr for b in BAD), r.stderr[-3000:]
         assert r.summary["ok"] == n, (mode, r.records[-1])
