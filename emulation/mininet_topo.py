@@ -303,7 +303,7 @@ class MininetTopology(RunLifecycle):
             self.exec(tag, ["ip", "link", "set", dev, "address", self.mac_of(tag)])
             self.exec(tag, ["ip", "addr", "add", f"{self.addr_of(tag)}/24", "dev", dev])
             role = "client" if tag.startswith("c") else "server"
-            vals = {"net.ipv4.tcp_no_metrics_save": 1, **{f"net.ipv4.{k}": v for k, v in bufs[role].items()}}
+            vals = {"net.ipv4.tcp_no_metrics_save": 1, "net.ipv4.tcp_fastopen": 3, **{f"net.ipv4.{k}": v for k, v in bufs[role].items()}}
             if self.profile.tcp.congestion_control:
                 vals["net.ipv4.tcp_congestion_control"] = self.profile.tcp.congestion_control
             self.exec(tag, ["sysctl", "-q", "-w", *[f"{k}={' '.join(map(str, v)) if isinstance(v, (list, tuple)) else v}" for k, v in vals.items()]])

@@ -187,7 +187,9 @@ class Topology(RunLifecycle):
             if cc not in avail:
                 raise UserError(f"tcp.congestion_control {cc!r} is not available in this kernel (available: {', '.join(avail)})", exit_code=1)
         for role, ns, dev, mine in (("client", n.client_ns, n.client_if, a.client_ip), ("server", n.server_ns, n.server_if, a.server_ip)):
-            vals: dict[str, Any] = {"net.ipv4.tcp_no_metrics_save": 1}
+            # TCP Fast Open allowed as client (bit 1) and server (bit 2): it takes effect only
+            # for sockets that ask for it (pqs-server --tcp-fastopen, pqs-timer --tcp-fastopen).
+            vals: dict[str, Any] = {"net.ipv4.tcp_no_metrics_save": 1, "net.ipv4.tcp_fastopen": 3}
             vals.update({f"net.ipv4.{k}": v for k, v in bufs[role].items()})
             if cc:
                 vals["net.ipv4.tcp_congestion_control"] = cc

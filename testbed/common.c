@@ -397,6 +397,29 @@ void pqs_format_sockaddr(const struct sockaddr *sa, char *buf, size_t n)
     }
 }
 
+bool pqs_parse_on_off(const char *s, bool *out)
+{
+    if (strcmp(s, "on") == 0 || strcmp(s, "off") == 0) {
+        *out = strcmp(s, "on") == 0;
+        return true;
+    }
+    return false;
+}
+
+const char *pqs_tfo_sysctl(void)
+{
+    static char val[16];
+    FILE *f = fopen("/proc/sys/net/ipv4/tcp_fastopen", "r");
+    if (f == NULL)
+        return NULL;
+    bool ok = fgets(val, sizeof val, f) != NULL;
+    fclose(f);
+    if (!ok)
+        return NULL;
+    val[strcspn(val, "\n")] = '\0';
+    return val;
+}
+
 bool pqs_parse_transport(const char *prog, const char *s)
 {
     if (strcmp(s, "tcp") == 0)

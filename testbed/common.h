@@ -108,6 +108,13 @@ bool pqs_parse_duration_ns(const char *s, int64_t *out_ns);
 #define PQS_MAX_REQUEST_HEADER 64
 bool pqs_parse_request_header(const unsigned char *buf, size_t n, int64_t *req_len, int64_t *resp_len);
 
+/* "on" -> true, "off" -> false; false return for anything else. */
+bool pqs_parse_on_off(const char *s, bool *out);
+/* This network namespace's net.ipv4.tcp_fastopen as text ("3"), NULL if unreadable: TCP
+ * Fast Open needs bit 1 on a client and bit 2 on a server, so both programs record it. The
+ * string is static (read once per call; not thread-safe, call from main only). */
+const char *pqs_tfo_sysctl(void);
+
 /* --transport tcp|quic: true for quic; a usage error (exit 2) otherwise. */
 bool pqs_parse_transport(const char *prog, const char *s);
 /* --qlog DIR: DIR must be a writable directory; sets QLOGDIR (and, unless already set,

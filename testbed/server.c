@@ -65,6 +65,9 @@ typedef struct server_cfg {
     unsigned char alpn_wire[256];
     size_t alpn_wire_len;
     const char *qlog;        /* --qlog DIR */
+    bool early_response;     /* --early-response on|off: answer an accepted 0-RTT request at once */
+    bool psk_ke;             /* --psk-ke on|off: resume without a key share when the client offers it */
+    int tcp_fastopen;        /* --tcp-fastopen N: TFO queue length on the listener, 0 = off */
 } server_cfg;
 
 typedef struct worker {
@@ -116,6 +119,12 @@ static void usage(FILE *f)
 "                         (default .)\n"
 "  --response-bytes N     bytes sent after a request that does not ask for a size (default 0)\n"
 "  --max-early-data N     0-RTT: max early data bytes accepted; 0 disables 0-RTT (default 16384)\n"
+"  --early-response on|off  0-RTT: answer a complete early request at once, as 0.5-RTT data\n"
+"                         before the client's Finished (default on)\n"
+"  --psk-ke on|off        resumption without a key share (psk_ke, no forward secrecy) when the\n"
+"                         client offers it (default off: OpenSSL's psk_dhe_ke only)\n"
+"  --tcp-fastopen N       TCP Fast Open on the listener with a queue of N (default 0 = off;\n"
+"                         the namespace's net.ipv4.tcp_fastopen must have bit 2 set)\n"
 "  --tickets N            TLS 1.3 session tickets sent after each handshake (default 2)\n"
 "  --session-cache N      server session cache entries (bounded; default 1024)\n"
 "  --no-tls12             accept TLS 1.3 only (default: TLS 1.2 and 1.3)\n"
@@ -161,6 +170,7 @@ typedef struct conn_rec {
     const char *stage;
     uint64_t early_bytes, request_bytes, response_bytes;
     int64_t request_len;   /* from the request header, -1 unknown */
+    bool early_response;   /* the response went out as 0.5-RTT data, before the client's Finished */
     const char *close_kind;
     pqs_tcpinfo tcp;
 } conn_rec;
@@ -219,6 +229,8 @@ static void log_conn(server *s, worker *w, const conn_rec *c)
     else
         pqs_json_null(&j, "handshake_ns");
     pqs_tlsinfo_json(&j, &c->info);
+    pqs_tlsobs_sizes_json(&j, &c->obs);
+    pqs_json_bool(&j, "early_response", c->early_response);
     pqs_json_bool(&j, "hrr", c->obs.hrr);
     pqs_json_uint(&j, "early_data_bytes", c->early_bytes);
     pqs_json_uint(&j, "request_bytes", c->request_bytes);
@@ -284,7 +296,11 @@ static void serve(server *s, worker *w, int fd, const struct sockaddr *peer)
     unsigned char hdr[PQS_MAX_REQUEST_HEADER + 1];
     size_t hdr_len = 0;
 
-    /* 0-RTT: read early data before completing the handshake. */
+    /* 0-RTT: read early data before completing the handshake. With --early-response on, a
+     * complete early request is answered at once (0.5-RTT data, sent after our Finished and
+     * before the client's), as deployments do: that is what makes 0-RTT save a round trip for
+     * the client's time to first byte, not only for the server's time to the request. */
+    bool answered = false;
     if (s->cfg.max_early_data > 0) {
         for (;;) {
             size_t rd = 0;
@@ -301,6 +317,26 @@ static void serve(server *s, worker *w, int fd, const struct sockaddr *peer)
                 size_t take = rd < sizeof hdr - 1 - hdr_len ? rd : sizeof hdr - 1 - hdr_len;
                 memcpy(hdr + hdr_len, w->buf, take);
                 hdr_len += take;
+                if (!have_header)
+                    have_header = pqs_parse_request_header(hdr, hdr_len, &c.request_len, &resp_len);
+                if (s->cfg.early_response && !answered && have_header
+                    && (int64_t)c.request_bytes >= c.request_len) {
+                    c.request_done_ns = pqs_mono_ns();
+                    uint64_t want = resp_len >= 0 ? (uint64_t)resp_len : s->cfg.response_bytes;
+                    memset(w->buf, 'x', sizeof w->buf);
+                    while (c.response_bytes < want) {
+                        size_t chunk = want - c.response_bytes > IO_CHUNK ? IO_CHUNK : (size_t)(want - c.response_bytes);
+                        size_t wr = 0;
+                        if (SSL_write_early_data(ssl, w->buf, chunk, &wr) != 1) {
+                            conn_fail(&c, ssl, -1, "response");
+                            goto done;
+                        }
+                        c.response_bytes += wr;
+                    }
+                    c.response_done_ns = pqs_mono_ns();
+                    c.early_response = true;
+                    answered = true;
+                }
             }
             if (r == SSL_READ_EARLY_DATA_FINISH)
                 break;
@@ -325,8 +361,10 @@ static void serve(server *s, worker *w, int fd, const struct sockaddr *peer)
     c.hs_done_ns = pqs_mono_ns();
     c.hs_ok = true;
 
+    if (answered)
+        goto drain;
     /* Request: up to the header's length, or the first read if no header. */
-    if (hdr_len > 0)
+    if (hdr_len > 0 && !have_header)
         have_header = pqs_parse_request_header(hdr, hdr_len, &c.request_len, &resp_len);
     for (;;) {
         if (have_header && (int64_t)c.request_bytes >= c.request_len)
@@ -366,6 +404,7 @@ static void serve(server *s, worker *w, int fd, const struct sockaddr *peer)
         c.response_done_ns = pqs_mono_ns();
     }
     /* Wait for the client to close (close_notify, FIN or RST). */
+drain:
     for (;;) {
         size_t rd = 0;
         r = SSL_read_ex(ssl, w->buf, sizeof w->buf, &rd);
@@ -377,6 +416,7 @@ static void serve(server *s, worker *w, int fd, const struct sockaddr *peer)
     }
 info:
     pqs_tlsinfo_get(ssl, false, &c.info);
+    pqs_tlsinfo_psk_mode(&c.info, &c.obs);
     /* Mark the connection as cleanly shut down (without writing to a peer that has most
      * likely reset already): OpenSSL otherwise drops this connection's session from the
      * cache on SSL_free, which breaks resumption and 0-RTT with the tickets just issued. */
@@ -443,7 +483,7 @@ static void parse_args(int argc, char **argv, server_cfg *cfg)
     enum { OPT_LISTEN = 256, OPT_GROUPS, OPT_SIG, OPT_CA_SIG, OPT_DEPTH, OPT_CERTDIR, OPT_RESP, OPT_EARLY,
            OPT_TICKETS, OPT_CACHE, OPT_NOTLS12, OPT_THREADS, OPT_BACKLOG, OPT_IDLE, OPT_LOG, OPT_FSYNC, OPT_HELP,
            OPT_PROVIDER, OPT_OQSNATIVE, OPT_LISTGROUPS, OPT_LISTSIGS, OPT_CLIENTAUTH, OPT_CLIENTDEPTH,
-           OPT_TRANSPORT, OPT_QUICRETRY, OPT_ALPN, OPT_QLOG };
+           OPT_TRANSPORT, OPT_QUICRETRY, OPT_ALPN, OPT_QLOG, OPT_EARLYRESP, OPT_PSKKE, OPT_TFO };
     static const struct option opts[] = {
         {"listen", required_argument, 0, OPT_LISTEN}, {"groups", required_argument, 0, OPT_GROUPS},
         {"sig", required_argument, 0, OPT_SIG}, {"ca-sig", required_argument, 0, OPT_CA_SIG},
@@ -462,8 +502,11 @@ static void parse_args(int argc, char **argv, server_cfg *cfg)
         {"client-chain-depth", required_argument, 0, OPT_CLIENTDEPTH},
         {"transport", required_argument, 0, OPT_TRANSPORT}, {"quic-retry", required_argument, 0, OPT_QUICRETRY},
         {"alpn", required_argument, 0, OPT_ALPN}, {"qlog", required_argument, 0, OPT_QLOG},
+        {"early-response", required_argument, 0, OPT_EARLYRESP}, {"psk-ke", required_argument, 0, OPT_PSKKE},
+        {"tcp-fastopen", required_argument, 0, OPT_TFO},
         {0, 0, 0, 0}};
     cfg->oqs_native = -1;
+    cfg->early_response = true;
     const char *listen = "127.0.0.1:4433", *sig = "ecdsa-p256", *ca_sig = NULL, *client_sig = NULL;
     uint64_t v;
     int fsync_set = 0;
@@ -555,6 +598,19 @@ static void parse_args(int argc, char **argv, server_cfg *cfg)
             break;
         case OPT_ALPN: cfg->alpn = optarg; break;
         case OPT_QLOG: cfg->qlog = optarg; break;
+        case OPT_EARLYRESP:
+            if (!pqs_parse_on_off(optarg, &cfg->early_response))
+                pqs_usage_error(PROG, "bad --early-response '%s': on or off", optarg);
+            break;
+        case OPT_PSKKE:
+            if (!pqs_parse_on_off(optarg, &cfg->psk_ke))
+                pqs_usage_error(PROG, "bad --psk-ke '%s': on or off", optarg);
+            break;
+        case OPT_TFO:
+            if (!pqs_parse_u64(optarg, 0, 65535, &v))
+                pqs_usage_error(PROG, "bad --tcp-fastopen '%s': a queue length 0..65535 (0 = off)", optarg);
+            cfg->tcp_fastopen = (int)v;
+            break;
         default:
             pqs_usage_error(PROG, "unknown or incomplete option '%s'", argv[optind - 1]);
         }
@@ -568,6 +624,8 @@ static void parse_args(int argc, char **argv, server_cfg *cfg)
             pqs_usage_error(PROG, "--max-early-data with --transport quic: 0-RTT is not in OpenSSL's QUIC server");
         cfg->tls12 = false;       /* QUIC is TLS 1.3 only */
         cfg->max_early_data = 0;
+        if (cfg->tcp_fastopen > 0)
+            pqs_usage_error(PROG, "--tcp-fastopen with --transport quic: TCP Fast Open is a TCP option");
     } else if (retry_set || cfg->alpn != NULL || cfg->qlog != NULL) {
         pqs_usage_error(PROG, "--quic-retry, --alpn and --qlog need --transport quic");
     }
@@ -637,6 +695,8 @@ static SSL_CTX *make_ctx(server *s, char *why, size_t whylen, char *groups_out, 
         SSL_CTX_set_max_early_data(ctx, (uint32_t)s->cfg.max_early_data);
         SSL_CTX_set_recv_max_early_data(ctx, (uint32_t)s->cfg.max_early_data);
     }
+    if (s->cfg.psk_ke) /* psk_ke when the client offers it: no key share, no forward secrecy */
+        SSL_CTX_set_options(ctx, SSL_OP_ALLOW_NO_DHE_KEX | SSL_OP_PREFER_NO_DHE_KEX);
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER);
     SSL_CTX_sess_set_cache_size(ctx, s->cfg.session_cache);
     SSL_CTX_set_session_id_context(ctx, (const unsigned char *)"pqshake", 7);
@@ -732,6 +792,8 @@ int main(int argc, char **argv)
     int one = 1;
     if (s->lfd < 0 || setsockopt(s->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0
         || bind(s->lfd, (struct sockaddr *)&s->cfg.listen.ss, s->cfg.listen.len) != 0
+        || (s->cfg.tcp_fastopen > 0
+            && setsockopt(s->lfd, IPPROTO_TCP, TCP_FASTOPEN, &s->cfg.tcp_fastopen, sizeof s->cfg.tcp_fastopen) != 0)
         || (!s->cfg.quic && listen(s->lfd, s->cfg.backlog) != 0)) {
         fprintf(stderr, PROG ": cannot listen on %s:%u: %s\n", s->cfg.listen.host,
                 s->cfg.listen.port, strerror(errno));
@@ -792,6 +854,10 @@ int main(int argc, char **argv)
     pqs_json_uint(&j, "tickets", s->cfg.tickets);
     pqs_json_uint(&j, "max_early_data", s->cfg.max_early_data);
     pqs_json_uint(&j, "response_bytes", s->cfg.response_bytes);
+    pqs_json_bool(&j, "early_response", s->cfg.early_response && s->cfg.max_early_data > 0);
+    pqs_json_bool(&j, "psk_ke", s->cfg.psk_ke);
+    pqs_json_int(&j, "tcp_fastopen", s->cfg.tcp_fastopen);
+    pqs_json_str(&j, "tcp_fastopen_sysctl", pqs_tfo_sysctl());
     pqs_json_int(&j, "threads", s->cfg.quic ? 1 : s->cfg.threads);
     pqs_json_str(&j, "transport", s->cfg.quic ? "quic" : "tcp");
     if (s->cfg.quic) {

@@ -29,6 +29,7 @@ bool pqs_tcpinfo_read(int fd, pqs_tcpinfo *ti)
     ti->rttvar_us = t.tcpi_rttvar;
     ti->snd_cwnd = t.tcpi_snd_cwnd;
     ti->snd_mss = t.tcpi_snd_mss;
+    ti->options = t.tcpi_options;
     return true;
 }
 
@@ -49,4 +50,5 @@ void pqs_tcpinfo_json(pqs_json *j, const pqs_tcpinfo *ti)
     pqs_json_int(j, "tcp_rttvar_ns", (int64_t)ti->rttvar_us * 1000);
     pqs_json_uint(j, "tcp_snd_cwnd", ti->snd_cwnd);
     pqs_json_uint(j, "tcp_snd_mss", ti->snd_mss);
+    pqs_json_bool(j, "tcp_syn_data", (ti->options & TCPI_OPT_SYN_DATA) != 0);
 }

@@ -20,12 +20,16 @@ typedef struct {
     uint32_t rttvar_us;       /* tcpi_rttvar */
     uint32_t snd_cwnd;        /* tcpi_snd_cwnd (segments) */
     uint32_t snd_mss;         /* tcpi_snd_mss */
+    uint8_t options;          /* tcpi_options (TCPI_OPT_*) */
 } pqs_tcpinfo;
 
 /* Reads TCP_INFO of fd; returns false (valid=false) if unavailable. */
 bool pqs_tcpinfo_read(int fd, pqs_tcpinfo *ti);
 
-/* Appends "tcp_info":true and flat tcp_* members ("tcp_info":false if unavailable). */
+/* Appends "tcp_info":true and flat tcp_* members ("tcp_info":false if unavailable).
+ * tcp_syn_data: TCPI_OPT_SYN_DATA - on a client, the SYN carried data and the SYN-ACK
+ * acknowledged it (TCP Fast Open used); on an accepted socket, the SYN carried data that was
+ * accepted (the request or ClientHello arrived with the SYN). */
 void pqs_tcpinfo_json(pqs_json *j, const pqs_tcpinfo *ti);
 
 #endif

@@ -37,8 +37,14 @@
 #define MAX_CONC 1024
 #define RBUF 16384
 
-typedef enum { MODE_FULL, MODE_RESUME, MODE_0RTT, MODE_HRR, MODE_TLS12 } timer_mode;
-static const char *const mode_names[] = {"full", "resume", "0rtt", "hrr", "tls12"};
+typedef enum { MODE_FULL, MODE_RESUME, MODE_0RTT, MODE_HRR, MODE_TLS12, MODE_RESUME_PSK } timer_mode;
+static const char *const mode_names[] = {"full", "resume", "0rtt", "hrr", "tls12", "resume_psk"};
+
+/* Modes that offer the previous connection's ticket. */
+static bool mode_resumes(timer_mode m)
+{
+    return m == MODE_RESUME || m == MODE_0RTT || m == MODE_RESUME_PSK;
+}
 
 typedef struct timer_cfg {
     pqs_addr connect;
@@ -74,6 +80,7 @@ typedef struct timer_cfg {
     unsigned char alpn_wire[256];
     size_t alpn_wire_len;
     const char *qlog;        /* --qlog DIR */
+    bool tfo;                /* --tcp-fastopen: the first flight goes out in the SYN */
 } timer_cfg;
 
 struct timer;
@@ -118,6 +125,8 @@ typedef struct attempt {
     pqs_tlsinfo info;
     pqs_tcpinfo tcp;
     bool hs_done, ok, session_offered, request_sent;
+    bool tfo_cookie;            /* TFO: connect() returned at once (a cookie was cached): the
+                                 * first flight went out with the SYN */
     pqs_err err;
     char msg[256];
     int err_errno;
@@ -163,6 +172,9 @@ static void usage(FILE *f)
 "                         hrr: key share only for a decoy group the server does not prefer,\n"
 "                           forcing a HelloRetryRequest to a --groups group\n"
 "                         tls12: TLS 1.2 ECDHE (the 2-RTT baseline)\n"
+"                         resume_psk: resume offering psk_ke (no key exchange, no forward\n"
+"                           secrecy; pqs-server --psk-ke on picks it); the ClientHello still\n"
+"                           carries a key share (OpenSSL always sends one)\n"
 "  --hrr-decoy GROUP      hrr mode: the group given the key share (default: first of x25519,\n"
 "                         secp256r1, x448, secp384r1 not in --groups)\n"
 "  --early-data N         0rtt mode: early data bytes (the request; default 64, min 24)\n"
@@ -174,6 +186,9 @@ static void usage(FILE *f)
 "                         (default 2s, bounded by --timeout)\n"
 "  --no-instrument        no message callback and no TCP_INFO (to measure their cost);\n"
 "                         server_hello_ns, hrr and tcp_* are then absent\n"
+"  --tcp-fastopen         TCP Fast Open: the first flight (ClientHello, and early data in 0rtt)\n"
+"                         goes out with the SYN once a cookie is cached (the first connection\n"
+"                         fetches it); net.ipv4.tcp_fastopen must have bit 1 set\n"
 "  --transport T          tcp (default) or quic (OpenSSL's QUIC client over UDP; TLS 1.3 only,\n"
 "                         modes full, resume and hrr; a request goes on one bidirectional stream)\n"
 "  --alpn NAME            QUIC: the ALPN protocol offered (default pqshake; QUIC requires one)\n"
@@ -347,13 +362,17 @@ static void run_attempt_quic(tworker *w, attempt *a);
 static void check_mode(const timer_cfg *cfg, attempt *a, bool send_early)
 {
     if (a->err == PQS_ERR_NONE && !a->prime) {
-        if (cfg->mode == MODE_RESUME || cfg->mode == MODE_0RTT) {
+        if (mode_resumes(cfg->mode)) {
             if (!a->info.resumed)
                 fail(a, PQS_ERR_RESUME_FAILED, "mode", 0, a->session_offered
                      ? "server did not resume the offered session" : "no session ticket to offer");
             else if (cfg->mode == MODE_0RTT && strcmp(a->info.early_data, "accepted") != 0)
                 fail(a, PQS_ERR_EARLY_DATA_REJECTED, "mode", 0, send_early
                      ? "server rejected the early data" : "the session does not allow early data");
+            else if (cfg->mode == MODE_RESUME_PSK && cfg->instrument && a->info.psk_mode != NULL
+                     && strcmp(a->info.psk_mode, "psk_ke") != 0)
+                fail(a, PQS_ERR_RESUME_FAILED, "mode", 0, "server resumed with %s, not psk_ke (pqs-server --psk-ke on)",
+                     a->info.psk_mode);
         } else if (cfg->mode == MODE_HRR && cfg->instrument && !a->obs.hrr) {
             fail(a, PQS_ERR_HRR_MISSING, "mode", 0, "no HelloRetryRequest (server picked %s)",
                  a->info.group ? a->info.group : "?");
@@ -364,6 +383,63 @@ static void check_mode(const timer_cfg *cfg, attempt *a, bool send_early)
 }
 
 
+/* TFO: produces the first flight into the memory BIO (ClientHello, and the early data in 0rtt
+ * mode), writes it to the socket (the first write sends the SYN, with data if a cookie is
+ * cached; the rest waits for the connection), then puts the socket back as the write BIO. */
+static bool tfo_first_flight(tworker *w, attempt *a, SSL *ssl, int fd, BIO *flight, bool send_early,
+                             int64_t deadline)
+{
+    const timer_cfg *cfg = &w->t->cfg;
+    if (send_early) {
+        size_t wr = 0;
+        if (SSL_write_early_data(ssl, w->req, w->req_len, &wr) != 1) {
+            ssl_retry(ssl, -1, fd, deadline, a, "early_data", w);
+            fail(a, PQS_ERR_INTERNAL, "early_data", 0, "early data could not be written");
+            return false;
+        }
+        a->early_sent = wr;
+    } else {
+        int r = SSL_connect(ssl); /* writes the ClientHello, then wants to read */
+        if (r != 1 && SSL_get_error(ssl, r) != SSL_ERROR_WANT_READ) {
+            ssl_retry(ssl, r, fd, deadline, a, "handshake", w);
+            return false;
+        }
+    }
+    char *data = NULL;
+    long n = BIO_get_mem_data(flight, &data);
+    size_t off = 0;
+    while (n > 0 && off < (size_t)n) {
+        ssize_t k = send(fd, data + off, (size_t)n - off, MSG_NOSIGNAL);
+        if (k > 0) {
+            off += (size_t)k;
+            continue;
+        }
+        int e = errno;
+        if (k < 0 && (e == EAGAIN || e == EWOULDBLOCK || e == EINPROGRESS || e == EALREADY || e == EINTR)) {
+            int rw = wait_io(fd, POLLOUT, deadline, w);
+            if (rw == 0) {
+                fail(a, PQS_ERR_CONNECT_TIMEOUT, "connect", ETIMEDOUT, "TCP connect did not complete before the deadline");
+                return false;
+            }
+            if (rw > 0)
+                continue;
+            e = errno;
+        }
+        int soerr = 0;
+        socklen_t sl = sizeof soerr;
+        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) == 0 && soerr != 0)
+            e = soerr;
+        fail(a, e == ECONNREFUSED ? PQS_ERR_CONNECT_REFUSED : PQS_ERR_CONNECT_FAILED, "connect", e, "connect: %s",
+             strerror(e));
+        return false;
+    }
+    (void)cfg;
+    BIO *sock = SSL_get_rbio(ssl);
+    BIO_up_ref(sock);
+    SSL_set0_wbio(ssl, sock); /* frees the memory BIO */
+    return true;
+}
+
 static void run_attempt(tworker *w, attempt *a)
 {
     timer *t = w->t;
@@ -372,7 +448,7 @@ static void run_attempt(tworker *w, attempt *a)
         run_attempt_quic(w, a);
         return;
     }
-    bool want_resume = (cfg->mode == MODE_RESUME || cfg->mode == MODE_0RTT) && !a->prime;
+    bool want_resume = mode_resumes(cfg->mode) && !a->prime;
     SSL *ssl = NULL;
     int fd = -1;
 
@@ -389,14 +465,31 @@ static void run_attempt(tworker *w, attempt *a)
     }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    /* TFO: connect() only records the address when a cookie is cached; the first write sends
+     * the SYN with as much of it as fits. Without a cookie it is an ordinary connect that
+     * asks for one. */
+    if (cfg->tfo && setsockopt(fd, IPPROTO_TCP, TCP_FASTOPEN_CONNECT, &one, sizeof one) != 0) {
+        fail(a, PQS_ERR_INTERNAL, "setup", errno, "TCP_FASTOPEN_CONNECT: %s", strerror(errno));
+        close(fd);
+        a->t0 = a->t_end = pqs_mono_ns();
+        return;
+    }
     ssl = SSL_new(t->ctx);
-    if (ssl == NULL || !SSL_set_fd(ssl, fd)) {
+    BIO *flight = NULL; /* TFO: the first flight is collected here, then written in one go */
+    if (ssl == NULL || !SSL_set_fd(ssl, fd) || (cfg->tfo && (flight = BIO_new(BIO_s_mem())) == NULL)) {
         fail(a, PQS_ERR_INTERNAL, "setup", 0, "SSL_new failed");
         ERR_clear_error();
         SSL_free(ssl);
         close(fd);
         a->t0 = a->t_end = pqs_mono_ns();
         return;
+    }
+    if (flight != NULL) {
+        /* OpenSSL flushes the ClientHello before it writes early data: with the socket as its
+         * write BIO the SYN would carry the ClientHello only. Collected in memory, ClientHello
+         * and early data leave in one write, so the SYN carries as much of both as fits. */
+        BIO_up_ref(SSL_get_rbio(ssl));
+        SSL_set0_wbio(ssl, flight);
     }
     SSL_set_ex_data(ssl, ex_idx_attempt, a);
     if (cfg->instrument) {
@@ -416,7 +509,13 @@ static void run_attempt(tworker *w, attempt *a)
     /* ---- measured interval ---- */
     a->t0 = pqs_mono_ns();
     int64_t deadline = a->t0 + cfg->timeout_ns;
-    if (connect(fd, (struct sockaddr *)&cfg->connect.ss, cfg->connect.len) != 0) {
+    int cr = connect(fd, (struct sockaddr *)&cfg->connect.ss, cfg->connect.len);
+    if (cr == 0 && cfg->tfo)
+        a->tfo_cookie = true;
+    if (cfg->tfo && (cr == 0 || errno == EINPROGRESS)) {
+        if (!tfo_first_flight(w, a, ssl, fd, flight, send_early, deadline))
+            goto out;
+    } else if (cr != 0) {
         if (errno != EINPROGRESS) {
             int e = errno;
             if (e == ECONNREFUSED)
@@ -443,8 +542,9 @@ static void run_attempt(tworker *w, attempt *a)
             goto out;
         }
     }
-    a->t_conn = pqs_mono_ns();
-    if (send_early) {
+    if (!cfg->tfo)
+        a->t_conn = pqs_mono_ns();
+    if (send_early && !cfg->tfo) {
         size_t wr = 0;
         int r;
         while ((r = SSL_write_early_data(ssl, w->req, w->req_len, &wr)) != 1)
@@ -497,7 +597,7 @@ static void run_attempt(tworker *w, attempt *a)
                  a->resp_bytes, want);
     }
     /* resume / 0rtt: make sure the next attempt has a fresh ticket. */
-    if ((cfg->mode == MODE_RESUME || cfg->mode == MODE_0RTT) && a->new_sess == NULL
+    if (mode_resumes(cfg->mode) && a->new_sess == NULL
         && a->err == PQS_ERR_NONE) {
         int64_t tdl = pqs_mono_ns() + cfg->ticket_wait_ns;
         if (tdl > deadline)
@@ -520,6 +620,7 @@ info:
         a->tcp_info_ns = pqs_mono_ns() - ti0;
     }
     pqs_tlsinfo_get(ssl, true, &a->info);
+    pqs_tlsinfo_psk_mode(&a->info, &a->obs);
     check_mode(cfg, a, send_early);
 out:
     if (a->t_end == 0)
@@ -655,7 +756,7 @@ static void run_attempt_quic(tworker *w, attempt *a)
 {
     timer *t = w->t;
     const timer_cfg *cfg = &t->cfg;
-    bool want_resume = cfg->mode == MODE_RESUME && !a->prime;
+    bool want_resume = (cfg->mode == MODE_RESUME || cfg->mode == MODE_RESUME_PSK) && !a->prime;
     char why[256];
     int fd = -1;
 
@@ -696,7 +797,7 @@ static void run_attempt_quic(tworker *w, attempt *a)
         a->hs_done = true;
         if (needs_request(cfg))
             quic_request(w, a, ssl, fd, deadline);
-        if (cfg->mode == MODE_RESUME && a->new_sess == NULL && a->err == PQS_ERR_NONE) {
+        if ((cfg->mode == MODE_RESUME || cfg->mode == MODE_RESUME_PSK) && a->new_sess == NULL && a->err == PQS_ERR_NONE) {
             int64_t until = pqs_mono_ns() + cfg->ticket_wait_ns;
             pqs_quic_client_run(ssl, fd, until < deadline ? until : deadline, quic_has_ticket, a);
         }
@@ -772,6 +873,11 @@ static void log_attempt(tworker *w, const attempt *a)
     pqs_json_int(&j, "elapsed_ns", a->t_end - a->t0);
     pqs_tlsinfo_json(&j, &a->info);
     if (cfg->instrument)
+        pqs_tlsobs_sizes_json(&j, &a->obs);
+    pqs_json_bool(&j, "tcp_fastopen", cfg->tfo);
+    if (cfg->tfo)
+        pqs_json_bool(&j, "tfo_cookie", a->tfo_cookie);
+    if (cfg->instrument)
         pqs_json_bool(&j, "hrr", a->obs.hrr);
     else
         pqs_json_null(&j, "hrr");
@@ -827,7 +933,7 @@ static void *worker_main(void *arg)
     tworker *w = arg;
     timer *t = w->t;
     attempt a;
-    if (t->cfg.mode == MODE_RESUME || t->cfg.mode == MODE_0RTT) {
+    if (mode_resumes(t->cfg.mode)) {
         memset(&a, 0, sizeof a);
         a.prime = true;
         run_attempt(w, &a);
@@ -999,7 +1105,7 @@ static void parse_args(int argc, char **argv, timer_cfg *cfg)
     enum { OPT_CONNECT = 256, OPT_GROUPS, OPT_CA, OPT_NOVERIFY, OPT_SNI, OPT_SIGALGS, OPT_CIPHERS, OPT_SAMPLES,
            OPT_DURATION, OPT_WARMUP, OPT_MODE, OPT_DECOY, OPT_EARLY, OPT_RESP, OPT_REQ, OPT_CONC, OPT_TIMEOUT,
            OPT_TICKETWAIT, OPT_NOINSTR, OPT_OUT, OPT_FSYNC, OPT_HELP, OPT_PROVIDER, OPT_OQSNATIVE,
-           OPT_LISTGROUPS, OPT_LISTSIGS, OPT_CLIENTCERT, OPT_TRANSPORT, OPT_ALPN, OPT_QLOG };
+           OPT_LISTGROUPS, OPT_LISTSIGS, OPT_CLIENTCERT, OPT_TRANSPORT, OPT_ALPN, OPT_QLOG, OPT_TFO };
     static const struct option opts[] = {
         {"connect", required_argument, 0, OPT_CONNECT}, {"client-cert", required_argument, 0, OPT_CLIENTCERT}, {"groups", required_argument, 0, OPT_GROUPS},
         {"ca", required_argument, 0, OPT_CA}, {"no-verify", no_argument, 0, OPT_NOVERIFY},
@@ -1017,7 +1123,7 @@ static void parse_args(int argc, char **argv, timer_cfg *cfg)
         {"provider", required_argument, 0, OPT_PROVIDER}, {"oqs-native", no_argument, 0, OPT_OQSNATIVE},
         {"list-groups", no_argument, 0, OPT_LISTGROUPS}, {"list-sigs", no_argument, 0, OPT_LISTSIGS},
         {"transport", required_argument, 0, OPT_TRANSPORT}, {"alpn", required_argument, 0, OPT_ALPN},
-        {"qlog", required_argument, 0, OPT_QLOG},
+        {"qlog", required_argument, 0, OPT_QLOG}, {"tcp-fastopen", no_argument, 0, OPT_TFO},
         {0, 0, 0, 0}};
     uint64_t v;
     bool groups_set = false;
@@ -1066,7 +1172,7 @@ static void parse_args(int argc, char **argv, timer_cfg *cfg)
                     found = true;
                 }
             if (!found)
-                pqs_usage_error(PROG, "unknown --mode '%s'; available: full,resume,0rtt,hrr,tls12", optarg);
+                pqs_usage_error(PROG, "unknown --mode '%s'; available: full,resume,0rtt,hrr,tls12,resume_psk", optarg);
             break;
         }
         case OPT_DECOY: cfg->hrr_decoy = optarg; break;
@@ -1112,6 +1218,7 @@ static void parse_args(int argc, char **argv, timer_cfg *cfg)
         case OPT_TRANSPORT: cfg->quic = pqs_parse_transport(PROG, optarg); break;
         case OPT_ALPN: cfg->alpn = optarg; break;
         case OPT_QLOG: cfg->qlog = optarg; break;
+        case OPT_TFO: cfg->tfo = true; break;
         default:
             pqs_usage_error(PROG, "unknown or incomplete option '%s'", argv[optind - 1]);
         }
@@ -1125,6 +1232,8 @@ static void parse_args(int argc, char **argv, timer_cfg *cfg)
             pqs_usage_error(PROG, "--mode 0rtt --transport quic: 0-RTT is not in OpenSSL's QUIC server");
         if (cfg->mode == MODE_TLS12)
             pqs_usage_error(PROG, "--mode tls12 --transport quic: QUIC is TLS 1.3 only");
+        if (cfg->tfo)
+            pqs_usage_error(PROG, "--tcp-fastopen with --transport quic: TCP Fast Open is a TCP option");
     } else if (cfg->alpn != NULL || cfg->qlog != NULL) {
         pqs_usage_error(PROG, "--alpn and --qlog need --transport quic");
     }
@@ -1244,6 +1353,8 @@ int main(int argc, char **argv)
         SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
     }
     ERR_clear_error();
+    if (cfg->mode == MODE_RESUME_PSK) /* offer psk_ke beside psk_dhe_ke; OpenSSL still sends a key share */
+        SSL_CTX_set_options(ctx, SSL_OP_ALLOW_NO_DHE_KEX);
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
     SSL_CTX_sess_set_new_cb(ctx, new_session_cb);
     ex_idx_attempt = SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
@@ -1277,6 +1388,8 @@ int main(int argc, char **argv)
     pqs_json_uint(&j, "early_data_bytes", cfg->mode == MODE_0RTT ? cfg->early_bytes : 0);
     pqs_json_bool(&j, "instrument", cfg->instrument);
     pqs_json_str(&j, "close", cfg->quic ? "quic_rapid" : "rst_deferred");
+    pqs_json_bool(&j, "tcp_fastopen", cfg->tfo);
+    pqs_json_str(&j, "tcp_fastopen_sysctl", pqs_tfo_sysctl());
     if (cfg->instrument) {
         int ncb = 0;
         int64_t cb_ns = calibrate_callback_ns(&ncb);

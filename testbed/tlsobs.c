@@ -14,6 +14,43 @@ static const unsigned char hrr_random[32] = {
     0xCF, 0x21, 0xAD, 0x74, 0xE5, 0x9A, 0x61, 0x11, 0xBE, 0x1D, 0x8C, 0x02, 0x1E, 0x65, 0xB8, 0x91,
     0xC2, 0xA2, 0x11, 0x16, 0x7A, 0xBB, 0x8C, 0x5E, 0x07, 0x9E, 0x09, 0xE2, 0xC8, 0xA8, 0x33, 0x9C};
 
+/* Length of the key_share extension's data in a ClientHello (client 1) or ServerHello
+ * (client 0) handshake message, 0 if absent or the message is malformed. Layout (RFC 8446
+ * 4.1.2/4.1.3): type(1) length(3) legacy_version(2) random(32) session_id<0..32>, then
+ * cipher_suites<2..> + compression<1..> (ClientHello) or cipher_suite(2) + compression(1)
+ * (ServerHello), then extensions<..>. */
+static uint32_t key_share_len(const unsigned char *p, size_t len, bool client_hello)
+{
+    size_t off = 4 + 2 + 32;
+    if (len < off + 1)
+        return 0;
+    off += 1 + p[off];
+    if (client_hello) {
+        if (len < off + 2)
+            return 0;
+        off += 2 + ((size_t)p[off] << 8 | p[off + 1]);
+        if (len < off + 1)
+            return 0;
+        off += 1 + p[off];
+    } else {
+        off += 3;
+    }
+    if (len < off + 2)
+        return 0;
+    size_t end = off + 2 + ((size_t)p[off] << 8 | p[off + 1]);
+    off += 2;
+    if (end > len)
+        end = len;
+    while (off + 4 <= end) {
+        unsigned type = (unsigned)p[off] << 8 | p[off + 1];
+        size_t elen = (size_t)p[off + 2] << 8 | p[off + 3];
+        if (type == 51 /* key_share */)
+            return (uint32_t)elen;
+        off += 4 + elen;
+    }
+    return 0;
+}
+
 void pqs_tlsobs_reset(pqs_tlsobs *o)
 {
     memset(o, 0, sizeof *o);
@@ -44,6 +81,10 @@ void pqs_tlsobs_msg_cb(int write_p, int version, int content_type, const void *b
         return;
     switch (p[0]) {
     case SSL3_MT_CLIENT_HELLO:
+        if (o->client_hello_bytes == 0) {
+            o->client_hello_bytes = (uint32_t)len;
+            o->client_key_share_bytes = key_share_len(p, len, true);
+        }
         if (!write_p) {
             if (o->client_hello_ns == 0)
                 o->client_hello_ns = pqs_mono_ns();
@@ -57,8 +98,14 @@ void pqs_tlsobs_msg_cb(int write_p, int version, int content_type, const void *b
             o->hrr = true;
             if (o->hrr_ns == 0)
                 o->hrr_ns = pqs_mono_ns();
-        } else if (!write_p && o->server_hello_ns == 0) {
-            o->server_hello_ns = pqs_mono_ns();
+        } else {
+            if (!o->server_hello_seen) {
+                o->server_hello_seen = true;
+                o->server_hello_bytes = (uint32_t)len;
+                o->server_key_share_bytes = key_share_len(p, len, false);
+            }
+            if (!write_p && o->server_hello_ns == 0)
+                o->server_hello_ns = pqs_mono_ns();
         }
         break;
     case SSL3_MT_FINISHED:
@@ -71,6 +118,31 @@ void pqs_tlsobs_msg_cb(int write_p, int version, int content_type, const void *b
         break;
     default:
         break;
+    }
+}
+
+void pqs_tlsinfo_psk_mode(pqs_tlsinfo *ti, const pqs_tlsobs *obs)
+{
+    ti->psk_mode = NULL;
+    if (ti->resumed && obs->server_hello_seen && ti->version != NULL && strcmp(ti->version, "TLSv1.3") == 0)
+        ti->psk_mode = obs->server_key_share_bytes > 0 ? "psk_dhe_ke" : "psk_ke";
+}
+
+void pqs_tlsobs_sizes_json(pqs_json *j, const pqs_tlsobs *obs)
+{
+    if (obs->client_hello_bytes) {
+        pqs_json_uint(j, "client_hello_bytes", obs->client_hello_bytes);
+        pqs_json_uint(j, "client_key_share_bytes", obs->client_key_share_bytes);
+    } else {
+        pqs_json_null(j, "client_hello_bytes");
+        pqs_json_null(j, "client_key_share_bytes");
+    }
+    if (obs->server_hello_seen) {
+        pqs_json_uint(j, "server_hello_bytes", obs->server_hello_bytes);
+        pqs_json_uint(j, "server_key_share_bytes", obs->server_key_share_bytes);
+    } else {
+        pqs_json_null(j, "server_hello_bytes");
+        pqs_json_null(j, "server_key_share_bytes");
     }
 }
 
@@ -118,6 +190,7 @@ void pqs_tlsinfo_json(pqs_json *j, const pqs_tlsinfo *ti)
     pqs_json_str(j, "client_sig", ti->client_sig);
     pqs_json_bool(j, "resumed", ti->resumed);
     pqs_json_str(j, "early_data", ti->early_data);
+    pqs_json_str(j, "psk_mode", ti->psk_mode);
 }
 
 pqs_err pqs_tls_classify(SSL *ssl, int ssl_err, int saved_errno, const pqs_tlsobs *obs,

@@ -22,6 +22,12 @@ typedef struct {
     int alert_received;         /* alert description, -1 = none */
     int alert_sent;
     int callbacks;              /* message callback invocations (its cost scales with this) */
+    /* Sizes of the first ClientHello and the real ServerHello (handshake message incl. its
+     * 4-byte header; either direction), and of their key_share extensions' data: they show on
+     * the wire what a key share costs (psk_ke resumption: the ServerHello carries none). */
+    uint32_t client_hello_bytes, client_key_share_bytes;
+    uint32_t server_hello_bytes, server_key_share_bytes;
+    bool server_hello_seen;
 } pqs_tlsobs;
 
 void pqs_tlsobs_reset(pqs_tlsobs *o);
@@ -39,10 +45,17 @@ typedef struct {
                              * a client certificate or when resumed */
     bool resumed;
     const char *early_data; /* "accepted" / "rejected" / "not_sent" */
+    const char *psk_mode;   /* resumed TLS 1.3: "psk_ke" (no key share in the ServerHello) or
+                             * "psk_dhe_ke"; NULL when not resumed or not observed */
 } pqs_tlsinfo;
 
 /* is_client: peer's signature (client) vs our own (server). */
 void pqs_tlsinfo_get(SSL *ssl, bool is_client, pqs_tlsinfo *out);
+/* The PSK key exchange mode of a resumed TLS 1.3 connection, from the observed ServerHello. */
+void pqs_tlsinfo_psk_mode(pqs_tlsinfo *ti, const pqs_tlsobs *obs);
+/* "client_hello_bytes", "client_key_share_bytes", "server_hello_bytes",
+ * "server_key_share_bytes" (null when not observed). */
+void pqs_tlsobs_sizes_json(pqs_json *j, const pqs_tlsobs *obs);
 void pqs_tlsinfo_json(pqs_json *j, const pqs_tlsinfo *ti);
 
 /* Classifies the failure of an SSL_* call that returned ret (ssl_err = SSL_get_error, saved
