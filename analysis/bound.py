@@ -146,7 +146,7 @@ def cpu_terms(speed: Speed | None, group: str, sig: str, mode: str, chain_depth:
         return None
     kem = enc is not None and dec is not None
     s = v = 0.0
-    if mode not in ("resume", "0rtt"):
+    if mode not in ("resume", "resume_psk", "0rtt"):
         s, v = ns("sig", sig, "sign"), ns("sig", sig, "verify")
         if s is None or v is None:
             return None

@@ -11,7 +11,7 @@ from __future__ import annotations
 # pooled. Runs from before transports existed have no transport column: their cells are tcp.
 CELL_KEY = ["group", "sig", "profile", "mode", "transport"]
 TRANSPORT_DEFAULT = "tcp"
-TRANSPORT_ORDER = ("tcp", "quic")
+TRANSPORT_ORDER = ("tcp", "tcp+tfo", "quic")
 
 # --- samples.parquet (client side, one row per timer attempt) -------------------------------
 # Columns without which no statistic can be computed.

@@ -17,8 +17,9 @@ from . import stats as S
 from .columns import CELL_KEY, TRANSPORT_ORDER
 from .load import Run
 
-MODE_ORDER = ("full", "resume", "0rtt", "hrr", "tls12")
-MODE_LABELS = {"full": "full", "resume": "resumption", "0rtt": "0-RTT", "hrr": "HRR", "tls12": "TLS 1.2"}
+MODE_ORDER = ("full", "resume", "resume_psk", "0rtt", "hrr", "tls12")
+MODE_LABELS = {"full": "full", "resume": "resumption", "resume_psk": "resumption psk_ke", "0rtt": "0-RTT", "hrr": "HRR",
+               "tls12": "TLS 1.2"}
 PREFERRED_BASELINE = [("x25519", "ecdsa-p256"), ("x25519", "ed25519"), ("secp256r1", "ecdsa-p256")]
 RTT_MIN_FOR_INFERENCE_MS = 1.0
 CI_METHOD_TEXT = ("percentile bootstrap over all attempts (failures censored at the timeout); cells with several "
@@ -403,6 +404,25 @@ def summarize(run: Run, *, speed: B.Speed | None = None, cpu_note: str = "", bas
         out["server_n"] = [x.size for x in sper]
         pp = np.array([S.percentiles(x, (50, 95)) for x in sper]) if ng else np.empty((0, 2))
         out["server_p50_ms"], out["server_p95_ms"] = pp[:, 0], pp[:, 1]
+    # What users measure (0-RTT's gain shows here, not in the handshake time): the client's
+    # time to the first / last response byte (connect to byte), and the server's time from
+    # accept to the first application byte it read (the request; 0-RTT: with the ClientHello).
+    for col, src in (("ttfb_p50_ms", "ttfb_ns"), ("ttlb_p50_ms", "ttlb_ns")):
+        out[col] = np.nan
+        if src in s.columns:
+            v = s[src].to_numpy(dtype=float) / 1e6
+            okv = ok & np.isfinite(v) & (v >= 0)
+            per = _sorted_groups(v[okv], codes[okv], ng)
+            out[col] = [float(np.median(x)) if x.size else np.nan for x in per]
+    out["server_first_byte_p50_ms"] = np.nan
+    if run.server is not None and len(run.server) and "first_app_byte_mono_ns" in run.server.columns \
+            and "accepted_mono_ns" in run.server.columns:
+        sv = run.server[run.server["ok"].to_numpy(dtype=bool)]
+        sc = key_codes(sv, code_of)
+        v = (sv["first_app_byte_mono_ns"].to_numpy(dtype=float) - sv["accepted_mono_ns"].to_numpy(dtype=float)) / 1e6
+        keep = (sc >= 0) & np.isfinite(v)
+        per = _sorted_groups(v[keep], sc[keep], ng)
+        out["server_first_byte_p50_ms"] = [float(np.median(x)) if x.size else np.nan for x in per]
     # QUIC, server side: share of connections whose flight waited on the 3x amplification limit.
     out["server_amp_limited_share"] = np.nan
     if run.server is not None and len(run.server) and run.server["server_amp_limited"].notna().any():

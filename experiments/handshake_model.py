@@ -21,6 +21,7 @@ received) before the client has answered.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import asdict, dataclass
 
@@ -39,7 +40,7 @@ CERT_DER_BASE = 400  # certificate DER with a P-256 key (65 B) signed with ECDSA
 X25519_SHARE = 32
 P256_PK, P256_SIG = 65, 72
 
-MODES = ("full", "resume", "0rtt", "hrr", "tls12")
+MODES = ("full", "resume", "resume_psk", "0rtt", "hrr", "tls12")
 
 
 def mss(mtu: int = 1500, timestamps: bool = True) -> int:
@@ -83,6 +84,8 @@ def server_flight_bytes(share_s: int, sig_pk: int, sig_len: int, chain_depth: in
                         mode: str = "full") -> int:
     """ServerHello (+ciphertext), EncryptedExtensions, Certificate (leaf + chain_depth-1
     intermediates), CertificateVerify, Finished. Resumption and 0-RTT send no certificate."""
+    if mode == "resume_psk":  # psk_ke: a ServerHello without a key share
+        return 90 + 3 * RECORD_OVERHEAD + 60
     if mode in ("resume", "0rtt"):
         # ServerHello with the share, EE, Finished, three records.
         return 90 + share_s + 3 * RECORD_OVERHEAD + 60
@@ -224,13 +227,16 @@ def _flight(msgs: list[tuple[int, float, float]], t_proc: float, rate, rtt, mtu,
 
 def critical_path(rtt_s: float, *, ch: int, sf: int, share_c: int, share_s: int, sig_len: int,
                   rate_up: float | None, rate_down: float | None, mtu: int, mode: str, cpu: Cpu,
-                  iw_c: int = IW, iw_s: int = IW) -> float:
+                  iw_c: int = IW, iw_s: int = IW, tfo: bool = False) -> float:
     """The handshake on a timeline (docs/methodology.md): TCP handshake, then each flight with
     the CPU that must precede it and the CPU the receiver can do while the rest of the flight is
     still on the wire (KEM decaps on the ServerHello, chain verification on the Certificate)."""
     up = dict(rate=rate_up, rtt=rtt_s, mtu=mtu, iw=iw_c)
     down = dict(rate=rate_down, rtt=rtt_s, mtu=mtu, iw=iw_s)
-    t = rtt_s  # TCP handshake: SYN and SYN-ACK, each with its own serialization
+    # TCP handshake: SYN and SYN-ACK, each with its own serialization. With TCP Fast Open the
+    # first flight rides in the SYN: no round trip before it (a lower bound: a flight larger
+    # than the SYN can carry still waits for the SYN-ACK).
+    t = 0.0 if tfo else rtt_s
     t += (8.0 * SYN_FRAME / rate_up if rate_up else 0.0) + (8.0 * SYN_FRAME / rate_down if rate_down else 0.0)
     # The client's ACK of the SYN-ACK is on the up link before the ClientHello.
     ack = 8.0 * SYN_FRAME / rate_up if rate_up else 0.0
@@ -252,7 +258,7 @@ def critical_path(rtt_s: float, *, ch: int, sf: int, share_c: int, share_s: int,
     t_ch = _flight([(ch, t, 0.0)], t, **up)
     kex = t_ch + cpu.server_kex
     sh = min(sf, share_s + SH_MIN)
-    if mode in ("resume", "0rtt"):
+    if mode in ("resume", "0rtt", "resume_psk"):
         return _flight([(sh, kex, cpu.client_kex), (sf, kex, 0.0)], t_ch, **down)
     cv = sf - FIN_MAX
     cert = max(sh, cv - sig_len - CV_FIXED)
@@ -266,13 +272,20 @@ def lower_bound(rtt_s: float, *, share_c: int, share_s: int, sig_pk: int, sig_le
                 mode: str = "full", cpu_s: float = DEFAULT_CPU_S, iw: int = IW,
                 rate_up: float | None = None, rate_down: float | None = None, cpu: Cpu | None = None,
                 iw_c: int | None = None, iw_s: int | None = None, client_sig: tuple[int, int] | None = None,
-                client_chain_depth: int = 1, request_bytes: int = 1) -> Bound:
+                client_chain_depth: int = 1, request_bytes: int = 1, tfo: bool = False) -> Bound:
     """rtt_s: propagation RTT (no serialization in it); rate_bps: both directions unless
     rate_up / rate_down say otherwise (None or 0 = unlimited); cpu: the split CPU terms, else
     cpu_s as one server-side term (the planner's estimate of library overhead). iw: the initial
     window of both ends, iw_c / iw_s: of the client / server where they differ. client_sig:
     (public key, signature) sizes of the client's chain under mutual TLS, None without;
-    request_bytes: the request the client writes after its handshake (ttfb)."""
+    request_bytes: the request the client writes after its handshake (ttfb); tfo: TCP Fast Open
+    (no round trip before the first flight). psk_ke resumption (mode resume_psk) has no key
+    share in the ServerHello and no KEM work on either side; 0-RTT's first response byte
+    follows the server's first flight (0.5-RTT data)."""
+    if mode == "resume_psk":
+        share_s = 0
+        if cpu is not None:
+            cpu = dataclasses.replace(cpu, server_kex=0.0, client_kex=0.0, client_keygen=0.0)
     if mode not in MODES:
         raise ValueError(f"mode {mode!r}: one of {', '.join(MODES)}")
     ch = client_hello_bytes(share_c)
@@ -281,7 +294,7 @@ def lower_bound(rtt_s: float, *, share_c: int, share_s: int, sig_pk: int, sig_le
         # TLS 1.2: CH -> SH/Cert/SKE/SHD; CKE/CCS/Fin -> CCS/Fin: one more round trip; the
         # server's key exchange carries its ECDHE share, the client's CKE likewise.
         sf += 60
-    base = {"full": 2, "resume": 2, "0rtt": 2, "hrr": 3, "tls12": 3}[mode]
+    base = {"full": 2, "resume": 2, "resume_psk": 2, "0rtt": 2, "hrr": 3, "tls12": 3}[mode] - (1 if tfo else 0)
     iw_c, iw_s = iw_c or iw, iw_s or iw
     cseg, sseg = segments(ch, mtu), segments(sf, mtu)
     x_c, x_s = extra_rounds(cseg, iw_c), extra_rounds(sseg, iw_s)
@@ -292,8 +305,8 @@ def lower_bound(rtt_s: float, *, share_c: int, share_s: int, sig_pk: int, sig_le
     ru = (rate_up if rate_up is not None else rate_bps) or None
     rd = (rate_down if rate_down is not None else rate_bps) or None
     kw = dict(ch=ch, sf=sf, share_c=share_c, share_s=share_s, sig_len=sig_len, rate_up=ru, rate_down=rd,
-              mtu=mtu, mode=mode, iw_c=iw_c, iw_s=iw_s)
-    mtls = client_sig is not None and mode not in ("resume", "0rtt", "tls12")
+              mtu=mtu, mode=mode, iw_c=iw_c, iw_s=iw_s, tfo=tfo)
+    mtls = client_sig is not None and mode not in ("resume", "0rtt", "resume_psk", "tls12")
     # SSL_connect returns once the client's flight is written: under mutual TLS that needs the
     # client's signature, nothing else of the second flight.
     sign = cpu.client_sign if mtls else 0.0
@@ -305,6 +318,8 @@ def lower_bound(rtt_s: float, *, share_c: int, share_s: int, sig_pk: int, sig_le
     x_cc = extra_rounds(segments(c2, mtu), iw2)
     ttfb = _first_response_byte(total, c2, cpu if mtls else Cpu(), rate_up=ru, rate_down=rd, rtt=rtt_s,
                                 mtu=mtu, iw=iw2, mtls=mtls, client_sig=client_sig, client_chain_depth=client_chain_depth)
+    if mode == "0rtt":  # the answer to the early request follows the server's Finished
+        ttfb = total + serialization_s(RECORD_OVERHEAD + 1, rd, mtu)
     return Bound(base, x_c, x_s, rtts, ch, sf, cseg, sseg, t_rtt, no_cpu - t_rtt, total - no_cpu, total,
                  packets=segments(crit, mtu) + (cseg if mode == "hrr" else 0) + 2, cpu_sum=cpu.total,
                  client2_bytes=c2, x_cc=x_cc, ttfb=ttfb)
@@ -619,13 +634,14 @@ def handshake_bound(group: str, sig: str, rtt_s: float, *, rate_bps: float | Non
         return quic_lower_bound(rtt_s, share_c=sc, share_s=ss, sig_pk=pk, sig_len=sl, rate_bps=rate_bps, mtu=mtu,
                                 chain_depth=chain_depth, mode=mode, cpu_s=cpu_s, retry=quic_retry,
                                 rate_up=rate_up, rate_down=rate_down, cpu=cpu)
-    if transport != "tcp":
-        raise ValueError(f"transport {transport!r}: tcp or quic")
+    if transport not in ("tcp", "tcp+tfo"):
+        raise ValueError(f"transport {transport!r}: tcp, tcp+tfo or quic")
     csig = sig_sizes(client_auth, registry) if client_auth else None
     return lower_bound(rtt_s, share_c=sc, share_s=ss, sig_pk=pk, sig_len=sl, rate_bps=rate_bps,
                        mtu=mtu, chain_depth=chain_depth, mode=mode, cpu_s=cpu_s, rate_up=rate_up,
                        rate_down=rate_down, cpu=cpu, iw_c=iw_c, iw_s=iw_s, client_sig=csig,
-                       client_chain_depth=client_chain_depth, request_bytes=request_bytes)
+                       client_chain_depth=client_chain_depth, request_bytes=request_bytes,
+                       tfo=transport == "tcp+tfo")
 
 
 def expected_attempt_s(group: str, sig: str, rtt_s: float, *, rate_bps: float | None = None,

@@ -14,9 +14,9 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, Validatio
 from pqshake.errors import UserError
 from pqshake.yamlsrc import Doc, describe, dotted, load_docs
 
-Mode = Literal["full", "resume", "0rtt", "hrr", "tls12"]
+Mode = Literal["full", "resume", "resume_psk", "0rtt", "hrr", "tls12"]
 MODES: tuple[str, ...] = ("full", "resume", "0rtt", "hrr", "tls12")
-Transport = Literal["tcp", "quic"]
+Transport = Literal["tcp", "tcp+tfo", "quic"]
 TRANSPORTS: tuple[str, ...] = ("tcp", "quic")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
@@ -135,6 +135,10 @@ class Experiment(BaseModel):
     modes: list[Mode] = Field(default_factory=lambda: ["full"], min_length=1)
     transports: list[Transport] = Field(default_factory=lambda: ["tcp"], min_length=1,
                                         description="tcp (TLS over TCP) and/or quic (QUIC over UDP)")
+    tcp_fastopen: bool = Field(default=False, description="also run every tcp cell as tcp+tfo (TCP Fast Open: "
+                               "the first flight in the SYN once the first connection fetched a cookie)")
+    early_response: Literal["on", "off"] = Field(default="on", description="0rtt cells: the server answers an "
+                                                 "accepted early request at once (0.5-RTT data)")
     quic_retry: Literal["on", "off"] = Field(default="on", description="quic cells: the server validates "
                                              "the client's address with a Retry round trip (on) or not (off)")
     qlog: bool = Field(default=False, description="quic cells: keep qlog traces under raw/<cell>/qlog/")
@@ -165,6 +169,16 @@ class Experiment(BaseModel):
                                     "(auto: the highest CPU for the emulator when there are >= 2)")
     engine: Literal["single-link", "mininet"] = Field(default="single-link", description="single-link (3 namespaces) or mininet")
     topology: MininetTopologySpec | None = Field(default=None, description="engine: mininet only")
+
+    @model_validator(mode="after")
+    def _tcp_fastopen(self) -> "Experiment":
+        """tcp_fastopen: true runs each tcp cell a second time as transport tcp+tfo. It helps any
+        mode (full, hrr and tls12 too: the cookie fetched by an earlier connection lets any first
+        flight ride in the SYN), so it is not refused for any; quic cells are not affected."""
+        if self.tcp_fastopen and "tcp" in self.transports and "tcp+tfo" not in self.transports:
+            i = self.transports.index("tcp")
+            self.transports = self.transports[:i + 1] + ["tcp+tfo"] + self.transports[i + 1:]
+        return self
 
     @model_validator(mode="before")
     @classmethod

@@ -61,7 +61,8 @@ def cell_id(profile: str, group: str, sig: str, mode: str, repetition: int, tran
 
 # QUIC cannot run these modes (pqs-server / pqs-timer refuse them): the reason, for the message.
 QUIC_REFUSED_MODES = {"0rtt": "QUIC 0-RTT is not supported by pqs-server/pqs-timer",
-                      "tls12": "QUIC requires TLS 1.3"}
+                      "tls12": "QUIC requires TLS 1.3",
+                      "resume_psk": "psk_ke resumption is run over TCP only"}
 # The smallest IPv4 MTU that carries a 1200-byte QUIC Initial datagram (RFC 9000 14.1): 1200
 # bytes of UDP payload + 8 UDP + 20 IPv4.
 QUIC_MIN_MTU = 1228
@@ -284,7 +285,7 @@ class Plan:
                                     response=m.response_bytes > 0,
                                     transport=c.transport, quic_retry=m.quic_retry == "on")
         attempts = self.attempts_per_cell()
-        if c.mode in ("resume", "0rtt"):
+        if c.mode in ("resume", "resume_psk", "0rtt"):
             attempts += 1  # the priming full handshake
         hs = attempts * per / max(1, min(m.concurrency, attempts))
         # RTT probes are paced ~1 ms apart (pqs-probe), then one RTT for the last answer.

@@ -53,6 +53,8 @@ def transport_args(cell: Cell, exp, qlog: Path | None, server: bool) -> list[str
     so a tcp cell's command lines are what they were before transports existed."""
     if cell.transport == "tcp":
         return []
+    if cell.transport == "tcp+tfo":  # TLS over TCP with Fast Open on both ends (a queue of 64)
+        return ["--tcp-fastopen", "64"] if server else ["--tcp-fastopen"]
     argv = ["--transport", cell.transport]
     if server:
         argv += ["--quic-retry", exp.quic_retry]
@@ -63,11 +65,12 @@ def transport_args(cell: Cell, exp, qlog: Path | None, server: bool) -> list[str
 
 def server_argv(binary: Path, listen: str, cell: Cell, exp, cert_dir: Path, log: Path,
                 qlog: Path | None = None) -> list[str]:
-    resumable = cell.mode in ("resume", "0rtt")
+    resumable = cell.mode in ("resume", "resume_psk", "0rtt")
     # QUIC connections are handshake only and have no 0-RTT in pqs-server: it refuses both
     # options with --transport quic (the plan refuses response_bytes and 0rtt for quic cells).
     tcp_only = [] if cell.transport == "quic" else [
-        "--response-bytes", str(exp.response_bytes), "--max-early-data", "16384" if cell.mode == "0rtt" else "0"]
+        "--response-bytes", str(exp.response_bytes), "--max-early-data", "16384" if cell.mode == "0rtt" else "0",
+        "--early-response", exp.early_response, "--psk-ke", "on" if cell.mode == "resume_psk" else "off"]
     return [str(binary), "--listen", listen, "--groups", cell.group, "--sig", cell.sig,
             "--chain-depth", str(exp.chain_depth), "--cert-dir", str(cert_dir), "--log", str(log),
             "--fsync", "0", *tcp_only[:2],
@@ -367,7 +370,7 @@ class CellRunner:
         companions: list[dict] = []
         self.progress.start_cell(cell.cell_id, expected)
         cr.blocks.append({"start_mono_ns": time.monotonic_ns(), "samples": n, "warmup": warm,
-                          "prime": int(cell.mode in ("resume", "0rtt"))})
+                          "prime": int(cell.mode in ("resume", "resume_psk", "0rtt"))})
         before = _count(cr.timer_out)["n_attempts"]
         try:
             if not cr.blocks[:-1]:
