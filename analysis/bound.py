@@ -182,8 +182,8 @@ def bound(group: str, sig: str, mode: str, *, rtt_s: float, rate_up: float | Non
 
     if mode not in hm.MODES:
         raise UserError(f"mode '{mode}' in the run is unknown to the handshake model ({', '.join(hm.MODES)})")
-    if transport not in ("tcp", "quic"):
-        raise UserError(f"transport '{transport}' in the run is unknown to the handshake model (tcp, quic)")
+    if transport not in ("tcp", "tcp+tfo", "quic"):
+        raise UserError(f"transport '{transport}' in the run is unknown to the handshake model (tcp, tcp+tfo, quic)")
     if transport == "quic" and (mode not in hm.QUIC_MODES or mtu - 28 < hm.QUIC_MIN_DGRAM):
         return {}  # nothing QUIC can run: no bound
     up, down = _rate(rate_up), _rate(rate_down)
