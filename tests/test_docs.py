@@ -29,7 +29,7 @@ def test_every_help_option_is_in_the_readme(program):
     # The program's synopsis may continue on the indented lines below its first one.
     lines = block.splitlines()
     i = lines.index(line) if line else -1
-    synopsis = " ".join([line] + [l for l in lines[i + 1:i + 6] if l.startswith("     ")]) if line else ""
+    synopsis = " ".join([line] + [l for l in lines[i + 1:i + 10] if l.startswith("     ")]) if line else ""
     missing = sorted(o for o in options if o not in synopsis)
     assert not missing, f"README.md 'The programs' lacks {program} options: {', '.join(missing)}"
 
