@@ -108,8 +108,9 @@ bool pqs_parse_duration_ns(const char *s, int64_t *out_ns);
 #define PQS_MAX_REQUEST_HEADER 64
 bool pqs_parse_request_header(const unsigned char *buf, size_t n, int64_t *req_len, int64_t *resp_len);
 
-/* --transport tcp|quic: true for quic; a usage error (exit 2) otherwise. */
-bool pqs_parse_transport(const char *prog, const char *s);
+/* --transport tcp|quic|turbotls: true for quic, *turbo set for turbotls (TLS over TCP with the
+ * first flights over UDP); a usage error (exit 2) otherwise. */
+bool pqs_parse_transport(const char *prog, const char *s, bool *turbo);
 /* --qlog DIR: DIR must be a writable directory; sets QLOGDIR (and, unless already set,
  * OSSL_QFILTER to every event) for this process, before any QUIC object exists. */
 void pqs_qlog_dir(const char *prog, const char *dir);
