@@ -300,7 +300,8 @@ int pqs_turbo_client_handshake(pqs_turbo_client *tc, SSL *ssl, int tcp_fd, const
         }
         pqs_turbo_bind_put(&b, msg);
         memcpy(msg + PQS_TURBO_BIND_HDR, ch, b.ch_len);
-        memcpy(msg + PQS_TURBO_BIND_HDR + b.ch_len, out, (size_t)tail);
+        if (tail > 0)
+            memcpy(msg + PQS_TURBO_BIND_HDR + b.ch_len, out, (size_t)tail);
         /* one write: binding and Finished leave in one segment */
         int wr = write_all(tcp_fd, msg, bl, deadline);
         free(msg);
