@@ -180,3 +180,11 @@ response_bytes: 100
     # figures facet by transport: one ECDF per transport
     figs = {p.name for p in (out / "figures").iterdir()}
     assert {"ecdf-lan-tcp.pdf", "ecdf-lan-turbotls.pdf", "box-lan-turbotls.pdf"} <= figs, figs
+
+
+def test_shipped_turbotls_experiment_plans(pqs):
+    cp = pqs("plan", "experiments/turbotls.yaml")
+    assert cp.returncode == 0, cp.stderr
+    p = build_plan(Path(__file__).resolve().parents[2] / "experiments/turbotls.yaml", check_stack=False)
+    assert p.summary()["cells_per_transport"] == {"tcp": 24, "turbotls": 24, "quic": 24}
+    assert {c.sig for c in p.cells} == {"ecdsa-p256", "ml-dsa-44", "ml-dsa-65"} and p.model.chain_depth == 2
