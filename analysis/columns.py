@@ -11,7 +11,7 @@ from __future__ import annotations
 # pooled. Runs from before transports existed have no transport column: their cells are tcp.
 CELL_KEY = ["group", "sig", "profile", "mode", "transport"]
 TRANSPORT_DEFAULT = "tcp"
-TRANSPORT_ORDER = ("tcp", "tcp+tfo", "quic")
+TRANSPORT_ORDER = ("tcp", "tcp+tfo", "turbotls", "quic")
 
 # --- samples.parquet (client side, one row per timer attempt) -------------------------------
 # Columns without which no statistic can be computed.
@@ -57,6 +57,12 @@ SAMPLES_OPTIONAL = {
     "quic_bytes_received": "quic_bytes_down",
     "quic_pto_count": "pto_count",
     "quic_packets_lost": "quic_lost",
+    # TurboTLS (timer --transport turbotls; absent or null for the others).
+    "turbo_fallback": "turbo_fallback",  # the client carried on over TCP after its wait
+    "turbo_fallback_cause": "turbo_fallback_cause",  # no_reply / timeout / flight_not_fit
+    "turbo_udp_complete": "turbo_udp_complete",  # the whole first flight came over UDP
+    "turbo_replies_missing": "turbo_replies_missing",  # flight datagrams beyond the requests
+    "turbo_requests": "turbo_requests",
     **OPTIONAL_KEY,
 }
 

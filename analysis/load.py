@@ -50,6 +50,9 @@ class Run:
     chain_depth: int = 1
     timeout_ns: int | None = None  # per attempt (plan.json); failures count as "not done by then"
     quic_retry: bool = True  # quic cells ran with Retry (plan.json quic_retry; merged runs: all of them)
+    # turbotls cells' request datagrams (plan.json turbo_requests; None = auto, per cell). Merged runs
+    # that differ: 1024, the most, so the model's flight always fits and its bound stays a bound.
+    turbo_requests: int | None = None
     n_warmup_dropped: int = 0
     notes: list[str] = field(default_factory=list)
     excluded_suspect: list[str] = field(default_factory=list)  # cell ids left out (--exclude-suspect)
@@ -238,6 +241,8 @@ def load_one(path: Path | str) -> tuple[dict, pd.DataFrame, pd.DataFrame | None,
     timeout_ns = exp.get("timeout")
     timeout_ns = int(timeout_ns) if isinstance(timeout_ns, (int, float)) and timeout_ns > 0 else None
     quic_retry = exp.get("quic_retry", "on") in ("on", True)
+    tr = exp.get("turbo_requests", "auto")
+    turbo_requests = int(tr) if isinstance(tr, int) and not isinstance(tr, bool) else None
 
     samples["warmup"] = _as_bool(samples["warmup"])
     samples["ok"] = _as_bool(samples["ok"])
@@ -268,7 +273,7 @@ def load_one(path: Path | str) -> tuple[dict, pd.DataFrame, pd.DataFrame | None,
     else:
         notes.append(f"{path}/server.parquet missing: server-side figures skipped")
     _categorical(cells, C.CELL_KEY + ["cell_id"])
-    return meta, samples, server, cells, chain_depth, n_w, notes, timeout_ns, quic_retry
+    return meta, samples, server, cells, chain_depth, n_w, notes, timeout_ns, quic_retry, turbo_requests
 
 
 def check_merge(metas: list[dict], paths: list[Path], allow: Iterable[str] = ()) -> None:
@@ -340,7 +345,8 @@ def load_runs(paths: Iterable[Path | str], allow_differ: Iterable[str] = (), exc
     run = Run(paths=paths, metas=metas, samples=samples, server=server, cells=cells,
               profiles=_profiles(cells), chain_depth=max(depths), n_warmup_dropped=sum(x[5] for x in loaded),
               notes=notes, timeout_ns=max(timeouts) if timeouts else None,
-              quic_retry=all(x[8] for x in loaded))
+              quic_retry=all(x[8] for x in loaded),
+              turbo_requests=loaded[0][9] if len({x[9] for x in loaded}) == 1 else 1024)
     if len(depths) > 1:
         run.notes.append(f"runs differ in certificate chain depth {sorted(depths)}: the bound uses {run.chain_depth}")
     if exclude_suspect:

@@ -245,6 +245,14 @@ def write_report(a: Analysis, figures: list, skipped: list[tuple[str, str]], sty
                   f"validated); 'vs TCP': ratio of medians against the same cell over TCP with its "
                   f"{int(S.CI_LEVEL * 100)} % bootstrap CI; the bound is the QUIC model's (Retry {retry}; "
                   f"'Amp. rounds': round trips the amplification limit adds in it).", "", qt, ""]
+    tt = T.turbo_markdown(t)
+    if tt:
+        lines += ["## TurboTLS cells", "",
+                  "From the timer's turbo object: 'Flight over UDP' = attempts whose whole first server flight "
+                  "came over UDP; 'Did not fit' = the server's flight needed more datagrams than the client's "
+                  "requests (the rest came over TCP); 'Fallback' = attempts that carried on over TCP after the "
+                  "fallback wait (UDP blocked or lost), failed attempts included; 'vs TCP' as above; the bound is "
+                  "the TurboTLS model's (docs/methodology.md).", "", tt, ""]
     p = od / "report.md"
     p.write_text("\n".join(lines))
     return p

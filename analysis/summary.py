@@ -307,6 +307,19 @@ def summarize(run: Run, *, speed: B.Speed | None = None, cpu_note: str = "", bas
     out["quic_retry_share"] = qg["retry"].mean().reindex(range(ng)).to_numpy()
     out["pto_mean"] = qg["pto"].mean().reindex(range(ng)).to_numpy()
     out["quic_lost_mean"] = qg["lost"].mean().reindex(range(ng)).to_numpy()
+    # TurboTLS: share of attempts (all, failed ones included: a fallback is a property of the
+    # path, not of success) that fell back to TCP after the wait, whose whole first flight came
+    # over UDP, and whose flight did not fit the requests. NaN for other transports.
+    def _flag(col: str) -> pd.Series:
+        return pd.to_numeric(s[col].astype("object").map(
+            lambda v: float(v) if isinstance(v, (bool, int, float, np.bool_)) and v == v else np.nan), errors="coerce")
+    td = pd.DataFrame({"fb": _flag("turbo_fallback"), "udp": _flag("turbo_udp_complete"),
+                       "nofit": (s["turbo_fallback_cause"].astype("object") == "flight_not_fit").astype(float)
+                       .where(s["turbo_fallback"].notna(), np.nan), "_c": codes})
+    tg = td.groupby("_c")
+    out["turbo_fallback_rate"] = tg["fb"].mean().reindex(range(ng)).to_numpy()
+    out["turbo_udp_complete_share"] = tg["udp"].mean().reindex(range(ng)).to_numpy()
+    out["turbo_not_fit_share"] = tg["nofit"].mean().reindex(range(ng)).to_numpy()
     rt = pd.DataFrame({"r": s["retrans"].to_numpy(dtype=float), "_c": codes})
     g = rt.groupby("_c")["r"]
     out["retrans_mean"] = g.mean().reindex(range(ng)).to_numpy()
@@ -354,7 +367,7 @@ def summarize(run: Run, *, speed: B.Speed | None = None, cpu_note: str = "", bas
                         rate_down=out.at[i, "rate_down_bps"], mtu=int(mtu) if np.isfinite(mtu) else 1500,
                         cpu=cpu, chain_depth=run.chain_depth, registry=reg,
                         iw_c=_window(out.at[i, "initcwnd_client"]), iw_s=_window(out.at[i, "initcwnd_server"]),
-                        transport=t_, quic_retry=run.quic_retry)
+                        transport=t_, quic_retry=run.quic_retry, turbo_requests=run.turbo_requests)
         except ValueError as e:  # an algorithm without checked sizes: no bound rather than a wrong one
             unsized.add(str(e).split(" (")[0])
             brows.append({})

@@ -143,6 +143,34 @@ QUIC_COLUMNS = [
 ]
 
 
+# The TurboTLS cells' own figures (report.md), from the timer's turbo object.
+TURBO_COLUMNS = [
+    ("Group", "", lambda r: r.group),
+    ("Signature", "", lambda r: r.sig),
+    ("Profile", "", lambda r: r.profile),
+    ("Mode", "", lambda r: MODE_LABELS.get(r.mode, r.mode)),
+    ("Median", "ms", lambda r: _ci(r.p50_ms, r.p50_ci_lo_ms, r.p50_ci_hi_ms)),
+    ("vs TCP", "x", lambda r: _ci(r.vs_tcp, r.vs_tcp_ci_lo, r.vs_tcp_ci_hi, 2)),
+    ("Flight over UDP", "%", lambda r: _share(getattr(r, "turbo_udp_complete_share", np.nan))),
+    ("Did not fit", "%", lambda r: _share(getattr(r, "turbo_not_fit_share", np.nan))),
+    ("Fallback", "%", lambda r: _share(getattr(r, "turbo_fallback_rate", np.nan))),
+    ("Bound", "ms", lambda r: _num(r.bound_ms)),
+    ("Bound RTTs", "", lambda r: _num(r.bound_rtts, 0)),
+]
+
+
+def turbo_markdown(df: pd.DataFrame) -> str:
+    """One row per turbotls cell; empty string when the run has none."""
+    q = df[df["transport"].astype(str) == "turbotls"]
+    if q.empty:
+        return ""
+    heads = [h + (f" ({u})" if u else "") for h, u, _ in TURBO_COLUMNS]
+    out = ["| " + " | ".join(heads) + " |", "|" + "|".join("---" if i < 4 else "---:" for i in range(len(TURBO_COLUMNS))) + "|"]
+    for r in q.itertuples(index=False):
+        out.append("| " + " | ".join(str(f(r)).replace("|", "\\|") for _, _, f in TURBO_COLUMNS) + " |")
+    return "\n".join(out) + "\n"
+
+
 def quic_markdown(df: pd.DataFrame) -> str:
     """One row per quic cell; empty string when the run has none."""
     q = df[df["transport"].astype(str) == "quic"]

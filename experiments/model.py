@@ -16,8 +16,8 @@ from pqshake.yamlsrc import Doc, describe, dotted, load_docs
 
 Mode = Literal["full", "resume", "resume_psk", "0rtt", "hrr", "tls12"]
 MODES: tuple[str, ...] = ("full", "resume", "0rtt", "hrr", "tls12")
-Transport = Literal["tcp", "tcp+tfo", "quic"]
-TRANSPORTS: tuple[str, ...] = ("tcp", "quic")
+Transport = Literal["tcp", "tcp+tfo", "quic", "turbotls"]
+TRANSPORTS: tuple[str, ...] = ("tcp", "quic", "turbotls")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
@@ -134,7 +134,8 @@ class Experiment(BaseModel):
     profiles: list[str | dict[str, Any]] = Field(min_length=1)
     modes: list[Mode] = Field(default_factory=lambda: ["full"], min_length=1)
     transports: list[Transport] = Field(default_factory=lambda: ["tcp"], min_length=1,
-                                        description="tcp (TLS over TCP) and/or quic (QUIC over UDP)")
+                                        description="tcp (TLS over TCP), quic (QUIC over UDP), turbotls (TurboTLS: "
+                                        "first flights over UDP, the rest over TCP)")
     tcp_fastopen: bool = Field(default=False, description="also run every tcp cell as tcp+tfo (TCP Fast Open: "
                                "the first flight in the SYN once the first connection fetched a cookie)")
     early_response: Literal["on", "off"] = Field(default="on", description="0rtt cells: the server answers an "
@@ -142,6 +143,11 @@ class Experiment(BaseModel):
     quic_retry: Literal["on", "off"] = Field(default="on", description="quic cells: the server validates "
                                              "the client's address with a Retry round trip (on) or not (off)")
     qlog: bool = Field(default=False, description="quic cells: keep qlog traces under raw/<cell>/qlog/")
+    turbo_requests: Annotated[int, Field(ge=1, le=1024)] | Literal["auto"] = Field(
+        default="auto", description="turbotls cells: request datagrams per handshake (the most reply datagrams "
+                                    "the server may send); auto = the model's server flight + 25 %")
+    turbo_fallback: int = Field(default=10_000_000, description="turbotls cells: the client's wait after the "
+                                "SYN-ACK before it carries on over TCP, ns ('10ms' in YAML)")
     samples: Annotated[
         Annotated[Annotated[int, Field(ge=1, le=10_000_000)], Tag("tag:n")] | Annotated[Literal["auto"], Tag("tag:auto")],
         Discriminator(lambda v: "tag:auto" if isinstance(v, str) else "tag:n"),
@@ -223,6 +229,14 @@ class Experiment(BaseModel):
     def _on_off(cls, v: Any) -> Any:
         # YAML 1.1 reads a bare on/off as a boolean.
         return {True: "on", False: "off"}.get(v, v) if isinstance(v, bool) else v
+
+    @field_validator("turbo_fallback", mode="before")
+    @classmethod
+    def _turbo_fallback(cls, v: Any) -> int:
+        ns = _parse_duration_ns(v)
+        if ns < 0 or ns > 10_000_000_000:
+            raise ValueError(f"{v!r}: 0 to 10s (e.g. 10ms)")
+        return ns
 
     @field_validator("timeout", mode="before")
     @classmethod

@@ -315,6 +315,8 @@ class Plan:
             "cells_per_transport": {t: sum(1 for c in self.cells if c.transport == t) for t in m.transports},
             "quic_retry": m.quic_retry if "quic" in m.transports else None,
             "qlog": m.qlog if "quic" in m.transports else None,
+            "turbo_requests": m.turbo_requests if "turbotls" in m.transports else None,
+            "turbo_fallback_ns": m.turbo_fallback if "turbotls" in m.transports else None,
             "repetitions": m.repetitions,
             "samples_per_cell": m.samples,
             "warmup_per_cell": m.warmup,
@@ -388,6 +390,7 @@ def build_plan(ef: ExperimentFile | Path | str, *, seed: int | None = None,
     if not cells:
         raise UserError(f"{ef.where('exclude')}: the exclude rules remove every cell (nothing to run)")
     check_quic(ef, cells, profs)
+    check_turbo(ef, cells, profs)
     if check_stack:
         # Only groups some cell uses: an exclude rule may drop one the stack lacks.
         used = [g for g in groups if any(c.group == g for c in cells)]
@@ -431,6 +434,41 @@ def check_quic(ef: ExperimentFile, cells: list[Cell], profs: dict[str, Any]) -> 
             raise UserError(f"{where}: profile '{name}' has MTU {mtu}, below the {QUIC_MIN_MTU} bytes a 1200-byte "
                             f"QUIC Initial datagram needs (IPv4 20 + UDP 8); raise its mtu to >= {QUIC_MIN_MTU}, or add "
                             f"the exclude rule {{transport: quic, profile: {name}}}")
+
+
+# TurboTLS runs these modes in pqs-server / pqs-timer: the reason for the others, for the message.
+TURBO_REFUSED_MODES = {"0rtt": "0-RTT over TurboTLS is not implemented",
+                       "hrr": "a HelloRetryRequest would make the UDP first flight not final",
+                       "tls12": "TurboTLS carries TLS 1.3 first flights"}
+
+
+def check_turbo(ef: ExperimentFile, cells: list[Cell], profs: dict[str, Any]) -> None:
+    """Refuse, before any network, turbotls cells the programs or the link cannot run: a mode
+    TurboTLS does not have, a profile whose MTU cannot carry a 1200-byte datagram, turbo_requests:
+    auto for an algorithm the model cannot size."""
+    from pqshake.experiments import handshake_model as hm
+
+    turbo = [c for c in cells if c.transport == "turbotls"]
+    if not turbo:
+        return
+    where = ef.where("transports")
+    for c in turbo:
+        if c.mode in TURBO_REFUSED_MODES:
+            raise UserError(f"{where}: mode {c.mode} cannot run over turbotls ({TURBO_REFUSED_MODES[c.mode]}); remove "
+                            f"{c.mode} from modes or turbotls from transports, or add the exclude rule "
+                            f"{{transport: turbotls, mode: {c.mode}}}")
+        if ef.model.turbo_requests == "auto":
+            try:
+                hm.sizes_for(c.group, c.sig)
+            except ValueError as e:
+                raise UserError(f"{ef.where('turbo_requests')}: auto needs the server flight's size, but {e}; or set "
+                                f"turbo_requests: N (request datagrams)") from None
+    for name in dict.fromkeys(c.profile for c in turbo):
+        mtu = profile_figures(profs[name])["mtu"]
+        if mtu < QUIC_MIN_MTU:
+            raise UserError(f"{where}: profile '{name}' has MTU {mtu}, below the {QUIC_MIN_MTU} bytes a 1200-byte "
+                            f"TurboTLS datagram needs (IPv4 20 + UDP 8); raise its mtu to >= {QUIC_MIN_MTU}, or add "
+                            f"the exclude rule {{transport: turbotls, profile: {name}}}")
 
 
 def shuffle_cells(cells: list[Cell], seed: int) -> list[Cell]:

@@ -56,11 +56,26 @@ def transport_args(cell: Cell, exp, qlog: Path | None, server: bool) -> list[str
     if cell.transport == "tcp+tfo":  # TLS over TCP with Fast Open on both ends (a queue of 64)
         return ["--tcp-fastopen", "64"] if server else ["--tcp-fastopen"]
     argv = ["--transport", cell.transport]
+    if cell.transport == "turbotls":
+        return argv if server else argv + ["--turbo-requests", str(turbo_requests(cell, exp)),
+                                           "--turbo-fallback", f"{exp.turbo_fallback // 1000}us"]
     if server:
         argv += ["--quic-retry", exp.quic_retry]
     if qlog is not None:
         argv += ["--qlog", str(qlog)]
     return argv
+
+
+def turbo_requests(cell: Cell, exp) -> int:
+    """The experiment's turbo_requests, or (auto) the model's server flight + 25 % in 1200-byte
+    datagrams (experiments/handshake_model.py turbo_requests_auto; the plan refuses auto for an
+    algorithm the registry does not size)."""
+    if exp.turbo_requests != "auto":
+        return int(exp.turbo_requests)
+    from pqshake.experiments import handshake_model as hm
+
+    sc, ss, pk, sl = hm.sizes_for(cell.group, cell.sig)
+    return hm.turbo_requests_auto(sc, ss, pk, sl, exp.chain_depth, "resume" if cell.mode == "resume" else "full")
 
 
 def server_argv(binary: Path, listen: str, cell: Cell, exp, cert_dir: Path, log: Path,

@@ -420,13 +420,14 @@ const char *pqs_tfo_sysctl(void)
     return val;
 }
 
-bool pqs_parse_transport(const char *prog, const char *s)
+bool pqs_parse_transport(const char *prog, const char *s, bool *turbo)
 {
-    if (strcmp(s, "tcp") == 0)
+    *turbo = strcmp(s, "turbotls") == 0;
+    if (strcmp(s, "tcp") == 0 || *turbo)
         return false;
     if (strcmp(s, "quic") == 0)
         return true;
-    pqs_usage_error(prog, "unknown --transport '%s'; available: tcp, quic", s);
+    pqs_usage_error(prog, "unknown --transport '%s'; available: tcp, quic, turbotls", s);
 }
 
 void pqs_qlog_dir(const char *prog, const char *dir)

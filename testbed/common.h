@@ -115,8 +115,9 @@ bool pqs_parse_on_off(const char *s, bool *out);
  * string is static (read once per call; not thread-safe, call from main only). */
 const char *pqs_tfo_sysctl(void);
 
-/* --transport tcp|quic: true for quic; a usage error (exit 2) otherwise. */
-bool pqs_parse_transport(const char *prog, const char *s);
+/* --transport tcp|quic|turbotls: true for quic, *turbo set for turbotls (TLS over TCP with the
+ * first flights over UDP); a usage error (exit 2) otherwise. */
+bool pqs_parse_transport(const char *prog, const char *s, bool *turbo);
 /* --qlog DIR: DIR must be a writable directory; sets QLOGDIR (and, unless already set,
  * OSSL_QFILTER to every event) for this process, before any QUIC object exists. */
 void pqs_qlog_dir(const char *prog, const char *dir);

@@ -32,6 +32,7 @@
 #include "quic_server.h"
 #include "tcpinfo.h"
 #include "tlsobs.h"
+#include "turbo_server.h"
 
 #define PROG "pqs-server"
 #define MAX_THREADS 256
@@ -68,6 +69,9 @@ typedef struct server_cfg {
     bool early_response;     /* --early-response on|off: answer an accepted 0-RTT request at once */
     bool psk_ke;             /* --psk-ke on|off: resume without a key share when the client offers it */
     int tcp_fastopen;        /* --tcp-fastopen N: TFO queue length on the listener, 0 = off */
+    bool turbo;              /* --transport turbotls: TCP listener + UDP first flights (turbo_server.c) */
+    int64_t turbo_ttl_ns;    /* --turbo-state-ttl */
+    uint64_t turbo_states;   /* --turbo-max-states */
 } server_cfg;
 
 typedef struct worker {
@@ -89,6 +93,7 @@ typedef struct server {
     atomic_bool stopping;
     atomic_uint_fast64_t conn_seq;
     worker workers[MAX_THREADS];
+    pqs_turbo_server turbo;  /* --transport turbotls: the UDP side */
 } server;
 
 static void usage(FILE *f)
@@ -138,6 +143,11 @@ static void usage(FILE *f)
 "                         OpenSSL's default; off = SSL_LISTENER_FLAG_NO_VALIDATE)\n"
 "  --alpn NAME            QUIC: the one ALPN protocol accepted (default pqshake)\n"
 "  --qlog DIR             QUIC: write OpenSSL's qlog traces into DIR (sets QLOGDIR)\n"
+"                         turbotls: TurboTLS, TLS 1.3 over TCP with the ClientHello and the\n"
+"                         server's first flight over UDP at the same --listen address (no 0-RTT)\n"
+"  --turbo-state-ttl DUR  turbotls: UDP-side connection state expires after DUR (default 5s)\n"
+"  --turbo-max-states N   turbotls: at most N UDP-side states at once (default 1024; more new\n"
+"                         connection ids are dropped and counted)\n"
 "  --log FILE             JSON lines log, appended (default - = stdout)\n"
 "  --fsync N              with --log FILE: fsync every N lines and at exit (default 64;\n"
 "                         0 = never). Every line is fflush'ed at once regardless\n"
@@ -173,6 +183,7 @@ typedef struct conn_rec {
     bool early_response;   /* the response went out as 0.5-RTT data, before the client's Finished */
     const char *close_kind;
     pqs_tcpinfo tcp;
+    pqs_turbo_srec turbo;  /* turbotls only */
 } conn_rec;
 
 static void conn_fail(conn_rec *c, SSL *ssl, int ret, const char *stage)
@@ -224,8 +235,11 @@ static void log_conn(server *s, worker *w, const conn_rec *c)
     MONO("response_done_mono_ns", c->response_done_ns);
     MONO("closed_mono_ns", c->closed_ns);
 #undef MONO
+    /* turbotls: the server's handshake began with the first UDP datagram */
+    int64_t start = c->turbo.first_dgram_ns && c->turbo.bound && strcmp(c->turbo.bound, "udp") == 0
+                    ? c->turbo.first_dgram_ns : c->accepted_ns;
     if (c->hs_done_ns)
-        pqs_json_int(&j, "handshake_ns", c->hs_done_ns - c->accepted_ns);
+        pqs_json_int(&j, "handshake_ns", c->hs_done_ns - start);
     else
         pqs_json_null(&j, "handshake_ns");
     pqs_tlsinfo_json(&j, &c->info);
@@ -236,7 +250,7 @@ static void log_conn(server *s, worker *w, const conn_rec *c)
     pqs_json_uint(&j, "request_bytes", c->request_bytes);
     pqs_json_uint(&j, "response_bytes", c->response_bytes);
     pqs_json_str(&j, "close", c->close_kind);
-    pqs_json_str(&j, "transport", "tcp");
+    pqs_json_str(&j, "transport", c->turbo.used ? "turbotls" : "tcp");
     if (c->err != PQS_ERR_NONE) {
         pqs_json_str(&j, "error", pqs_err_str(c->err));
         pqs_json_str(&j, "message", c->msg);
@@ -245,6 +259,10 @@ static void log_conn(server *s, worker *w, const conn_rec *c)
     }
     pqs_tcpinfo_json(&j, &c->tcp);
     pqs_json_null(&j, "quic");
+    if (c->turbo.used)
+        pqs_turbo_server_json(&j, &c->turbo, c->accepted_ns);
+    else
+        pqs_json_null(&j, "turbo");
     pqs_json_end(&j);
     pqs_sink_write(&s->log, &j);
 }
@@ -281,11 +299,13 @@ static void serve(server *s, worker *w, int fd, const struct sockaddr *peer)
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 
-    SSL *ssl = SSL_new(s->ctx);
-    if (ssl == NULL || !SSL_set_fd(ssl, fd)) {
-        c.err = PQS_ERR_INTERNAL;
-        snprintf(c.msg, sizeof c.msg, "SSL_new failed");
-        c.stage = "setup";
+    SSL *ssl = s->cfg.turbo ? pqs_turbo_server_bind(&s->turbo, fd, &c.obs, &c.turbo, c.msg, sizeof c.msg)
+                            : SSL_new(s->ctx);
+    if (ssl == NULL || (!s->cfg.turbo && !SSL_set_fd(ssl, fd))) {
+        c.err = s->cfg.turbo ? PQS_ERR_IO_ERROR : PQS_ERR_INTERNAL;
+        if (!s->cfg.turbo)
+            snprintf(c.msg, sizeof c.msg, "SSL_new failed");
+        c.stage = s->cfg.turbo ? "turbo_bind" : "setup";
         goto done;
     }
     SSL_set_msg_callback(ssl, pqs_tlsobs_msg_cb);
@@ -483,7 +503,8 @@ static void parse_args(int argc, char **argv, server_cfg *cfg)
     enum { OPT_LISTEN = 256, OPT_GROUPS, OPT_SIG, OPT_CA_SIG, OPT_DEPTH, OPT_CERTDIR, OPT_RESP, OPT_EARLY,
            OPT_TICKETS, OPT_CACHE, OPT_NOTLS12, OPT_THREADS, OPT_BACKLOG, OPT_IDLE, OPT_LOG, OPT_FSYNC, OPT_HELP,
            OPT_PROVIDER, OPT_OQSNATIVE, OPT_LISTGROUPS, OPT_LISTSIGS, OPT_CLIENTAUTH, OPT_CLIENTDEPTH,
-           OPT_TRANSPORT, OPT_QUICRETRY, OPT_ALPN, OPT_QLOG, OPT_EARLYRESP, OPT_PSKKE, OPT_TFO };
+           OPT_TRANSPORT, OPT_QUICRETRY, OPT_ALPN, OPT_QLOG, OPT_EARLYRESP, OPT_PSKKE, OPT_TFO,
+           OPT_TURBOTTL, OPT_TURBOSTATES };
     static const struct option opts[] = {
         {"listen", required_argument, 0, OPT_LISTEN}, {"groups", required_argument, 0, OPT_GROUPS},
         {"sig", required_argument, 0, OPT_SIG}, {"ca-sig", required_argument, 0, OPT_CA_SIG},
@@ -504,6 +525,8 @@ static void parse_args(int argc, char **argv, server_cfg *cfg)
         {"alpn", required_argument, 0, OPT_ALPN}, {"qlog", required_argument, 0, OPT_QLOG},
         {"early-response", required_argument, 0, OPT_EARLYRESP}, {"psk-ke", required_argument, 0, OPT_PSKKE},
         {"tcp-fastopen", required_argument, 0, OPT_TFO},
+        {"turbo-state-ttl", required_argument, 0, OPT_TURBOTTL},
+        {"turbo-max-states", required_argument, 0, OPT_TURBOSTATES},
         {0, 0, 0, 0}};
     cfg->oqs_native = -1;
     cfg->early_response = true;
@@ -521,7 +544,9 @@ static void parse_args(int argc, char **argv, server_cfg *cfg)
     cfg->idle_timeout_ns = 10000000000LL;
     cfg->tls12 = true;
     cfg->quic_retry = true;
-    bool retry_set = false, early_set = false;
+    cfg->turbo_ttl_ns = 5000000000LL;
+    cfg->turbo_states = 1024;
+    bool retry_set = false, early_set = false, turbo_set = false;
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -589,7 +614,17 @@ static void parse_args(int argc, char **argv, server_cfg *cfg)
         case OPT_OQSNATIVE: cfg->oqs_native = 1; break;
         case OPT_LISTGROUPS: cfg->list = 1; break;
         case OPT_LISTSIGS: cfg->list = 2; break;
-        case OPT_TRANSPORT: cfg->quic = pqs_parse_transport(PROG, optarg); break;
+        case OPT_TRANSPORT: cfg->quic = pqs_parse_transport(PROG, optarg, &cfg->turbo); break;
+        case OPT_TURBOTTL:
+            if (!pqs_parse_duration_ns(optarg, &cfg->turbo_ttl_ns) || cfg->turbo_ttl_ns < 1000000)
+                pqs_usage_error(PROG, "bad --turbo-state-ttl '%s': e.g. 5s, 500ms (>= 1ms)", optarg);
+            turbo_set = true;
+            break;
+        case OPT_TURBOSTATES:
+            if (!pqs_parse_u64(optarg, 1, 65536, &cfg->turbo_states))
+                pqs_usage_error(PROG, "bad --turbo-max-states '%s': must be 1..65536", optarg);
+            turbo_set = true;
+            break;
         case OPT_QUICRETRY:
             if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0)
                 pqs_usage_error(PROG, "bad --quic-retry '%s': on or off", optarg);
@@ -628,6 +663,14 @@ static void parse_args(int argc, char **argv, server_cfg *cfg)
             pqs_usage_error(PROG, "--tcp-fastopen with --transport quic: TCP Fast Open is a TCP option");
     } else if (retry_set || cfg->alpn != NULL || cfg->qlog != NULL) {
         pqs_usage_error(PROG, "--quic-retry, --alpn and --qlog need --transport quic");
+    }
+    if (cfg->turbo) {
+        if (early_set)
+            pqs_usage_error(PROG, "--max-early-data with --transport turbotls: 0-RTT is not part of TurboTLS here");
+        cfg->tls12 = false;       /* the UDP first flight is TLS 1.3's */
+        cfg->max_early_data = 0;
+    } else if (turbo_set) {
+        pqs_usage_error(PROG, "--turbo-state-ttl and --turbo-max-states need --transport turbotls");
     }
     if (cfg->alpn == NULL)
         cfg->alpn = "pqshake";
@@ -822,6 +865,17 @@ int main(int argc, char **argv)
             return PQS_EXIT_ENV;
         }
     }
+    int tfd = -1; /* turbotls: the UDP socket at the TCP listener's address and port */
+    if (s->cfg.turbo) {
+        tfd = socket(bound.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        s->turbo = (pqs_turbo_server){.ctx = s->ctx, .fd = tfd, .log = &s->log, .ttl_ns = s->cfg.turbo_ttl_ns,
+                                      .max_states = (size_t)s->cfg.turbo_states};
+        if (tfd < 0 || bind(tfd, (struct sockaddr *)&bound, blen) != 0
+            || pqs_turbo_server_start(&s->turbo, why, sizeof why) != 0) {
+            fprintf(stderr, PROG ": TurboTLS UDP on %s: %s\n", listen_str, tfd < 0 || errno ? strerror(errno) : why);
+            return PQS_EXIT_ENV;
+        }
+    }
     for (int i = 0; i < s->cfg.threads; i++) {
         worker *w = &s->workers[i];
         w->srv = s;
@@ -859,7 +913,11 @@ int main(int argc, char **argv)
     pqs_json_int(&j, "tcp_fastopen", s->cfg.tcp_fastopen);
     pqs_json_str(&j, "tcp_fastopen_sysctl", pqs_tfo_sysctl());
     pqs_json_int(&j, "threads", s->cfg.quic ? 1 : s->cfg.threads);
-    pqs_json_str(&j, "transport", s->cfg.quic ? "quic" : "tcp");
+    pqs_json_str(&j, "transport", s->cfg.quic ? "quic" : s->cfg.turbo ? "turbotls" : "tcp");
+    if (s->cfg.turbo) {
+        pqs_json_int(&j, "turbo_state_ttl_ns", s->cfg.turbo_ttl_ns);
+        pqs_json_uint(&j, "turbo_max_states", s->cfg.turbo_states);
+    }
     if (s->cfg.quic) {
         pqs_json_bool(&j, "quic_retry", s->cfg.quic_retry);
         pqs_json_str(&j, "alpn", s->cfg.alpn);
@@ -901,6 +959,10 @@ int main(int argc, char **argv)
         pthread_mutex_destroy(&s->workers[i].mu);
     }
     close(s->lfd);
+    if (s->cfg.turbo) {
+        pqs_turbo_server_stop(&s->turbo);
+        close(tfd);
+    }
     pqs_json_begin(&j, "summary");
     pqs_json_str(&j, "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT");
     pqs_json_uint(&j, "conns", conns);

@@ -32,6 +32,7 @@
 #include "quicobs.h"
 #include "tcpinfo.h"
 #include "tlsobs.h"
+#include "turbo_client.h"
 
 #define PROG "pqs-timer"
 #define MAX_CONC 1024
@@ -81,6 +82,9 @@ typedef struct timer_cfg {
     size_t alpn_wire_len;
     const char *qlog;        /* --qlog DIR */
     bool tfo;                /* --tcp-fastopen: the first flight goes out in the SYN */
+    bool turbo;              /* --transport turbotls: TLS over TCP, first flights over UDP */
+    pqs_turbo_opts turbo_opts; /* --turbo-requests, --turbo-datagram, --turbo-fallback */
+    bool turbo_set;          /* one of those was given */
 } timer_cfg;
 
 struct timer;
@@ -139,6 +143,7 @@ typedef struct attempt {
     int q_pto;                  /* QUIC: pto_count at the end of the handshake */
     int q_unmatched;
     int64_t q_cb_ns;            /* QUIC: time inside the message callback until the handshake's end */
+    pqs_turbo_client turbo;     /* turbotls: UDP socket, connection id, the attempt's record */
 } attempt;
 
 static int ex_idx_attempt = -1; /* SSL ex_data index for the attempt (set once in main) */
@@ -193,6 +198,13 @@ static void usage(FILE *f)
 "                         modes full, resume and hrr; a request goes on one bidirectional stream)\n"
 "  --alpn NAME            QUIC: the ALPN protocol offered (default pqshake; QUIC requires one)\n"
 "  --qlog DIR             QUIC: write OpenSSL's qlog traces into DIR (sets QLOGDIR)\n"
+"                         turbotls: TurboTLS (ClientHello over UDP beside the SYN, the server's\n"
+"                         first flight over UDP, the rest over TCP; modes full and resume)\n"
+"  --turbo-requests N     turbotls: request datagrams sent = most reply datagrams asked for\n"
+"                         (default 12; at least the ClientHello's fragments)\n"
+"  --turbo-datagram B     turbotls: bytes per datagram, header included (default 1200)\n"
+"  --turbo-fallback DUR   turbotls: carry on over TCP when no reply datagram came for DUR\n"
+"                         after the SYN-ACK (default 10ms; testbed/README.md says why)\n"
 "  --out FILE             append JSON lines to FILE (default -, stdout)\n"
 "  --fsync N              with --out FILE: fsync every N lines and at exit (default 64;\n"
 "                         0 = only fflush). Every line is always fflush'ed.\n"
@@ -492,6 +504,14 @@ static void run_attempt(tworker *w, attempt *a)
         SSL_set0_wbio(ssl, flight);
     }
     SSL_set_ex_data(ssl, ex_idx_attempt, a);
+    char twhy[128];
+    if (cfg->turbo && pqs_turbo_client_prepare(&a->turbo, ssl, &cfg->connect, twhy, sizeof twhy) != 0) {
+        fail(a, PQS_ERR_INTERNAL, "setup", errno, "%s", twhy);
+        SSL_free(ssl);
+        close(fd);
+        a->t0 = a->t_end = pqs_mono_ns();
+        return;
+    }
     if (cfg->instrument) {
         SSL_set_msg_callback(ssl, pqs_tlsobs_msg_cb);
         SSL_set_msg_callback_arg(ssl, &a->obs);
@@ -509,6 +529,18 @@ static void run_attempt(tworker *w, attempt *a)
     /* ---- measured interval ---- */
     a->t0 = pqs_mono_ns();
     int64_t deadline = a->t0 + cfg->timeout_ns;
+    if (cfg->turbo) { /* UDP first flights, then TLS on fd (turbo_client.c) */
+        pqs_turbo_fail tf;
+        int sret = 0, tr = pqs_turbo_client_handshake(&a->turbo, ssl, fd, &cfg->connect, &cfg->turbo_opts, deadline,
+                                                      &a->t_conn, &sret, &tf);
+        if (tr == 0)
+            ssl_retry(ssl, sret, fd, deadline, a, "handshake", NULL);
+        else if (tr < 0)
+            fail(a, tf.err, tf.stage, tf.err_no, "%s", tf.msg);
+        if (tr != 1)
+            goto out;
+        goto handshake_done;
+    }
     int cr = connect(fd, (struct sockaddr *)&cfg->connect.ss, cfg->connect.len);
     if (cr == 0 && cfg->tfo)
         a->tfo_cookie = true;
@@ -559,6 +591,7 @@ static void run_attempt(tworker *w, attempt *a)
         if (!ssl_retry(ssl, r, fd, deadline, a, "handshake", w))
             goto out;
     }
+handshake_done:
     a->t_hs = pqs_mono_ns();
     /* ---- end of the measured interval ---- */
     a->hs_done = true;
@@ -625,6 +658,8 @@ info:
 out:
     if (a->t_end == 0)
         a->t_end = pqs_mono_ns();
+    if (cfg->turbo)
+        pqs_turbo_client_end(&a->turbo);
     if (a->info.version == NULL && ssl != NULL)
         pqs_tlsinfo_get(ssl, true, &a->info);
     /* No close_notify on the wire (it would cost both sides a record and the server a
@@ -862,7 +897,7 @@ static void log_attempt(tworker *w, const attempt *a)
         pqs_json_bool(&j, "warmup", true); /* only on warmup attempts: the runner adds its own */
     pqs_json_bool(&j, "ok", a->ok);
     pqs_json_str(&j, "mode", mode_names[cfg->mode]);
-    pqs_json_str(&j, "transport", cfg->quic ? "quic" : "tcp");
+    pqs_json_str(&j, "transport", cfg->quic ? "quic" : cfg->turbo ? "turbotls" : "tcp");
     pqs_json_int(&j, "start_mono_ns", a->t0);
     put_rel(&j, "tcp_connect_ns", a->t_conn, a->t0);
     put_rel(&j, "server_hello_ns", a->obs.server_hello_ns, a->t0);
@@ -910,6 +945,10 @@ static void log_attempt(tworker *w, const attempt *a)
         pqs_quic_json(&j, &a->qst, a->q_pto, a->q_unmatched, false);
     else
         pqs_json_null(&j, "quic");
+    if (cfg->turbo)
+        pqs_turbo_client_json(&j, &a->turbo.rec, a->t0);
+    else
+        pqs_json_null(&j, "turbo");
     pqs_json_end(&j);
     pqs_sink_write(&w->t->out, &j);
 }
@@ -1020,7 +1059,7 @@ static void log_summary(timer *t, int64_t run_start, int64_t run_end)
     pqs_json j;
     pqs_json_begin(&j, "summary");
     pqs_json_str(&j, "mode", mode_names[t->cfg.mode]);
-    pqs_json_str(&j, "transport", t->cfg.quic ? "quic" : "tcp");
+    pqs_json_str(&j, "transport", t->cfg.quic ? "quic" : t->cfg.turbo ? "turbotls" : "tcp");
     pqs_json_uint(&j, "attempts", attempts);
     pqs_json_uint(&j, "ok", ok);
     pqs_json_uint(&j, "failed", attempts - ok);
@@ -1105,7 +1144,8 @@ static void parse_args(int argc, char **argv, timer_cfg *cfg)
     enum { OPT_CONNECT = 256, OPT_GROUPS, OPT_CA, OPT_NOVERIFY, OPT_SNI, OPT_SIGALGS, OPT_CIPHERS, OPT_SAMPLES,
            OPT_DURATION, OPT_WARMUP, OPT_MODE, OPT_DECOY, OPT_EARLY, OPT_RESP, OPT_REQ, OPT_CONC, OPT_TIMEOUT,
            OPT_TICKETWAIT, OPT_NOINSTR, OPT_OUT, OPT_FSYNC, OPT_HELP, OPT_PROVIDER, OPT_OQSNATIVE,
-           OPT_LISTGROUPS, OPT_LISTSIGS, OPT_CLIENTCERT, OPT_TRANSPORT, OPT_ALPN, OPT_QLOG, OPT_TFO };
+           OPT_LISTGROUPS, OPT_LISTSIGS, OPT_CLIENTCERT, OPT_TRANSPORT, OPT_ALPN, OPT_QLOG, OPT_TFO,
+           OPT_TREQ, OPT_TDGRAM, OPT_TFALLBACK };
     static const struct option opts[] = {
         {"connect", required_argument, 0, OPT_CONNECT}, {"client-cert", required_argument, 0, OPT_CLIENTCERT}, {"groups", required_argument, 0, OPT_GROUPS},
         {"ca", required_argument, 0, OPT_CA}, {"no-verify", no_argument, 0, OPT_NOVERIFY},
@@ -1124,6 +1164,9 @@ static void parse_args(int argc, char **argv, timer_cfg *cfg)
         {"list-groups", no_argument, 0, OPT_LISTGROUPS}, {"list-sigs", no_argument, 0, OPT_LISTSIGS},
         {"transport", required_argument, 0, OPT_TRANSPORT}, {"alpn", required_argument, 0, OPT_ALPN},
         {"qlog", required_argument, 0, OPT_QLOG}, {"tcp-fastopen", no_argument, 0, OPT_TFO},
+        {"turbo-requests", required_argument, 0, OPT_TREQ},
+        {"turbo-datagram", required_argument, 0, OPT_TDGRAM},
+        {"turbo-fallback", required_argument, 0, OPT_TFALLBACK},
         {0, 0, 0, 0}};
     uint64_t v;
     bool groups_set = false;
@@ -1139,6 +1182,7 @@ static void parse_args(int argc, char **argv, timer_cfg *cfg)
     cfg->early_bytes = 64;
     cfg->fsync_every = 64;
     cfg->instrument = true;
+    cfg->turbo_opts = (pqs_turbo_opts){.requests = 12, .dgram_size = 1200, .fallback_ns = 10000000LL};
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -1215,7 +1259,24 @@ static void parse_args(int argc, char **argv, timer_cfg *cfg)
         case OPT_OQSNATIVE: cfg->oqs_native = 1; break;
         case OPT_LISTGROUPS: cfg->list = 1; break;
         case OPT_LISTSIGS: cfg->list = 2; break;
-        case OPT_TRANSPORT: cfg->quic = pqs_parse_transport(PROG, optarg); break;
+        case OPT_TRANSPORT: cfg->quic = pqs_parse_transport(PROG, optarg, &cfg->turbo); break;
+        case OPT_TREQ:
+            if (!pqs_parse_u64(optarg, 1, PQS_TURBO_MAX_COUNT, &v))
+                pqs_usage_error(PROG, "bad --turbo-requests '%s': must be 1..%u", optarg, PQS_TURBO_MAX_COUNT);
+            cfg->turbo_opts.requests = (int)v;
+            cfg->turbo_set = true;
+            break;
+        case OPT_TDGRAM:
+            if (!pqs_parse_u64(optarg, PQS_TURBO_MIN_DGRAM, 65507, &v))
+                pqs_usage_error(PROG, "bad --turbo-datagram '%s': must be %u..65507 bytes", optarg, PQS_TURBO_MIN_DGRAM);
+            cfg->turbo_opts.dgram_size = (size_t)v;
+            cfg->turbo_set = true;
+            break;
+        case OPT_TFALLBACK:
+            if (!pqs_parse_duration_ns(optarg, &cfg->turbo_opts.fallback_ns) || cfg->turbo_opts.fallback_ns < 0)
+                pqs_usage_error(PROG, "bad --turbo-fallback '%s': e.g. 10ms, 2ms, 0", optarg);
+            cfg->turbo_set = true;
+            break;
         case OPT_ALPN: cfg->alpn = optarg; break;
         case OPT_QLOG: cfg->qlog = optarg; break;
         case OPT_TFO: cfg->tfo = true; break;
@@ -1236,6 +1297,15 @@ static void parse_args(int argc, char **argv, timer_cfg *cfg)
             pqs_usage_error(PROG, "--tcp-fastopen with --transport quic: TCP Fast Open is a TCP option");
     } else if (cfg->alpn != NULL || cfg->qlog != NULL) {
         pqs_usage_error(PROG, "--alpn and --qlog need --transport quic");
+    }
+    if (cfg->turbo) {
+        if (cfg->mode != MODE_FULL && cfg->mode != MODE_RESUME)
+            pqs_usage_error(PROG, "--mode %s --transport turbotls: TurboTLS runs modes full and resume",
+                            mode_names[cfg->mode]);
+        if (cfg->tfo)
+            pqs_usage_error(PROG, "--tcp-fastopen with --transport turbotls: its first flight goes over UDP already");
+    } else if (cfg->turbo_set) {
+        pqs_usage_error(PROG, "--turbo-requests, --turbo-datagram and --turbo-fallback need --transport turbotls");
     }
     if (cfg->alpn == NULL)
         cfg->alpn = "pqshake";
@@ -1369,8 +1439,13 @@ int main(int argc, char **argv)
     pqs_json_header_common(&j, PROG, argc, argv);
     pqs_json_str(&j, "connect", cfg->connect_str);
     pqs_json_str(&j, "mode", mode_names[cfg->mode]);
-    pqs_json_str(&j, "transport", cfg->quic ? "quic" : "tcp");
+    pqs_json_str(&j, "transport", cfg->quic ? "quic" : cfg->turbo ? "turbotls" : "tcp");
     pqs_json_str(&j, "alpn", cfg->quic ? cfg->alpn : NULL);
+    if (cfg->turbo) {
+        pqs_json_int(&j, "turbo_requests", cfg->turbo_opts.requests);
+        pqs_json_uint(&j, "turbo_datagram", cfg->turbo_opts.dgram_size);
+        pqs_json_int(&j, "turbo_fallback_ns", cfg->turbo_opts.fallback_ns);
+    }
     pqs_json_str(&j, "qlog", cfg->qlog);
     pqs_json_str(&j, "groups", cfg->groups);
     pqs_json_str(&j, "groups_configured", cfg->groups_eff);
