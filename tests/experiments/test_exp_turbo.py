@@ -87,6 +87,7 @@ class _Exp:
     chain_depth, response_bytes, concurrency, client_auth, client_chain_depth = 1, 0, 1, None, 1
     samples, warmup, timeout = 3, 1, 10_000_000_000
     quic_retry, turbo_requests, turbo_fallback = "off", "auto", 10_000_000
+    early_response = "on"
 
 
 def test_runner_argv_carries_turbotls(tmp_path):
