@@ -61,6 +61,11 @@ srcs=()
 if [ "$(ls "$stage" | wc -l)" = "${#want[@]}" ]; then
   srcs=(--volume "$stage:/pqs-sources:ro" --build-arg PQS_SOURCES_DIR=/pqs-sources)
 fi
+# The host's CA bundle for pip, when the host names one (a local CA in front of the index).
+cert=${PIP_CERT:-${SSL_CERT_FILE:-}}
+if [ -n "$cert" ] && [ -f "$cert" ]; then
+  srcs+=(--volume "$cert:/pqs-host-ca.crt:ro" --build-arg PIP_CERT=/pqs-host-ca.crt)
+fi
 cd "$top"
 "${podman[@]}" build --isolation=chroot --layers --build-arg "BASE=$base" "${srcs[@]}" \
   --ignorefile docker/Dockerfile.dockerignore -f docker/Dockerfile -t "$image" . >&2

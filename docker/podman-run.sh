@@ -10,7 +10,8 @@
 #   with EPERM. The container gets the caller's hard limits instead (NPROC at most conmon's 32768).
 # - runtime: runc. crun refuses a "hybrid" cgroup layout (v1 controllers plus a v2 mount)
 #   ("cgroups in hybrid mode not supported"); runc runs there.
-# Privileges as make docker-run's; no network (everything runs between the run's own namespaces).
+# Privileges as make docker-run's plus NET_RAW (in Docker's default set, not in podman's: the
+# emulator's AF_PACKET sockets); no network (everything runs between the run's own namespaces).
 set -euo pipefail
 cache=${PQS_CACHE:-$HOME/.cache/pqshake}
 store=$cache/podman
@@ -28,6 +29,6 @@ nofile=$(ulimit -Hn); nproc=$(ulimit -Hu)
 exec podman --root "$store/root" --runroot "$store/runroot" --storage-driver overlay \
   run --rm --runtime runc --network none \
   --ulimit "nofile=$nofile:$nofile" --ulimit "nproc=$nproc:$nproc" \
-  --cap-add NET_ADMIN --cap-add SYS_ADMIN --cap-add SYS_NICE \
+  --cap-add NET_ADMIN --cap-add SYS_ADMIN --cap-add SYS_NICE --cap-add NET_RAW \
   --security-opt systempaths=unconfined --security-opt apparmor=unconfined \
   "${opts[@]}" "$image" "$@"

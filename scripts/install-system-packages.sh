@@ -10,7 +10,7 @@ case $mode in all|--runtime) ;; *) echo "usage: $0 [--runtime]" >&2; exit 2 ;; e
 # command-or-file : package
 runtime=(
   "ip:iproute2" "tc:iproute2" "ethtool:ethtool" "ping:iputils-ping" "iperf3:iperf3"
-  "flock:util-linux" "python3:python3"
+  "flock:util-linux" "python3:python3" "sysctl:procps"
   # engine: mininet (Debian's package; --no-install-recommends: no Open vSwitch, Linux bridges)
   "mnexec:mininet"
 )

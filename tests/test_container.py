@@ -59,7 +59,10 @@ def test_image_help_and_doctor(image):
     assert cp.returncode == 0, cp.stdout + cp.stderr
     for name in ("privileges", "network namespaces", "veth", "AF_PACKET", "crypto stack", "tools"):
         assert items[name]["status"] in ("ok", "warn"), items[name]
-    assert "as pinned" in items["crypto stack"]["detail"], items["crypto stack"]
+    pins = dict(line.split("=", 1) for line in (REPO / "testbed/deps/versions.env").read_text().splitlines()
+                if line[:1].isalpha() and "=" in line)
+    detail = items["crypto stack"]["detail"]  # the image holds no versions.env: compare here
+    assert f"OpenSSL {pins['OPENSSL_VERSION']}," in detail and f"liboqs {pins['LIBOQS_VERSION']}," in detail, detail
 
 
 def test_two_cells_inside(image, tmp_path):
