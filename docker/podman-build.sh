@@ -47,15 +47,16 @@ fi
 # The pinned stack's sources, when this machine has them (verified by the same sha256 checks
 # inside): staged and mounted read-only for the build steps only (PQS_SOURCES_DIR), so the image
 # builds without reaching a crate registry or code hosting. Missing any: the build fetches.
+# The lookup is testbed/deps/common.sh's (find_source), as for `make deps`.
 # shellcheck disable=SC1091
-. "$top/testbed/deps/versions.env"
+PQS_CACHE=$cache . "$top/testbed/deps/common.sh"
+die() { echo "podman-build: $*" >&2; exit 1; }  # ours again, not common.sh's "deps:" one
 want=("$OPENSSL_CRATE-$OPENSSL_CRATE_VERSION.crate" "$LIBOQS_CRATE-$LIBOQS_CRATE_VERSION.crate" "$OQSPROVIDER_TARBALL")
 stage=$store/sources
 rm -rf "$stage"; mkdir -p "$stage"
 for f in "${want[@]}"; do
-  for d in ${PQS_SOURCES_DIR:+"$PQS_SOURCES_DIR"} "$top/../shared/sources" "$cache/downloads"; do
-    if [ -f "$d/$f" ]; then cp "$d/$f" "$stage/"; break; fi
-  done
+  src=$(PQS_CACHE=$cache find_source "$f")
+  [ -z "$src" ] || cp "$src" "$stage/"
 done
 srcs=()
 if [ "$(ls "$stage" | wc -l)" = "${#want[@]}" ]; then
