@@ -122,3 +122,15 @@ docker-run:
 	  -e PQS_UID=$$(id -u) -e PQS_GID=$$(id -g) \
 	  -v "$(TOP)/results:/results" -v "$(abspath $(dir $(EXP))):/exp:ro" \
 	  $(IMAGE) run /exp/$(notdir $(EXP)) --yes
+
+# The same image with podman and no registry (a debootstrap base, podman storage under
+# $PQS_CACHE/podman): docker/README.md. make podman-run EXP=... as make docker-run.
+.PHONY: podman-build podman-run
+podman-build:
+	@bash docker/podman-build.sh
+
+podman-run:
+	@test -f "$(EXP)" || { echo "make podman-run: EXP=$(EXP): no such file"; exit 2; }
+	@mkdir -p results
+	bash docker/podman-run.sh localhost/pqshake:local -- -e PQS_UID=$$(id -u) -e PQS_GID=$$(id -g) \
+	  -v "$(TOP)/results:/results" -v "$(abspath $(dir $(EXP))):/exp:ro" -- run /exp/$(notdir $(EXP)) --yes

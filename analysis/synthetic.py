@@ -21,7 +21,8 @@ import numpy as np
 GROUPS = ["x25519", "X25519MLKEM768", "MLKEM768", "MLKEM1024"]
 SIGS = ["ecdsa-p256", "ml-dsa-44"]
 MODES = ["full", "resume", "0rtt", "hrr", "tls12"]
-BOOL_NULLABLE = ("quic_retry", "quic_amplification_limited", "quic_retry_sent")
+BOOL_NULLABLE = ("quic_retry", "quic_amplification_limited", "quic_retry_sent", "turbo_fallback", "turbo_udp_complete")
+TURBO_FALLBACK_S = 0.010  # the fallback wait of synthetic turbotls cells (the runner's default)
 
 
 def profile(rtt_ms: float, loss: float = 0.0, rate_mbps: float = 0.0, mtu: int = 1500,
@@ -76,7 +77,8 @@ class Spec:
     drop_columns: list[str] = field(default_factory=list)  # samples.parquet columns to leave out
     meta: dict = field(default_factory=dict)  # merged into meta.json
     server: bool = True
-    transports: list[str] = field(default_factory=lambda: ["tcp"])  # quic cells: full, resume, hrr only
+    # quic cells: full, resume, hrr only; turbotls cells: full, resume, resume_psk; tcp+tfo: any mode
+    transports: list[str] = field(default_factory=lambda: ["tcp"])
     quic_retry: bool = True
 
 
@@ -88,6 +90,7 @@ def cell_id(profile: str, group: str, sig: str, mode: str, rep: int, transport: 
 
 def cells(spec: Spec) -> list[dict]:
     from pqshake.experiments.handshake_model import QUIC_MODES
+    from pqshake.experiments.plan import TURBO_REFUSED_MODES
 
     out = []
     for pname in spec.profiles:
@@ -98,6 +101,8 @@ def cells(spec: Spec) -> list[dict]:
                 for s in spec.sigs:
                     for tr in spec.transports:
                         if tr == "quic" and (mode not in QUIC_MODES or spec.profiles[pname]["mtu"] < 1228):
+                            continue
+                        if tr == "turbotls" and (mode in TURBO_REFUSED_MODES or spec.profiles[pname]["mtu"] < 1228):
                             continue
                         for r in range(spec.repetitions):
                             out.append({"cell_id": cell_id(pname, g, s, mode, r, tr), "profile": pname,
@@ -139,6 +144,14 @@ def _cell_arrays(rng: np.random.Generator, spec: Spec, c: dict, prof: dict) -> d
         data = rng.random(n) < p_data
         t += syn * 1.0 + data * max(2 * rtt_s, 0.2)
         retrans += syn.astype(np.int64) + data.astype(np.int64)
+    # TurboTLS: the UDP flight (ClientHello datagrams out, the server's flight back) is lost with
+    # the loss of any of its datagrams; the client then waits out the fallback and finishes over
+    # TCP (the TCP handshake's count of round trips, as the model says on fallback).
+    fallback = np.zeros(n, dtype=bool)
+    if c["transport"] == "turbotls":
+        p_fb = 1 - (1 - loss) ** max(1, b.client_segments + b.server_segments)
+        fallback = rng.random(n) < p_fb
+        t += fallback * (TURBO_FALLBACK_S + rtt_s)
     # QUIC: datagrams as the model counts them (+ ACKs), the amplification limit when the model
     # has its round.
     dg_up = b.client_segments * (2 if quic and spec.quic_retry else 1) + 2
@@ -154,7 +167,7 @@ def _cell_arrays(rng: np.random.Generator, spec: Spec, c: dict, prof: dict) -> d
     down = b.server_bytes + (500 if c["mode"] in ("full", "hrr", "tls12") else 200)
     return {"n": n, "ok": ok, "hs": hs, "conn": conn, "sh": sh, "warm": warm, "retrans": retrans,
             "up": up, "down": down, "mss": hm.mss(prof["mtu"]), "rtt_s": rtt_s, "quic": quic,
-            "dg_up": dg_up, "dg_down": dg_down, "amp": bool(b.amp_rounds)}
+            "dg_up": dg_up, "dg_down": dg_down, "amp": bool(b.amp_rounds), "fallback": fallback}
 
 
 def generate(out: Path | str, spec: Spec | None = None) -> Path:
@@ -172,7 +185,8 @@ def generate(out: Path | str, spec: Spec | None = None) -> Path:
         "error", "tcp_connect_ns", "server_hello_ns", "ttfb_ns", "hrr", "resumed", "early_data",
         "tcp_bytes_sent", "tcp_bytes_received", "tcp_data_segs_out", "tcp_data_segs_in",
         "tcp_total_retrans", "tcp_rtt_ns", "transport", "quic_retry", "quic_datagrams_sent",
-        "quic_datagrams_received", "quic_bytes_sent", "quic_bytes_received", "quic_pto_count", "quic_packets_lost")}
+        "quic_datagrams_received", "quic_bytes_sent", "quic_bytes_received", "quic_pto_count", "quic_packets_lost",
+        "turbo_fallback", "turbo_fallback_cause", "turbo_udp_complete")}
     srv: dict[str, list] = {k: [] for k in ("cell_id", "group", "sig", "profile", "mode", "repetition",
                                             "conn", "ok", "accepted_mono_ns", "handshake_ns",
                                             "tcp_total_retrans", "error", "transport",
@@ -202,6 +216,12 @@ def generate(out: Path | str, spec: Spec | None = None) -> Path:
         cols["quic_bytes_received"].append(np.full(n, a["down"] if q else -1, dtype=np.int64))
         cols["quic_pto_count"].append(np.where(q, a["retrans"], -1).astype(np.int64))
         cols["quic_packets_lost"].append(np.where(q, a["retrans"], -1).astype(np.int64))
+        turbo = c["transport"] == "turbotls"
+        fb = a["fallback"]
+        cols["turbo_fallback"].append(np.array(fb.tolist() if turbo else [None] * n, dtype=object))
+        cols["turbo_fallback_cause"].append(np.where(fb, "timeout", None).astype(object) if turbo
+                                            else np.full(n, None, dtype=object))
+        cols["turbo_udp_complete"].append(np.array((~fb).tolist() if turbo else [None] * n, dtype=object))
         cols["tcp_connect_ns"].append(np.full(n, -1, dtype=np.int64) if q else a["conn"])
         cols["server_hello_ns"].append(np.where(ok, a["sh"], -1))
         cols["ttfb_ns"].append(np.full(n, -1, dtype=np.int64))
@@ -246,10 +266,12 @@ def generate(out: Path | str, spec: Spec | None = None) -> Path:
         row.update(prof)
         cell_rows.append(row)
 
-    if "quic" not in spec.transports:  # a tcp-only run has the columns it always had
-        for d in (cols, srv):
-            for k in [k for k in d if k.startswith("quic_")]:
-                del d[k]
+    # A run without quic / turbotls cells has the columns it always had.
+    for tr, prefix in (("quic", "quic_"), ("turbotls", "turbo_")):
+        if tr not in spec.transports:
+            for d in (cols, srv):
+                for k in [k for k in d if k.startswith(prefix)]:
+                    del d[k]
 
     def table(d: dict[str, list], nullable_ns: Iterable[str]) -> pa.Table:
         arrays = {}
@@ -290,7 +312,9 @@ def generate(out: Path | str, spec: Spec | None = None) -> Path:
     meta.update(spec.meta)
     plan = {"experiment": {"name": spec.name, "samples": spec.samples, "warmup": spec.warmup, "chain_depth": 1,
                            "repetitions": spec.repetitions, "transports": spec.transports,
-                           "quic_retry": "on" if spec.quic_retry else "off"},
+                           "quic_retry": "on" if spec.quic_retry else "off",
+                           **({"turbo_requests": "auto", "turbo_fallback_ns": int(TURBO_FALLBACK_S * 1e9)}
+                              if "turbotls" in spec.transports else {})},
             "seed": spec.seed, "groups": spec.groups, "sigs": spec.sigs, "profiles": list(spec.profiles), "cells": cl}
     # Through the runner's writer (the one owner of the format); raw/ stays empty, so the
     # tables written here are the run's data.

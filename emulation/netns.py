@@ -56,7 +56,8 @@ def run(argv: list[str], check: bool = True, timeout: float = 60, input: str | N
 
 def require_root() -> None:
     if os.geteuid() != 0:
-        raise UserError("network namespaces need root (run with sudo)", exit_code=1)
+        raise UserError("network namespaces need root (run with sudo); 'pqshake run', 'resume' and 'net check' "
+                        "also run without root where user namespaces are allowed ('pqshake doctor' says)", exit_code=1)
 
 
 # ------------------------------------------------------------------ naming --
@@ -354,6 +355,8 @@ def remove_run(rec: dict[str, Any]) -> list[str]:
         if ns.startswith("pqs-") and ns_exists(ns):
             ns_del(ns)
             removed.append(f"namespace {ns}")
+    for user in rec.get("users", []):  # a test's unprivileged account (tests/test_rootless.py)
+        removed += _remove_user(user)
     for f in rec.get("files", []):
         try:
             Path(f).unlink()
@@ -365,6 +368,32 @@ def remove_run(rec: dict[str, Any]) -> list[str]:
     except FileNotFoundError:
         pass
     return removed
+
+
+def _remove_user(user: str) -> list[str]:
+    """A recorded pqs- account: its processes (found by uid), then the account."""
+    import pwd
+
+    if not user.startswith("pqs-"):
+        return []
+    try:
+        uid = pwd.getpwnam(user).pw_uid
+    except KeyError:
+        return []
+    pids = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                status = (d / "status").read_text()
+            except OSError:
+                continue
+            m = re.search(r"^Uid:\s+(\d+)\s+(\d+)", status, re.M)
+            if m and uid in (int(m.group(1)), int(m.group(2))):
+                pids.append(int(d.name))
+    if pids:
+        kill_pids(pids)
+    cp = run(["userdel", user], check=False)
+    return [f"user {user}"] if cp.returncode == 0 else [f"user {user} (userdel failed: {cp.stderr.strip()})"]
 
 
 @contextmanager

@@ -27,9 +27,21 @@ def _register() -> None:
     from pqshake.experiments import slurm; slurm.register(app)
 
 
+def _maybe_rootless(argv: list[str]) -> None:
+    """Not root: commands that build namespaces re-execute inside a user namespace of their own
+    (emulation/rootless.py), or stop with the sysctl that would allow it."""
+    import os
+
+    from pqshake.emulation import rootless
+
+    if os.geteuid() != 0 and not rootless.inside() and rootless.wants(argv) and "--help" not in argv:
+        rootless.reexec(argv)
+
+
 def main(argv: list[str] | None = None) -> int:
     _register()
     try:
+        _maybe_rootless(sys.argv[1:] if argv is None else argv)
         # standalone_mode=False: typer.Exit(code) comes back as the return value.
         rc = app(args=argv, standalone_mode=False)
     except UserError as e:

@@ -66,10 +66,20 @@ def privileges(uid: int | None = None, caps: int | None = None) -> Item:
                                                  ("NET_RAW", CAP_NET_RAW), ("SYS_NICE", CAP_SYS_NICE))}
     missing = [n for n in ("NET_ADMIN", "SYS_ADMIN", "NET_RAW") if not have[n]]
     who = "root (uid 0)" if uid == 0 else f"uid {uid}"
+    from pqshake.emulation import rootless
+
+    if uid == 0 and rootless.inside():
+        who = f"rootless (uid 0 in a user namespace of host uid {rootless.host_uid()})"
     if not missing:
         extra = "" if have["SYS_NICE"] else "; no CAP_SYS_NICE: the userspace emulator runs without SCHED_FIFO (less accurate timing)"
         return Item("privileges", WARN if extra else OK, f"{who}, CAP_NET_ADMIN + CAP_SYS_ADMIN + CAP_NET_RAW{extra}",
                     "run as root / add --cap-add SYS_NICE to the container" if extra else "")
+    if uid != 0:
+        ok, detail = rootless.available()
+        if ok:
+            return Item("privileges", OK, f"{who}, not root: rootless mode ({detail}); 'pqshake run' re-executes "
+                        "itself inside them (netem only if sch_netem is loaded on the host, no SCHED_FIFO)")
+        return Item("privileges", FAIL, f"{who}, not root, and no rootless mode: {detail}", rootless.how_to_enable())
     fix = ("run as root (sudo)" if uid != 0 else
            "in a container: docker run --cap-add NET_ADMIN --cap-add SYS_ADMIN ... (see docker/README, or make docker-run)")
     return Item("privileges", FAIL, f"{who} without CAP_{', CAP_'.join(missing)} (namespaces, veths and qdiscs need them)", fix)
@@ -297,7 +307,8 @@ def leftovers_item() -> Item:
     try:
         dead = [r for r in netns.read_records() if not r.get("persistent") and not netns.record_live(r)]
         kept = [r["run_id"] for r in netns.read_records() if r.get("persistent")]
-        foreign = clean.unrecorded()
+        # Not root: the host's /run/netns is not ours (rootless runs keep theirs private).
+        foreign = clean.unrecorded() if os.geteuid() == 0 else []
     except OSError as e:
         return Item("leftovers", WARN, f"cannot read the run records: {e}", "check PQS_STATE_DIR")
     parts = []
@@ -331,11 +342,38 @@ def _uml_item() -> Item:
 # ----------------------------------------------------------------------------- run --
 
 
+def rootless_kernel_items() -> list[Item]:
+    """Not root: the kernel checks, run where `pqshake run` would run (a rootless namespace)."""
+    import sys
+
+    from pqshake.emulation import rootless
+
+    cmd = rootless.wrap([sys.executable, "-m", "pqshake.cli", "doctor", "--json", "--kernel-only"])
+    try:
+        cp = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=rootless.env())
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return [Item("network namespaces", FAIL, f"rootless check failed: {e}", rootless.how_to_enable())]
+    items = []
+    for line in cp.stdout.splitlines():
+        try:
+            items.append(Item(**json.loads(line)))
+        except (json.JSONDecodeError, TypeError):
+            continue
+    if not items:
+        return [Item("network namespaces", FAIL, f"rootless check gave nothing: {_first_line(cp)}", rootless.how_to_enable())]
+    return items
+
+
 def run_checks() -> list[Item]:
+    from pqshake.emulation import rootless
+
     items: list[Item] = []
     priv = privileges()
     items.append(priv)
-    items += kernel_items(priv.status != FAIL)
+    if os.geteuid() != 0 and priv.status != FAIL and not rootless.inside():
+        items += rootless_kernel_items()
+    else:
+        items += kernel_items(priv.status != FAIL)
     checks: list[Callable[[], Item]] = [stack_item, tools_item, mininet_item, disk_item, cpu_item, placement_item,
                                         leftovers_item]
     for fn in checks:
@@ -364,10 +402,13 @@ def register(app) -> None:
     import typer
 
     @app.command("doctor")
-    def doctor(as_json: bool = typer.Option(False, "--json", help="one JSON object per item")) -> int:
+    def doctor(as_json: bool = typer.Option(False, "--json", help="one JSON object per item"),
+               kernel_only: bool = typer.Option(False, "--kernel-only", hidden=True,
+                                                help="only the kernel checks (what a non-root doctor runs rootless)")) -> int:
         """Check what a run needs (privileges, kernel features, backend, stack, tools, disk, CPU,
-        leftovers); one line per item with its fix. Exit 0 when a run can start."""
-        items = run_checks()
+        leftovers); one line per item with its fix. Exit 0 when a run can start. Not root: says
+        whether the rootless mode (user namespaces) is possible and checks the kernel inside one."""
+        items = kernel_items(privileges().status != FAIL) if kernel_only else run_checks()
         if as_json:
             for i in items:
                 print(json.dumps(asdict(i)), flush=True)

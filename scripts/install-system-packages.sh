@@ -10,16 +10,20 @@ case $mode in all|--runtime) ;; *) echo "usage: $0 [--runtime]" >&2; exit 2 ;; e
 # command-or-file : package
 runtime=(
   "ip:iproute2" "tc:iproute2" "ethtool:ethtool" "ping:iputils-ping" "iperf3:iperf3"
-  "flock:util-linux" "python3:python3"
+  "flock:util-linux" "python3:python3" "sysctl:procps"
   # engine: mininet (Debian's package; --no-install-recommends: no Open vSwitch, Linux bridges)
   "mnexec:mininet"
 )
 needs=("${runtime[@]}")
 if [ "$mode" = all ]; then
   needs+=(
-    "cc:gcc" "make:make" "cmake:cmake" "ninja:ninja-build" "pkg-config:pkg-config" "perl:perl"
+    "cc:gcc" "make:make" "cmake:cmake" "ninja:ninja-build" "pkg-config:pkg-config"
+    # perl, not only perl-base (which gives /usr/bin/perl on minimal images): OpenSSL's Configure
+    # needs FindBin and friends
+    "/usr/share/perl/*/FindBin.pm:perl"
     "clang:clang" "cargo:cargo" "sha256sum:coreutils"
-    "/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.asan-x86_64.a:libclang-rt-14-dev"
+    # the sanitizer runtime: any installed clang's is fine
+    "/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.asan-x86_64.a:libclang-rt-14-dev"
     # the netem lane of `make test` on kernels without sch_netem: a user-mode Linux kernel
     # (6.1, netem as a module) and modprobe to load its modules
     "linux.uml:user-mode-linux" "modprobe:kmod"
@@ -27,6 +31,9 @@ if [ "$mode" = all ]; then
     # and stopped by the test (the packages' system services are not used)
     "slurmctld:slurmctld" "slurmd:slurmd" "sbatch:slurm-client" "munged:munge"
   )
+  # the container test of `make test` (tests/test_container.py): a Debian base made by
+  # debootstrap, the image built (and run) by podman. Not inside the image's own build.
+  [ -n "${PQS_IMAGE_BUILD:-}" ] || needs+=("podman:podman" "debootstrap:debootstrap")
 fi
 # A rustup-installed cargo counts (it lives outside the default PATH of non-login shells).
 [ -x "${CARGO_HOME:-$HOME/.cargo}/bin/cargo" ] && PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
@@ -34,8 +41,7 @@ missing=()
 for pair in "${needs[@]}"; do
   what=${pair%%:*} pkg=${pair#*:}
   if [[ $what == /* ]]; then
-    # Sanitizer runtime: any installed clang's is fine.
-    compgen -G "/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.asan-x86_64.a" >/dev/null && continue
+    compgen -G "$what" >/dev/null && continue  # a file (pattern) the package installs
   else
     command -v "$what" >/dev/null 2>&1 && continue
   fi

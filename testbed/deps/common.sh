@@ -103,13 +103,20 @@ unpack_tarball() {
 # release tarball is looked for in $PQS_SOURCES_DIR, then in ../shared/sources next to the
 # clone (machines without access to code hosting keep it there), else downloaded from
 # ${COMPONENT}_URL into the cache; always verified by its source tree (unpack_tarball).
-unpack_release() {
-  local comp=$1 dest=$2 tarball url top f=""
-  eval "tarball=\$${comp}_TARBALL url=\$${comp}_URL"
+# find_source FILE: prints the first of those folders holding FILE (also docker/podman-build.sh's
+# lookup), or nothing.
+find_source() {
+  local top d
   top=$(cd "$DEPS_DIR/../.." && pwd)
   for d in ${PQS_SOURCES_DIR:+"$PQS_SOURCES_DIR"} "$top/../shared/sources" "$PQS_CACHE/downloads"; do
-    if [ -f "$d/$tarball" ]; then f="$d/$tarball"; break; fi
+    if [ -f "$d/$1" ]; then printf '%s\n' "$d/$1"; return; fi
   done
+}
+
+unpack_release() {
+  local comp=$1 dest=$2 tarball url f
+  eval "tarball=\$${comp}_TARBALL url=\$${comp}_URL"
+  f=$(find_source "$tarball")
   if [ -z "$f" ]; then
     f="$PQS_CACHE/downloads/$tarball"
     mkdir -p "$PQS_CACHE/downloads"

@@ -189,3 +189,18 @@ def test_shipped_turbotls_experiment_plans(pqs):
     p = build_plan(Path(__file__).resolve().parents[2] / "experiments/turbotls.yaml", check_stack=False)
     assert p.summary()["cells_per_transport"] == {"tcp": 24, "turbotls": 24, "quic": 24}
     assert {c.sig for c in p.cells} == {"ecdsa-p256", "ml-dsa-44", "ml-dsa-65"} and p.model.chain_depth == 2
+
+
+def test_shipped_one_rtt_experiment_plans(pqs):
+    """experiments/one-rtt.yaml: the exclude rules keep exactly the lines of figure 13 (one
+    signature per key exchange, 0-RTT only over tcp+tfo, loss for turbotls only)."""
+    cp = pqs("plan", "experiments/one-rtt.yaml")
+    assert cp.returncode == 0, cp.stderr
+    p = build_plan(Path(__file__).resolve().parents[2] / "experiments/one-rtt.yaml", check_stack=False)
+    assert p.summary()["cells_per_transport"] == {"tcp": 6, "tcp+tfo": 6, "turbotls": 12, "quic": 6}
+    assert {(c.group, c.sig) for c in p.cells} == {("x25519", "ecdsa-p256"), ("X25519MLKEM768", "ml-dsa-44"),
+                                                  ("frodo976aes", "ecdsa-p256")}
+    assert {(c.transport, c.mode) for c in p.cells} == {("tcp", "full"), ("tcp+tfo", "0rtt"), ("turbotls", "full"),
+                                                        ("quic", "full")}
+    lossy = {c.transport for c in p.cells if "loss" in c.profile}
+    assert lossy == {"turbotls"}
