@@ -30,6 +30,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--group", default="X25519MLKEM768")
     ap.add_argument("--sig", default="ml-dsa-44")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--drift", type=float, default=2.0, metavar="S",
+                    help="a CPU load on the endpoints' CPU that switches on and off every S seconds during both "
+                         "runs, standing in for a machine's slow drift (0: none, only this machine's own noise)")
     a = ap.parse_args(argv)
     if os.geteuid() != 0:
         print("order_bench: could not run: needs root (network namespaces)", file=sys.stderr)
@@ -39,7 +42,17 @@ def main(argv: list[str] | None = None) -> int:
     from pqshake.experiments import load
     from pqshake.experiments.runner import start_run
 
+    import subprocess
+
     tmp = Path(tempfile.mkdtemp(prefix="pqs-bench-order-"))
+    hog = None
+    if a.drift > 0:
+        # pqs-drift: busy for S seconds, idle for S seconds, on the CPU the endpoints use (CPU 0 under
+        # placement); stopped by its pid at the end.
+        code = (f"import time\nS={a.drift}\nwhile True:\n t=time.monotonic()+S\n while time.monotonic()<t: pass\n"
+                f" time.sleep(S)\n")
+        hog = subprocess.Popen(["taskset", "-c", str(min(os.sched_getaffinity(0))), sys.executable, "-c", code],
+                               stdin=subprocess.DEVNULL)
     profs = ", ".join(f"{{name: aa{k}, rtt: 1ms}}" for k in range(a.profiles))
     diffs: dict[str, list[float]] = {}
     try:
@@ -57,8 +70,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"order_bench: could not run: {e}", file=sys.stderr)
         return 1
     finally:
+        if hog is not None:
+            hog.kill()
+            hog.wait()
         shutil.rmtree(tmp, ignore_errors=True)
 
+    print(f"drift: {'a CPU load on the endpoints CPU, %g s on / %g s off' % (a.drift, a.drift) if a.drift else 'none added'}")
     print(f"A/A twins: {a.group} / {a.sig} at 1 ms RTT (userspace link), {a.samples} attempts per twin, "
           f"{a.profiles} identical profiles; interleaved blocks of {a.block}")
     print(f"{'profile':<8} {'sequential %':>13} {'interleaved %':>14}")

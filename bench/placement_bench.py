@@ -18,7 +18,6 @@ import os
 import shutil
 import sys
 import tempfile
-import textwrap
 from pathlib import Path
 
 CELLS = "groups: [x25519, hqc128, frodo640aes]\nsigs: [ecdsa-p256, slh-dsa-sha2-128f]"
@@ -50,16 +49,8 @@ def main(argv: list[str] | None = None) -> int:
         for b in range(a.blocks):
             for mode in (("off", "auto") if b % 2 == 0 else ("auto", "off")):
                 exp = tmp / f"{mode}-{b}.yaml"
-                exp.write_text(textwrap.dedent(f"""
-                    name: placement-{mode}-{b}
-                    {{cells}}
-                    profiles: [{{name: pl-rtt1, rtt: 1ms}}]
-                    samples: {per}
-                    warmup: 3
-                    backend: userspace
-                    cpu_placement: {mode}
-                    seed: {b}
-                """).replace("{cells}", CELLS.replace("\n", "\n                    ")))
+                exp.write_text(f"name: placement-{mode}-{b}\n{CELLS}\nprofiles: [{{name: pl-rtt1, rtt: 1ms}}]\n"
+                               f"samples: {per}\nwarmup: 3\nbackend: userspace\ncpu_placement: {mode}\nseed: {b}\n")
                 path = start_run(exp, out=tmp / "results", quiet=True, yes=True)
                 s = load(path)
                 s = s[~s["warmup"]].assign(placement=mode)

@@ -224,6 +224,12 @@ class Experiment(BaseModel):
     def _listify(cls, v: Any) -> Any:
         return _as_list(v) if not isinstance(v, dict) else [v]
 
+    @field_validator("cpu_placement", mode="before")
+    @classmethod
+    def _placement_off(cls, v: Any) -> Any:
+        # YAML 1.1 reads a bare off as false (and on as true)
+        return {False: "off", True: "auto"}.get(v, v) if isinstance(v, bool) else v
+
     @field_validator("quic_retry", mode="before")
     @classmethod
     def _on_off(cls, v: Any) -> Any:

@@ -53,6 +53,9 @@ def test_the_experiment_key_is_validated_at_plan_time(tmp_path):
     f.write_text("name: p\ngroups: [x25519]\nprofiles: [{name: a, rtt: 1ms}]\nsamples: 1\ncpu_placement: {emulator: [0]}\n")
     with pytest.raises(UserError, match="cpu_placement.*endpoints"):
         build_plan(f, check_stack=False)
+    # a bare `off` is YAML 1.1's false: it still means off
+    f.write_text("name: p\ngroups: [x25519]\nprofiles: [{name: a, rtt: 1ms}]\nsamples: 1\ncpu_placement: off\n")
+    assert build_plan(f, check_stack=False).model.cpu_placement == "off"
 
 
 def _allowed(path: str) -> str:
