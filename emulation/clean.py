@@ -7,7 +7,7 @@ from __future__ import annotations
 import shutil
 
 from pqshake.emulation import netns
-from pqshake.paths import state_dir
+from pqshake.paths import scratch_root
 
 
 def clean_dead(include_persistent: bool = False) -> list[str]:
@@ -27,8 +27,8 @@ def clean_dead(include_persistent: bool = False) -> list[str]:
         if wd:
             shutil.rmtree(wd, ignore_errors=True)
         removed.append(f"record {rec['run_id']}")
-    # work dirs whose run has no record any more
-    work = state_dir() / "work"
+    # scratch dirs whose run has no record any more
+    work = scratch_root()
     if work.is_dir():
         live = {r["run_id"] for r in netns.read_records()}
         for d in work.iterdir():

@@ -43,7 +43,7 @@ from pqshake.emulation import backend_netem, backend_userspace, netns
 from pqshake.emulation.lifecycle import RunLifecycle
 from pqshake.emulation.profiles import Profile
 from pqshake.errors import UserError
-from pqshake.paths import binary, state_dir
+from pqshake.paths import binary, scratch_dir
 
 KINDS = ("dumbbell", "star", "chain")
 MAX_HOSTS = 8  # per side: keeps bridge port names <= 15 characters
@@ -118,7 +118,7 @@ class MininetTopology(RunLifecycle):
         a = netns.addressing(self.run_id)
         self._base = ".".join(a.client_ip.split(".")[:3])
         self._mac = a.client_mac.rsplit(":", 1)[0]
-        self.workdir = state_dir() / "work" / self.run_id
+        self.workdir = scratch_dir(self.run_id)
         self.clients = [f"c{i}" for i in range(1, self.n_clients + 1)]
         self.servers = [f"s{i}" for i in range(1, self.n_servers + 1)]
         self.net = None

@@ -27,7 +27,7 @@ from pqshake.emulation.lifecycle import RunLifecycle
 from pqshake.emulation.profiles import Profile
 from pqshake.emulation.signals import TerminateOnSignals, signals_ignored
 from pqshake.errors import UserError
-from pqshake.paths import state_dir
+from pqshake.paths import scratch_dir
 
 
 class Topology(RunLifecycle):
@@ -53,7 +53,7 @@ class Topology(RunLifecycle):
         self.clean_dead = clean_dead
         self.names = netns.Names(self.run_id)
         self.addr = netns.addressing(self.run_id)
-        self.workdir = state_dir() / "work" / self.run_id
+        self.workdir = scratch_dir(self.run_id)
         self.commands: list[list[str]] = []
         self.sysctls: dict[str, dict[str, Any]] = {}
         self.emulator: backend_userspace.Emulator | None = None

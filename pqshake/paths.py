@@ -27,6 +27,16 @@ def state_dir_path() -> Path:
     return Path(os.environ.get("PQS_STATE_DIR", "/run/pqshake" if os.geteuid() == 0 else Path.home() / ".cache/pqshake/state"))
 
 
+def scratch_root() -> Path:
+    """Runs' scratch files (the emulator's statistics and ready files), one folder per run id:
+    `scratch/` in the state folder, which run files name as <state>/scratch/<id>."""
+    return state_dir() / "scratch"
+
+
+def scratch_dir(run_id: str) -> Path:
+    return scratch_root() / run_id
+
+
 def state_dir() -> Path:
     """Records of live runs (pid, namespaces), so `pqshake clean` can find what a crash left."""
     d = state_dir_path()

@@ -119,7 +119,7 @@ def test_run_files_record_no_machine_path(tmp_path, monkeypatch):
     run.mkdir(parents=True)
     data = {"argv": [str(CHECKOUT / ".venv/bin/pqshake"), "run", "--out", "/" + "tmp/elsewhere/fx"],
             "ca": str(run / "raw/c1/certs/ca.pem"),
-            "cmd": f"ip netns exec pqs-x-link {CHECKOUT}/build/bin/pqs-linkemu --stats " + os.path.join("/run", "pqshake", "work", "x", "s.json"),
+            "cmd": f"ip netns exec pqs-x-link {CHECKOUT}/build/bin/pqs-linkemu --stats " + os.path.join("/run", "pqshake", "scratch", "x", "s.json"),
             "prefix": str(Path.home() / ".cache/pqshake/openssl-3.6.3-1"), "n": 3, "addr": "10.1.2.2:4433"}
     rd.write_json(run / "meta.json", data, root=run)
     text = (run / "meta.json").read_text()
@@ -127,7 +127,7 @@ def test_run_files_record_no_machine_path(tmp_path, monkeypatch):
     got = json.loads(text)
     assert got["argv"] == [".venv/bin/pqshake", "run", "--out", "<outside>/fx"]
     assert got["ca"] == "raw/c1/certs/ca.pem"
-    assert got["cmd"] == "ip netns exec pqs-x-link build/bin/pqs-linkemu --stats <state>/work/x/s.json"
+    assert got["cmd"] == "ip netns exec pqs-x-link build/bin/pqs-linkemu --stats <state>/scratch/x/s.json"
     assert got["prefix"] == "~/.cache/pqshake/openssl-3.6.3-1" and got["n"] == 3 and got["addr"] == "10.1.2.2:4433"
     # A state file outside any run keeps its absolute path (pqshake clean reads it).
     rd.write_json(tmp_path / "state.json", {"run_dir": str(run)})
