@@ -11,11 +11,7 @@ import os
 import pytest
 
 from pqshake.emulation import host
-
-
-
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+from tests.needs import in_ci as _in_ci
 
 
 def pytest_collection_modifyitems(config, items):

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.needs import need
+
 from pqshake.errors import UserError
 from pqshake.experiments import handshake_model as hm
 from pqshake.experiments import load
@@ -138,10 +140,10 @@ def built(*names: str) -> bool:
     return all(os.access(build_dir() / "bin" / n, os.X_OK) for n in names)
 
 
-@pytest.mark.skipif(not built("pqs-server", "pqs-timer"), reason="pqs-server/pqs-timer not built (make build)")
 def test_tcp_and_turbotls_cells_through_the_runner(write_exp, tmp_path, loopback, pqs):
     """Real programs on loopback through the runner: the turbotls cells ran their transport, the
     samples table has the turbo columns, summary and report have the TurboTLS figures."""
+    need(built("pqs-server", "pqs-timer"), "pqs-server / pqs-timer not built: make build")
     text = """
 name: lo
 groups: [x25519]

@@ -15,6 +15,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tests.needs import need
+
 from pqshake.emulation import netns
 from pqshake.experiments import slurm
 from pqshake.experiments.slurm_local import INSTALL_HINT, LocalCluster, missing_tools
@@ -38,11 +40,7 @@ seed: 4
 
 def need_slurm() -> None:
     gone = missing_tools()
-    if gone:
-        msg = f"Slurm/munge programs missing: {', '.join(gone)}; {INSTALL_HINT}"
-        if os.environ.get("CI", "").strip().lower() in ("1", "true", "yes"):
-            pytest.fail(msg)
-        pytest.skip(msg)
+    need(not gone, f"Slurm/munge programs missing: {', '.join(gone)}; {INSTALL_HINT}")
 
 
 @pytest.fixture

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.needs import need
+
 from testbed_helpers import BUILD, REPO, Server, run_timer
 
 QUIC_ATTEMPT_KEYS = {"retry", "datagrams_sent", "datagrams_received", "bytes_sent", "bytes_received",
@@ -218,8 +220,7 @@ def test_interop_openssl_s_client_quic(tmp_path):
 
 
 def test_quicwire_fuzz_smoke():
-    if shutil.which("clang") is None:
-        pytest.skip("no clang")
+    need(shutil.which("clang") is not None, "clang missing (the fuzz targets need libFuzzer): make system")
     subprocess.run(["make", "-s", "-C", str(REPO / "testbed"), f"BUILD={BUILD}", "fuzz"], check=True)
     p = subprocess.run([str(BUILD / "fuzz" / "fuzz_quicwire"), "-runs=50000", "-seed=1"], capture_output=True,
                        text=True, timeout=300)

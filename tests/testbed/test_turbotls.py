@@ -12,6 +12,8 @@ import subprocess
 
 import pytest
 
+from tests.needs import need
+
 from testbed_helpers import BUILD, REPO, Server, run_timer
 
 ATTEMPT_KEYS = {"datagrams_sent", "datagrams_received", "bytes_sent", "bytes_received", "requests",
@@ -161,8 +163,7 @@ def test_turbotls_refusals(tmp_path):
 
 
 def test_turbowire_fuzz_smoke():
-    if shutil.which("clang") is None:
-        pytest.skip("no clang")
+    need(shutil.which("clang") is not None, "clang missing (the fuzz targets need libFuzzer): make system")
     subprocess.run(["make", "-s", "-C", str(REPO / "testbed"), f"BUILD={BUILD}", "fuzz"], check=True)
     p = subprocess.run([str(BUILD / "fuzz" / "fuzz_turbowire"), "-runs=200000", "-seed=1"], capture_output=True,
                        text=True, timeout=300)
