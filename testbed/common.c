@@ -174,6 +174,27 @@ void pqs_json_null(pqs_json *j, const char *key)
     jputs(j, "null");
 }
 
+void pqs_json_obj_begin(pqs_json *j, const char *key)
+{
+    pqs_json_key(j, key);
+    jput(j, "{", 1);
+    j->first = true;
+}
+
+void pqs_json_obj_end(pqs_json *j)
+{
+    jput(j, "}", 1);
+    j->first = false;
+}
+
+void pqs_json_rel(pqs_json *j, const char *key, int64_t t, int64_t t0)
+{
+    if (t != 0)
+        pqs_json_int(j, key, t - t0);
+    else
+        pqs_json_null(j, key);
+}
+
 void pqs_json_str_array(pqs_json *j, const char *key, int n, char *const *vals)
 {
     pqs_json_key(j, key);

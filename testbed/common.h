@@ -75,6 +75,10 @@ void pqs_json_key(pqs_json *j, const char *key); /* member name + ':' ; value fo
 void pqs_json_raw(pqs_json *j, const char *text); /* append text verbatim */
 void pqs_json_escaped(pqs_json *j, const char *s); /* "..." with escapes */
 void pqs_json_str_array(pqs_json *j, const char *key, int n, char *const *vals);
+void pqs_json_obj_begin(pqs_json *j, const char *key); /* "key":{ - members follow */
+void pqs_json_obj_end(pqs_json *j);                    /* } - closes what obj_begin opened */
+/* A time relative to t0 (ns), null when t is 0 (the moment never came). */
+void pqs_json_rel(pqs_json *j, const char *key, int64_t t, int64_t t0);
 void pqs_json_end(pqs_json *j); /* closes the object and appends '\n' */
 
 /* ---- Line sink: one writer shared by threads; each line flushed (and optionally fsynced). ---- */

@@ -446,10 +446,7 @@ pqs_err pqs_quic_classify(SSL *ssl, int ssl_err, int saved_errno, const pqs_tlso
 
 void pqs_quic_json(pqs_json *j, const pqs_qstats *s, int pto_count, int unmatched, bool server)
 {
-    pqs_json_key(j, "quic");
-    pqs_json_raw(j, "{");
-    bool save = j->first;
-    j->first = true;
+    pqs_json_obj_begin(j, "quic");
     if (s == NULL) {
         /* server connection that failed before its EncryptedExtensions: not bound to a peer */
         pqs_json_null(j, "retry_sent");
@@ -460,8 +457,7 @@ void pqs_quic_json(pqs_json *j, const pqs_qstats *s, int pto_count, int unmatche
         pqs_json_int(j, "pto_count", pto_count);
         pqs_json_int(j, "pto_unmatched_datagrams", unmatched);
         pqs_json_null(j, "amplification_limited");
-        pqs_json_raw(j, "}");
-        j->first = save;
+        pqs_json_obj_end(j);
         return;
     }
     pqs_json_bool(j, server ? "retry_sent" : "retry", s->retry);
@@ -482,6 +478,5 @@ void pqs_quic_json(pqs_json *j, const pqs_qstats *s, int pto_count, int unmatche
     } else {
         pqs_json_null(j, "packets_lost"); /* OpenSSL 3.5 exposes no loss count */
     }
-    pqs_json_raw(j, "}");
-    j->first = save;
+    pqs_json_obj_end(j);
 }

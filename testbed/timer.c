@@ -877,14 +877,6 @@ static void run_attempt_quic(tworker *w, attempt *a)
 
 /* ---------------- output ---------------- */
 
-static void put_rel(pqs_json *j, const char *k, int64_t t, int64_t t0)
-{
-    if (t != 0)
-        pqs_json_int(j, k, t - t0);
-    else
-        pqs_json_null(j, k);
-}
-
 static void log_attempt(tworker *w, const attempt *a)
 {
     const timer_cfg *cfg = &w->t->cfg;
@@ -899,12 +891,12 @@ static void log_attempt(tworker *w, const attempt *a)
     pqs_json_str(&j, "mode", mode_names[cfg->mode]);
     pqs_json_str(&j, "transport", cfg->quic ? "quic" : cfg->turbo ? "turbotls" : "tcp");
     pqs_json_int(&j, "start_mono_ns", a->t0);
-    put_rel(&j, "tcp_connect_ns", a->t_conn, a->t0);
-    put_rel(&j, "server_hello_ns", a->obs.server_hello_ns, a->t0);
-    put_rel(&j, "hrr_ns", a->obs.hrr_ns, a->t0);
-    put_rel(&j, "handshake_ns", a->t_hs, a->t0);
-    put_rel(&j, "ttfb_ns", a->t_first, a->t0);
-    put_rel(&j, "ttlb_ns", a->t_last, a->t0);
+    pqs_json_rel(&j, "tcp_connect_ns", a->t_conn, a->t0);
+    pqs_json_rel(&j, "server_hello_ns", a->obs.server_hello_ns, a->t0);
+    pqs_json_rel(&j, "hrr_ns", a->obs.hrr_ns, a->t0);
+    pqs_json_rel(&j, "handshake_ns", a->t_hs, a->t0);
+    pqs_json_rel(&j, "ttfb_ns", a->t_first, a->t0);
+    pqs_json_rel(&j, "ttlb_ns", a->t_last, a->t0);
     pqs_json_int(&j, "elapsed_ns", a->t_end - a->t0);
     pqs_tlsinfo_json(&j, &a->info);
     if (cfg->instrument)
@@ -1063,15 +1055,11 @@ static void log_summary(timer *t, int64_t run_start, int64_t run_end)
     pqs_json_uint(&j, "attempts", attempts);
     pqs_json_uint(&j, "ok", ok);
     pqs_json_uint(&j, "failed", attempts - ok);
-    pqs_json_key(&j, "errors");
-    pqs_json_raw(&j, "{");
-    bool save = j.first;
-    j.first = true;
+    pqs_json_obj_begin(&j, "errors");
     for (int e = 1; e < PQS_ERR__COUNT; e++)
         if (errs[e])
             pqs_json_uint(&j, pqs_err_str((pqs_err)e), errs[e]);
-    pqs_json_raw(&j, "}");
-    j.first = save;
+    pqs_json_obj_end(&j);
     int64_t span = (first && last > first) ? last - first : 0;
     pqs_json_int(&j, "measure_ns", span);
     pqs_json_int(&j, "run_ns", run_end - run_start);

@@ -347,19 +347,9 @@ done:
     return rc;
 }
 
-static void rel(pqs_json *j, const char *k, int64_t t, int64_t t0)
-{
-    if (t != 0)
-        pqs_json_int(j, k, t - t0);
-    else
-        pqs_json_null(j, k);
-}
-
 void pqs_turbo_client_json(pqs_json *j, const pqs_turbo_rec *r, int64_t t0)
 {
-    pqs_json_key(j, "turbo");
-    pqs_json_raw(j, "{");
-    j->first = true;
+    pqs_json_obj_begin(j, "turbo");
     pqs_json_uint(j, "datagrams_sent", r->dgrams_tx);
     pqs_json_uint(j, "datagrams_received", r->dgrams_rx);
     pqs_json_uint(j, "bytes_sent", r->bytes_tx);
@@ -374,8 +364,7 @@ void pqs_turbo_client_json(pqs_json *j, const pqs_turbo_rec *r, int64_t t0)
     pqs_json_str(j, "fallback_cause", r->cause);
     pqs_json_bool(j, "udp_complete", r->udp_complete);
     pqs_json_bool(j, "ch_over_tcp", r->ch_over_tcp);
-    rel(j, "udp_flight_ns", r->udp_done_ns, t0);
-    rel(j, "bind_ns", r->bind_ns, t0);
-    pqs_json_raw(j, "}");
-    j->first = false;
+    pqs_json_rel(j, "udp_flight_ns", r->udp_done_ns, t0);
+    pqs_json_rel(j, "bind_ns", r->bind_ns, t0);
+    pqs_json_obj_end(j);
 }

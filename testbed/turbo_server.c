@@ -438,19 +438,9 @@ SSL *pqs_turbo_server_bind(pqs_turbo_server *ts, int fd, pqs_tlsobs *obs, pqs_tu
     return ssl;
 }
 
-static void rel(pqs_json *j, const char *k, int64_t t, int64_t t0)
-{
-    if (t != 0)
-        pqs_json_int(j, k, t - t0);
-    else
-        pqs_json_null(j, k);
-}
-
 void pqs_turbo_server_json(pqs_json *j, const pqs_turbo_srec *r, int64_t t0)
 {
-    pqs_json_key(j, "turbo");
-    pqs_json_raw(j, "{");
-    j->first = true;
+    pqs_json_obj_begin(j, "turbo");
     pqs_json_str(j, "bound", r->bound);
     pqs_json_uint(j, "datagrams_received", r->dgrams_rx);
     pqs_json_uint(j, "datagrams_sent", r->dgrams_tx);
@@ -466,8 +456,7 @@ void pqs_turbo_server_json(pqs_json *j, const pqs_turbo_srec *r, int64_t t0)
         pqs_json_null(j, "flight_fit");
     pqs_json_uint(j, "client_had", r->have);
     pqs_json_uint(j, "tcp_resent_bytes", r->tcp_resent);
-    rel(j, "first_datagram_ns", r->first_dgram_ns, t0);
-    rel(j, "flight_ns", r->flight_ns, t0);
-    pqs_json_raw(j, "}");
-    j->first = false;
+    pqs_json_rel(j, "first_datagram_ns", r->first_dgram_ns, t0);
+    pqs_json_rel(j, "flight_ns", r->flight_ns, t0);
+    pqs_json_obj_end(j);
 }

@@ -36,6 +36,19 @@ int main(void)
     pqs_json_end(&j);
     CHECK_STR("json_array_uint", line(&j), "{\"argv\":[\"x\",\"--a b\"],\"u\":18446744073709551615}\n");
 
+    /* a nested object and relative times (null when the moment never came) */
+    pqs_json_begin(&j, NULL);
+    pqs_json_int(&j, "a", 1);
+    pqs_json_obj_begin(&j, "o");
+    pqs_json_rel(&j, "t", 150, 100);
+    pqs_json_rel(&j, "never", 0, 100);
+    pqs_json_obj_end(&j);
+    pqs_json_obj_begin(&j, "empty");
+    pqs_json_obj_end(&j);
+    pqs_json_int(&j, "z", 2);
+    pqs_json_end(&j);
+    CHECK_STR("json_obj_rel", line(&j), "{\"a\":1,\"o\":{\"t\":50,\"never\":null},\"empty\":{},\"z\":2}\n");
+
     pqs_json_begin(&j, NULL);
     pqs_json_int(&j, "a", 0);
     pqs_json_int(&j, "b", INT64_MIN);
