@@ -159,25 +159,21 @@ TURBO_COLUMNS = [
 ]
 
 
-def turbo_markdown(df: pd.DataFrame) -> str:
-    """One row per turbotls cell; empty string when the run has none."""
-    q = df[df["transport"].astype(str) == "turbotls"]
+def _cells_markdown(df: pd.DataFrame, transport: str, columns: list) -> str:
+    """One row per cell of one transport in those columns; empty string when the run has none."""
+    q = df[df["transport"].astype(str) == transport]
     if q.empty:
         return ""
-    heads = [h + (f" ({u})" if u else "") for h, u, _ in TURBO_COLUMNS]
-    out = ["| " + " | ".join(heads) + " |", "|" + "|".join("---" if i < 4 else "---:" for i in range(len(TURBO_COLUMNS))) + "|"]
+    heads = [h + (f" ({u})" if u else "") for h, u, _ in columns]
+    out = ["| " + " | ".join(heads) + " |", "|" + "|".join("---" if i < 4 else "---:" for i in range(len(columns))) + "|"]
     for r in q.itertuples(index=False):
-        out.append("| " + " | ".join(str(f(r)).replace("|", "\\|") for _, _, f in TURBO_COLUMNS) + " |")
+        out.append("| " + " | ".join(str(f(r)).replace("|", "\\|") for _, _, f in columns) + " |")
     return "\n".join(out) + "\n"
+
+
+def turbo_markdown(df: pd.DataFrame) -> str:
+    return _cells_markdown(df, "turbotls", TURBO_COLUMNS)
 
 
 def quic_markdown(df: pd.DataFrame) -> str:
-    """One row per quic cell; empty string when the run has none."""
-    q = df[df["transport"].astype(str) == "quic"]
-    if q.empty:
-        return ""
-    heads = [h + (f" ({u})" if u else "") for h, u, _ in QUIC_COLUMNS]
-    out = ["| " + " | ".join(heads) + " |", "|" + "|".join("---" if i < 4 else "---:" for i in range(len(QUIC_COLUMNS))) + "|"]
-    for r in q.itertuples(index=False):
-        out.append("| " + " | ".join(str(f(r)).replace("|", "\\|") for _, _, f in QUIC_COLUMNS) + " |")
-    return "\n".join(out) + "\n"
+    return _cells_markdown(df, "quic", QUIC_COLUMNS)
