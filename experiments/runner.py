@@ -192,6 +192,16 @@ def _first_line(path: Path, type_: str) -> dict | None:
     return None
 
 
+def _header_after(path: Path, pos: int) -> bool:
+    """Whether a timer has written its header line past byte pos of its JSON lines."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(pos)
+            return any(b'"type":"header"' in line for line in f if line.endswith(b"\n"))
+    except FileNotFoundError:
+        return False
+
+
 def _count(timer_jsonl: Path) -> dict:
     n = ok = warm = 0
     header = None
@@ -234,11 +244,13 @@ class CellRunner:
             _kill(p, grace=1.0)
         self.procs.clear()
 
-    def _spawn(self, argv: list[str], stdout: Path, stderr: Path) -> subprocess.Popen:
+    def _spawn(self, argv: list[str], stdout: Path, stderr: Path, gate: bool = False) -> subprocess.Popen:
         # In the cell's folder, which the programs are given relative paths into: what they
         # write (their JSON lines name their files) stays true wherever the run is moved.
+        # gate: the program was given --start-gate and waits on a pipe (see _open_gate).
         with open(stdout, "ab") as out, open(stderr, "ab") as err:
-            p = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=stdout.parent,
+            p = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.PIPE if gate else subprocess.DEVNULL,
+                                 cwd=stdout.parent,
                                  start_new_session=True, preexec_fn=_die_with_parent)
         self.procs.append(p)
         return p
@@ -274,12 +286,36 @@ class CellRunner:
             ca = Path(ready.get("ca") or Path(comp["cert_dir"].name) / "ca.pem")
             comp["out"] = d / f"timer-{comp['client']}.jsonl"
             targv = topo.ns_argv(comp["client"], timer_argv(self.timer_bin, f"{topo.addr_of(comp['server_host'])}:{port}",
-                                                           cell, self.exp, ca, Path(comp["out"].name)))
+                                                           cell, self.exp, ca, Path(comp["out"].name)) + ["--start-gate"])
             rd.write_json(d / f"timer-{comp['client']}.argv.json", targv, root=self.run.path)
             comp["targv"] = targv
-        for comp in out:  # all at once, then c1's timer right after
-            comp["timer"] = self._spawn(comp["targv"], d / f"timer-{comp['client']}.stdout", d / f"timer-{comp['client']}.stderr")
+        for comp in out:  # each waits at its start gate; run_block opens all gates with c1's
+            comp["timer"] = self._spawn(comp["targv"], d / f"timer-{comp['client']}.stdout",
+                                        d / f"timer-{comp['client']}.stderr", gate=True)
         return out
+
+    @staticmethod
+    def _open_gate(waiting: list[tuple[subprocess.Popen, Path, int]]) -> float:
+        """Concurrent clients start together: each timer (given --start-gate) writes its header
+        line once providers, certificates and its context are loaded, then waits on its stdin.
+        Starting them as processes is not enough: their start-up takes from milliseconds to
+        seconds (one CPU under user-mode Linux: up to 2.2 s apart measured), and a client whose
+        attempts begin late overlaps the others only in part. waiting: (timer, its JSON lines,
+        the file's size before it started). Returns the seconds waited; a timer not ready after
+        READY_TIMEOUT_S is released anyway (its attempts start when it gets there)."""
+        t0 = time.monotonic()
+        pending = list(waiting)
+        while pending and time.monotonic() - t0 < READY_TIMEOUT_S:
+            pending = [(p, f, pos) for p, f, pos in pending if p.poll() is None and not _header_after(f, pos)]
+            if pending:
+                time.sleep(0.005)
+        for p, _, _ in waiting:
+            try:
+                p.stdin.write(b"g")
+                p.stdin.close()
+            except (BrokenPipeError, OSError):
+                pass  # it exited: its status says why
+        return time.monotonic() - t0
 
     def _finish_companions(self, comps: list[dict], reason: str | None, expected: int, worst: float) -> tuple[str | None, list[dict]]:
         deadline = time.monotonic() + worst
@@ -391,11 +427,15 @@ class CellRunner:
             if not cr.blocks[:-1]:
                 companions = self._start_companions(topo, cell, d)
             targv = timer_argv(self.timer_bin, f"{topo.server_addr}:{cr.port}", cell, exp, cr.ca, Path(cr.timer_out.name),
-                               cr.qlog_c, samples=n, warmup=warm)
+                               cr.qlog_c, samples=n, warmup=warm) + (["--start-gate"] if companions else [])
             rd.write_json(d / "timer.argv.json", topo.ns_argv("client", targv), root=self.run.path)
-            timer = self._spawn(topo.ns_argv("client", targv), d / "timer.stdout", d / "timer.stderr")
+            pos = cr.timer_out.stat().st_size if cr.timer_out.exists() else 0
+            timer = self._spawn(topo.ns_argv("client", targv), d / "timer.stdout", d / "timer.stderr", gate=bool(companions))
+            if companions:
+                cr.info["start_gate_s"] = round(self._open_gate(
+                    [(timer, cr.timer_out, pos)] + [(c["timer"], c["out"], 0) for c in companions]), 3)
             counter = _LineCounter(cr.timer_out)
-            counter.pos = cr.timer_out.stat().st_size if cr.timer_out.exists() else 0  # this block's lines only
+            counter.pos = pos  # this block's lines only
             worst = expected * (exp.timeout / 1e9) / exp.concurrency + 60
             deadline = time.monotonic() + worst
             while timer.poll() is None:

@@ -22,6 +22,9 @@ if [ "$mode" = all ]; then
     # needs FindBin and friends
     "/usr/share/perl/*/FindBin.pm:perl"
     "clang:clang" "cargo:cargo" "sha256sum:coreutils"
+    # a test only (tests/oqsprov/test_provider_module.py): a provider built against the system's
+    # libcrypto, as distributions ship them
+    "/usr/include/openssl/core_dispatch.h:libssl-dev"
     # the sanitizer runtime: any installed clang's is fine
     "/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.asan-x86_64.a:libclang-rt-14-dev"
     # the netem lane of `make test` on kernels without sch_netem: a user-mode Linux kernel

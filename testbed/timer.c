@@ -85,6 +85,7 @@ typedef struct timer_cfg {
     bool turbo;              /* --transport turbotls: TLS over TCP, first flights over UDP */
     pqs_turbo_opts turbo_opts; /* --turbo-requests, --turbo-datagram, --turbo-fallback */
     bool turbo_set;          /* one of those was given */
+    bool start_gate;         /* --start-gate: wait for stdin after the header line */
 } timer_cfg;
 
 struct timer;
@@ -208,6 +209,9 @@ static void usage(FILE *f)
 "  --out FILE             append JSON lines to FILE (default -, stdout)\n"
 "  --fsync N              with --out FILE: fsync every N lines and at exit (default 64;\n"
 "                         0 = only fflush). Every line is always fflush'ed.\n"
+"  --start-gate           after the header line (providers, certificates and the context are\n"
+"                         ready), wait for one byte or end of file on standard input before\n"
+"                         the first attempt: a runner starts several timers at one instant\n"
 PQS_SEAM_OPTIONS_HELP
 "  --help                 this text\n"
 "\n"
@@ -1133,7 +1137,7 @@ static void parse_args(int argc, char **argv, timer_cfg *cfg)
            OPT_DURATION, OPT_WARMUP, OPT_MODE, OPT_DECOY, OPT_EARLY, OPT_RESP, OPT_REQ, OPT_CONC, OPT_TIMEOUT,
            OPT_TICKETWAIT, OPT_NOINSTR, OPT_OUT, OPT_FSYNC, OPT_HELP, OPT_PROVIDER, OPT_OQSNATIVE,
            OPT_LISTGROUPS, OPT_LISTSIGS, OPT_CLIENTCERT, OPT_TRANSPORT, OPT_ALPN, OPT_QLOG, OPT_TFO,
-           OPT_TREQ, OPT_TDGRAM, OPT_TFALLBACK };
+           OPT_TREQ, OPT_TDGRAM, OPT_TFALLBACK, OPT_GATE };
     static const struct option opts[] = {
         {"connect", required_argument, 0, OPT_CONNECT}, {"client-cert", required_argument, 0, OPT_CLIENTCERT}, {"groups", required_argument, 0, OPT_GROUPS},
         {"ca", required_argument, 0, OPT_CA}, {"no-verify", no_argument, 0, OPT_NOVERIFY},
@@ -1155,6 +1159,7 @@ static void parse_args(int argc, char **argv, timer_cfg *cfg)
         {"turbo-requests", required_argument, 0, OPT_TREQ},
         {"turbo-datagram", required_argument, 0, OPT_TDGRAM},
         {"turbo-fallback", required_argument, 0, OPT_TFALLBACK},
+        {"start-gate", no_argument, 0, OPT_GATE},
         {0, 0, 0, 0}};
     uint64_t v;
     bool groups_set = false;
@@ -1268,6 +1273,7 @@ static void parse_args(int argc, char **argv, timer_cfg *cfg)
         case OPT_ALPN: cfg->alpn = optarg; break;
         case OPT_QLOG: cfg->qlog = optarg; break;
         case OPT_TFO: cfg->tfo = true; break;
+        case OPT_GATE: cfg->start_gate = true; break;
         default:
             pqs_usage_error(PROG, "unknown or incomplete option '%s'", argv[optind - 1]);
         }
@@ -1453,6 +1459,7 @@ int main(int argc, char **argv)
     pqs_json_str(&j, "close", cfg->quic ? "quic_rapid" : "rst_deferred");
     pqs_json_bool(&j, "tcp_fastopen", cfg->tfo);
     pqs_json_str(&j, "tcp_fastopen_sysctl", pqs_tfo_sysctl());
+    pqs_json_bool(&j, "start_gate", cfg->start_gate);
     if (cfg->instrument) {
         int ncb = 0;
         int64_t cb_ns = calibrate_callback_ns(&ncb);
@@ -1485,6 +1492,19 @@ int main(int argc, char **argv)
         }
     }
 
+    if (cfg->start_gate) {
+        /* The header line is out: whoever holds our stdin knows we are ready and releases all
+         * its timers at once. A byte or end of file opens the gate; the wait is not measured. */
+        char go;
+        ssize_t r;
+        do
+            r = read(STDIN_FILENO, &go, 1);
+        while (r < 0 && errno == EINTR);
+        if (r < 0) {
+            fprintf(stderr, PROG ": --start-gate: reading standard input failed: %s\n", strerror(errno));
+            return PQS_EXIT_ENV;
+        }
+    }
     int64_t run_start = pqs_mono_ns();
     if (cfg->duration_ns > 0)
         t->end_ns = run_start + cfg->duration_ns;

@@ -11,6 +11,7 @@ import pytest
 
 from oqs_helpers import FAMILIES, OQS_GROUPS, server_groups
 from testbed_helpers import BUILD, REPO, Server, run_timer
+from needs import need
 
 SAN_ENV = {  # pqs-oqs alone: every group of ours (the default leaves 29 to oqs-provider)
     "PQS_PROVIDER": "pqs-oqs",
@@ -22,8 +23,7 @@ BAD = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
 
 @pytest.fixture(scope="module")
 def asan_built():
-    if not (BUILD / "deps.mk").exists():
-        pytest.skip("no build/deps.mk")
+    need((BUILD / "deps.mk").exists(), "no build/deps.mk: run make build")
     subprocess.run(["make", "-s", "-C", str(REPO / "testbed"), f"BUILD={BUILD}", "asan"], check=True)
     return True
 

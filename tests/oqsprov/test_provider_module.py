@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from testbed_helpers import BUILD, PINNED, REPO, Server, binary, run_timer, run_tool
+from needs import need
 
 MODULE_DIR = BUILD / "lib" / "ossl-modules"
 MODULE = MODULE_DIR / "pqs-oqs.so"
@@ -29,8 +30,7 @@ TOOLS = ["pqs-server", "pqs-timer"]
 
 
 def module():
-    if not MODULE.exists():
-        pytest.skip(f"{MODULE} not built (make -C testbed BUILD={BUILD} module)")
+    need(MODULE.exists(), f"{MODULE} not built (make -C testbed BUILD={BUILD} module)")
     return str(MODULE)
 
 
@@ -38,8 +38,7 @@ def openssl_bin():
     deps = (BUILD / "deps.mk").read_text()
     m = re.search(r"^OPENSSL_PREFIX := (.+)$", deps, re.M)
     path = Path(m.group(1).strip()) / "bin" / "openssl"
-    if not path.exists():
-        pytest.skip(f"{path} missing")
+    need(path.exists(), f"{path} missing: run make build")
     return str(path)
 
 
@@ -227,13 +226,12 @@ def test_module_linked_to_another_libcrypto(tmp_path):
     emulated with tests/oqsprov/foreign_provider.c built against Debian's libssl-dev (test
     only; the project's stack does not use it). Its EVP X25519 in a child library context runs
     on our default provider through the core, as oqs-provider's hybrids would."""
-    if not (Path("/usr/include/openssl/core_dispatch.h").exists() and shutil.which("cc")):
-        pytest.skip("no system OpenSSL 3 headers (libssl-dev) to build a foreign-libcrypto module")
+    need(Path("/usr/include/openssl/core_dispatch.h").exists() and shutil.which("cc") is not None,
+         "no system OpenSSL 3 headers to build a foreign-libcrypto module: make deps installs libssl-dev")
     so = tmp_path / "foreign.so"
     b = subprocess.run(["cc", "-shared", "-fPIC", "-o", str(so), str(REPO / "tests/oqsprov/foreign_provider.c"),
                         "-lcrypto"], capture_output=True, text=True)
-    if b.returncode != 0:
-        pytest.skip(f"cannot link against the system libcrypto: {b.stderr.strip()[:200]}")
+    assert b.returncode == 0, f"cannot link against the system libcrypto: {b.stderr.strip()[:200]}"
     ldd = subprocess.run(["ldd", str(so)], capture_output=True, text=True).stdout
     assert "libcrypto.so.3" in ldd
     p = subprocess.run([binary("pqs-speed"), "--provider", str(so), "--only", "aead", "--aeads", "AES-128-GCM",

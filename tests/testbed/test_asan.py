@@ -6,6 +6,7 @@ import subprocess
 import pytest
 
 from testbed_helpers import BUILD, REPO, Server, run_timer
+from needs import need
 
 SAN_ENV = {
     "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0:exitcode=23",
@@ -17,8 +18,7 @@ BAD = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
 @pytest.fixture(scope="module")
 def asan_built():
     if not (BUILD / "asan" / "bin" / "pqs-timer").exists():
-        if not (BUILD / "deps.mk").exists():
-            pytest.skip("no build/deps.mk")
+        need((BUILD / "deps.mk").exists(), "no build/deps.mk: run make build")
         subprocess.run(["make", "-s", "-C", str(REPO / "testbed"), f"BUILD={BUILD}", "asan"], check=True)
     return True
 

@@ -9,7 +9,7 @@ from testbed_helpers import Server, run_timer, run_tool
 TIMER_OPTS = ["--connect", "--groups", "--ca", "--no-verify", "--servername", "--sigalgs",
               "--ciphersuites", "--samples", "--duration", "--warmup", "--mode", "--hrr-decoy",
               "--early-data", "--response-bytes", "--request-bytes", "--concurrency", "--timeout",
-              "--ticket-wait", "--no-instrument", "--out", "--fsync", "--help"]
+              "--ticket-wait", "--no-instrument", "--out", "--fsync", "--start-gate", "--help"]
 SERVER_OPTS = ["--listen", "--groups", "--sig", "--ca-sig", "--chain-depth", "--cert-dir",
                "--response-bytes", "--max-early-data", "--tickets", "--session-cache", "--no-tls12",
                "--threads", "--backlog", "--idle-timeout", "--log", "--fsync", "--help"]

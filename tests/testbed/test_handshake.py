@@ -1,8 +1,12 @@
 """Every group, every signature algorithm, every mode completes on loopback and the
 records name what was asked for."""
+import json
+import subprocess
+import time
+
 import pytest
 
-from testbed_helpers import PINNED, Server, run_timer
+from testbed_helpers import PINNED, Server, binary, run_timer
 
 # Every TLS 1.3 group the pinned OpenSSL (3.6.3) implements (`openssl list -tls-groups`: 19;
 # X448MLKEM1024 is in neither 3.5.x nor 3.6.x).
@@ -245,3 +249,31 @@ def test_default_groups_hrr_against_default_server(default_server):
     r = run_timer("--connect", default_server.addr, "--ca", default_server.ca, "--mode", "hrr",
                   "--samples", 2)
     assert all(a["ok"] and a["hrr"] and a["group"] == "X25519MLKEM768" for a in r.attempts)
+
+
+def test_start_gate_holds_attempts_until_stdin(default_server, tmp_path):
+    """--start-gate: the header line comes out, then nothing until a byte arrives on stdin; the
+    first attempt starts after that byte was written (a runner starts concurrent clients so)."""
+    out = tmp_path / "t.jsonl"
+    p = subprocess.Popen([binary("pqs-timer"), "--connect", default_server.addr, "--ca", default_server.ca,
+                          "--groups", "x25519", "--samples", "3", "--out", str(out), "--start-gate"],
+                         stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while not (out.exists() and out.read_text().endswith("\n")) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.5)  # a timer ignoring the gate would have its 3 loopback attempts done by now
+        lines = [json.loads(x) for x in out.read_text().splitlines()]
+        assert [x["type"] for x in lines] == ["header"] and lines[0]["start_gate"] is True, lines
+        assert p.poll() is None
+        opened = time.monotonic_ns()  # CLOCK_MONOTONIC, the clock of start_mono_ns
+        p.stdin.write(b"g")
+        p.stdin.close()
+        assert p.wait(timeout=60) == 0, p.stderr.read()
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    attempts = [x for x in map(json.loads, out.read_text().splitlines()) if x["type"] == "attempt"]
+    assert len(attempts) == 3 and all(a["ok"] for a in attempts), attempts
+    assert min(a["start_mono_ns"] for a in attempts) >= opened

@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from testbed_helpers import BUILD, REPO, Server, run_timer, run_tool
+from needs import need
 
 TOOLS = ["pqs-timer", "pqs-server"]
 
@@ -138,8 +139,7 @@ def test_server_refuses_more_than_31_tuples(tmp_path):
 @pytest.mark.parametrize("shape", ["31_tuples", "4_tuples_of_16"])
 def test_long_lists_within_the_limit_serve_the_last_group(tmp_path, shape):
     """The server picks a group far down a long list (the case that crashed), under ASan."""
-    if not (BUILD / "asan" / "bin" / "pqs-server").exists():
-        pytest.skip("asan build missing")
+    need((BUILD / "asan" / "bin" / "pqs-server").exists(), "asan build missing: make asan")
     g = all_groups()[:60]
     if shape == "31_tuples":
         lst, last = "/".join(g[:30]) + "/" + ":".join(g[30:]), g[59]

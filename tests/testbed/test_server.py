@@ -6,6 +6,7 @@ import subprocess
 import time
 
 from testbed_helpers import Server, binary, parse_lines, run_timer
+from needs import need
 
 
 def fd_count(pid):
@@ -47,9 +48,7 @@ def test_ready_line_after_ca_written(tmp_path):
 
 
 def test_ipv6_loopback(tmp_path):
-    if not os.path.exists("/proc/net/if_inet6"):
-        import pytest
-        pytest.skip("no IPv6")
+    need(os.path.exists("/proc/net/if_inet6"), "no IPv6 on this kernel (ipv6.disable=1?)")
     d = tmp_path / "v6"
     d.mkdir()
     log = d / "log"

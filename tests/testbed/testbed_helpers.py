@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from needs import need
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("PQS_BUILD", REPO / "build")).resolve()
@@ -35,8 +36,7 @@ PINNED = pinned_versions()
 
 def binary(name, asan=False):
     path = (BUILD / "asan" / "bin" / name) if asan else (BIN / name)
-    if not path.exists():
-        pytest.skip(f"{path} not built (make -C testbed BUILD={BUILD}{' asan' if asan else ''})")
+    need(path.exists(), f"{path} not built (make -C testbed BUILD={BUILD}{' asan' if asan else ''})")
     return str(path)
 
 
