@@ -309,6 +309,14 @@ static void tx_group(pqs_quicobs *o)
             start = f;
             break;
         }
+    int64_t now = pqs_mono_ns();
+    if (o->first_tx_ns == 0)
+        o->first_tx_ns = now;
+    bool late_after_retry = false;
+    if (o->retry_rx_ns > 0) {
+        int64_t late = (o->retry_rx_ns - o->first_tx_ns) / 2;
+        late_after_retry = now - o->retry_rx_ns >= (late > 10000000 ? late : 10000000);
+    }
     if (start >= 0) {
         bool resent[4] = {false, false, false, false};
         for (int k = start; k < o->npend; k++) {
@@ -316,7 +324,8 @@ static void tx_group(pqs_quicobs *o)
                 continue;
             int h = owner[k], space = o->hdr[h].space;
             if (o->pend[k].crypto) {
-                if (o->pend[k].off < o->crypto_end[space])
+                if (o->pend[k].off < o->crypto_end[space]
+                    || (space == 0 && late_after_retry && o->pend[k].off < o->retry_end))
                     resent[h] = true;
                 uint64_t e = o->pend[k].off + o->pend[k].len;
                 if (e > o->crypto_end[space])
@@ -344,8 +353,13 @@ static void quic_msg(pqs_quicobs *o, int write_p, int version, int content_type,
         /* counted by the filter BIO, which also sees what precedes this callback */
         if (write_p && o->nhdr > 0)
             tx_group(o);
-        else if (!write_p && len >= 1 && (p[0] & 0xb0) == 0xb0)
-            o->crypto_end[0] = 0; /* Retry: the ClientHello is sent again, as new data */
+        else if (!write_p && len >= 1 && (p[0] & 0xb0) == 0xb0 && o->retry_rx_ns == 0) {
+            /* Retry (the first; a client acts on one): the ClientHello is sent again, as new
+             * data, except what goes out late (see retry_end) */
+            o->retry_end = o->crypto_end[0] > o->retry_end ? o->crypto_end[0] : o->retry_end;
+            o->crypto_end[0] = 0;
+            o->retry_rx_ns = pqs_mono_ns();
+        }
         return;
     case SSL3_RT_QUIC_PACKET:
         if (write_p && o->nhdr < (int)(sizeof o->hdr / sizeof o->hdr[0])

@@ -78,6 +78,12 @@ typedef struct pqs_quicobs {
     bool handshake_done_rx;     /* client: HANDSHAKE_DONE frame received */
     int64_t handshake_done_rx_ns;
     uint64_t crypto_end[3];     /* highest CRYPTO offset sent per packet number space */
+    /* After a Retry the ClientHello goes out again as new Initial data. What the client sends
+     * at once answers the Retry; pre-Retry data it sends only later (OpenSSL's client: at its
+     * first PTO) is a retransmission. Late = after max(half the Retry's round trip, 10 ms). */
+    int64_t first_tx_ns;        /* first datagram sent */
+    int64_t retry_rx_ns;        /* Retry received (0: none) */
+    uint64_t retry_end;         /* crypto_end[0] when the Retry came */
     /* OpenSSL reports the frames of all packets of a datagram, then their headers, then the
      * datagram: frames are assigned to packets by size when the datagram is reported. */
     struct { uint64_t size, off, len; bool crypto, ping, padding; } pend[32];
