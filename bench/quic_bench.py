@@ -27,6 +27,9 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import testbed_bench  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[1]
 BUILD = Path(os.environ.get("PQS_BUILD", REPO / "build")).resolve()
 
@@ -40,25 +43,8 @@ def start_server(workdir, group, transport, retry):
     """pqs-server for one transport and group, certificates in their own folder."""
     workdir = workdir / transport
     workdir.mkdir()
-    log = workdir / "server.log"
-    extra = ["--transport", "quic", "--quic-retry", retry] if transport == "quic" else ["--threads", "2"]
-    proc = subprocess.Popen([str(BUILD / "bin" / "pqs-server"), "--listen", "127.0.0.1:0", "--cert-dir",
-                             str(workdir), "--log", str(log), "--groups", group, "--fsync", "0", *extra],
-                            stdout=subprocess.DEVNULL)
-    for _ in range(600):
-        if proc.poll() is not None:
-            fail(f"pqs-server ({transport}, {group}) exited {proc.returncode}")
-        if log.exists():
-            for ln in log.read_text().splitlines():
-                try:
-                    rec = json.loads(ln)
-                except ValueError:
-                    continue
-                if rec.get("type") == "ready":
-                    return proc, rec["listen"], str(workdir / "ca.pem")
-        time.sleep(0.05)
-    proc.kill()
-    fail(f"pqs-server ({transport}, {group}) did not become ready")
+    extra = ["--transport", "quic", "--quic-retry", retry] if transport == "quic" else []
+    return testbed_bench.start_server(workdir, group, *extra)
 
 
 def run_timer(addr, ca, group, seconds, transport, instrument, workdir):

@@ -39,13 +39,16 @@ def deps_openssl():
 
 
 def start_server(workdir, group, *extra):
-    """pqs-server offering group (extra: more options, e.g. --provider NAME)."""
+    """pqs-server offering group (extra: more options, e.g. --provider NAME, --transport quic);
+    returns (process, listen address, CA file) once it is ready."""
     log = workdir / f"server-{group}.log"
     proc = subprocess.Popen([str(BUILD / "bin" / "pqs-server"), "--listen", "127.0.0.1:0",
                              "--cert-dir", str(workdir), "--log", str(log), "--groups", group,
                              "--threads", "2", "--fsync", "0", *extra],
                             stdout=subprocess.DEVNULL)
     for _ in range(600):
+        if proc.poll() is not None:
+            raise SystemExit(f"pqs-server ({group} {' '.join(extra)}) exited {proc.returncode}")
         if log.exists():
             for ln in log.read_text().splitlines():
                 try:

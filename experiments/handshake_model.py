@@ -214,18 +214,24 @@ def _arrival(ready: list[tuple[int, float]], o: int, rate: float | None, rtt: fl
     return best + rtt / 2
 
 
-def _flight(msgs: list[tuple[int, float, float]], t_proc: float, rate, rtt, mtu, iw) -> float:
+def _in_order(msgs: list[tuple[int, float, float]], t_proc: float, arrival) -> float:
     """A flight of messages (end offset, earliest departure, receiver CPU after it arrives)
     processed in order by one receiving thread starting no earlier than t_proc: when the
-    receiver is done with the last one."""
+    receiver is done with the last one. arrival(ready, end): when byte `end` is in, given
+    (start offset, earliest departure) per message (TCP: _arrival, QUIC: _q_arrival)."""
     ready, start = [], 0
     for end, dep, _ in msgs:
         ready.append((start, dep))
         start = end
     t = t_proc
     for end, _, cpu in msgs:
-        t = max(t, _arrival(ready, end, rate, rtt, mtu, iw)) + cpu
+        t = max(t, arrival(ready, end)) + cpu
     return t
+
+
+def _flight(msgs: list[tuple[int, float, float]], t_proc: float, rate, rtt, mtu, iw) -> float:
+    """A flight over TCP (see _in_order)."""
+    return _in_order(msgs, t_proc, lambda ready, end: _arrival(ready, end, rate, rtt, mtu, iw))
 
 
 def critical_path(rtt_s: float, *, ch: int, sf: int, share_c: int, share_s: int, sig_len: int,
@@ -478,14 +484,8 @@ def _q_arrival(ready: list[tuple[int, float]], o: int, rate: float | None, rtt: 
 
 
 def _q_flight(msgs: list[tuple[int, float, float]], t_proc: float, rate, rtt, mtu, rounds) -> float:
-    ready, start = [], 0
-    for end, dep, _ in msgs:
-        ready.append((start, dep))
-        start = end
-    t = t_proc
-    for end, _, cpu in msgs:
-        t = max(t, _q_arrival(ready, end, rate, rtt, mtu, rounds)) + cpu
-    return t
+    """A flight over QUIC (see _in_order)."""
+    return _in_order(msgs, t_proc, lambda ready, end: _q_arrival(ready, end, rate, rtt, mtu, rounds))
 
 
 def quic_critical_path(rtt_s: float, *, ch: int, sf: int, share_c: int, share_s: int, sig_len: int,

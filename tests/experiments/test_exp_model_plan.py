@@ -7,6 +7,7 @@ import re
 from collections import Counter
 
 import pytest
+from exp_helpers import one_line
 
 from pqshake.errors import UserError
 from pqshake.experiments import handshake_model as hm
@@ -22,12 +23,6 @@ modes: [full, resume]
 samples: 10
 repetitions: 2
 """
-
-
-def one_line(e: pytest.ExceptionInfo) -> str:
-    msg = str(e.value)
-    assert "\n" not in msg and "Traceback" not in msg
-    return msg
 
 
 def test_cross_product(write_exp):

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+from exp_helpers import one_line
 
 from pqshake.errors import UserError
 from pqshake.experiments import handshake_model as hm
@@ -23,12 +24,6 @@ sigs: [ecdsa-p256]
 profiles: [lan, {name: r20, rtt: 20ms}]
 samples: 3
 """
-
-
-def one_line(e: pytest.ExceptionInfo) -> str:
-    msg = str(e.value)
-    assert "\n" not in msg and "Traceback" not in msg
-    return msg
 
 
 def test_default_is_tcp_and_tcp_ids_unchanged(write_exp):

@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
+from exp_helpers import one_line
 
 from tests.needs import need
 
@@ -28,12 +29,6 @@ sigs: [ecdsa-p256]
 profiles: [lan, {name: r20, rtt: 20ms}]
 samples: 3
 """
-
-
-def one_line(e: pytest.ExceptionInfo) -> str:
-    msg = str(e.value)
-    assert "\n" not in msg and "Traceback" not in msg
-    return msg
 
 
 def test_turbotls_cells_ids_and_parameters(write_exp):

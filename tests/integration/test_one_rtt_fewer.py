@@ -6,61 +6,26 @@ ordering is what is asserted, not a ratio to a decimal.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import time
-
 import numpy as np
 import pytest
+from link_pair import serve_and_time
 
 from pqshake.emulation.profiles import Profile
 from pqshake.emulation.topology import Topology
-from pqshake.paths import binary
 
 pytestmark = pytest.mark.netns
 
 
-def _wait_ready(log, proc, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"pqs-server exited early with {proc.returncode}")
-        for line in log.read_text().splitlines() if log.exists() else []:
-            rec = json.loads(line)
-            if rec.get("type") == "ready":
-                return rec
-        time.sleep(0.05)
-    raise AssertionError("pqs-server did not become ready")
-
-
 def _run(topo, tmp, tag, mode, group, samples, server_extra=(), timer_extra=(), response=1000):
-    """One server + one timer run; returns (attempts, server conns) of the measured attempts."""
-    d = tmp / tag
-    d.mkdir()
-    log = d / "server.jsonl"
-    server = subprocess.Popen(
-        topo.ns_argv("server", [str(binary("pqs-server")), "--listen", f"{topo.server_addr}:4433",
-                                "--groups", group, "--sig", "ecdsa-p256", "--cert-dir", str(d), "--log", str(log),
-                                "--response-bytes", str(response), "--tickets", "2", *server_extra]),
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        ready = _wait_ready(log, server)
-        out = d / "timer.jsonl"
-        r = subprocess.run(
-            topo.ns_argv("client", [str(binary("pqs-timer")), "--connect", f"{topo.server_addr}:4433",
-                                    "--groups", group, "--ca", str(d / "ca.pem"), "--mode", mode,
-                                    "--samples", str(samples), "--warmup", "1", "--response-bytes", str(response),
-                                    "--out", str(out), *timer_extra]),
-            capture_output=True, text=True, timeout=120)
-        assert r.returncode == 0, r.stderr
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
-    recs = [json.loads(x) for x in out.read_text().splitlines()]
-    att = [a for a in recs if a.get("type") == "attempt" and not a.get("warmup")]
-    conns = [c for c in (json.loads(x) for x in log.read_text().splitlines()) if c.get("type") == "conn"]
+    """One server + one timer run; returns (ready line, attempts, server conns) of the measured
+    attempts, all ok."""
+    att, conns, recs = serve_and_time(
+        topo, tmp, tag, "tcp",
+        ["--groups", group, "--sig", "ecdsa-p256", "--response-bytes", response, "--tickets", 2, *server_extra],
+        ["--groups", group, "--mode", mode, "--samples", samples, "--warmup", 1, "--response-bytes", response,
+         *timer_extra], timeout=120)
     assert len(att) == samples and all(a["ok"] for a in att), [a.get("message") for a in att if not a["ok"]][:3]
-    return ready, att, conns
+    return next(r for r in recs if r["type"] == "ready"), att, conns
 
 
 def _med(xs):

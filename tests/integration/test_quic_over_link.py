@@ -11,68 +11,21 @@ purpose: the machine is noisy; exact ratios are benchmarks.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from link_pair import LOSS_FAILURES, median_rtts, serve_and_time
 
 from pqshake.emulation.profiles import Profile
 from pqshake.emulation.topology import Topology
-from pqshake.paths import binary
 
 pytestmark = pytest.mark.netns
 
 
-def _wait_ready(log: Path, proc, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"pqs-server exited early with {proc.returncode}: {proc.stderr.read()}")
-        for line in log.read_text().splitlines() if log.exists() else []:
-            rec = json.loads(line)
-            if rec.get("type") == "ready":
-                return rec
-        time.sleep(0.05)
-    raise AssertionError("pqs-server did not become ready")
-
-
 def quic_run(topo, tmp_path: Path, name: str, server_args, timer_args, timeout=300):
-    """One pqs-server (QUIC) in the server namespace, one pqs-timer run against it; returns
-    (attempt lines, conn lines)."""
-    d = tmp_path / name
-    d.mkdir()
-    log = d / "server.jsonl"
-    server = subprocess.Popen(
-        topo.ns_argv("server", [str(binary("pqs-server")), "--transport", "quic", "--listen",
-                                f"{topo.server_addr}:4433", "--cert-dir", str(d), "--log", str(log),
-                                *map(str, server_args)]),
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )
-    try:
-        _wait_ready(log, server)
-        out = d / "timer.jsonl"
-        r = subprocess.run(
-            topo.ns_argv("client", [str(binary("pqs-timer")), "--transport", "quic", "--connect",
-                                    f"{topo.server_addr}:4433", "--ca", str(d / "ca.pem"), "--out", str(out),
-                                    *map(str, timer_args)]),
-            capture_output=True, text=True, timeout=timeout,
-        )
-        assert r.returncode == 0, r.stderr
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-    attempts = [json.loads(x) for x in out.read_text().splitlines()]
-    conns = [json.loads(x) for x in log.read_text().splitlines()]
-    return ([a for a in attempts if a["type"] == "attempt" and not a.get("warmup")],
-            [c for c in conns if c["type"] == "conn"])
-
-
-def median_rtts(attempts, rtt_ns):
-    assert attempts and all(a["ok"] for a in attempts), [a.get("message") for a in attempts if not a["ok"]]
-    return float(np.median([a["handshake_ns"] for a in attempts])) / rtt_ns
+    attempts, conns, _ = serve_and_time(topo, tmp_path, name, "quic", server_args, timer_args, timeout)
+    return attempts, conns
 
 
 def test_quic_one_rtt_retry_and_amplification_at_100ms(tmp_path):
@@ -117,9 +70,8 @@ def test_quic_under_loss_every_attempt_accounted(tmp_path):
                                                             "--quic-retry", "off"],
                                    ["--groups", "x25519", "--samples", n, "--timeout", "20s"], timeout=900)
     assert sorted(a["i"] for a in attempts) == list(range(n))
-    classes = {"timeout", "handshake_alert", "quic_closed", "tls_error", "eof", "io_error"}
     for a in attempts:
-        assert a["ok"] or a["error"] in classes, a
+        assert a["ok"] or a["error"] in LOSS_FAILURES, a
         assert a["transport"] == "quic" and isinstance(a["quic"]["pto_count"], int)
     assert sum(a["ok"] for a in attempts) >= n // 2
     assert sum(a["quic"]["pto_count"] for a in attempts) > 0

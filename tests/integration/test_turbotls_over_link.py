@@ -10,68 +10,27 @@ its TCP connection: 2 RTT + the wait. Bounds are loose on purpose: the machine i
 
 from __future__ import annotations
 
-import json
 import subprocess
-import time
 from pathlib import Path
 
+import link_pair
 import numpy as np
 import pytest
+from link_pair import LOSS_FAILURES, serve_and_time
 
 from pqshake.emulation.profiles import Profile
 from pqshake.emulation.topology import Topology
-from pqshake.paths import binary
 
 pytestmark = pytest.mark.netns
 RTT = 100e6
 
 
-def _wait_ready(log: Path, proc, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"pqs-server exited early with {proc.returncode}: {proc.stderr.read()}")
-        for line in log.read_text().splitlines() if log.exists() else []:
-            if json.loads(line).get("type") == "ready":
-                return
-        time.sleep(0.05)
-    raise AssertionError("pqs-server did not become ready")
-
-
 def run(topo, tmp_path: Path, name: str, transport: str, server_args, timer_args, timeout=300):
-    """One pqs-server in the server namespace, one pqs-timer run against it; returns
-    (attempt lines without warmups, conn lines, other server lines)."""
-    d = tmp_path / name
-    d.mkdir()
-    log = d / "server.jsonl"
-    server = subprocess.Popen(
-        topo.ns_argv("server", [str(binary("pqs-server")), "--transport", transport, "--listen",
-                                f"{topo.server_addr}:4433", "--cert-dir", str(d), "--log", str(log),
-                                *map(str, server_args)]),
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )
-    try:
-        _wait_ready(log, server)
-        out = d / "timer.jsonl"
-        r = subprocess.run(
-            topo.ns_argv("client", [str(binary("pqs-timer")), "--transport", transport, "--connect",
-                                    f"{topo.server_addr}:4433", "--ca", str(d / "ca.pem"), "--out", str(out),
-                                    *map(str, timer_args)]),
-            capture_output=True, text=True, timeout=timeout,
-        )
-        assert r.returncode == 0, r.stderr
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-    attempts = [json.loads(x) for x in out.read_text().splitlines()]
-    recs = [json.loads(x) for x in log.read_text().splitlines()]
-    return ([a for a in attempts if a["type"] == "attempt" and not a.get("warmup")],
-            [c for c in recs if c["type"] == "conn"], recs)
+    return serve_and_time(topo, tmp_path, name, transport, server_args, timer_args, timeout)
 
 
 def median_rtts(attempts):
-    assert attempts and all(a["ok"] for a in attempts), [a.get("message") for a in attempts if not a["ok"]]
-    return float(np.median([a["handshake_ns"] for a in attempts])) / RTT
+    return link_pair.median_rtts(attempts, RTT)
 
 
 def udp_block(topo, on: bool):
@@ -143,3 +102,36 @@ def test_turbotls_udp_blocked_falls_back_every_attempt(tmp_path):
     assert stats["datagrams"] == 0 and stats["bound_tcp_fresh"] == n
     med = float(np.median([a["handshake_ns"] for a in attempts])) / RTT
     print(f"UDP blocked: {n}/{n} fell back, median {med:.3f} RTT")
+
+
+def test_turbotls_under_loss_every_attempt_accounted(tmp_path):
+    """5 % loss each way at 20 ms RTT, a two-datagram ClientHello (X25519MLKEM768): a lost
+    datagram either way turns an attempt into a fallback (no_reply / timeout) or a flight
+    completed over TCP; every attempt has a line, ok or a stable error class, each fallback
+    says why, and the server's counters match what it logged."""
+    profile = Profile.from_mapping({"name": "lossy", "rtt": "20ms", "loss": "5%"}, source="test", line=1)
+    n = 40
+    with Topology(profile, backend="userspace") as topo:
+        attempts, conns, recs = run(topo, tmp_path, "lossy", "turbotls",
+                                    ["--sig", "ecdsa-p256", "--groups", "X25519MLKEM768"],
+                                    ["--groups", "X25519MLKEM768", "--samples", n, "--timeout", "20s"], timeout=900)
+    assert sorted(a["i"] for a in attempts) == list(range(n))  # none lost
+    for a in attempts:
+        assert a["ok"] or a["error"] in LOSS_FAILURES, a
+        t = a["turbo"]
+        assert a["transport"] == "turbotls" and isinstance(t["fallback"], bool), a
+        assert (t["fallback_cause"] in ("no_reply", "timeout")) == t["fallback"], t
+        assert t["datagrams_sent"] >= t["requests"] >= t["ch_datagrams"] >= 2, t
+    ok = [a for a in attempts if a["ok"]]
+    assert len(ok) >= n * 3 // 4
+    fell_back = sum(a["turbo"]["fallback"] for a in attempts)
+    # P(no datagram lost) over ~2 ClientHello + 2 flight datagrams at 5 %: about 0.8, so in 40
+    # attempts some datagram is lost (P(none) < 1e-3): a fallback or a flight completed over TCP
+    assert fell_back + sum(not a["turbo"]["udp_complete"] for a in ok) > 0
+    # losses cost time: at least one ok attempt took longer than the 1-RTT path plus the wait
+    assert max(a["handshake_ns"] for a in ok) > 20e6 + 10e6
+    stats = [r for r in recs if r["type"] == "turbo_stats"][0]
+    bound = {k: sum(c["turbo"]["bound"] == k for c in conns) for k in ("udp", "tcp_fresh")}
+    assert stats["bound_tcp_fresh"] == bound["tcp_fresh"], (stats, bound)
+    print(f"5 % loss: ok {len(ok)}/{n}, fell back {fell_back}, bound {bound}, "
+          f"errors {sorted({a['error'] for a in attempts if not a['ok']})}")
