@@ -193,11 +193,49 @@ static void on_datagram(pqs_turbo_server *ts, const uint8_t *buf, size_t n, cons
     send_due(ts, e);
 }
 
+/* The "turbo_stats" line: the counters so far. Written every STATS_EVERY_NS while they change
+ * (a server killed hard keeps all but the last seconds) and once more, final, at stop. */
+#define STATS_EVERY_NS 5000000000LL
+static void write_stats(pqs_turbo_server *ts, size_t live, bool final)
+{
+    pqs_json j;
+    pqs_json_begin(&j, "turbo_stats");
+    const pqs_turbo_counters *c = &ts->cnt;
+    pqs_json_uint(&j, "datagrams", c->datagrams);
+    pqs_json_uint(&j, "states_created", c->created);
+    pqs_json_uint(&j, "bound_udp", c->bound_udp);
+    pqs_json_uint(&j, "bound_tcp_fresh", c->bound_fresh);
+    pqs_json_uint(&j, "bound_plain", c->bound_plain);
+    pqs_json_uint(&j, "bind_unknown", c->bind_unknown);
+    pqs_json_uint(&j, "dropped_malformed", c->malformed);
+    pqs_json_uint(&j, "dropped_unknown_id", c->unknown_id);
+    pqs_json_uint(&j, "dropped_replay", c->replay);
+    pqs_json_uint(&j, "dropped_table_full", c->table_full);
+    pqs_json_uint(&j, "tls_failed", c->tls_failed);
+    pqs_json_uint(&j, "expired", c->expired);
+    pqs_json_uint(&j, final ? "unbound_at_exit" : "unbound", live);
+    pqs_json_uint(&j, "max_states", ts->max_states);
+    pqs_json_int(&j, "state_ttl_ns", ts->ttl_ns);
+    pqs_json_bool(&j, "final", final);
+    pqs_json_end(&j);
+    pqs_sink_write(ts->log, &j);
+}
+
+static size_t live_states(const pqs_turbo_server *ts)
+{
+    size_t live = 0;
+    for (size_t i = 0; i < ts->max_states; i++)
+        if (ts->tab[i].used && !ts->tab[i].bound)
+            live++;
+    return live;
+}
+
 static void *udp_main(void *arg)
 {
     pqs_turbo_server *ts = arg;
     static __thread uint8_t buf[PQS_TURBO_MAX_DGRAM + 1];
-    int64_t last_sweep = 0;
+    int64_t last_sweep = 0, last_stats = pqs_mono_ns();
+    uint64_t stats_seen = 0;
     while (!atomic_load(&ts->stop)) {
         struct pollfd p = {.fd = ts->fd, .events = POLLIN};
         /* the timeout bounds how late stop and expiry are noticed */
@@ -207,6 +245,14 @@ static void *udp_main(void *arg)
         if (now - last_sweep > 10000000LL) {
             expire(ts, now);
             last_sweep = now;
+        }
+        if (now - last_stats >= STATS_EVERY_NS) {
+            uint64_t seen = ts->cnt.datagrams + ts->cnt.bound_udp + ts->cnt.bound_fresh + ts->cnt.bound_plain
+                            + ts->cnt.bind_unknown + ts->cnt.expired;
+            if (seen != stats_seen)
+                write_stats(ts, live_states(ts), false);
+            stats_seen = seen;
+            last_stats = now;
         }
         for (int k = 0; k < 256; k++) {
             struct sockaddr_storage peer;
@@ -246,34 +292,12 @@ void pqs_turbo_server_stop(pqs_turbo_server *ts)
 {
     atomic_store(&ts->stop, true);
     pthread_join(ts->tid, NULL);
-    size_t live = 0;
-    for (size_t i = 0; i < ts->max_states; i++) {
-        if (ts->tab[i].used && !ts->tab[i].bound)
-            live++;
+    size_t live = live_states(ts);
+    for (size_t i = 0; i < ts->max_states; i++)
         entry_clear(&ts->tab[i]);
-    }
     free(ts->tab);
     ts->tab = NULL;
-    pqs_json j;
-    pqs_json_begin(&j, "turbo_stats");
-    const pqs_turbo_counters *c = &ts->cnt;
-    pqs_json_uint(&j, "datagrams", c->datagrams);
-    pqs_json_uint(&j, "states_created", c->created);
-    pqs_json_uint(&j, "bound_udp", c->bound_udp);
-    pqs_json_uint(&j, "bound_tcp_fresh", c->bound_fresh);
-    pqs_json_uint(&j, "bound_plain", c->bound_plain);
-    pqs_json_uint(&j, "bind_unknown", c->bind_unknown);
-    pqs_json_uint(&j, "dropped_malformed", c->malformed);
-    pqs_json_uint(&j, "dropped_unknown_id", c->unknown_id);
-    pqs_json_uint(&j, "dropped_replay", c->replay);
-    pqs_json_uint(&j, "dropped_table_full", c->table_full);
-    pqs_json_uint(&j, "tls_failed", c->tls_failed);
-    pqs_json_uint(&j, "expired", c->expired);
-    pqs_json_uint(&j, "unbound_at_exit", live);
-    pqs_json_uint(&j, "max_states", ts->max_states);
-    pqs_json_int(&j, "state_ttl_ns", ts->ttl_ns);
-    pqs_json_end(&j);
-    pqs_sink_write(ts->log, &j);
+    write_stats(ts, live, true);
     pthread_mutex_destroy(&ts->mu);
 }
 

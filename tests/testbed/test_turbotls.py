@@ -9,12 +9,13 @@ import shutil
 import socket
 import struct
 import subprocess
+import time
 
 import pytest
 
 from tests.needs import need
 
-from testbed_helpers import BUILD, REPO, Server, run_timer
+from testbed_helpers import BUILD, REPO, Server, parse_lines_safe, run_timer
 
 ATTEMPT_KEYS = {"datagrams_sent", "datagrams_received", "bytes_sent", "bytes_received", "requests",
                 "replies_missing", "fallback", "fallback_cause", "udp_complete"}
@@ -64,7 +65,7 @@ def test_turbotls_handshakes_and_records(tmp_path, group, sig):
         assert t["datagrams_sent"] == t["flight_datagrams"]
         # the server's handshake starts at the first datagram (about when the SYN arrives)
         assert c["handshake_ns"] == c["handshake_done_mono_ns"] - c["accepted_mono_ns"] - t["first_datagram_ns"] > 0
-    stats = [x for x in srv.stop() if x["type"] == "turbo_stats"][0]
+    stats = [x for x in srv.stop() if x["type"] == "turbo_stats"][-1]
     assert stats["bound_udp"] == 6 and stats["dropped_malformed"] == 0
 
 
@@ -106,8 +107,8 @@ def test_turbotls_state_bound_flood_and_fallback(tmp_path):
         assert t["bind_ns"] - a["tcp_connect_ns"] >= 5_000_000
     conns = srv.conns()
     assert [c["turbo"]["bound"] for c in conns] == ["tcp_fresh"] * 3 and all(c["ok"] for c in conns)
-    stats = [x for x in srv.records if x["type"] == "turbo_stats"][0]
-    assert stats["dropped_table_full"] >= 3 and stats["states_created"] == 1 and stats["bound_tcp_fresh"] == 3
+    stats = [x for x in srv.stop() if x["type"] == "turbo_stats"][-1]
+    assert stats["final"] is True and stats["dropped_table_full"] >= 3 and stats["states_created"] == 1 and stats["bound_tcp_fresh"] == 3
     assert stats["unbound_at_exit"] == 1 and stats["max_states"] == 1
 
 
@@ -139,10 +140,20 @@ def test_turbotls_bad_input_dropped_and_counted(tmp_path):
     # the server still serves real clients afterwards
     r = turbo_timer(srv, "--samples", 2)
     assert r.summary["ok"] == 2, r.records
+    # the counters reach the log while the server runs (every 5 s while they change), not only
+    # at exit: a server killed hard keeps them
+    def running_stats():
+        return [x for x in parse_lines_safe(srv.log.read_text()) if x.get("type") == "turbo_stats"]
+
+    deadline = time.monotonic() + 15
+    while not running_stats() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    running = running_stats()
+    assert running and running[0]["final"] is False and running[0]["dropped_malformed"] == 6, running
     recs = srv.stop()
     assert srv.returncode == 0
-    stats = [x for x in recs if x["type"] == "turbo_stats"][0]
-    assert stats["dropped_malformed"] == 6, stats
+    stats = [x for x in recs if x["type"] == "turbo_stats"][-1]
+    assert stats["final"] is True and stats["dropped_malformed"] == 6, stats
     # The real client's own request datagrams can arrive after its state moved to TCP on a busy
     # machine and count as replays too: at least the injected one.
     assert stats["dropped_unknown_id"] == 1 and stats["dropped_replay"] >= 1 and stats["bind_unknown"] == 1
