@@ -15,6 +15,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from needs import need
 
 REPO = Path(__file__).resolve().parents[1]
 DOCKERFILE = REPO / "docker" / "Dockerfile"
@@ -181,8 +182,8 @@ def test_entrypoint_runs_doctor_first_and_stops_when_it_fails(fake_pqshake, tmp_
     assert log.read_text().splitlines() == ["doctor", "run /exp/demo.yaml --yes"]
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="chown to another uid needs root")
 def test_entrypoint_gives_results_to_the_caller(fake_pqshake, tmp_path):
+    need(os.geteuid() == 0, "chown to another uid needs root")
     fake, _ = fake_pqshake
     r = _entry(fake, tmp_path, "run", "x.yaml", PQS_UID="12345", PQS_GID="23456")
     assert r.returncode == 0, r.stderr

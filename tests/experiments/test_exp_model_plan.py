@@ -7,6 +7,7 @@ import re
 from collections import Counter
 
 import pytest
+from needs import need
 from exp_helpers import one_line
 
 from pqshake.errors import UserError
@@ -207,7 +208,12 @@ def test_seed_recorded_when_absent(write_exp):
     assert [x.cell_id for x in a.cells] == [x.cell_id for x in b.cells]
 
 
-needs_stack = pytest.mark.skipif(not offered_groups()[0], reason="crypto stack not built (make build)")
+needs_stack = pytest.mark.usefixtures("_stack_built")
+
+
+@pytest.fixture
+def _stack_built():
+    need(bool(offered_groups()[0]), "crypto stack not built (make build)")
 
 
 def test_group_not_offered_message(write_exp, monkeypatch):

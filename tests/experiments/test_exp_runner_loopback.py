@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
+from needs import need
 
 from pqshake.errors import UserError
 from pqshake.experiments import load
@@ -20,7 +21,9 @@ def built(*names: str) -> bool:
     return all(os.access(build_dir() / "bin" / n, os.X_OK) for n in names)
 
 
-pytestmark = pytest.mark.skipif(not built("pqs-server", "pqs-timer"), reason="pqs-server/pqs-timer not built (make build)")
+@pytest.fixture(autouse=True)
+def _programs_built():
+    need(built("pqs-server", "pqs-timer"), "pqs-server/pqs-timer not built (make build)")
 
 EXP = """
 name: lo

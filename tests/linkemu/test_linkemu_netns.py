@@ -13,6 +13,7 @@ import signal
 import time
 
 import pytest
+from needs import need
 
 
 pytestmark = pytest.mark.netns
@@ -257,7 +258,6 @@ def test_jumbo_frames(devnet_jumbo, tmp_path):
     assert emu["stats"]["up"]["oversize"] == 0
 
 
-@pytest.mark.skipif(shutil.which("iperf3") is None, reason="iperf3 not installed")
 @pytest.mark.parametrize("rate", [1_000_000, 10_000_000, 100_000_000])
 def test_rate_exact_under_overload(devnet, tmp_path, rate):
     """The link serializes frames at exactly rate_bps, counting the Ethernet frame without FCS
@@ -275,6 +275,7 @@ def test_rate_exact_under_overload(devnet, tmp_path, rate):
     so one frame more or less in an interval is <= 0.2 %. False failure: three of the five
     intervals would have to be off by > 1 %."""
     from pqshake.emulation import check
+    need(shutil.which("iperf3") is not None, "iperf3 not installed: make deps installs it")
     limit = check.overload_limit(rate)
     spec = f"rate_bps={rate},delay_ns=2000000,limit={limit}"
     with devnet.emu(spec, "delay_ns=2000000", tmp=tmp_path) as emu:
