@@ -221,7 +221,10 @@ class MininetTopology(RunLifecycle):
                              inNamespace=False, waitConnected=False)
         self.net = net
         add_host = lambda tag: self.nodes.setdefault(tag, net.addHost(self.name(tag), ip=None, inNamespace=True))  # noqa: E731
-        add_bridge = lambda tag: self.nodes.setdefault(tag, net.addSwitch(self.name(tag), cls=bridge_cls, inNamespace=True))  # noqa: E731
+        # A datapath id of our own: Mininet derives one from the digits in a switch's name and
+        # fails on a name without any (a run id of letters only, e.g. pqs-abcdef-bc).
+        add_bridge = lambda tag: self.nodes.setdefault(tag, net.addSwitch(  # noqa: E731
+            self.name(tag), cls=bridge_cls, inNamespace=True, dpid=f"{len(self.nodes) + 1:016x}"))
         for t in self.clients + self.servers:
             add_host(t)
         wires = [f"w{i}" for i in range(1, len(self.links) + 1)]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -212,7 +213,9 @@ with MininetTopology("star", [Profile.from_mapping({"name": "s", "rtt": "4ms"})]
 
 
 def test_sigterm_tears_the_topology_down():
-    rid = _short_id()
+    # an id of letters only, on purpose: Mininet derives a bridge's datapath id from the digits
+    # of its name and failed on one without any (1 run id in 360 of `pqshake run`)
+    rid = "t" + "".join(random.choice("abcdef") for _ in range(4))
     child = subprocess.Popen([PY, "-c", SIGTERM_CHILD, rid], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
     line = child.stdout.readline()
     assert line, child.stderr.read()
