@@ -125,15 +125,19 @@ def _share(v) -> str:
     return f"{100 * v:.0f}" if _ok(v) else "--"
 
 
-# The QUIC cells' own figures (report.md): client side from the timer's quic object, the
-# amplification-limited share from the server's conn lines.
-QUIC_COLUMNS = [
+# What the QUIC and TurboTLS cell tables begin with: the cell and its median against TCP.
+_TRANSPORT_CELL_COLUMNS = [
     ("Group", "", lambda r: r.group),
     ("Signature", "", lambda r: r.sig),
     ("Profile", "", lambda r: r.profile),
     ("Mode", "", lambda r: MODE_LABELS.get(r.mode, r.mode)),
     ("Median", "ms", lambda r: _ci(r.p50_ms, r.p50_ci_lo_ms, r.p50_ci_hi_ms)),
     ("vs TCP", "x", lambda r: _ci(r.vs_tcp, r.vs_tcp_ci_lo, r.vs_tcp_ci_hi, 2)),
+]
+
+# The QUIC cells' own figures (report.md): client side from the timer's quic object, the
+# amplification-limited share from the server's conn lines.
+QUIC_COLUMNS = _TRANSPORT_CELL_COLUMNS + [
     ("Retry", "%", lambda r: _share(r.quic_retry_share)),
     ("Datagrams up/down", "", lambda r: f"{_num(r.dgrams_up, 0)}/{_num(r.dgrams_down, 0)}"),
     ("PTO", "mean", lambda r: _num(r.pto_mean, 2)),
@@ -144,13 +148,7 @@ QUIC_COLUMNS = [
 
 
 # The TurboTLS cells' own figures (report.md), from the timer's turbo object.
-TURBO_COLUMNS = [
-    ("Group", "", lambda r: r.group),
-    ("Signature", "", lambda r: r.sig),
-    ("Profile", "", lambda r: r.profile),
-    ("Mode", "", lambda r: MODE_LABELS.get(r.mode, r.mode)),
-    ("Median", "ms", lambda r: _ci(r.p50_ms, r.p50_ci_lo_ms, r.p50_ci_hi_ms)),
-    ("vs TCP", "x", lambda r: _ci(r.vs_tcp, r.vs_tcp_ci_lo, r.vs_tcp_ci_hi, 2)),
+TURBO_COLUMNS = _TRANSPORT_CELL_COLUMNS + [
     ("Flight over UDP", "%", lambda r: _share(getattr(r, "turbo_udp_complete_share", np.nan))),
     ("Did not fit", "%", lambda r: _share(getattr(r, "turbo_not_fit_share", np.nan))),
     ("Fallback", "%", lambda r: _share(getattr(r, "turbo_fallback_rate", np.nan))),

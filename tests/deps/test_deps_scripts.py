@@ -3,6 +3,7 @@
 import os
 import subprocess
 from pathlib import Path
+from needs import need
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "testbed/deps/build-stack.sh"
@@ -79,12 +80,7 @@ def test_no_lock_file_or_registry_host_committed():
 def _cached_crate(v: dict[str, str], name_key: str, ver_key: str) -> Path:
     cache = Path(os.environ.get("PQS_CACHE", Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "pqshake"))
     crate = cache / "downloads" / f"{v[name_key]}-{v[ver_key]}.crate"
-    if not crate.exists():
-        import pytest
-
-        if os.environ.get("CI"):
-            pytest.fail(f"{crate} missing: `make deps` fetches it before the tests")
-        pytest.skip(f"{crate} not fetched yet (make deps)")
+    need(crate.exists(), f"{crate} missing: `make deps` fetches it before the tests")
     return crate
 
 
@@ -133,11 +129,7 @@ def _oqsprovider_tarball(v: dict[str, str]) -> Path:
     for d in dirs:
         if d and (Path(d) / v["OQSPROVIDER_TARBALL"]).is_file():
             return Path(d) / v["OQSPROVIDER_TARBALL"]
-    import pytest
-
-    if os.environ.get("CI"):
-        pytest.fail(f"{v['OQSPROVIDER_TARBALL']} missing: `make deps` fetches it before the tests")
-    pytest.skip(f"{v['OQSPROVIDER_TARBALL']} not fetched yet (make deps)")
+    need(False, f"{v['OQSPROVIDER_TARBALL']} missing: `make deps` fetches it before the tests")
 
 
 def test_oqsprovider_tarball_is_verified_by_its_source_tree(tmp_path):

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from needs import need
 
 REPO = Path(__file__).resolve().parents[2]
 LINKEMU_DIR = REPO / "emulation" / "linkemu"
@@ -31,10 +32,7 @@ def _can_netns():
 
 @pytest.fixture(scope="session")
 def bins(tmp_path_factory):
-    if not _can_netns():
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail("CI must run the namespace tests: run as root with iproute2 installed")
-        pytest.skip("needs root and iproute2")
+    need(_can_netns(), "the namespace tests need root and iproute2 (CI must run them)")
     build = tmp_path_factory.mktemp("linkemu-build")
     subprocess.run(["make", "-s", "-C", str(LINKEMU_DIR), f"BUILD={build}", "all"],
                    check=True)
