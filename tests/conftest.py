@@ -11,8 +11,8 @@ import os
 import pytest
 
 from pqshake.emulation import host
-from tests.needs import in_ci as _in_ci
-from tests.needs import need
+from needs import in_ci as _in_ci
+from needs import need
 
 
 def pytest_collection_modifyitems(config, items):

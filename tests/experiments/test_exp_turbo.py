@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from exp_helpers import one_line
 
-from tests.needs import need
+from needs import need
 
 from pqshake.errors import UserError
 from pqshake.experiments import handshake_model as hm

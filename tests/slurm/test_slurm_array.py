@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.needs import need
+from needs import need
 
 from pqshake.emulation import netns
 from pqshake.experiments import slurm

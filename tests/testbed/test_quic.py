@@ -3,15 +3,12 @@ of attempt and conn lines, Retry on/off, HelloRetryRequest, resumption, the refu
 `openssl s_client -quic` against pqs-server, the wire parsers' fuzz target and the sanitizer
 builds."""
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.needs import need
-
-from testbed_helpers import BUILD, REPO, Server, run_timer
+from testbed_helpers import BUILD, REPO, Server, run_fuzz, run_timer
 
 QUIC_ATTEMPT_KEYS = {"retry", "datagrams_sent", "datagrams_received", "bytes_sent", "bytes_received",
                      "pto_count", "packets_lost"}
@@ -236,10 +233,7 @@ def test_interop_openssl_s_client_quic(tmp_path):
 
 
 def test_quicwire_fuzz_smoke():
-    need(shutil.which("clang") is not None, "clang missing (the fuzz targets need libFuzzer): make system")
-    subprocess.run(["make", "-s", "-C", str(REPO / "testbed"), f"BUILD={BUILD}", "fuzz"], check=True)
-    p = subprocess.run([str(BUILD / "fuzz" / "fuzz_quicwire"), "-runs=50000", "-seed=1"], capture_output=True,
-                       text=True, timeout=300)
+    p = run_fuzz("fuzz_quicwire", "-runs=50000", "-seed=1")
     assert p.returncode == 0, p.stderr[-3000:]
     assert "Done 50000 runs" in p.stderr
 

@@ -5,7 +5,6 @@ ClientHello copy); malformed, truncated, unknown-id and replayed datagrams and a
 dropped and counted; the refusals; the wire parsers' fuzz target; the sanitizer builds.
 The wire: testbed/turbowire.h and testbed/README.md "TurboTLS"."""
 import os
-import shutil
 import socket
 import struct
 import subprocess
@@ -13,9 +12,7 @@ import time
 
 import pytest
 
-from tests.needs import need
-
-from testbed_helpers import BUILD, REPO, Server, parse_lines_safe, run_timer
+from testbed_helpers import BUILD, REPO, Server, parse_lines_safe, run_fuzz, run_timer
 
 ATTEMPT_KEYS = {"datagrams_sent", "datagrams_received", "bytes_sent", "bytes_received", "requests",
                 "replies_missing", "fallback", "fallback_cause", "udp_complete"}
@@ -174,10 +171,7 @@ def test_turbotls_refusals(tmp_path):
 
 
 def test_turbowire_fuzz_smoke():
-    need(shutil.which("clang") is not None, "clang missing (the fuzz targets need libFuzzer): make system")
-    subprocess.run(["make", "-s", "-C", str(REPO / "testbed"), f"BUILD={BUILD}", "fuzz"], check=True)
-    p = subprocess.run([str(BUILD / "fuzz" / "fuzz_turbowire"), "-runs=200000", "-seed=1"], capture_output=True,
-                       text=True, timeout=300)
+    p = run_fuzz("fuzz_turbowire", "-runs=200000", "-seed=1")
     assert p.returncode == 0, p.stderr[-3000:]
     assert "Done 200000 runs" in p.stderr
 

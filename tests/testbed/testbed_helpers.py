@@ -6,6 +6,7 @@ $PQS_BUILD/asan/bin. All traffic stays on 127.0.0.1.
 """
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -163,3 +164,12 @@ def free_port():
     port = s.getsockname()[1]
     s.close()
     return port
+
+
+def run_fuzz(target, *args):
+    """Builds the libFuzzer targets (clang -fsanitize=fuzzer,address,undefined) and runs one
+    with args; returns the finished process (libFuzzer reports on stderr)."""
+    need(shutil.which("clang") is not None, "clang missing (the fuzz targets need libFuzzer): make deps installs it")
+    subprocess.run(["make", "-s", "-C", str(REPO / "testbed"), f"BUILD={BUILD}", "fuzz"], check=True)
+    return subprocess.run([str(BUILD / "fuzz" / target), *map(str, args)], capture_output=True, text=True,
+                          timeout=300)
