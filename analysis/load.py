@@ -84,16 +84,9 @@ def read_meta(path: Path) -> dict:
         subs = sorted(d for d in path.iterdir() if (d / "meta.json").is_file()) if path.is_dir() else []
         hint = f"; runs inside: {', '.join(d.name for d in subs[-3:])}" if subs else ""
         raise UserError(f"{path}: not a run directory (no meta.json){hint}; pass results/<name>/<id>")
-    try:
-        meta = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise UserError(f"{p}: unreadable ({e.__class__.__name__}: {e}); restore it from the run or re-run") from None
-    if not isinstance(meta, dict):
-        raise UserError(f"{p}: expected a JSON object; restore it from the run or re-run")
     from pqshake.experiments import rundir as rd
 
-    rd.check_format(meta, p)
-    return meta
+    return rd.read_meta(p)
 
 
 def _fresh_tables(path: Path) -> dict[str, pd.DataFrame]:

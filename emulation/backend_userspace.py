@@ -124,6 +124,21 @@ class Emulator:
     def alive(self) -> bool:
         return self.pid is not None and netns.pid_alive(self.pid)
 
+    def died(self) -> str | None:
+        """Why the emulator is gone, or None while it runs. poll() reaps it: an emulator that
+        died stays a zombie (still 'alive' to kill(pid, 0)) until its parent waits for it."""
+        if self.proc is not None:
+            rc = self.proc.poll()
+            if rc is None:
+                return None
+            how = f"killed by {signal.Signals(-rc).name}" if rc < 0 and -rc in signal.valid_signals() else f"exited with status {rc}"
+        elif self.pid is not None and not netns.pid_alive(self.pid):
+            how = "is gone"
+        else:
+            return None
+        tail = self.log_tail()
+        return f"link emulator pqs-linkemu (pid {self.pid}) {how}" + (f": {tail}" if tail else "")
+
     def stats(self, timeout: float = 3.0) -> dict[str, Any]:
         """Counters now: SIGUSR1 makes the emulator rewrite its --stats file."""
         if not self.alive():

@@ -129,7 +129,8 @@ def profiles_cmd(verbose: bool = typer.Option(False, "-v", help="show each profi
 
 @net.command("show")
 def show_cmd(
-    profile: str = typer.Argument(...),
+    profile: str = typer.Argument(..., help="library profile name, or path to a .yaml/.yml file (FILE.yaml#NAME "
+                                           "for one of several)"),
     backend: str = typer.Option("userspace", "--backend", help="whose rendering to show: netem or userspace"),
 ) -> None:
     """Validate a profile and print what the backend would be given (no root needed)."""
@@ -156,6 +157,10 @@ def validate_cmd(files: list[str] = typer.Argument(..., help="YAML files")) -> N
 
     for f in files:
         profs = load_profiles_file(f)
+        for prof in profs:  # valid, but would `run` refuse it on this machine?
+            why = prof.machine_problem()
+            if why:
+                raise UserError(f"{f}: profile '{prof.name}': {why}")
         _print(f"{f}: {len(profs)} profile(s) ok")
 
 

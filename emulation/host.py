@@ -17,3 +17,44 @@ def steal_s() -> float:
     (0 on bare metal). Resolution: one clock tick (10 ms)."""
     with open("/proc/stat") as f:
         return int(f.readline().split()[_STEAL_FIELD]) * _TICK_S
+
+
+# ------------------------------------------------------- TCP congestion control --
+# A profile's tcp.congestion_control must exist in the kernel that runs it. `plan` and `net
+# validate` ask here before any network exists; the topology loads the module when it builds.
+
+_CC_AVAILABLE = "/proc/sys/net/ipv4/tcp_available_congestion_control"
+
+
+def congestion_controls() -> list[str]:
+    """The congestion controls this kernel has now (loaded or built in)."""
+    try:
+        with open(_CC_AVAILABLE) as f:
+            return f.read().split()
+    except OSError:
+        return []
+
+
+def _module_loadable(name: str) -> bool:
+    """Whether `modprobe name` can find the module in this kernel's module tree (or built in)."""
+    from pathlib import Path
+
+    tree = Path("/lib/modules") / os.uname().release
+    try:
+        builtin = (tree / "modules.builtin").read_text()
+    except OSError:
+        builtin = ""
+    if f"/{name}.ko\n" in builtin:
+        return True
+    net = tree / "kernel" / "net" / "ipv4"
+    return net.is_dir() and any(net.glob(f"{name}.ko*"))
+
+
+def congestion_control_problem(cc: str) -> str | None:
+    """None when `cc` can run here (available, or its tcp_<cc> module can be loaded), else the
+    reason with what is available."""
+    have = congestion_controls()
+    if cc in have or _module_loadable(f"tcp_{cc}"):
+        return None
+    return (f"{cc!r} is not available in this kernel (available: {', '.join(have) or 'none'}; "
+            f"loadable modules: tcp_<name>.ko under /lib/modules/{os.uname().release})")

@@ -385,6 +385,24 @@ class MininetTopology(RunLifecycle):
         for t in self.clients + self.servers:
             self.exec(t, ["ip", "tcp_metrics", "flush", "all"], check=False)
 
+    def link_problem(self) -> str | None:
+        """Why the topology can no longer carry a cell's traffic, or None: a link emulator died,
+        a host's shell (its namespaces) is gone, or a competing bulk flow stopped (the cell would
+        measure without the competition it asked for)."""
+        if not self._up:
+            return None
+        for e in self.emulators:
+            why = e.died()
+            if why:
+                return why
+        for tag, n in self.nodes.items():
+            if not netns.pid_alive(int(n.pid)):
+                return f"Mininet host {self.name(tag)} (pid {n.pid}) is gone"
+        for p in self.bulk:
+            if p.poll() is not None:
+                return f"competing iperf3 flow (pid {p.pid}) exited with status {p.returncode}"
+        return None
+
     def counters(self) -> dict[str, Any]:
         """Per shaped link (`w1`, ...): `up`/`down` counters as the single-link topology gives
         them; the first link's are also at the top level (`up`, `down`)."""

@@ -41,7 +41,7 @@ from pydantic import (
 )
 
 from pqshake import yamlsrc
-from pqshake.emulation import units
+from pqshake.emulation import host, units
 from pqshake.errors import UserError
 
 LIBRARY_DIR = Path(__file__).resolve().parent / "profiles"
@@ -60,9 +60,9 @@ _DUR_SCHEMA = {
 _RATE_SCHEMA = {
     "anyOf": [
         {"type": "string", "pattern": r"(?i)^\s*([0-9]+(\.[0-9]*)?|\.[0-9]+)\s*(bit|kbit|mbit|gbit|tbit)\s*$"},
-        {"const": 0},
+        {"type": "string", "pattern": r"(?i)^\s*(unlimited|none)\s*$"},
     ],
-    "description": "bits per second (SI, like tc): 100kbit, 10Mbit, 1Gbit; 0 = unlimited",
+    "description": "bits per second (SI, like tc): 100kbit, 10Mbit, 1Gbit; unlimited (or none) = no limit",
     "examples": ["10Mbit"],
 }
 _PCT_SCHEMA = {
@@ -80,9 +80,14 @@ def _dur(v: Any) -> int:
 
 
 def _rate(v: Any) -> int:
+    # "unlimited" is the one way to say no limit (0 inside). A rate of 0 is refused: it reads
+    # like a link that carries nothing, and silently meant the opposite.
     if isinstance(v, str) and v.strip().lower() in ("unlimited", "none"):
         return 0
-    return units.parse_rate(v)
+    bps = units.parse_rate(v)
+    if bps == 0:
+        raise ValueError(f"{v!r}: a rate of 0 would carry nothing; write unlimited for no limit, or a rate such as 10Mbit")
+    return bps
 
 
 def _pct(v: Any) -> float:
@@ -341,6 +346,14 @@ class Profile(_Strict):
     def configured_rtt_ns(self) -> int:
         return self.up.delay_ns + self.down.delay_ns
 
+    def machine_problem(self) -> str | None:
+        """What keeps this profile from running on this machine, as `field: problem (fix)`, or
+        None. Not a validation error: a profile is valid anywhere (analysis reads it on machines
+        that never run it); `plan`, `net validate` and the topology ask here."""
+        cc = self.tcp.congestion_control
+        why = host.congestion_control_problem(cc) if cc else None
+        return f"tcp.congestion_control {why}; pick an available one or load its module (modprobe tcp_{cc})" if why else None
+
     def tcp_buffers(self) -> dict[str, dict[str, list[int]]]:
         """tcp_rmem / tcp_wmem per endpoint namespace.
 
@@ -408,9 +421,13 @@ class Profile(_Strict):
         return prof
 
 
+# The top-level keys of a profile: a file with none of them is not echoed (yamlsrc.load_docs).
+_PROFILE_KEYS = frozenset(f.alias or n for n, f in Profile.model_fields.items())
+
+
 def load_profiles_file(path: Path | str) -> list[Profile]:
     """Every profile in a YAML file (one document per profile, separated by ---)."""
-    docs = yamlsrc.load_docs(path)
+    docs = yamlsrc.load_docs(path, fields=_PROFILE_KEYS, kind="profile")
     if not docs:
         raise UserError(f"{path}: no profile in the file (add name:, description:, ...)")
     out = []
@@ -451,14 +468,20 @@ def library(directory: Path | None = None) -> dict[str, Profile]:
 
 
 def load_profile(ref: str | Path) -> Profile:
-    """A library name (`lte-good`), a YAML path, or `path.yaml#name` for one of several."""
+    """A library name (`lte-good`), a YAML path, or `path.yaml#name` for one of several.
+
+    Only a reference with a '/' or a .yaml/.yml ending is a path, and a path must name a .yaml or
+    .yml file: a bare name never opens a file of the working directory, and `../../etc/shadow`
+    is refused before it is read."""
     text = str(ref)
     name = None
     if "#" in text:
         text, name = text.rsplit("#", 1)
     p = Path(text)
-    looks_like_path = p.suffix in (".yaml", ".yml") or "/" in text or p.exists()
-    if looks_like_path:
+    if p.suffix in (".yaml", ".yml") or "/" in text:
+        if p.suffix not in (".yaml", ".yml"):
+            raise UserError(f"{text}: not a .yaml or .yml file (give a profile file, or a library name such as "
+                            "lte-good: 'pqshake net profiles' lists them)")
         profs = load_profiles_file(p)
         if name is None:
             if len(profs) > 1:

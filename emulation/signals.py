@@ -40,14 +40,18 @@ class TerminateOnSignals:
 
 @contextmanager
 def signals_ignored():
-    """Ctrl-C, SIGTERM and SIGHUP ignored for the duration (a teardown must not be cut in half
-    by a second signal); the handlers are put back afterwards."""
-    blocked: dict[int, Any] = {}
+    """Ctrl-C, SIGTERM and SIGHUP held for the duration (a teardown must not be cut in half by a
+    second signal) and delivered once the handlers are back: a Ctrl-C pressed while a link is
+    torn down between two profiles still stops the run, right after the teardown."""
+    held: list[int] = []
+    old: dict[int, Any] = {}
     if threading.current_thread() is threading.main_thread():
         for s in (signal.SIGINT, *TerminateOnSignals.SIGNALS):
-            blocked[s] = signal.signal(s, signal.SIG_IGN)
+            old[s] = signal.signal(s, lambda signum, frame: held.append(signum))
     try:
         yield
     finally:
-        for s, h in blocked.items():
+        for s, h in old.items():
             signal.signal(s, h)
+        if held and old.get(held[0]) not in (signal.SIG_IGN, None):
+            signal.raise_signal(held[0])  # the first one held, to its own handler

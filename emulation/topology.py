@@ -19,10 +19,9 @@ from __future__ import annotations
 
 import os
 import shutil
-from pathlib import Path
 from typing import Any
 
-from pqshake.emulation import backend_netem, backend_userspace, netns, placement
+from pqshake.emulation import backend_netem, backend_userspace, host, netns, placement
 from pqshake.emulation.lifecycle import RunLifecycle
 from pqshake.emulation.profiles import Profile
 from pqshake.emulation.signals import TerminateOnSignals, signals_ignored
@@ -180,12 +179,11 @@ class Topology(RunLifecycle):
         bufs = p.tcp_buffers()
         cc = p.tcp.congestion_control
         if cc:
-            avail = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
-            if cc not in avail:
+            if cc not in host.congestion_controls():
                 netns.run(["modprobe", "-q", f"tcp_{cc}"], check=False)
-                avail = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
-            if cc not in avail:
-                raise UserError(f"tcp.congestion_control {cc!r} is not available in this kernel (available: {', '.join(avail)})", exit_code=1)
+            if cc not in host.congestion_controls():
+                raise UserError(f"profile '{p.name}': {p.machine_problem() or f'tcp.congestion_control {cc!r}: modprobe tcp_{cc} failed'}",
+                                exit_code=1)
         for role, ns, dev, mine in (("client", n.client_ns, n.client_if, a.client_ip), ("server", n.server_ns, n.server_if, a.server_ip)):
             # TCP Fast Open allowed as client (bit 1) and server (bit 2): it takes effect only
             # for sockets that ask for it (pqs-server --tcp-fastopen, pqs-timer --tcp-fastopen).
@@ -212,6 +210,19 @@ class Topology(RunLifecycle):
         endpoints (tcp_no_metrics_save=1 already stops new ones being saved)."""
         for ns in (self.client_ns, self.server_ns):
             netns.run(["ip", "-n", ns, "tcp_metrics", "flush", "all"], check=False)
+
+    def link_problem(self) -> str | None:
+        """Why the link can no longer carry a cell's traffic (its emulator died, a namespace was
+        removed under it), or None. Cheap enough to ask every runner poll: a wait() on the
+        emulator and a stat per namespace."""
+        if not self._up:
+            return None
+        if self.emulator is not None:
+            why = self.emulator.died()
+            if why:
+                return why
+        gone = [ns for ns in self.names.namespaces() if not netns.ns_exists(ns)]
+        return f"network namespace {gone[0]} was removed" if gone else None
 
     def counters(self) -> dict[str, Any]:
         """Per direction (`up`, `down`): forwarded, bytes, lost, queue_dropped, ... (userspace)

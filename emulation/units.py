@@ -7,6 +7,7 @@ raise ValueError with a message that already says how to fix the value (pydantic
 
 from __future__ import annotations
 
+import math
 import re
 from decimal import Decimal, InvalidOperation
 
@@ -18,6 +19,18 @@ _TIME_RE = re.compile(rf"^\s*(?P<num>{_NUM})\s*(?P<unit>[a-zµ]*)\s*$", re.IGNOR
 # SI multiples like tc: 1kbit = 1000 bit/s.
 _RATE_UNITS = {"bit": 1, "kbit": 10**3, "mbit": 10**6, "gbit": 10**9, "tbit": 10**12}
 _RATE_RE = re.compile(rf"^\s*(?P<num>{_NUM})\s*(?P<unit>[a-z/]*)\s*$", re.IGNORECASE)
+
+
+# Far beyond any link or timeout, and small enough that int() of a value stays cheap: `1e999999999s`
+# is refused instead of computing a billion-digit number.
+MAX_DURATION_NS = 86_400 * 10**9  # a day
+MAX_RATE_BPS = 10**13  # 10 Tbit
+
+
+def _not_finite(value: object, example: str) -> None:
+    """YAML's .nan / .inf are floats: no unit to suggest, say what to write instead."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{value!r} is not a finite number (write a finite number with a unit, e.g. {example})")
 
 
 def _decimal(text: str) -> Decimal:
@@ -33,12 +46,15 @@ def parse_duration(value: object, *, what: str = "a duration") -> int:
     if isinstance(value, bool):
         raise ValueError(f"{value!r} is not {what} (write e.g. 20ms)")
     if isinstance(value, (int, float)):
+        _not_finite(value, "20ms")
         if value == 0:
             return 0
         raise ValueError(f"{value!r} has no unit (write {value}ms, {value}us or {value}s)")
     if not isinstance(value, str):
         raise ValueError(f"{value!r} is not {what} (write e.g. 20ms)")
     m = _TIME_RE.match(value)
+    if not m and _TIME_RE.match(value.strip()[1:]) and value.strip().startswith("-"):
+        raise ValueError(f"{value!r} is negative (a duration is >= 0)")
     if not m:
         raise ValueError(f"{value!r} is not {what} (write a number and a unit: 250us, 20ms, 1.5s)")
     unit = m.group("unit").lower()
@@ -55,6 +71,10 @@ def parse_duration(value: object, *, what: str = "a duration") -> int:
         unit = "us"
     if unit not in _TIME_UNITS:
         raise ValueError(f"{value!r}: unknown time unit {m.group('unit')!r} (use ns, us, ms or s)")
+    if num > Decimal(MAX_DURATION_NS) / _TIME_UNITS[unit]:
+        raise ValueError(f"{value!r} is more than a day (at most 86400s)")
+    if num and num.adjusted() < -30:  # the product below would underflow to a silent 0
+        raise ValueError(f"{value!r} is finer than 1 ns (round it)")
     ns = num * _TIME_UNITS[unit]
     if ns != ns.to_integral_value():
         raise ValueError(f"{value!r} is finer than 1 ns (round it)")
@@ -69,10 +89,13 @@ def parse_rate(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         raise ValueError(f"{value!r} is not a rate (write e.g. 10Mbit)")
     if isinstance(value, (int, float)):
+        _not_finite(value, "10Mbit")
         if value == 0:
             return 0
         raise ValueError(f"{value!r} has no unit (write {value}Mbit, {value}kbit or {value}bit)")
     m = _RATE_RE.match(value)
+    if not m and _RATE_RE.match(value.strip()[1:]) and value.strip().startswith("-"):
+        raise ValueError(f"{value!r} is negative (a rate is > 0; write unlimited for no limit)")
     if not m:
         raise ValueError(f"{value!r} is not a rate (write a number and a unit: 100kbit, 10Mbit, 1Gbit)")
     raw_unit = m.group("unit")
@@ -91,6 +114,10 @@ def parse_rate(value: object) -> int:
         )
     if unit not in _RATE_UNITS:
         raise ValueError(f"{value!r}: unknown rate unit {raw_unit!r} (use bit, kbit, Mbit, Gbit)")
+    if num > Decimal(MAX_RATE_BPS) / _RATE_UNITS[unit]:
+        raise ValueError(f"{value!r} is more than 10Tbit (the most a rate may be)")
+    if num and num.adjusted() < -30:  # the product below would underflow to a silent 0
+        raise ValueError(f"{value!r} is finer than 1 bit/s (round it)")
     bps = num * _RATE_UNITS[unit]
     if bps != bps.to_integral_value():
         raise ValueError(f"{value!r} is finer than 1 bit/s (round it)")
@@ -103,6 +130,7 @@ def parse_percent(value: object, *, allow_above_100: bool = False) -> float:
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         raise ValueError(f"{value!r} is not a percentage (write e.g. 0.5%)")
     if isinstance(value, (int, float)):
+        _not_finite(value, "0.5%")
         if value == 0:
             return 0.0
         raise ValueError(f"{value!r} has no unit (write {value}% — a bare number could mean a fraction or a percent)")

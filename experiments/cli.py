@@ -211,10 +211,16 @@ def _print_shards(p, n: int) -> None:
 
 
 def _print_result(path: Path) -> None:
+    """The run's outcome; a run with failed cells exits 1, its last line says how to measure them
+    again (a failed cell is no measurement, and a script must not take the run as done)."""
     from .rundir import RunDir
 
     run = RunDir(path)
     m = run.meta()
-    print(f"{m.get('status')}: {m.get('cells_complete', 0)} cells complete, {m.get('cells_failed', 0)} failed")
+    failed = m.get("cells_failed", 0)
+    print(f"{m.get('status')}: {m.get('cells_complete', 0)} cells complete, {failed} failed")
     print(f"run directory: {path}")
     print(f"figures: make figures RUN={path}")
+    if failed:
+        raise UserError(f"{failed} cell{'s' if failed > 1 else ''} failed (reasons in {run.logs / 'run.log'}); "
+                        f"measure {'them' if failed > 1 else 'it'} again with: pqshake resume {path}", exit_code=1)

@@ -12,12 +12,16 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
 
 from pqshake.errors import UserError
-from pqshake.yamlsrc import Doc, describe, dotted, load_docs
+from pqshake.yamlsrc import Budget, Doc, describe, dotted, load_docs, short
+from pqshake.yamlsrc import _skipped as yamlsrc_skipped
+from pqshake.yamlsrc import one_line as yamlsrc_one_line
+from pqshake.yamlsrc import union_misses_dropped
 
 Mode = Literal["full", "resume", "resume_psk", "0rtt", "hrr", "tls12"]
 MODES: tuple[str, ...] = ("full", "resume", "0rtt", "hrr", "tls12")
 Transport = Literal["tcp", "tcp+tfo", "quic", "turbotls"]
 TRANSPORTS: tuple[str, ...] = ("tcp", "quic", "turbotls")
+SEED_MAX = 2**63 - 1  # the order seed, in the file or as --seed
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
@@ -163,11 +167,12 @@ class Experiment(BaseModel):
     chain_depth: int = Field(default=1, ge=1, le=3)
     client_auth: str | None = Field(default=None, description="mutual TLS: the client chain's signature algorithm")
     client_chain_depth: int = Field(default=1, ge=1, le=3)
-    backend: str = "auto"
+    backend: Literal["auto", "netem", "userspace"] = Field(
+        default="auto", description="auto: netem where the kernel has it, else the userspace emulator")
     order: Literal["interleaved", "shuffled", "sequential"] = Field(
         default="interleaved", description="interleaved: a profile's cells take turns in blocks; shuffled / "
                                            "sequential: each cell's attempts back to back")
-    seed: int | None = Field(default=None, ge=0, le=2**63 - 1)
+    seed: int | None = Field(default=None, ge=0, le=SEED_MAX)
     exclude: list[ExcludeRule] = Field(default_factory=list)
     rtt_probes: int = Field(default=50, ge=0, le=10_000, description="achieved-RTT probes per cell")
     cpu_placement: Literal["auto", "off"] | CpuPlacement = Field(
@@ -181,7 +186,10 @@ class Experiment(BaseModel):
         """tcp_fastopen: true runs each tcp cell a second time as transport tcp+tfo. It helps any
         mode (full, hrr and tls12 too: the cookie fetched by an earlier connection lets any first
         flight ride in the SYN), so it is not refused for any; quic cells are not affected."""
-        if self.tcp_fastopen and "tcp" in self.transports and "tcp+tfo" not in self.transports:
+        if self.tcp_fastopen and "tcp" not in self.transports:
+            raise ValueError("tcp_fastopen: true adds a tcp+tfo variant of each tcp cell, but transports has no tcp "
+                             "(add tcp to transports, or remove tcp_fastopen)")
+        if self.tcp_fastopen and "tcp+tfo" not in self.transports:
             i = self.transports.index("tcp")
             self.transports = self.transports[:i + 1] + ["tcp+tfo"] + self.transports[i + 1:]
         return self
@@ -236,6 +244,14 @@ class Experiment(BaseModel):
         # YAML 1.1 reads a bare on/off as a boolean.
         return {True: "on", False: "off"}.get(v, v) if isinstance(v, bool) else v
 
+    @field_validator("turbo_requests", mode="before")
+    @classmethod
+    def _turbo_requests(cls, v: Any) -> Any:
+        # One message naming what is allowed, instead of one per branch of the int | "auto" union.
+        if v == "auto" or (type(v) is int and 1 <= v <= 1024):
+            return v
+        raise ValueError(f"{short(v)}: allowed values are a positive integer (1 to 1024) or auto")
+
     @field_validator("turbo_fallback", mode="before")
     @classmethod
     def _turbo_fallback(cls, v: Any) -> int:
@@ -252,12 +268,6 @@ class Experiment(BaseModel):
             raise ValueError(f"{v!r} is too short (at least 1ms; e.g. 10s)")
         return ns
 
-    @field_validator("backend")
-    @classmethod
-    def _backend(cls, v: str) -> str:
-        if not re.match(r"^[a-z][a-z0-9-]*$", v):
-            raise ValueError(f"{v!r}: a backend name such as auto, kernel or userspace")
-        return v
 
     @field_validator("groups", "sigs", "modes", "transports")
     @classmethod
@@ -292,8 +302,16 @@ class ExperimentFile:
         return h.hexdigest()
 
 
-def _load_one(path: Path, stack: tuple[Path, ...]) -> tuple[dict[str, Any], dict[str, Doc], list[Path]]:
-    docs = load_docs(path)
+# Top-level keys of an experiment file (or of a file it includes): a file with none of them is
+# not echoed in messages (yamlsrc.load_docs).
+_EXPERIMENT_KEYS = frozenset(Experiment.model_fields) | {"include"}
+
+
+def _load_one(path: Path, stack: tuple[Path, ...],
+              budget: Budget | None = None) -> tuple[dict[str, Any], dict[str, Doc], list[Path]]:
+    # One budget (yamlsrc limits) for the file and everything it includes, however often.
+    budget = budget or Budget()
+    docs = load_docs(path, fields=_EXPERIMENT_KEYS, kind="experiment", budget=budget)
     if len(docs) != 1 or not isinstance(docs[0].data, dict):
         line = docs[1].start_line if len(docs) > 1 else 1
         raise UserError(f"{path}:{line} an experiment file holds one mapping (name:, groups:, ...), not "
@@ -308,15 +326,22 @@ def _load_one(path: Path, stack: tuple[Path, ...]) -> tuple[dict[str, Any], dict
         if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
             raise UserError(f"{path}:{doc.line_of(('include',))} include: a file name or a list of file names")
         for i, name in enumerate(items):
+            where = f"{path}:{doc.line_of(('include', i))} include[{i}]: {short(name)}"
+            if "\0" in name:
+                raise UserError(f"{where}: no such file (a file name has no NUL character)")
             p = Path(name)
             if not p.is_absolute():
                 p = path.parent / p
             p = p.resolve()
             if p in stack:
-                raise UserError(f"{path}:{doc.line_of(('include', i))} include: '{name}' includes itself (circular include)")
-            if not p.is_file():
-                raise UserError(f"{path}:{doc.line_of(('include', i))} include: '{name}': no such file (path is relative to {path.parent})")
-            sub, sub_docs, sub_files = _load_one(p, stack + (p,))
+                raise UserError(f"{where}: includes itself (circular include)")
+            if p.is_dir():
+                raise UserError(f"{where}: is a directory (name a .yaml file)")
+            if not p.exists():
+                raise UserError(f"{where}: no such file (path is relative to {path.parent})")
+            if Path(name).suffix not in (".yaml", ".yml"):
+                raise UserError(f"{where}: not a .yaml or .yml file (include experiment files only)")
+            sub, sub_docs, sub_files = _load_one(p, stack + (p,), budget)
             data.update(sub)
             key_doc.update(sub_docs)
             files += [f for f in sub_files if f not in files]
@@ -334,6 +359,8 @@ def load_experiment(path: Path | str) -> ExperimentFile:
     p = Path(path)
     if p.is_dir():
         raise UserError(f"{p}: is a directory; give an experiment file such as experiments/demo.yaml")
+    if p.is_symlink() and not p.exists():
+        raise UserError(f"{p}: a symbolic link to nothing (or to itself); point it at an experiment file")
     if not p.exists():
         alt = Path(__file__).parent / (p.name if p.suffix else p.name + ".yaml")
         if alt.is_file() and not p.parent.name:
@@ -346,10 +373,10 @@ def load_experiment(path: Path | str) -> ExperimentFile:
         model = Experiment.model_validate(data)
     except ValidationError as e:
         rows = []
-        for err in e.errors():
-            loc = tuple(x for x in err.get("loc", ()) if not (isinstance(x, str) and x.startswith(("function-", "tag:"))))
-            # Union members (str | dict) add their type name to the location: drop it.
-            loc = tuple(x for x in loc if x not in ("str", "dict[str,any]"))
+        errors = [{**err, "loc": tuple(x for x in err.get("loc", ()) if not yamlsrc_skipped(x))}  # validators, union members
+                  for err in e.errors()]
+        for err in union_misses_dropped(errors):
+            loc = err["loc"]
             doc = key_doc.get(loc[0]) if loc else None
             if doc is None:
                 doc = next(iter(key_doc.values()), None)
@@ -359,6 +386,5 @@ def load_experiment(path: Path | str) -> ExperimentFile:
                 # a missing required key: point at the experiment file itself
                 src, line = str(p), 1
             rows.append(f"{src}:{line} {dotted(loc)}: {describe(err, Experiment)}")
-        msg = rows[0] if len(rows) == 1 else rows[0] + f"  (+{len(rows) - 1} more: " + "; ".join(r.split(" ", 1)[1] for r in rows[1:]) + ")"
-        raise UserError(msg) from None
+        raise UserError(yamlsrc_one_line(rows)) from None
     return ExperimentFile(path=p, model=model, data=data, key_doc=key_doc, files=files)

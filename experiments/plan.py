@@ -25,7 +25,7 @@ from pqshake.errors import UserError
 from pqshake.registry import load_registry
 
 from . import handshake_model as hm
-from .model import ExperimentFile, load_experiment
+from .model import SEED_MAX, ExperimentFile, load_experiment
 
 # Fixed costs (seconds) for the estimate; bench/runner_bench.py measures the real ones.
 PROFILE_SETUP_S = 1.5  # namespaces + link up + check + teardown
@@ -337,6 +337,8 @@ def build_plan(ef: ExperimentFile | Path | str, *, seed: int | None = None,
                check_stack: bool = True, profiles: dict[str, Any] | None = None) -> Plan:
     """Expand an experiment into its ordered cells. `seed` overrides the file's (resume passes
     the recorded one); `profiles` lets tests pass profile objects without the library."""
+    if seed is not None and not 0 <= seed <= SEED_MAX:  # the same range as the file's seed:
+        raise UserError(f"--seed {seed}: out of range; give a whole number from 0 to {SEED_MAX}, or leave it out")
     if not isinstance(ef, ExperimentFile):
         ef = load_experiment(ef)
     m = ef.model
@@ -391,6 +393,7 @@ def build_plan(ef: ExperimentFile | Path | str, *, seed: int | None = None,
         raise UserError(f"{ef.where('exclude')}: the exclude rules remove every cell (nothing to run)")
     check_quic(ef, cells, profs)
     check_turbo(ef, cells, profs)
+    check_machine(ef, [*profs.values(), *hops])
     if check_stack:
         # Only groups some cell uses: an exclude rule may drop one the stack lacks.
         used = [g for g in groups if any(c.group == g for c in cells)]
@@ -439,7 +442,8 @@ def check_quic(ef: ExperimentFile, cells: list[Cell], profs: dict[str, Any]) -> 
 # TurboTLS runs these modes in pqs-server / pqs-timer: the reason for the others, for the message.
 TURBO_REFUSED_MODES = {"0rtt": "0-RTT over TurboTLS is not implemented",
                        "hrr": "a HelloRetryRequest would make the UDP first flight not final",
-                       "tls12": "TurboTLS carries TLS 1.3 first flights"}
+                       "tls12": "TurboTLS carries TLS 1.3 first flights",
+                       "resume_psk": "psk_ke resumption is run over TCP only"}
 
 
 def check_turbo(ef: ExperimentFile, cells: list[Cell], profs: dict[str, Any]) -> None:
@@ -453,8 +457,9 @@ def check_turbo(ef: ExperimentFile, cells: list[Cell], profs: dict[str, Any]) ->
         return
     where = ef.where("transports")
     for c in turbo:
-        if c.mode in TURBO_REFUSED_MODES:
-            raise UserError(f"{where}: mode {c.mode} cannot run over turbotls ({TURBO_REFUSED_MODES[c.mode]}); remove "
+        if c.mode not in hm.TURBO_MODES:  # the modes the model (and the programs) run over turbotls
+            why = TURBO_REFUSED_MODES.get(c.mode, f"TurboTLS runs {', '.join(hm.TURBO_MODES)} only")
+            raise UserError(f"{where}: mode {c.mode} cannot run over turbotls ({why}); remove "
                             f"{c.mode} from modes or turbotls from transports, or add the exclude rule "
                             f"{{transport: turbotls, mode: {c.mode}}}")
         if ef.model.turbo_requests == "auto":
@@ -469,6 +474,25 @@ def check_turbo(ef: ExperimentFile, cells: list[Cell], profs: dict[str, Any]) ->
             raise UserError(f"{where}: profile '{name}' has MTU {mtu}, below the {QUIC_MIN_MTU} bytes a 1200-byte "
                             f"TurboTLS datagram needs (IPv4 20 + UDP 8); raise its mtu to >= {QUIC_MIN_MTU}, or add "
                             f"the exclude rule {{transport: turbotls, profile: {name}}}")
+
+
+def check_machine(ef: ExperimentFile, profiles: list[Any]) -> None:
+    """Refuse, before a run directory exists, what this machine cannot run and `run` would only
+    find out when the link comes up: a congestion control the kernel lacks, an explicit netem
+    backend on a kernel without sch_netem (probed when root; a non-root plan cannot build the
+    probe's namespace, and the run checks again before its first cell)."""
+    import os
+
+    from pqshake.emulation import backend
+
+    for prof in profiles:
+        why = prof.machine_problem()
+        if why:
+            raise UserError(f"{ef.where('profiles')}: profile '{prof.name}': {why}")
+    if ef.model.backend == "netem" and os.geteuid() == 0:
+        ok, detail = backend.netem_available()
+        if not ok:
+            raise UserError(f"{ef.where('backend')}: netem: {backend.NO_NETEM} ({detail})")
 
 
 def shuffle_cells(cells: list[Cell], seed: int) -> list[Cell]:

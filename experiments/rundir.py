@@ -596,6 +596,21 @@ def check_format(meta: Any, where: Path) -> None:
                         f"update pqshake (git pull) to use this run")
 
 
+def read_meta(meta_path: Path) -> dict:
+    """A run's meta.json, checked: JSON, an object, a results format this version reads. Every
+    command that reads or writes a run goes through here first, so a run of a newer format is
+    never modified (and never half-read)."""
+    try:
+        meta = json.loads(Path(meta_path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise UserError(f"{meta_path}: unreadable ({e.__class__.__name__}: {str(e)[:120]}); restore it from a copy of the "
+                        f"run, or start a new run") from None
+    if not isinstance(meta, dict):
+        raise UserError(f"{meta_path}: expected a JSON object; restore it from a copy of the run, or start a new run")
+    check_format(meta, meta_path)
+    return meta
+
+
 def build_tables(run: RunDir) -> dict:
     """(Re)build samples/server/cells.parquet from raw/ (cells with DONE only). Returns the
     frames. Written via tmp + rename."""
@@ -709,9 +724,12 @@ def find_run(path: Path | str) -> RunDir:
         if p.is_dir():
             subs = sorted(d for d in p.iterdir() if (d / "meta.json").is_file())
             if subs:
+                read_meta(subs[-1] / "meta.json")
                 return RunDir(subs[-1])
         raise UserError(f"{p}: not a run directory (no meta.json); 'pqshake ls' lists runs")
-    return RunDir(p)
+    run = RunDir(p)
+    read_meta(run.meta_path)
+    return run
 
 
 def load(run_dir: Path | str, table: str = "samples"):

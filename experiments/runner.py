@@ -44,6 +44,15 @@ class DiskFull(Exception):
     pass
 
 
+class LinkDown(Exception):
+    """The link a profile's cells run over died (its emulator, a namespace, a Mininet host or a
+    competing flow): the cell that saw it is failed, no further cell may run on that link."""
+
+    def __init__(self, profile: str, cell_id: str | None, why: str):
+        super().__init__(why)
+        self.profile, self.cell_id, self.why = profile, cell_id, why
+
+
 # ---------------------------------------------------------------------------------------------
 # Commands for the C programs (the interface of testbed/README.md in one place)
 
@@ -183,6 +192,15 @@ class _LineCounter:
         self.buf = lines.pop()
         self.n += sum(1 for ln in lines if b'"type":"attempt"' in ln.replace(b" ", b""))
         return self.n
+
+
+def _dead_companion(companions: list[dict]) -> str | None:
+    """A concurrent client's server that died (engine: mininet): the companion's timer would go
+    on timing out against it."""
+    for c in companions:
+        if c["server"].poll() is not None:
+            return f"client {c['client']}: its server died (status {c['server'].returncode}) during the run"
+    return None
 
 
 def _first_line(path: Path, type_: str) -> dict | None:
@@ -356,6 +374,9 @@ class CellRunner:
         from pqshake.emulation.check import measure_rtt
 
         run, exp = self.run, self.exp
+        why = topo.link_problem()
+        if why:  # died between cells: this cell never starts, so it stays to do for resume
+            raise LinkDown(cell.profile, None, why)
         d = run.cell_dir(cell.cell_id)
         if d.exists():
             run.set_aside_partial(cell.cell_id)
@@ -445,6 +466,14 @@ class CellRunner:
                     cr.reason = f"server died (status {cr.server.returncode}) during the run"
                     _kill(timer)
                     break
+                # Everything else the cell's numbers depend on: a dead link turns every attempt
+                # into a timeout that would otherwise be recorded as a measurement.
+                why = cr.link_down = topo.link_problem()
+                why = why or _dead_companion(companions)
+                if why:
+                    cr.reason = why
+                    _kill(timer)
+                    break
                 if time.monotonic() > deadline:
                     cr.reason = f"timer still running after {fmt_seconds(worst)} (killed)"
                     _kill(timer)
@@ -483,8 +512,14 @@ class CellRunner:
         self.procs = [p for p in self.procs if p.poll() is None]
 
     def close_cell(self, topo: Any, cr: "CellState") -> dict:
-        """Stop the server, count, judge validity, write DONE."""
+        """Stop the server, count, judge validity, write DONE. Raises LinkDown (after writing
+        the failed cell) when the link died under it."""
         run, exp, d, cell, info = self.run, self.exp, cr.d, cr.cell, cr.info
+        if cr.link_down is None:  # it may have died after the last poll, as the timer finished
+            why = topo.link_problem()
+            if why:
+                cr.link_down = why
+                cr.reason = cr.reason or why
         self._stop_server(cr)
         for f in d.iterdir():
             if f.is_file():
@@ -516,7 +551,11 @@ class CellRunner:
             dest = run.logs / f"failed-{cell.cell_id}"
             shutil.copytree(d, dest, dirs_exist_ok=True, ignore=shutil.ignore_patterns("certs"))
             run.log(f"cell {cell.cell_id} failed: {reason}")
+        if cr.link_down is not None:
+            info["link_down"] = cr.link_down
         run.mark_done(cell.cell_id, info)
+        if cr.link_down is not None:
+            raise LinkDown(cell.profile, cell.cell_id, cr.link_down)
         return info
 
 
@@ -536,6 +575,7 @@ class CellState:
     qlog_s: Path | None = None
     qlog_c: Path | None = None
     reason: str | None = None
+    link_down: str | None = None  # the link died during this cell (why)
     timer_rc: int | None = None
     server_rc: int | None = None
     blocks: list = field(default_factory=list)
@@ -771,6 +811,27 @@ def _finish(run: rd.RunDir, plan: Plan, progress: Progress, session: str, todo: 
         _safe_meta(run, status="disk-full", ended=rd.now_iso())
         raise UserError(f"disk full under {run.path} ({e}): stopped; the {done} finished cells are intact; "
                         f"free some space, then: pqshake resume {run.path}", exit_code=1) from None
+    except LinkDown as e:
+        # No further cell on a dead link: the run stops, resumable (resume builds a new link and
+        # measures the failed cell again).
+        progress.close()
+        ok = sum(1 for v in run.done_cells().values() if v.get("status") == "complete")
+        _safe_meta(run, status="link-down", ended=rd.now_iso(),
+                   link_down={"profile": e.profile, "cell_id": e.cell_id, "why": e.why, "at": rd.now_iso()})
+        run.log(f"link of profile {e.profile} down: {e.why}")
+        during = f"during cell {e.cell_id} (marked failed)" if e.cell_id else "between cells"
+        raise UserError(f"stopped: the link of profile {e.profile} went down {during}: {e.why}; {ok}/{len(plan.cells)} "
+                        f"cells complete; continue with: pqshake resume {run.path}", exit_code=1) from None
+    except BaseException as e:
+        # Anything else that stops the run (the link would not come up, a program is missing, a
+        # bug): never leave it marked running. A new run that started no cell is removed whole.
+        progress.close()
+        if not resumed and not (run.raw.is_dir() and any(run.raw.iterdir())):
+            shutil.rmtree(run.path, ignore_errors=True)
+        else:
+            _safe_meta(run, status="stopped", ended=rd.now_iso(), error=str(e)[:500] or type(e).__name__)
+            run.log(f"stopped: {e}")
+        raise
     finally:
         progress.close()
         if state is not None:
@@ -930,16 +991,20 @@ def resume_run(run_dir: Path | str, *, quiet: bool = False, rich: bool | None = 
                             f"(cell {missing[0]} no longer planned); start a new run", exit_code=1)
         plan.cells = [by_id[i] for i in ids]
         done = run.done_cells()
+        # Failed cells are measured again (a dead server or link is no measurement); with
+        # rerun_suspect the suspect ones too. Their first attempt is kept under logs/.
+        again = {i: ("failed", str(v.get("reason"))) for i, v in done.items() if v.get("status") != "complete"}
         if rerun_suspect:
-            suspect = {i: str(v.get("verdict")) for i, v in done.items() if str(v.get("verdict", "")).startswith("suspect")}
-            if suspect:
-                reruns = meta.get("reruns", [])
-                for i, why in suspect.items():
-                    kept = run.set_aside_partial(i, why="suspect")
-                    reruns.append({"cell_id": i, "verdict": why, "first_attempt": kept.name if kept else None,
-                                   "at": rd.now_iso()})
-                    del done[i]
-                run.update_meta(reruns=reruns)
+            again.update({i: ("suspect", str(v.get("verdict"))) for i, v in done.items()
+                          if i not in again and str(v.get("verdict", "")).startswith("suspect")})
+        if again:
+            reruns = meta.get("reruns", [])
+            for i, (kind, why) in again.items():
+                kept = run.set_aside_partial(i, why=kind)
+                reruns.append({"cell_id": i, "why": kind, ("verdict" if kind == "suspect" else "reason"): why,
+                               "first_attempt": kept.name if kept else None, "at": rd.now_iso()})
+                del done[i]
+            run.update_meta(reruns=reruns)
         todo = [c for c in plan.cells if c.cell_id not in done]
         for d in list(run.raw.iterdir()) if run.raw.is_dir() else []:
             if d.name not in done:

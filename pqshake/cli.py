@@ -17,7 +17,29 @@ app = typer.Typer(
 )
 
 
+def _version(value: bool) -> None:
+    if value:
+        from pqshake import __version__
+
+        print(f"pqshake {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="print the version and exit")) -> None:
+    """Measure post-quantum TLS 1.3 handshakes over emulated networks."""
+
+
+_registered: list[bool] = []
+
+
 def _register() -> None:
+    # Once per process: main() may be called again in-process (tests), and typer would add every
+    # command again each time.
+    if _registered:
+        return
+    _registered.append(True)
     from pqshake.emulation import cli as emulation_cli
 
     emulation_cli.register(app)
@@ -39,6 +61,13 @@ def _maybe_rootless(argv: list[str]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import signal
+
+    # Started as a background job of a non-interactive shell (`make test &`, the container's
+    # entrypoint), a process inherits SIGINT ignored, and Python then never raises
+    # KeyboardInterrupt: Ctrl-C (or kill -INT) would not stop a run. Take the default back.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     _register()
     try:
         _maybe_rootless(sys.argv[1:] if argv is None else argv)

@@ -6,6 +6,9 @@ Profiles and experiments both load through here so every message has the same sh
 
 from __future__ import annotations
 
+import os
+import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,54 +38,269 @@ class Doc:
         return self.start_line
 
 
-def _build(node: yaml.Node, path: Loc, lines: dict[Loc, int], source: str) -> Any:
-    lines[path] = node.start_mark.line + 1
+# ------------------------------------------------------------------ limits --
+# What one input may be: a profile file, or an experiment file together with the files it
+# includes. Every shipped file is far below (the largest, emulation/profiles/paquin-grid.yaml, is
+# 8.6 kB with 520 values nested 2 deep; pqshake/algorithms.yaml: 16 kB, 1771 values, 5 deep). The
+# limits are checked before anything is built, so a hostile file (a "billion laughs" alias bomb,
+# /dev/zero, a 24 MB list) is refused in well under a second and a few MB.
+MAX_BYTES = 1 << 20  # file size; also the scalar text the values may add up to once aliases are expanded
+MAX_NODES = 50_000  # values (mappings, lists, scalars), each alias counted as what it expands to
+MAX_DEPTH = 64  # lists and mappings inside each other
+MAX_FILES = 100  # files read for one input (an experiment and its includes, each time it is included)
+MAX_NUMBER_CHARS = 100  # a number longer than this is a mistake (and int() of it is slow)
+SHORT = 40  # longest input value echoed in a message
+
+
+class Budget:
+    """What one input may still use; an experiment's includes draw on the same budget."""
+
+    def __init__(self) -> None:
+        self.bytes = MAX_BYTES
+        self.nodes = MAX_NODES
+        self.text = MAX_BYTES
+        self.files = MAX_FILES
+
+
+def short(value: Any) -> str:
+    """repr(value) cut to SHORT characters: messages echo what the user wrote, never pages of it
+    (and repr keeps it on one line)."""
+    r = repr(value)
+    return r if len(r) <= SHORT else r[: SHORT - 3] + "..."
+
+
+_FIX = "(split the file, or write fewer aliases)"
+
+
+def _too_many(source: str, line: int) -> UserError:
+    return UserError(f"{source}:{line} more than {MAX_NODES} values (aliases counted as what they expand to) - "
+                     f"the limit of a profile or experiment file {_FIX}")
+
+
+def _too_deep(source: str, line: int) -> UserError:
+    return UserError(f"{source}:{line} lists and mappings nested more than {MAX_DEPTH} deep - the limit of a "
+                     "profile or experiment file (flatten it)")
+
+
+def _read(path: Path, source: str, budget: Budget) -> str:
+    """The file's text, reading at most the byte budget + 1: a device (/dev/zero), FIFO or
+    directory is refused before any read, and a huge file before it is parsed."""
+    if budget.files <= 0:
+        raise UserError(f"{source}: more than {MAX_FILES} files read for one profile or experiment file - the "
+                        "limit (include fewer files)")
+    budget.files -= 1
+    try:
+        # O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused just below).
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except (FileNotFoundError, NotADirectoryError, ValueError):  # ValueError: a NUL in the name
+        raise UserError(f"{source}: no such file (check the path)") from None
+    except PermissionError:
+        raise UserError(f"{source}: permission denied (make the file readable)") from None
+    except OSError as e:
+        raise UserError(f"{source}: cannot open: {e.strerror} (check the path)") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        if stat.S_ISDIR(mode):
+            raise UserError(f"{source}: is a directory (name a .yaml file)")
+        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket"
+        raise UserError(f"{source}: not a regular file but {kind} (name a .yaml file)")
+    with os.fdopen(fd, "rb") as f:
+        try:
+            data = f.read(budget.bytes + 1)
+        except OSError as e:
+            raise UserError(f"{source}: cannot read: {e.strerror}") from None
+    if len(data) > budget.bytes:
+        raise UserError(f"{source}: larger than {MAX_BYTES} bytes - the limit of a profile or experiment file "
+                        "with its includes (split it into several files)")
+    budget.bytes -= len(data)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        raise UserError(f"{source}:{line} not UTF-8 text (byte {e.start}; save the file as UTF-8)") from None
+
+
+class _Loader(yaml.SafeLoader):
+    """PyYAML's safe loader, stopping at the node and depth limits while it composes: its
+    composer recurses once per nesting level (`[[[[...` ends in RecursionError otherwise)."""
+
+    def __init__(self, text: str, source: str, budget: Budget) -> None:
+        super().__init__(text)
+        self._source, self._budget, self._count, self._depth = source, budget, 0, 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        line = self.peek_event().start_mark.line + 1
+        self._count += 1
+        if self._count > self._budget.nodes:
+            raise _too_many(self._source, line)
+        if self._depth >= MAX_DEPTH:
+            raise _too_deep(self._source, line)
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
     if isinstance(node, yaml.MappingNode):
-        out: dict[Any, Any] = {}
-        for knode, vnode in node.value:
-            key = _build(knode, path + ("<key>",), {}, source)
-            if not isinstance(key, (str, int, float, bool)) or key is None:
-                raise UserError(f"{source}:{knode.start_mark.line + 1} a mapping key must be a plain name")
-            if key in out:
-                raise UserError(
-                    f"{source}:{knode.start_mark.line + 1} {'.'.join(map(str, path + (key,)))}: "
-                    "given twice (keep one)"
-                )
-            out[key] = _build(vnode, path + (key,), lines, source)
-            lines[path + (key,)] = knode.start_mark.line + 1
-        return out
-    if isinstance(node, yaml.SequenceNode):
-        return [_build(v, path + (i,), lines, source) for i, v in enumerate(node.value)]
-    # Scalars: the safe constructor decides the type (ints, floats, bools, null, strings).
-    return yaml.constructor.SafeConstructor().construct_object(node, deep=True)
+        return [n for kv in node.value for n in kv]
+    return list(node.value) if isinstance(node, yaml.SequenceNode) else []
 
 
-def load_docs(path: Path | str, text: str | None = None) -> list[Doc]:
-    """Every document of a YAML file (profiles may share a file, separated by ---)."""
+def _measure(node: yaml.Node, source: str, budget: Budget, memo: dict[int, tuple[int, int]],
+             stack: list[yaml.Node]) -> tuple[int, int]:
+    """(values, scalar characters) of node with its aliases expanded, from the composed graph
+    (an alias is the anchored node itself): memoised per node, so a billion laughs costs as many
+    steps as the file has nodes. A node met again inside itself is a recursive alias. The first
+    (innermost) node over the budget is the line the message names."""
+    if id(node) in memo:
+        return memo[id(node)]
+    if any(n is node for n in stack):
+        raise UserError(f"{source}:{node.start_mark.line + 1} an alias inside the very list or mapping its anchor "
+                        "marks: it never ends (remove the alias)")
+    if len(stack) >= MAX_DEPTH:
+        raise _too_deep(source, node.start_mark.line + 1)
+    stack.append(node)
+    nodes, text = 1, len(node.value) if isinstance(node, yaml.ScalarNode) else 0
+    for child in _children(node):
+        n, t = _measure(child, source, budget, memo, stack)
+        nodes, text = nodes + n, text + t
+    stack.pop()
+    if nodes > budget.nodes:
+        raise _too_many(source, node.start_mark.line + 1)
+    if text > budget.text:
+        raise UserError(f"{source}:{node.start_mark.line + 1} its aliases expand to more than {MAX_BYTES} characters "
+                        f"of text - the limit of a profile or experiment file {_FIX}")
+    memo[id(node)] = (nodes, text)
+    return nodes, text
+
+
+_NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
+_PLAIN_TAGS = ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq")
+
+
+class _Builder:
+    """Plain data from a measured (acyclic, bounded) node graph, with the line of every path."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.constructor = yaml.constructor.SafeConstructor()
+        self.scalars: dict[int, Any] = {}  # an aliased scalar is constructed once
+
+    def build(self, node: yaml.Node, path: Loc, lines: dict[Loc, int]) -> Any:
+        lines[path] = node.start_mark.line + 1
+        if not isinstance(node, yaml.ScalarNode) and node.tag not in _PLAIN_TAGS:
+            # !!set, !!omap, !!python/...: a list or mapping of ours carries no tag
+            raise UserError(f"{self.source}:{node.start_mark.line + 1} {dotted(path)}: unsupported YAML tag "
+                            "(remove the !tag)")
+        if isinstance(node, yaml.MappingNode):
+            out: dict[Any, Any] = {}
+            for knode, vnode in node.value:
+                where = f"{self.source}:{knode.start_mark.line + 1}"
+                if knode.tag == "tag:yaml.org,2002:merge":
+                    raise UserError(f"{where} {dotted(path + ('<<',))}: merge keys are not supported (write the keys "
+                                    "out; experiments share settings with include:)")
+                key = self.build(knode, path + ("<key>",), {})
+                if not isinstance(key, (str, int, float, bool)) or key is None:
+                    raise UserError(f"{where} a mapping key must be a plain name")
+                if key in out:
+                    raise UserError(f"{where} {dotted(path + (key,))}: given twice (keep one)")
+                out[key] = self.build(vnode, path + (key,), lines)
+                lines[path + (key,)] = knode.start_mark.line + 1
+            return out
+        if isinstance(node, yaml.SequenceNode):
+            return [self.build(v, path + (i,), lines) for i, v in enumerate(node.value)]
+        if id(node) not in self.scalars:
+            self.scalars[id(node)] = self._scalar(node, path)
+        return self.scalars[id(node)]
+
+    def _scalar(self, node: yaml.Node, path: Loc) -> Any:
+        where = f"{self.source}:{node.start_mark.line + 1} {dotted(path)}"
+        if node.tag in _NUMBER_TAGS and len(node.value) > MAX_NUMBER_CHARS:
+            raise UserError(f"{where}: a number of more than {MAX_NUMBER_CHARS} characters (shorten it)")
+        try:
+            # The safe constructor decides the type (ints, floats, bools, null, strings).
+            return self.constructor.construct_object(node, deep=True)
+        except yaml.constructor.ConstructorError as e:
+            if (e.problem or "").startswith("could not determine a constructor"):
+                raise UserError(f"{where}: unsupported YAML tag (remove the !tag)") from None
+            raise UserError(f"{where}: {_redact(e.problem or 'unreadable value')} (fix the value)") from None
+        except (ValueError, OverflowError):
+            raise UserError(f"{where}: not a readable value (fix the value)") from None
+
+
+def _redact(problem: str) -> str:
+    """A PyYAML message on one line, without the text it quotes from the file (an alias or tag
+    name of a file that is no YAML of ours may be anything); a quoted character and token names
+    like '<scalar>' stay."""
+    problem = " ".join(str(problem).split())
+    return re.sub(r"'([^']*)'", lambda m: m[0] if len(m[1]) <= 2 or m[1].startswith("<") else "'...'", problem)
+
+
+# The fix for PyYAML's syntax errors, by a word of the problem; else indentation or quoting.
+_SYNTAX_FIX = {"\\t": "indent with spaces, not tabs", "undefined alias": "define &name before using *name",
+               "duplicate anchor": "give each &anchor a name of its own",
+               "incompatible YAML": "remove the %YAML line, or write %YAML 1.1"}
+
+
+def _fields_shape(node: yaml.Node, fields: frozenset[str]) -> bool:
+    """False when node is a mapping none of whose keys is a field of ours: then it is not a
+    profile/experiment at all (/etc/shadow reads as a mapping of its lines), and nothing of it
+    may be echoed."""
+    if not isinstance(node, yaml.MappingNode) or not node.value:
+        return True
+    return any(isinstance(k, yaml.ScalarNode) and k.value in fields for k, _ in node.value)
+
+
+def load_docs(path: Path | str, text: str | None = None, *, fields: frozenset[str] | None = None,
+              kind: str = "profile or experiment", budget: Budget | None = None) -> list[Doc]:
+    """Every document of a YAML file (profiles may share a file, separated by ---), within the
+    limits above (`budget`: shared by the files of one input). With `fields`, a document whose
+    top level is a mapping without any of them is refused as not a `kind`."""
     p = Path(path)
     source = str(path)
+    budget = budget or Budget()
     if text is None:
-        try:
-            text = p.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise UserError(f"{source}: no such file (check the path)") from None
-        except (OSError, UnicodeDecodeError) as e:
-            raise UserError(f"{source}: cannot read: {e}") from None
+        text = _read(p, source, budget)
+    elif len(text) > budget.bytes:
+        raise UserError(f"{source}: larger than {MAX_BYTES} bytes - the limit of a profile or experiment file "
+                        "(split it into several files)")
     try:
-        nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+        nodes = list(yaml.compose_all(text, Loader=lambda t: _Loader(t, source, budget)))
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         line = mark.line + 1 if mark else 1
-        raise UserError(f"{source}:{line} YAML syntax: {e.problem or e.context} (fix the indentation or quoting)") from None
+        what = e.problem or e.context or "unreadable"
+        if e.context and e.context.startswith("found "):  # "found duplicate anchor 'a'; first occurrence"
+            what = e.context.split(";")[0]
+        fix = next((f for word, f in _SYNTAX_FIX.items() if word in what), "fix the indentation or quoting")
+        raise UserError(f"{source}:{line} YAML syntax: {_redact(what)} ({fix})") from None
+    except yaml.reader.ReaderError as e:
+        line = text[: e.position].count("\n") + 1
+        raise UserError(f"{source}:{line} not a text file: character #x{e.character:04x} is not allowed in YAML "
+                        "(remove it; save the file as UTF-8 text)") from None
     except yaml.YAMLError as e:
-        raise UserError(f"{source}: YAML syntax: {e}") from None
+        raise UserError(f"{source}: YAML syntax: {_redact(str(e))} (fix the file)") from None
+    except RecursionError:  # the limits above stop this first; kept so it can never be a traceback
+        raise _too_deep(source, 1) from None
     docs = []
     for node in nodes:
         if node is None:
             continue
+        line = node.start_mark.line + 1
+        if fields is not None and not _fields_shape(node, fields):
+            a = "an" if kind[0] in "aeiou" else "a"
+            example = "name" if "name" in fields else min(fields)
+            raise UserError(f"{source}:{line} not {a} {kind} file: no top-level key is {a} {kind} field such as "
+                            f"{example}: (check the file name)")
+        n, t = _measure(node, source, budget, {}, [])
+        budget.nodes -= n
+        budget.text -= t
         lines: dict[Loc, int] = {}
-        data = _build(node, (), lines, source)
-        docs.append(Doc(data=data, source=source, lines=lines, start_line=node.start_mark.line + 1))
+        data = _Builder(source).build(node, (), lines)
+        docs.append(Doc(data=data, source=source, lines=lines, start_line=line))
     return docs
 
 
@@ -97,9 +315,44 @@ def _nested_model(ann: Any) -> type[BaseModel] | None:
     return getattr(ann, "__origin__", None) and _nested_model(ann.__origin__)
 
 
+# A union's members appear in pydantic's locations by type: "literal['auto','off']", "str",
+# "dict[str,any]", or a model's class name (ours are CamelCase; field names are snake_case).
+_UNION_MEMBER = re.compile(r"^(literal\[.*|str|int|float|bool|none|dict\[.*|list\[.*|[A-Z][A-Za-z0-9]*)$")
+
+
 def _skipped(part: Any) -> bool:
-    """Location parts pydantic adds that name no field: validator functions, union tags."""
-    return isinstance(part, str) and part.startswith(("function-", "tag:"))
+    """Location parts pydantic adds that name no field: validator functions, union tags and
+    members."""
+    return isinstance(part, str) and (part.startswith(("function-", "tag:")) or bool(_UNION_MEMBER.match(part)))
+
+
+_SCALAR_ERRORS = ("literal_error", "string_type", "int_type", "int_parsing", "float_type", "float_parsing",
+                  "bool_type", "bool_parsing", "enum", "none_required")
+
+
+def union_misses_dropped(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """pydantic errors (locations cleaned) without a union's scalar members complaining about a
+    mapping or list the user clearly meant for the union's other member: `field: {a: 1}` whose
+    mapping has a problem reports that problem, not "should be 'auto' or 'off'"."""
+    def shadowed(e: dict[str, Any]) -> bool:
+        loc = tuple(e.get("loc", ()))
+        return (e.get("type") in _SCALAR_ERRORS and isinstance(e.get("input"), (dict, list))
+                and any(o is not e and tuple(o.get("loc", ()))[:len(loc)] == loc and o.get("type") not in _SCALAR_ERRORS
+                        for o in errors))
+    return [e for e in errors if not shadowed(e)]
+
+
+def one_line(rows: list[str]) -> str:
+    """Rows `place field: problem` as one line. Rows of the same place and field (a union's
+    members each failing) join into one: `field: problem; or problem`."""
+    merged: dict[str, list[str]] = {}
+    for r in rows:
+        head, _, text = r.partition(": ")
+        merged.setdefault(head, [])
+        if text not in merged[head]:
+            merged[head].append(text)
+    out = [f"{h}: {'; or '.join(t)}" for h, t in merged.items()]
+    return out[0] if len(out) == 1 else out[0] + f"  (+{len(out) - 1} more: " + "; ".join(r.split(" ", 1)[1] for r in out[1:]) + ")"
 
 
 def _field_names(model: type[BaseModel], loc: Loc) -> list[str] | None:
@@ -129,15 +382,22 @@ def describe(err: dict[str, Any], model: type[BaseModel]) -> str:
         return f"unknown field{hint}"
     if kind == "missing":
         return "required field is missing (add it)"
+    if kind in ("model_type", "dict_type", "model_attributes_type"):
+        return "expected a mapping of fields (key: value)"
     msg = str(err.get("msg", "invalid"))
+    inp = err.get("input")
     # pydantic prefixes messages of ValueErrors raised in validators; ours already carry the fix.
     for prefix in ("Value error, ", "Assertion failed, "):
         if msg.startswith(prefix):
-            return msg[len(prefix):]
-    inp = err.get("input")
+            msg = msg[len(prefix):]
+            # Validators quote the value with repr: a long one is cut (short()).
+            return msg.replace(repr(inp), short(inp)) if isinstance(inp, str) else msg
     if inp is not None and not isinstance(inp, (dict, list)):
-        return f"{inp!r}: {msg}"
+        return f"{short(inp)}: {msg}"
     return msg
+
+
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_.+<>-]{1,%d}" % SHORT)
 
 
 def dotted(loc: Loc) -> str:
@@ -146,7 +406,9 @@ def dotted(loc: Loc) -> str:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
-            out += ("." if out else "") + str(part)
+            # A key that is no plain name (spaces, a newline, pages of text) is quoted and cut.
+            text = str(part)
+            out += ("." if out else "") + (text if _PLAIN_KEY.fullmatch(text) else short(part))
     return out or "(top level)"
 
 
@@ -158,14 +420,14 @@ def validate(model: type[BaseModel], doc: Doc, loc_prefix: Loc = (), data: Any =
         return model.model_validate(payload, context=context or None)
     except ValidationError as e:
         rows = []
-        for err in e.errors():
+        errors = [{**err, "loc": tuple(p for p in err.get("loc", ()) if not _skipped(p))} for err in e.errors()]
+        for err in union_misses_dropped(errors):
             # Errors from model-level validators carry no location; our validators may name a
             # field by raising "field.name: message".
-            err = {**err, "loc": tuple(p for p in err.get("loc", ()) if not _skipped(p))}
             loc = loc_prefix + err["loc"]
             text = describe(err, model)
             if not err.get("loc") and ": " in text and " " not in text.split(": ", 1)[0]:
                 head, text = text.split(": ", 1)
                 loc = loc_prefix + tuple(int(p) if p.isdigit() else p for p in head.split("."))
-            rows.append(f"{doc.source}:{doc.line_of(loc)} {dotted(loc)}: {text}")
-        raise UserError(rows[0] if len(rows) == 1 else rows[0] + f"  (+{len(rows) - 1} more: " + "; ".join(r.split(' ', 1)[1] for r in rows[1:]) + ")") from None
+            rows.append(f"{doc.source}:{doc.line_of(loc)} {dotted(loc)}: {' '.join(text.splitlines())}")
+        raise UserError(one_line(rows)) from None

@@ -1,11 +1,19 @@
 #!/usr/bin/env bash
 # Install the Debian/Ubuntu packages pqshake needs, only those missing, only as root.
 # Run by `make deps` (and so by `make demo` / `make test`) and by docker/Dockerfile.
-# Usage: install-system-packages.sh [--runtime]
+# Usage: install-system-packages.sh [--runtime] [--list]
 #   --runtime: only what running needs (no compilers): the final stage of docker/Dockerfile.
+#   --list: print the table this mode checks ("command-or-file:package" lines), install nothing
+#           (tests/test_system_packages.py holds every program the code runs against it).
 set -euo pipefail
-mode=${1:-all}
-case $mode in all|--runtime) ;; *) echo "usage: $0 [--runtime]" >&2; exit 2 ;; esac
+mode=all list=
+for arg in "$@"; do
+  case $arg in
+    --runtime) mode=--runtime ;;
+    --list) list=1 ;;
+    *) echo "usage: $0 [--runtime] [--list]" >&2; exit 2 ;;
+  esac
+done
 
 # command-or-file : package
 runtime=(
@@ -17,7 +25,7 @@ runtime=(
 needs=("${runtime[@]}")
 if [ "$mode" = all ]; then
   needs+=(
-    "cc:gcc" "make:make" "cmake:cmake" "ninja:ninja-build" "pkg-config:pkg-config"
+    "cc:gcc" "gcc:gcc" "make:make" "cmake:cmake" "ninja:ninja-build" "pkg-config:pkg-config"
     # perl, not only perl-base (which gives /usr/bin/perl on minimal images): OpenSSL's Configure
     # needs FindBin and friends
     "/usr/share/perl/*/FindBin.pm:perl"
@@ -33,10 +41,24 @@ if [ "$mode" = all ]; then
     # the Slurm test of `make test` (tests/slurm): a one-node cluster of its own daemons, started
     # and stopped by the test (the packages' system services are not used)
     "slurmctld:slurmctld" "slurmd:slurmd" "sbatch:slurm-client" "munged:munge"
+    "scontrol:slurm-client" "squeue:slurm-client" "scancel:slurm-client" "mungekey:munge"
+    # tests: the provider module's symbols and dependencies (tests/oqsprov; binutils comes with
+    # gcc, named here all the same); TurboTLS's fallback test drops UDP with iptables
+    "nm:binutils" "readelf:binutils" "iptables:iptables"
+    # the oqs-provider release tarball's download when no local copy has it (testbed/deps/common.sh),
+    # and cargo's crate fetches: https needs the CA bundle (minimal images lack it)
+    "curl:curl" "/usr/sbin/update-ca-certificates:ca-certificates"
   )
   # the container test of `make test` (tests/test_container.py): a Debian base made by
-  # debootstrap, the image built (and run) by podman. Not inside the image's own build.
-  [ -n "${PQS_IMAGE_BUILD:-}" ] || needs+=("podman:podman" "debootstrap:debootstrap")
+  # debootstrap, the image built by podman and run with `--runtime runc` (docker/podman-run.sh:
+  # crun, podman's default runtime, refuses hybrid cgroups; docker/README.md). Not inside the
+  # image's own build (it runs no containers); nor git: the tests list the clone's files and a
+  # run records its commit, and the image's build has no .git.
+  [ -n "${PQS_IMAGE_BUILD:-}" ] || needs+=("podman:podman" "runc:runc" "debootstrap:debootstrap" "git:git")
+fi
+if [ -n "$list" ]; then
+  printf '%s\n' "${needs[@]}"
+  exit 0
 fi
 # A rustup-installed cargo counts (it lives outside the default PATH of non-login shells).
 [ -x "${CARGO_HOME:-$HOME/.cargo}/bin/cargo" ] && PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"

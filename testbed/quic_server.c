@@ -71,6 +71,8 @@ static int new_pending_conn(SSL_CTX *ctx, SSL *ssl, void *arg)
         free(o);
         return 0;
     }
+    /* the Initial being processed opened it: its connection IDs are routed to it from now */
+    o->rx_conn = pqs_qrx_conn_new(&qs->rx);
     return 1;
 }
 
@@ -253,12 +255,41 @@ static void conn_progress(pqs_quic_server *qs, qconn *c, int64_t now)
     }
 }
 
+/* The "quic_stats" line: what became of the datagrams received so far (pqs_qrxstate in
+ * quicobs.h). Written every STATS_EVERY_NS while they change (a server killed hard keeps all
+ * but the last seconds) and once more, final, at stop: the same rule as turbo_stats. */
+#define STATS_EVERY_NS 5000000000LL
+static void write_stats(pqs_quic_server *qs, bool final)
+{
+    pqs_qrx_settle(&qs->rx);
+    const pqs_qrx_counters *c = &qs->rx.cnt;
+    pqs_json j;
+    pqs_json_begin(&j, "quic_stats");
+    pqs_json_uint(&j, "datagrams", c->datagrams);
+    pqs_json_uint(&j, "to_connection", c->to_connection);
+    pqs_json_uint(&j, "new_connections", c->new_connections);
+    pqs_json_uint(&j, "retry_sent", c->retry_sent);
+    pqs_json_uint(&j, "version_negotiation_sent", c->version_negotiation_sent);
+    pqs_json_uint(&j, "dropped_malformed", c->dropped_malformed);
+    pqs_json_uint(&j, "dropped_unknown_connection", c->dropped_unknown_connection);
+    pqs_json_uint(&j, "dropped_version", c->dropped_version);
+    pqs_json_uint(&j, "dropped_initial_short", c->dropped_initial_short);
+    pqs_json_uint(&j, "dropped_initial_invalid", c->dropped_initial_invalid);
+    pqs_json_uint(&j, "dropped_token_invalid", c->dropped_token_invalid);
+    pqs_json_uint(&j, "untracked_connections", c->untracked_connections);
+    pqs_json_bool(&j, "final", final);
+    pqs_json_end(&j);
+    pqs_sink_write(qs->log, &j);
+}
+
 int pqs_quic_server_run(pqs_quic_server *qs, char *why, size_t whylen)
 {
     qconn *conns = calloc(MAX_CONNS, sizeof *conns);
     BIO *dg = BIO_new_dgram(qs->fd, BIO_NOCLOSE);
     BIO *b = pqs_qwire_bio(&qs->wire, dg);
     qs->wire.server = true;
+    pqs_qrx_init(&qs->rx);
+    qs->wire.rx = &qs->rx;
     SSL *l = SSL_new_listener(qs->ctx, qs->retry ? 0 : SSL_LISTENER_FLAG_NO_VALIDATE);
     if (conns == NULL || b == NULL || l == NULL) {
         snprintf(why, whylen, "cannot create the QUIC listener");
@@ -278,6 +309,8 @@ int pqs_quic_server_run(pqs_quic_server *qs, char *why, size_t whylen)
     size_t n = 0;
     uint64_t seq = 0;
     struct timespec zero = {0, 0};
+    int64_t last_stats = pqs_mono_ns();
+    uint64_t stats_seen = 0;
     for (;;) {
         int sig = sigtimedwait(qs->sigs, NULL, &zero);
         if (sig > 0) {
@@ -286,6 +319,13 @@ int pqs_quic_server_run(pqs_quic_server *qs, char *why, size_t whylen)
         }
         SSL_handle_events(l);
         int64_t now = pqs_mono_ns();
+        if (now - last_stats >= STATS_EVERY_NS) {
+            /* every outcome follows a received datagram: their count says whether anything changed */
+            if (qs->rx.cnt.datagrams != stats_seen)
+                write_stats(qs, false);
+            stats_seen = qs->rx.cnt.datagrams;
+            last_stats = now;
+        }
         while (n < MAX_CONNS) {
             SSL *c = SSL_accept_connection(l, SSL_ACCEPT_CONNECTION_NO_BLOCK);
             if (c == NULL)
@@ -340,5 +380,6 @@ int pqs_quic_server_run(pqs_quic_server *qs, char *why, size_t whylen)
     SSL_free(l);
     free(conns);
     ERR_clear_error();
+    write_stats(qs, true);
     return 0;
 }

@@ -29,6 +29,7 @@ typedef struct pqs_quic_server {
     uint64_t conns, ok, failed;
     /* state */
     pqs_qwire wire;
+    pqs_qrxstate rx;            /* what became of each received datagram: the "quic_stats" line */
     unsigned char iobuf[16384]; /* request reads and response writes (one thread) */
 } pqs_quic_server;
 

@@ -47,9 +47,99 @@ typedef struct {
     pqs_qstats st;
 } pqs_qpeer;
 
+/* ---------------- server: what became of each received datagram ----------------
+ *
+ * OpenSSL's QUIC listener owns the socket and discards what it cannot use without a counter
+ * or a callback (ssl/quic/quic_port.c port_default_packet_handler). The filter BIO sees every
+ * datagram first and classifies it as the listener routes it (pqs_quic_rx_classify): by its
+ * Destination Connection ID, against the IDs the listener's connections answer to, which the
+ * filter tracks itself (pqs_qrx_conn: the client's first DCID, a Retry's, and the ID our
+ * packets carry as Source Connection ID; OpenSSL 3.6's server issues no NEW_CONNECTION_ID).
+ * A datagram for no connection is dropped by a rule that needs no secret (malformed, not an
+ * Initial, another version, an Initial under 1200 bytes), except an Initial that could open a
+ * connection: OpenSSL decrypts it, checks its token, and then makes a connection (the
+ * new-pending-connection callback: pqs_qrx_conn_new), answers with a Retry (seen on the way
+ * out), or discards it (neither happened). So that each outcome belongs to one Initial, the
+ * batch the filter hands to OpenSSL ends with the first such Initial; its fate is settled
+ * when OpenSSL comes back for the next batch (the whole batch is routed by then) or when the
+ * server's loop asks (pqs_qrx_settle). What OpenSSL does inside a connection with a datagram
+ * routed to it (a packet that fails decryption, a duplicate) it does not expose: those count
+ * as to_connection. */
+
+typedef struct {
+    uint64_t datagrams;                 /* received */
+    uint64_t to_connection;             /* routed to a connection by its DCID */
+    uint64_t new_connections;           /* Initials that opened a connection */
+    uint64_t retry_sent;                /* Initials without a token answered with a Retry */
+    uint64_t version_negotiation_sent;  /* Version Negotiation packets sent */
+    uint64_t dropped_malformed, dropped_unknown_connection, dropped_version, dropped_initial_short,
+        dropped_initial_invalid, dropped_token_invalid;
+    uint64_t untracked_connections;     /* connections whose IDs the tables could not hold */
+} pqs_qrx_counters;
+
+#define PQS_QRX_SHORT_DCID 8       /* OpenSSL's listener: 8-byte connection IDs (INIT_DCID_LEN) */
+#define PQS_QRX_CONNS 4096         /* connections tracked at once */
+#define PQS_QRX_CIDS 3             /* per connection: client's first DCID, Retry's, ours */
+#define PQS_QRX_CID_SLOTS 16384    /* power of two, kept at most 3/4 full */
+
+typedef struct {
+    int family;
+    unsigned port;
+    size_t len;
+    unsigned char raw[16];
+} pqs_qaddr;
+
+typedef struct {
+    bool used;
+    uint8_t len;
+    uint8_t id[PQS_QUIC_MAX_CID];
+    int conn;
+} pqs_qrx_cid;
+
+typedef struct {
+    bool used;
+    bool learn_scid;        /* our next long-header packet to addr names the ID we chose */
+    uint64_t seq;
+    pqs_qaddr addr;
+    int ncids;
+    uint8_t cid_len[PQS_QRX_CIDS];
+    uint8_t cid[PQS_QRX_CIDS][PQS_QUIC_MAX_CID];
+} pqs_qrx_conn;
+
+typedef enum { PQS_QRX_OUT_NONE = 0, PQS_QRX_OUT_CONN, PQS_QRX_OUT_RETRY } pqs_qrx_outcome;
+
+typedef struct pqs_qrxstate {
+    pqs_qrx_counters cnt;
+    struct {                /* the Initial whose fate OpenSSL is deciding */
+        bool active, token, have_odcid;
+        pqs_qrx_outcome outcome;
+        uint8_t dcid[PQS_QUIC_MAX_CID], odcid[PQS_QUIC_MAX_CID];
+        size_t dcid_len, odcid_len;
+        pqs_qaddr addr;
+    } pend;
+    uint64_t seed, seq;
+    int learning;           /* connections with learn_scid */
+    size_t ncids;
+    pqs_qrx_conn conns[PQS_QRX_CONNS];
+    pqs_qrx_cid slots[PQS_QRX_CID_SLOTS];
+} pqs_qrxstate;
+
+void pqs_qrx_init(pqs_qrxstate *s);
+/* Counts the outcome of the Initial OpenSSL had last; call outside OpenSSL calls. */
+void pqs_qrx_settle(pqs_qrxstate *s);
+/* The listener is making a connection (from its new-pending-connection callback): the Initial
+ * being processed opened it; its IDs are tracked from now. Returns the connection's index for
+ * pqs_qrx_conn_gone, or -1 (not tracked). */
+int pqs_qrx_conn_new(pqs_qrxstate *s);
+/* The connection was freed (OpenSSL forgets its IDs at the same time). */
+void pqs_qrx_conn_gone(pqs_qrxstate *s, int idx);
+/* Whether a datagram with this DCID goes to a connection. */
+bool pqs_qrx_tracked(const pqs_qrxstate *s, const uint8_t *cid, size_t len);
+
 /* The filter's state. One per socket; used only by the thread that drives the engine. */
 typedef struct pqs_qwire {
     bool server;        /* server: one entry per client address; client: entry 0 only */
+    pqs_qrxstate *rx;   /* server: received datagrams classified (NULL: not) */
     pqs_qpeer peers[PQS_QWIRE_PEERS];
 } pqs_qwire;
 
@@ -95,6 +185,7 @@ typedef struct pqs_quicobs {
     /* server: binding to the filter entry of this connection's client */
     pqs_qwire *wire;
     int peer_idx;               /* -1 until our EncryptedExtensions name the original DCID */
+    int rx_conn;                /* its IDs in wire->rx (pqs_qrx_conn_new), -1: none */
 } pqs_quicobs;
 
 void pqs_quicobs_reset(pqs_quicobs *o, pqs_qwire *wire);

@@ -216,3 +216,72 @@ bool pqs_quic_tx_header(const uint8_t *h, size_t n, int *space, int64_t *payload
     *payload = (int64_t)(length - pn_len - 16); /* AEAD_AES_128_GCM and friends: 16-byte tag */
     return true;
 }
+
+void pqs_quic_rx_classify(const uint8_t *d, size_t n, size_t short_dcid_len, pqs_qrx *out)
+{
+    memset(out, 0, sizeof *out);
+    out->kind = PQS_QRX_NO_DCID;
+    /* ossl_quic_wire_get_pkt_hdr_dst_conn_id: 7 bytes at least (QUIC_MIN_VALID_PKT_LEN) */
+    if (n < 7 || short_dcid_len > PQS_QUIC_MAX_CID)
+        return;
+    if (!(d[0] & 0x80)) {
+        /* short header: fixed bit, and 21 bytes (QUIC_MIN_VALID_PKT_LEN_CRYPTO) + the DCID */
+        if (!(d[0] & 0x40) || n < 21 + short_dcid_len)
+            return;
+        memcpy(out->dcid, d + 1, short_dcid_len);
+        out->dcid_len = short_dcid_len;
+        out->kind = PQS_QRX_SHORT;
+        return;
+    }
+    uint32_t version = (uint32_t)d[1] << 24 | (uint32_t)d[2] << 16 | (uint32_t)d[3] << 8 | d[4];
+    size_t dl = d[5];
+    if ((version != 0 && !(d[0] & 0x40)) || dl > PQS_QUIC_MAX_CID || n < 7 + dl)
+        return;
+    memcpy(out->dcid, d + 6, dl);
+    out->dcid_len = dl;
+    /* ossl_quic_wire_decode_pkt_hdr(partial = 1) reads the SCID before it looks at the
+     * version, then needs 21 bytes, the token and Length of a version-1 header */
+    out->kind = PQS_QRX_BAD_LONG;
+    const uint8_t *p = d + 6 + dl, *end = d + n;
+    size_t sl = *p++;
+    if (sl > PQS_QUIC_MAX_CID || (size_t)(end - p) < sl)
+        return;
+    p += sl;
+    if (version != 1) {
+        out->kind = PQS_QRX_VERSION;
+        return;
+    }
+    if (n < 21)
+        return;
+    int t = (d[0] >> 4) & 3;
+    uint64_t v;
+    if (t == PQS_QPKT_INITIAL) {
+        if (!pqs_quic_varint(&p, end, &v) || v > (uint64_t)(end - p))
+            return;
+        out->token = v > 0;
+        p += v;
+    }
+    if (t == PQS_QPKT_RETRY) {
+        out->kind = PQS_QRX_NOT_INITIAL; /* token and integrity tag to the end */
+        return;
+    }
+    /* Length covers the packet number (4 bytes assumed while header protection is on) */
+    if (!pqs_quic_varint(&p, end, &v) || v < 4 || v > (uint64_t)(end - p))
+        return;
+    out->kind = t == PQS_QPKT_INITIAL ? PQS_QRX_INITIAL : PQS_QRX_NOT_INITIAL;
+}
+
+bool pqs_quic_long_scid(const uint8_t *d, size_t n, uint8_t *scid, size_t *scid_len)
+{
+    if (n < 7 || !(d[0] & 0x80) || ((d[0] >> 4) & 3) == PQS_QPKT_RETRY || (d[1] | d[2] | d[3] | d[4]) == 0)
+        return false;
+    size_t dl = d[5];
+    if (dl > PQS_QUIC_MAX_CID || n < 7 + dl)
+        return false;
+    size_t sl = d[6 + dl];
+    if (sl > PQS_QUIC_MAX_CID || n - 7 - dl < sl)
+        return false;
+    memcpy(scid, d + 7 + dl, sl);
+    *scid_len = sl;
+    return true;
+}

@@ -35,6 +35,38 @@ typedef struct {
     bool have_dcid;
 } pqs_qdgram;
 
+/* What a server's QUIC stack can make of a received datagram, from its first packet's header,
+ * decided the way OpenSSL 3.6's listener decides it (ssl/quic/quic_demux.c, quic_port.c
+ * port_default_packet_handler, quic_wire_pkt.c): first the Destination Connection ID (the
+ * demux routes on it; short headers carry short_dcid_len bytes of it), then, for a DCID that
+ * names no connection, the header as far as OpenSSL reads it before deciding. */
+typedef enum {
+    PQS_QRX_NO_DCID = 0, /* no DCID can be read: under 7 bytes, fixed bit clear (except a
+                          * version-0 long header), DCID longer than 20 or past the end; a
+                          * short header under 21 + short_dcid_len bytes */
+    PQS_QRX_SHORT,       /* a short-header (1-RTT) packet */
+    PQS_QRX_VERSION,     /* a long header (DCID and SCID readable) of a version other than 1,
+                          * 0 included */
+    PQS_QRX_BAD_LONG,    /* a long header that does not parse as far as OpenSSL reads it: SCID
+                          * longer than 20 or past the end; version 1: under 21 bytes, token or
+                          * Length past the end, Length under 4 */
+    PQS_QRX_NOT_INITIAL, /* a version-1 Handshake, 0-RTT or Retry packet */
+    PQS_QRX_INITIAL,     /* a version-1 Initial packet */
+} pqs_qrx_kind;
+
+typedef struct {
+    pqs_qrx_kind kind;
+    uint8_t dcid[PQS_QUIC_MAX_CID];
+    size_t dcid_len;     /* valid unless kind is PQS_QRX_NO_DCID */
+    bool token;          /* Initial: it carries a non-empty token */
+} pqs_qrx;
+
+void pqs_quic_rx_classify(const uint8_t *d, size_t n, size_t short_dcid_len, pqs_qrx *out);
+
+/* The Source Connection ID of a datagram's first packet if it is a long header of a nonzero
+ * version other than a Retry (a server's Initial/Handshake: the connection ID it chose). */
+bool pqs_quic_long_scid(const uint8_t *d, size_t n, uint8_t *scid, size_t *scid_len);
+
 /* Reads a QUIC variable-length integer at *p (RFC 9000 16); false if it runs past end. */
 bool pqs_quic_varint(const uint8_t **p, const uint8_t *end, uint64_t *out);
 

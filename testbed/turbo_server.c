@@ -7,10 +7,12 @@
  * workers take a state out of the table under the mutex when the client's binding names it. */
 #include <errno.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <openssl/err.h>
@@ -207,6 +209,12 @@ static void write_stats(pqs_turbo_server *ts, size_t live, bool final)
     pqs_json_uint(&j, "bound_tcp_fresh", c->bound_fresh);
     pqs_json_uint(&j, "bound_plain", c->bound_plain);
     pqs_json_uint(&j, "bind_unknown", c->bind_unknown);
+    pqs_json_uint(&j, "dropped_binding_no_data", c->bind_no_data);
+    pqs_json_uint(&j, "dropped_binding_truncated", c->bind_truncated);
+    pqs_json_uint(&j, "dropped_binding_malformed", c->bind_malformed);
+    pqs_json_uint(&j, "dropped_binding_replay", c->bind_replay);
+    pqs_json_uint(&j, "dropped_binding_bad_clienthello", c->bind_bad_clienthello);
+    pqs_json_uint(&j, "bind_failed", c->bind_failed);
     pqs_json_uint(&j, "dropped_malformed", c->malformed);
     pqs_json_uint(&j, "dropped_unknown_id", c->unknown_id);
     pqs_json_uint(&j, "dropped_replay", c->replay);
@@ -247,8 +255,10 @@ static void *udp_main(void *arg)
             last_sweep = now;
         }
         if (now - last_stats >= STATS_EVERY_NS) {
-            uint64_t seen = ts->cnt.datagrams + ts->cnt.bound_udp + ts->cnt.bound_fresh + ts->cnt.bound_plain
-                            + ts->cnt.bind_unknown + ts->cnt.expired;
+            const pqs_turbo_counters *c = &ts->cnt;
+            uint64_t seen = c->datagrams + c->bound_udp + c->bound_fresh + c->bound_plain + c->bind_unknown
+                            + c->expired + c->bind_no_data + c->bind_truncated + c->bind_malformed + c->bind_replay
+                            + c->bind_bad_clienthello + c->bind_failed;
             if (seen != stats_seen)
                 write_stats(ts, live_states(ts), false);
             stats_seen = seen;
@@ -301,10 +311,14 @@ void pqs_turbo_server_stop(pqs_turbo_server *ts)
     pthread_mutex_destroy(&ts->mu);
 }
 
-/* Blocking read of exactly n bytes (the socket has SO_RCVTIMEO). */
-static bool read_exact(int fd, uint8_t *p, size_t n)
+/* Blocking read of exactly n bytes (the socket has SO_RCVTIMEO), given up at deadline: each
+ * recv waits at most the socket's timeout, and a client dribbling a byte at a time must not
+ * hold the worker for one timeout per byte. */
+static bool read_exact(int fd, uint8_t *p, size_t n, int64_t deadline)
 {
     while (n > 0) {
+        if (pqs_mono_ns() >= deadline)
+            return false;
         ssize_t r = recv(fd, p, n, MSG_WAITALL);
         if (r <= 0) {
             if (r < 0 && errno == EINTR)
@@ -332,52 +346,89 @@ static bool send_all(int fd, const uint8_t *p, size_t n)
     return true;
 }
 
+/* A refused binding: one counter per cause (turbo_stats), why for the conn line. */
+__attribute__((format(printf, 5, 6)))
+static SSL *bind_refused(pqs_turbo_server *ts, uint64_t *counter, char *why, size_t whylen, const char *fmt, ...)
+{
+    pthread_mutex_lock(&ts->mu);
+    (*counter)++;
+    pthread_mutex_unlock(&ts->mu);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, whylen, fmt, ap);
+    va_end(ap);
+    return NULL;
+}
+
+/* The socket's receive timeout (server.c sets --idle-timeout); 10 s if none is set. */
+static int64_t rcvtimeo_ns(int fd)
+{
+    struct timeval tv = {0, 0};
+    socklen_t l = sizeof tv;
+    if (getsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, &l) != 0 || (tv.tv_sec == 0 && tv.tv_usec == 0))
+        return 10000000000LL;
+    return (int64_t)tv.tv_sec * 1000000000LL + (int64_t)tv.tv_usec * 1000;
+}
+
 SSL *pqs_turbo_server_bind(pqs_turbo_server *ts, int fd, pqs_tlsobs *obs, pqs_turbo_srec *rec, char *why,
                            size_t whylen)
 {
     memset(rec, 0, sizeof *rec);
     rec->used = true;
+    pqs_turbo_counters *cnt = &ts->cnt;
     uint8_t h[PQS_TURBO_BIND_HDR];
-    /* Peek: a client that sends a TLS record first gets plain TLS over TCP. */
-    ssize_t n;
+    /* Peek: a client that sends a TLS record first gets plain TLS over TCP. A stream that begins
+     * with a part of "PQTB" is waited on for the rest, but only until the peer closes its side or
+     * the socket's receive timeout passes: with MSG_PEEK the bytes stay queued after a FIN, so
+     * recv alone would return the same 1..3 bytes for ever and hold the worker. The whole
+     * binding (header and ClientHello copy) has until the same deadline. */
+    const int64_t deadline = pqs_mono_ns() + rcvtimeo_ns(fd);
+    ssize_t n = 0;
     for (;;) {
+        /* half-close looked at before the peek: data sent before the FIN is queued by then */
+        struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+        bool closed = poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
         n = recv(fd, h, 4, MSG_PEEK);
-        if (n < 0 && errno == EINTR)
+        if (n < 0 && errno == EINTR && pqs_mono_ns() < deadline)
             continue;
-        if (n <= 0) {
-            snprintf(why, whylen, "no binding: %s", n == 0 ? "EOF" : strerror(errno));
-            return NULL;
-        }
+        if (n <= 0)
+            return bind_refused(ts, &cnt->bind_no_data, why, whylen, "no binding: %s",
+                                n == 0 ? "EOF" : strerror(errno));
         if (n >= 4 || memcmp(h, "PQTB", (size_t)n) != 0)
             break;
+        if (closed || pqs_mono_ns() >= deadline)
+            return bind_refused(ts, &cnt->bind_truncated, why, whylen, "truncated TurboTLS binding: %s",
+                                closed ? "closed after part of the magic" : "timed out after part of the magic");
         usleep(200); /* fewer than 4 bytes of what may be a binding: rare, wait for the rest */
     }
     if (n < 4 || memcmp(h, "PQTB", 4) != 0) {
         SSL *ssl = SSL_new(ts->ctx);
         if (ssl == NULL || !SSL_set_fd(ssl, fd)) {
             SSL_free(ssl);
-            snprintf(why, whylen, "SSL_new failed");
-            return NULL;
+            return bind_refused(ts, &cnt->bind_failed, why, whylen, "SSL_new failed");
         }
         rec->bound = "plain";
         pthread_mutex_lock(&ts->mu);
-        ts->cnt.bound_plain++;
+        cnt->bound_plain++;
         pthread_mutex_unlock(&ts->mu);
         return ssl;
     }
     pqs_turbo_bind b;
-    if (!read_exact(fd, h, sizeof h) || !pqs_turbo_bind_parse(h, sizeof h, &b)) {
-        snprintf(why, whylen, "malformed or truncated TurboTLS binding");
-        return NULL;
-    }
+    if (!read_exact(fd, h, sizeof h, deadline))
+        return bind_refused(ts, &cnt->bind_truncated, why, whylen,
+                            "truncated TurboTLS binding (closed or timed out within its 24-byte header)");
+    if (!pqs_turbo_bind_parse(h, sizeof h, &b))
+        return bind_refused(ts, &cnt->bind_malformed, why, whylen,
+                            "malformed TurboTLS binding (version, flags, reserved bytes or lengths)");
     rec->have = b.have;
     uint8_t *ch = NULL;
     if (b.ch_len > 0) {
         ch = malloc(b.ch_len);
-        if (ch == NULL || !read_exact(fd, ch, b.ch_len)) {
+        if (ch == NULL)
+            return bind_refused(ts, &cnt->bind_failed, why, whylen, "out of memory for the ClientHello copy");
+        if (!read_exact(fd, ch, b.ch_len, deadline)) {
             free(ch);
-            snprintf(why, whylen, "truncated ClientHello copy in the binding");
-            return NULL;
+            return bind_refused(ts, &cnt->bind_truncated, why, whylen, "truncated ClientHello copy in the binding");
         }
     }
     SSL *ssl = NULL;
@@ -385,6 +436,7 @@ SSL *pqs_turbo_server_bind(pqs_turbo_server *ts, int fd, pqs_tlsobs *obs, pqs_tu
     pthread_mutex_lock(&ts->mu);
     pqs_turbo_entry *e = find(ts, b.cid);
     if (e != NULL && e->bound) {
+        cnt->bind_replay++;
         pthread_mutex_unlock(&ts->mu);
         free(ch);
         snprintf(why, whylen, "TurboTLS connection id already bound (replayed binding)");
@@ -400,14 +452,12 @@ SSL *pqs_turbo_server_bind(pqs_turbo_server *ts, int fd, pqs_tlsobs *obs, pqs_tu
             *obs = e->obs;
             e->ssl = NULL;
             e->flight = NULL;
-            ts->cnt.bound_udp++;
+            cnt->bound_udp++;
         }
         pqs_treasm_free(&e->ch);
     }
-    if (ssl == NULL && ch != NULL)
-        ts->cnt.bound_fresh++;
-    else if (ssl == NULL)
-        ts->cnt.bind_unknown++;
+    if (ssl == NULL && ch == NULL)
+        cnt->bind_unknown++;
     pthread_mutex_unlock(&ts->mu);
 
     if (ssl != NULL) {
@@ -420,8 +470,8 @@ SSL *pqs_turbo_server_bind(pqs_turbo_server *ts, int fd, pqs_tlsobs *obs, pqs_tu
         SSL_set_msg_callback_arg(ssl, obs);
         if (!sent || !SSL_set_fd(ssl, fd)) {
             SSL_free(ssl);
-            snprintf(why, whylen, "re-sending the flight over TCP: %s", strerror(errno));
-            return NULL;
+            return bind_refused(ts, &cnt->bind_failed, why, whylen, "re-sending the flight over TCP: %s",
+                                strerror(errno));
         }
         return ssl;
     }
@@ -431,7 +481,6 @@ SSL *pqs_turbo_server_bind(pqs_turbo_server *ts, int fd, pqs_tlsobs *obs, pqs_tu
     }
     /* No usable UDP state: the ClientHello copy through a memory BIO, the flight straight onto
      * the socket, then the socket for reading too. */
-    rec->bound = "tcp_fresh";
     ssl = SSL_new(ts->ctx);
     BIO *rb = BIO_new(BIO_s_mem()), *sb = BIO_new_socket(fd, BIO_NOCLOSE);
     if (ssl == NULL || rb == NULL || sb == NULL) {
@@ -439,8 +488,7 @@ SSL *pqs_turbo_server_bind(pqs_turbo_server *ts, int fd, pqs_tlsobs *obs, pqs_tu
         BIO_free(rb);
         BIO_free(sb);
         free(ch);
-        snprintf(why, whylen, "SSL_new failed");
-        return NULL;
+        return bind_refused(ts, &cnt->bind_failed, why, whylen, "SSL_new failed");
     }
     BIO_set_mem_eof_return(rb, -1);
     BIO_write(rb, ch, (int)b.ch_len);
@@ -451,14 +499,23 @@ SSL *pqs_turbo_server_bind(pqs_turbo_server *ts, int fd, pqs_tlsobs *obs, pqs_tu
     SSL_set_msg_callback(ssl, pqs_tlsobs_msg_cb);
     SSL_set_msg_callback_arg(ssl, obs);
     int r = SSL_do_handshake(ssl);
-    if (r == 1 || SSL_get_error(ssl, r) != SSL_ERROR_WANT_READ || BIO_ctrl_pending(rb) != 0) {
-        snprintf(why, whylen, "ClientHello copy: the handshake did not wait for the client's Finished");
+    /* The copy is the whole ClientHello: OpenSSL must have taken all of it, processed a
+     * ClientHello (a copy that ends inside a record would otherwise pass as "waiting") and
+     * now wait for the client's next flight. */
+    if (r == 1 || SSL_get_error(ssl, r) != SSL_ERROR_WANT_READ || BIO_ctrl_pending(rb) != 0
+        || obs->client_hello_ns == 0) {
         ERR_clear_error();
         SSL_free(ssl);
-        return NULL;
+        return bind_refused(ts, &cnt->bind_bad_clienthello, why, whylen,
+                            "ClientHello copy refused by TLS (not one whole ClientHello it accepts)");
     }
     BIO_up_ref(sb);
     SSL_set0_rbio(ssl, sb); /* frees the memory BIO */
+    /* counted once TLS took the copy, so that a refused copy is only a drop */
+    pthread_mutex_lock(&ts->mu);
+    cnt->bound_fresh++;
+    pthread_mutex_unlock(&ts->mu);
+    rec->bound = "tcp_fresh";
     return ssl;
 }
 

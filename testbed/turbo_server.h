@@ -18,10 +18,12 @@
 
 struct pqs_turbo_entry;
 
-/* Drop counters (the "turbo_stats" line). */
+/* Drop counters (the "turbo_stats" line). The bind_* ones count TCP bindings refused by
+ * cause (pqs_turbo_server_bind); bind_unknown predates them and keeps its name. */
 typedef struct {
     uint64_t datagrams, malformed, unknown_id, replay, table_full, expired, created, tls_failed;
     uint64_t bound_udp, bound_fresh, bound_plain, bind_unknown;
+    uint64_t bind_no_data, bind_truncated, bind_malformed, bind_replay, bind_bad_clienthello, bind_failed;
 } pqs_turbo_counters;
 
 typedef struct pqs_turbo_server {

@@ -1,7 +1,7 @@
 /* fuzz_quicwire.c - libFuzzer target for the QUIC wire parsers that read peer input (datagram
  * headers, the EncryptedExtensions transport parameters, frame and packet headers as OpenSSL
- * reports them). Byte 0 picks the parser; the rest is its input. Build: make -C testbed fuzz;
- * run e.g. build/fuzz/fuzz_quicwire -runs=200000 */
+ * reports them, the server's classification of a received datagram). Byte 0 picks the parser;
+ * the rest is its input. Build: make -C testbed fuzz; run e.g. build/fuzz/fuzz_quicwire -runs=200000 */
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -13,7 +13,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     const uint8_t *in = data + 1;
     size_t n = size - 1;
-    switch (data[0] % 5) {
+    switch (data[0] % 6) {
     case 0: {
         pqs_qdgram q;
         pqs_quic_dgram_parse(in, n, &q);
@@ -39,6 +39,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int space;
         int64_t payload;
         if (pqs_quic_tx_header(in, n, &space, &payload) && (space < 0 || space > 2))
+            abort();
+        break;
+    }
+    case 4: {
+        /* the server's classification of a received datagram, and the ID in a long header */
+        pqs_qrx q;
+        pqs_quic_rx_classify(in, n, 8, &q);
+        if (q.kind != PQS_QRX_NO_DCID && q.dcid_len > PQS_QUIC_MAX_CID)
+            abort();
+        uint8_t scid[PQS_QUIC_MAX_CID];
+        size_t sl = 0;
+        if (pqs_quic_long_scid(in, n, scid, &sl) && sl > PQS_QUIC_MAX_CID)
             abort();
         break;
     }

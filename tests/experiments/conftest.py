@@ -52,6 +52,12 @@ class LoopbackTopology:
     def flush_tcp_metrics(self):
         pass
 
+    def link_problem(self):
+        # loopback cannot die; a test sets `dead` to a reason to stand for a link that did
+        return self.dead
+
+    dead = None
+
     def counters(self):
         return {"up": {"forwarded": 0}, "down": {"forwarded": 0}}
 
