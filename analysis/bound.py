@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from pqshake.errors import UserError
+from pqshake.experiments import modes as M
+from pqshake.experiments import transports as T
 
 from . import columns as C
 
@@ -146,11 +148,11 @@ def cpu_terms(speed: Speed | None, group: str, sig: str, mode: str, chain_depth:
         return None
     kem = enc is not None and dec is not None
     s = v = 0.0
-    if mode not in ("resume", "resume_psk", "0rtt"):
+    if M.certificate(mode):
         s, v = ns("sig", sig, "sign"), ns("sig", sig, "verify")
         if s is None or v is None:
             return None
-    if mode == "tls12":  # the server's share comes first, the client's answers it
+    if mode == M.TLS12:  # the server's share comes first, the client's answers it
         t = dict(server_kex=kg, server_sign=s, client_chain=chain_depth * v, client_cv=v, client_keygen=kg,
                  client_kex=enc if kem else der, server_finish=dec if kem else der)
     else:
@@ -174,7 +176,7 @@ def _rate(r: float | None) -> float | None:
 
 def bound(group: str, sig: str, mode: str, *, rtt_s: float, rate_up: float | None, rate_down: float | None,
           mtu: int, cpu, chain_depth: int = 1, registry: Any = None, iw_c: int | None = None,
-          iw_s: int | None = None, transport: str = "tcp", quic_retry: bool = True,
+          iw_s: int | None = None, transport: str = T.DEFAULT, quic_retry: bool = True,
           turbo_requests: int | None = None) -> dict:
     """The lower bound's components in seconds for an achieved (probe) RTT; cpu: a
     handshake_model.Cpu or None (no CPU term); iw_c / iw_s: the client's / server's initial
@@ -183,12 +185,11 @@ def bound(group: str, sig: str, mode: str, *, rtt_s: float, rate_up: float | Non
 
     if mode not in hm.MODES:
         raise UserError(f"mode '{mode}' in the run is unknown to the handshake model ({', '.join(hm.MODES)})")
-    if transport not in ("tcp", "tcp+tfo", "quic", "turbotls"):
-        raise UserError(f"transport '{transport}' in the run is unknown to the handshake model (tcp, tcp+tfo, quic, turbotls)")
-    if transport == "turbotls" and mode not in hm.TURBO_MODES:
-        return {}  # nothing TurboTLS can run: no bound
-    if transport == "quic" and (mode not in hm.QUIC_MODES or mtu - 28 < hm.QUIC_MIN_DGRAM):
-        return {}  # nothing QUIC can run: no bound
+    tr = T.find(transport)
+    if tr is None:
+        raise UserError(f"transport '{transport}' in the run is unknown to the handshake model ({', '.join(T.NAMES)})")
+    if not tr.can_bound(mode, mtu):
+        return {}  # nothing the transport can run: no bound
     up, down = _rate(rate_up), _rate(rate_down)
     prop = propagation_rtt_s(rtt_s, up, down)
     b = hm.handshake_bound(group, sig, prop, mtu=int(mtu), chain_depth=chain_depth, mode=mode, registry=registry,

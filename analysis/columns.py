@@ -1,5 +1,5 @@
 """The one place where the names of the run tables (written by the runner from the C tools'
-JSON lines: testbed/timer.c, testbed/server.c, testbed/tcpinfo.c, testbed/tlsobs.c) meet the
+JSON lines: testbed/timer.c, testbed/server.c, the transports' attempt_json, testbed/core/) meet the
 names the statistics use. A rename in the C tools is a one-line fix here.
 
 Left: the column in samples.parquet / server.parquet / cells.parquet. Right: the analysis name.
@@ -7,11 +7,13 @@ Left: the column in samples.parquet / server.parquet / cells.parquet. Right: the
 
 from __future__ import annotations
 
+from pqshake.experiments import transports as _T
+
 # The cell key: one summary row per (group, sig, profile, mode, transport); repetitions are
 # pooled. Runs from before transports existed have no transport column: their cells are tcp.
 CELL_KEY = ["group", "sig", "profile", "mode", "transport"]
-TRANSPORT_DEFAULT = "tcp"
-TRANSPORT_ORDER = ("tcp", "tcp+tfo", "turbotls", "quic")
+TRANSPORT_DEFAULT = _T.DEFAULT
+TRANSPORT_ORDER = _T.ORDER  # the rows' rank (experiments/transports/)
 
 # --- samples.parquet (client side, one row per timer attempt) -------------------------------
 # Columns without which no statistic can be computed.

@@ -25,6 +25,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from pqshake.errors import UserError  # noqa: E402
+from pqshake.experiments import modes as M  # noqa: E402
+from pqshake.experiments import transports as T  # noqa: E402
 
 from . import stats as S  # noqa: E402
 from . import style as ST  # noqa: E402
@@ -164,7 +166,7 @@ def _sweep(ctx: Ctx, axis: str, panel_by: str | None) -> list[FigOut]:
         raise Skip(f"no {what} sweep: no profiles that differ only in {what}")
     panels = panels[:4]
     n = len(panels)
-    fig, axes = plt.subplots(2, n, figsize=ST.size(ctx.style, "full" if n > 1 else "half", 0.75 if n > 1 else 1.3),
+    fig, axes = plt.subplots(2, n, figsize=ST.size(ctx.style, ST.TEXT_WIDTH if n > 1 else "half", 0.75 if n > 1 else 1.3),
                              sharex="col", sharey="row", squeeze=False)
     used_profiles = []
     for j, (pv, g) in enumerate(panels):
@@ -243,7 +245,7 @@ def fig_ecdf(ctx: Ctx) -> list[FigOut]:
         sides = [("Client (connect to handshake done)", d)]
         if srv is not None and (srv["profile"] == p).any():
             sides.append(("Server (accept to handshake done)", srv[srv["profile"] == p]))
-        fig, axes = plt.subplots(1, len(sides), figsize=ST.size(ctx.style, "full", 0.42), sharey=True, squeeze=False)
+        fig, axes = plt.subplots(1, len(sides), figsize=ST.size(ctx.style, ST.TEXT_WIDTH, 0.42), sharey=True, squeeze=False)
         allv = d["ms"].to_numpy()
         # A loss tail (an RTO is ~1 s) would squeeze the body of the curves into one pixel
         # column on a linear axis: log x as soon as the slowest handshake is 5x the fastest.
@@ -291,7 +293,7 @@ def fig_box(ctx: Ctx) -> list[FigOut]:
         d = ok[ok["profile"] == p]
         pairs = ctx.pal.order(zip(d["group"], d["sig"]))
         data = [d.loc[(d["group"] == g) & (d["sig"] == s), "ms"].to_numpy() for g, s in pairs]
-        fig, ax = plt.subplots(figsize=ST.size(ctx.style, "full", 0.45))
+        fig, ax = plt.subplots(figsize=ST.size(ctx.style, ST.TEXT_WIDTH, 0.45))
         bp = ax.boxplot(data, whis=(5, 95), showfliers=False, patch_artist=True, widths=0.6,
                         medianprops={"color": "black", "linewidth": 1.0})
         for patch, (g, s) in zip(bp["boxes"], pairs):
@@ -346,7 +348,7 @@ def fig_heatmap(ctx: Ctx) -> list[FigOut]:
         if (r.group, r.sig) in pairs:
             m[pairs.index((r.group, r.sig)), profs.index(r.profile)] = r.slowdown
     h = max(0.3, min(1.2, 0.09 * len(pairs) + 0.15))
-    fig, ax = plt.subplots(figsize=ST.size(ctx.style, "full", h))
+    fig, ax = plt.subplots(figsize=ST.size(ctx.style, ST.TEXT_WIDTH, h))
     vmax = max(1.5, float(np.nanmax(m)))
     vmin = min(1.0, float(np.nanmin(m)))
     norm = matplotlib.colors.LogNorm(vmin=vmin, vmax=vmax)  # ratios: 0.5x and 2x equally far from 1
@@ -414,7 +416,7 @@ def _heatmap_by_transport(ctx: Ctx) -> list[FigOut]:
     n = len(panels)
     nrows = [max(1, len(rows)) for _, _, _, rows in panels]
     h = max(0.35, min(1.5, 0.07 * sum(nrows) + 0.17 * n))
-    fig, axes = plt.subplots(n, 1, figsize=ST.size(ctx.style, "full", h), squeeze=False, sharex=True,
+    fig, axes = plt.subplots(n, 1, figsize=ST.size(ctx.style, ST.TEXT_WIDTH, h), squeeze=False, sharex=True,
                              gridspec_kw={"height_ratios": nrows, "hspace": 0.45})
     small = len(profs) * len(pairs) <= 160
     for k, ((ptitle, col, tr, rows), m) in enumerate(zip(panels, mats)):
@@ -452,7 +454,10 @@ def _heatmap_by_transport(ctx: Ctx) -> list[FigOut]:
 # 12 TCP vs QUIC: paired ECDFs per algorithm
 
 
-TRANSPORT_LOOK = {"tcp": {"linestyle": "-", "color": "#0072B2"}, "quic": {"linestyle": "--", "color": "#D55E00"}}
+def _ecdf_kw(tr: str) -> dict:
+    """A transport's curve look (its row in experiments/transports/); none for an unknown one."""
+    row = T.find(tr)
+    return row.ecdf_kw() if row is not None else {}
 
 
 def fig_transport(ctx: Ctx) -> list[FigOut]:
@@ -472,7 +477,7 @@ def fig_transport(ctx: Ctx) -> list[FigOut]:
             continue
         ncol = min(3, len(pairs))
         nrow = math.ceil(len(pairs) / ncol)
-        fig, axes = plt.subplots(nrow, ncol, figsize=ST.size(ctx.style, "full", 0.36 * nrow + 0.12),
+        fig, axes = plt.subplots(nrow, ncol, figsize=ST.size(ctx.style, ST.TEXT_WIDTH, 0.36 * nrow + 0.12),
                                  sharex=True, sharey=True, squeeze=False)
         allv = d["ms"].to_numpy()
         logx = allv.size > 0 and np.nanmax(allv) / max(np.nanmin(allv), 1e-9) > 5
@@ -487,7 +492,7 @@ def fig_transport(ctx: Ctx) -> list[FigOut]:
                             & (ctx.t["mode"] == mode) & (ctx.t["transport"] == tr)]
                 if len(row) and row["n_attempts"].iloc[0] > 0:  # failures never finish (as figure 5)
                     ys = ys * row["n_ok"].iloc[0] / row["n_attempts"].iloc[0]
-                ax.plot(xs, ys, drawstyle="steps-post", label=tr.upper(), **TRANSPORT_LOOK.get(tr, {}))
+                ax.plot(xs, ys, drawstyle="steps-post", label=tr.upper(), **_ecdf_kw(tr))
             ax.set_title(ctx.pal.label(g, sg).replace(" / ", "\n"), color=ctx.pal.look(g, sg).colour,
                          fontsize=max(5, plt.rcParams["font.size"] - 1.5))
             if logx:
@@ -524,7 +529,7 @@ def fig_bytes(ctx: Ctx) -> list[FigOut]:
     t = ctx.t[(ctx.t["n_ok"] > 0)]
     if t.empty:
         raise Skip("no successful handshakes")
-    mode = "full" if (t["mode"] == "full").any() else ctx.main_mode(t)
+    mode = M.FULL if (t["mode"] == M.FULL).any() else ctx.main_mode(t)
     t = t[t["mode"] == mode]
     measured = t["bytes_up"].notna().any() and t["bytes_down"].notna().any()
     # Bytes hardly depend on the link: the median over the loss-free profiles (or all).
@@ -551,7 +556,7 @@ def fig_bytes(ctx: Ctx) -> list[FigOut]:
             total = float((d["model_client_bytes"] + d["model_server_bytes"]).median())
         comp.append((share, chain, max(0.0, total - share - chain), total))
     comp = np.array(comp) / 1000.0
-    fig, ax = plt.subplots(figsize=ST.size(ctx.style, "full", 0.16 + 0.05 * len(pairs)))
+    fig, ax = plt.subplots(figsize=ST.size(ctx.style, ST.TEXT_WIDTH, 0.16 + 0.05 * len(pairs)))
     y = np.arange(len(pairs))
     parts = [("Key shares", "#4d4d4d", ""), ("Certificate chain + CertificateVerify", "#9a9a9a", "//"),
              ("Rest (records, extensions, Finished, tickets)", "#dcdcdc", "..")]
@@ -571,7 +576,7 @@ def fig_bytes(ctx: Ctx) -> list[FigOut]:
     _legend(fig, ax, ncol=3)
     fig.tight_layout()
     title = "Handshake bytes per algorithm"
-    quic = set(t0["transport"]) == {"quic"}
+    quic = set(t0["transport"]) == {T.QUIC.name}  # byte counts of the QUIC connection, not TCP_INFO
     src = (("UDP payload bytes of the QUIC connection as the timer counts them" if quic
             else "TLS payload bytes measured with TCP_INFO") + " (median of the loss-free profiles)" if measured
            else "sizes from the handshake model (the run has no " + ("QUIC" if quic else "TCP_INFO") + " byte counts)")
@@ -592,7 +597,7 @@ def fig_bound(ctx: Ctx) -> list[FigOut]:
         raise Skip("no cell with both a median and a model bound")
     trs = [x for x in ctx.transports if (t["transport"] == x).any()]
     many = len(trs) > 1
-    fig, axes = plt.subplots(1, len(trs), figsize=ST.size(ctx.style, "full", 0.5 if not many else 0.45),
+    fig, axes = plt.subplots(1, len(trs), figsize=ST.size(ctx.style, ST.TEXT_WIDTH, 0.5 if not many else 0.45),
                              squeeze=False, sharey=True)
     lo = float(min(t["bound_ms"].min(), t["p50_ms"].min())) * 0.8
     hi = float(max(t["bound_ms"].max(), t["p50_ms"].max())) * 1.25
@@ -640,13 +645,13 @@ def fig_bound(ctx: Ctx) -> list[FigOut]:
 def fig_modes(ctx: Ctx) -> list[FigOut]:
     t = ctx.t[ctx.t["n_ok"] > 0].copy()
     # One x position per mode and transport variant (tcp, tcp+tfo, quic): "0rtt / tcp+tfo".
-    t["_mt"] = [m if tr == "tcp" else f"{m} / {tr}" for m, tr in zip(t["mode"], t["transport"])]
+    t["_mt"] = [m if tr == T.DEFAULT else f"{m} / {tr}" for m, tr in zip(t["mode"], t["transport"])]
     outs = []
     for p in ctx.profile_list(t):
         tp = t[t["profile"] == p]
         order = {(m, tr): (MODE_ORDER.index(m) if m in MODE_ORDER else 99,
                            TRANSPORT_ORDER.index(tr) if tr in TRANSPORT_ORDER else 9) for m, tr in zip(tp["mode"], tp["transport"])}
-        modes = [m if tr == "tcp" else f"{m} / {tr}" for (m, tr) in sorted(order, key=order.get)]
+        modes = [m if tr == T.DEFAULT else f"{m} / {tr}" for (m, tr) in sorted(order, key=order.get)]
         if len(modes) < 2:
             continue
         pairs = ctx.pal.order(zip(tp["group"], tp["sig"]))
@@ -661,7 +666,7 @@ def fig_modes(ctx: Ctx) -> list[FigOut]:
             sides.append(("Server: accept to handshake done", "server_p50_ms", None))
         if "server_first_byte_p50_ms" in tp and tp["server_first_byte_p50_ms"].notna().any():
             sides.append(("Server: accept to first application byte", "server_first_byte_p50_ms", None))
-        fig, axes = plt.subplots(1, len(sides), figsize=ST.size(ctx.style, "full", 0.42), sharey=True, squeeze=False)
+        fig, axes = plt.subplots(1, len(sides), figsize=ST.size(ctx.style, ST.TEXT_WIDTH, 0.42), sharey=True, squeeze=False)
         w = 0.6 / max(1, len(pairs))
         for j, (side, col, ci) in enumerate(sides):
             ax = axes[0, j]
@@ -712,7 +717,7 @@ def fig_cpu(ctx: Ctx) -> list[FigOut]:
         raise Skip(f"the pqs-speed output ({sp.source}) has none of the run's algorithms")
     panels = [(k, names) for k, names in (("kex", groups), ("sig", sigs)) if names]
     heights = [max(1, len(n)) for _, n in panels]
-    fig, axes = plt.subplots(len(panels), 1, figsize=ST.size(ctx.style, "full", 0.12 + 0.045 * sum(heights)),
+    fig, axes = plt.subplots(len(panels), 1, figsize=ST.size(ctx.style, ST.TEXT_WIDTH, 0.12 + 0.045 * sum(heights)),
                              gridspec_kw={"height_ratios": heights}, squeeze=False)
     op_marker = {"keygen": "o", "encaps": "s", "decaps": "D", "derive": "X", "sign": "^", "verify": "v"}
     for (kind, names), ax in zip(panels, axes[:, 0]):
@@ -755,17 +760,13 @@ def fig_cpu(ctx: Ctx) -> list[FigOut]:
 # ---------------------------------------------------------------------------------------------
 # 13 one round trip fewer: handshake time vs RTT per transport variant, TurboTLS fallback vs loss
 
-# One look per transport variant (colour-blind safe, and told apart by marker and dash alone).
-VARIANT_LOOK = {
-    "tcp": {"color": "#0072B2", "linestyle": "-", "marker": "o"},
-    "tcp+tfo": {"color": "#009E73", "linestyle": "-.", "marker": "s"},
-    "turbotls": {"color": "#CC79A7", "linestyle": ":", "marker": "^"},
-    "quic": {"color": "#D55E00", "linestyle": "--", "marker": "D"},
-}
-VARIANT_NAME = {"tcp": "TLS/TCP", "tcp+tfo": "TLS/TCP+TFO", "turbotls": "TurboTLS", "quic": "QUIC"}
-# Modes drawn per transport: every transport's full handshake; TFO's resumed and 0-RTT
-# handshakes, the round trip it saves next to the ones TurboTLS and QUIC save.
-VARIANT_MODES = {"tcp+tfo": ("full", "resume", "resume_psk", "0rtt")}
+# One look per transport variant (colour-blind safe, and told apart by marker and dash alone),
+# its name, and the modes drawn for it (every transport's full handshake; TFO's resumed and 0-RTT
+# handshakes, the round trip it saves next to the ones TurboTLS and QUIC save): the rows of
+# experiments/transports/.
+VARIANT_LOOK = {t.name: t.line_kw() for t in T.REGISTRY}
+VARIANT_NAME = {t.name: t.label for t in T.REGISTRY}
+VARIANT_MODES = {t.name: t.onertt_modes for t in T.REGISTRY}
 
 
 def _clean_link(t: pd.DataFrame) -> pd.DataFrame:
@@ -783,7 +784,7 @@ def _clean_link(t: pd.DataFrame) -> pd.DataFrame:
 def _variant_series(t: pd.DataFrame) -> list[tuple[str, str]]:
     """(transport, mode) lines present in t, transports in their canonical order."""
     order = {tr: i for i, tr in enumerate(TRANSPORT_ORDER)}
-    have = {(tr, m) for tr, m in zip(t["transport"], t["mode"]) if m in VARIANT_MODES.get(tr, ("full",))}
+    have = {(tr, m) for tr, m in zip(t["transport"], t["mode"]) if m in VARIANT_MODES.get(tr, (M.FULL,))}
     return sorted(have, key=lambda v: (order.get(v[0], 9), MODE_ORDER.index(v[1]) if v[1] in MODE_ORDER else 99))
 
 
@@ -812,7 +813,7 @@ def _onertt_rtt(ctx: Ctx) -> FigOut:
     pairs = ctx.pal.order(zip(t["group"], t["sig"]))
     ncol = min(3, len(pairs))
     nrow = math.ceil(len(pairs) / ncol)
-    fig, axes = plt.subplots(nrow, ncol, figsize=ST.size(ctx.style, "full", 0.38 * nrow + 0.1), sharex=True,
+    fig, axes = plt.subplots(nrow, ncol, figsize=ST.size(ctx.style, ST.TEXT_WIDTH, 0.38 * nrow + 0.1), sharex=True,
                              squeeze=False)
     rtts = sorted(t["rtt_cfg_ms"].dropna().unique())
     for k, (g, sg) in enumerate(pairs):
@@ -855,13 +856,13 @@ def _onertt_rtt(ctx: Ctx) -> FigOut:
 
 def _turbo_fallback(ctx: Ctx) -> FigOut | None:
     """TurboTLS fallback rate vs loss, or None when the run has no turbotls cell under loss."""
-    tt = ctx.t[ctx.t["transport"] == "turbotls"]
+    tt = ctx.t[ctx.t["transport"] == T.TURBOTLS.name]
     if tt.empty or not (tt["loss"].fillna(0) > 0).any():
         return None
     s = ctx.a.run.samples
     if "turbo_fallback" not in s:
         return None
-    s = s[s["transport"].astype(str) == "turbotls"]
+    s = s[s["transport"].astype(str) == T.TURBOTLS.name]
     flag = s["turbo_fallback"].astype("object")
     known = flag.map(lambda v: isinstance(v, (bool, np.bool_, int, float)) and v == v)
     s = s.assign(_fb=flag.where(known).map(lambda v: bool(v) if v == v and v is not None else False), _k=known)
@@ -872,7 +873,7 @@ def _turbo_fallback(ctx: Ctx) -> FigOut | None:
     rtts = sorted(lossy["rtt_cfg_ms"].dropna().unique())
     tt = tt[tt["rtt_cfg_ms"].isin(rtts) & (tt["jitter_ms"].fillna(0) == 0)]
     n = len(rtts)
-    fig, axes = plt.subplots(1, n, figsize=ST.size(ctx.style, "full", 0.42), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(1, n, figsize=ST.size(ctx.style, ST.TEXT_WIDTH, 0.42), sharey=True, squeeze=False)
     drawn = []
     for j, rtt in enumerate(rtts):
         ax = axes[0, j]
@@ -919,7 +920,7 @@ KINDS: dict[str, Callable[[Ctx], list[FigOut]]] = {
 }
 # Drawn once per transport when a run has more than one (the other kinds handle transport inside).
 PER_TRANSPORT = ("loss", "rate", "mtu", "rtt", "ecdf", "box", "bytes", "modes")
-TRANSPORT_LABEL = {"tcp": "TCP", "quic": "QUIC"}
+TRANSPORT_LABEL = {t.name: t.table_label for t in T.REGISTRY}
 
 
 def _per_transport(kind: str, ctx: Ctx) -> list[FigOut]:

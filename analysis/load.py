@@ -2,9 +2,10 @@
 metadata agree. Every problem is a one-line UserError naming the file, what is wrong and the
 fix; the tables come back with the analysis names of columns.py.
 
-The run directory's format belongs to experiments/rundir.py: a newer format is refused there
-(check_format), and tables that raw/ has outgrown are rebuilt there, in memory: the analysis
-never writes into a run directory outside its analysis/ folder."""
+The results format belongs to pqshake/results/: a newer format is refused there (check_format),
+earlier ones are read as this version's (migrate.py), and tables that raw/ has outgrown are
+rebuilt there, in memory: the analysis never writes into a run directory outside its analysis/
+folder, and does not import the runner's modules."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
+from pqshake import results as fmt
 from pqshake.errors import UserError
 
 from . import columns as C
@@ -84,21 +86,16 @@ def read_meta(path: Path) -> dict:
         subs = sorted(d for d in path.iterdir() if (d / "meta.json").is_file()) if path.is_dir() else []
         hint = f"; runs inside: {', '.join(d.name for d in subs[-3:])}" if subs else ""
         raise UserError(f"{path}: not a run directory (no meta.json){hint}; pass results/<name>/<id>")
-    from pqshake.experiments import rundir as rd
-
-    return rd.read_meta(p)
+    return fmt.read_meta(p)
 
 
 def _fresh_tables(path: Path) -> dict[str, pd.DataFrame]:
     """The tables raw/ holds newer data for than the parquet files (or that are missing), built
     in memory from raw/ by the format's owner; {} when the parquet files are current."""
-    from pqshake.experiments import rundir as rd
-
-    run = rd.RunDir(path)
-    if not any(rd.stale(run, t) for t in rd.TABLES):
+    if not any(fmt.stale(path, t) for t in fmt.TABLES):
         return {}
     try:
-        return rd.collect_tables(run)
+        return fmt.collect_tables(path)
     except (OSError, ValueError, KeyError) as e:
         raise UserError(f"{path}/raw: cannot rebuild the tables from it ({e.__class__.__name__}: {e}); "
                         f"check the run with 'pqshake ls'") from None
@@ -107,13 +104,11 @@ def _fresh_tables(path: Path) -> dict[str, pd.DataFrame]:
 def read_table(run_dir: Path, table: str, what: str, fresh: dict[str, pd.DataFrame] | None = None) -> pd.DataFrame:
     """A run table with the analysis names; required columns checked, optional ones that are
     missing come back as all-NA columns. fresh: tables rebuilt in memory (_fresh_tables)."""
-    from pqshake.experiments import rundir as rd
-
-    f = rd.table_path(run_dir, table)
+    f = fmt.table_path(run_dir, table)
     mem = (fresh or {}).get(table)
     if mem is None and not f.is_file():
         raise UserError(f"{f}: missing; rebuild the tables with 'pqshake load {run_dir}' (or re-run the experiment)")
-    names = list(mem.columns) if mem is not None else rd.table_columns(run_dir, table)
+    names = list(mem.columns) if mem is not None else fmt.table_columns(run_dir, table)
     req, opt = C.required_for(table), C.optional_for(table)
     missing = [c for c in req if c not in names]
     if missing:
@@ -127,7 +122,7 @@ def read_table(run_dir: Path, table: str, what: str, fresh: dict[str, pd.DataFra
                 if df[c].dtype == object and df[c].map(lambda v: v is None or isinstance(v, str)).all():
                     df[c] = df[c].astype("category")
         else:
-            df = rd.read_table(run_dir, table, want)
+            df = fmt.read_table(run_dir, table, want)
     except Exception as e:  # noqa: BLE001
         raise UserError(f"{f}: cannot be read ({e.__class__.__name__}: {e}); rebuild it with 'pqshake load {run_dir}'") from None
     df = df.rename(columns={**req, **opt})

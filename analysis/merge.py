@@ -10,6 +10,7 @@ and mode were timed on different CPU models."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -104,14 +105,12 @@ def cpu_notes(mach: pd.DataFrame) -> list[str]:
 
 
 def _cells_of(path: Path) -> pd.DataFrame:
-    from pqshake.experiments import rundir as rd
+    from pqshake import results as fmt
 
-    run = rd.RunDir(path)
-    done = run.done_cells()
-    plan = rd.read_json(path / "plan.json") if (path / "plan.json").is_file() else {"cells": []}
-    rows = [c for c in plan.get("cells", []) if c["cell_id"] in done]
+    plan = json.loads((path / "plan.json").read_text(encoding="utf-8")) if (path / "plan.json").is_file() else {"cells": []}
+    rows = [c for c in plan.get("cells", []) if fmt.done_info(path, c["cell_id"]) is not None]
     if not rows and (path / "cells.parquet").is_file():  # tables only (no raw/): what they hold
-        return rd.read_table(path, "cells", ["cell_id", "group", "sig", "profile", "mode"]).astype(str)
+        return fmt.read_table(path, "cells", ["cell_id", "group", "sig", "profile", "mode"]).astype(str)
     return pd.DataFrame(rows, columns=["cell_id", "group", "sig", "profile", "mode"])
 
 

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from pqshake.errors import UserError
+from pqshake.results import verdict_reasons
 
 from . import bound as B
 from . import stats as S
@@ -20,6 +21,8 @@ from . import tables as T
 from pqshake.experiments.portable import portable
 
 from .load import Run, get, load_runs
+from pqshake.experiments import transports as TR
+
 from .summary import CI_METHOD_TEXT, MODE_LABELS, Summary, summarize
 
 
@@ -176,7 +179,7 @@ def suspect_rows(t: pd.DataFrame) -> pd.DataFrame:
 
 
 def cell_label(r) -> str:
-    extra = f", {r.transport}" if "transport" in r._fields and r.transport not in ("tcp", None) else ""
+    extra = f", {r.transport}" if "transport" in r._fields and r.transport not in (TR.DEFAULT, None) else ""
     return f"{r.group} / {r.sig} @ {r.profile} ({MODE_LABELS.get(r.mode, r.mode)}{extra})"
 
 
@@ -197,7 +200,7 @@ def validity_lines(a: Analysis) -> list[str]:
     out += [f"{len(sus)} of {judged} judged cells are suspect (marked in every table and figure; "
             f"`pqshake resume RUN --rerun-suspect` measures them again; `--exclude-suspect` leaves them out):", ""]
     for r in sus.itertuples(index=False):
-        out.append(f"- {cell_label(r)}: {str(r.verdict).split(': ', 1)[1]}")
+        out.append(f"- {cell_label(r)}: {'; '.join(verdict_reasons(str(r.verdict)))}")
     return out + [""]
 
 

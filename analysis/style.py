@@ -57,10 +57,15 @@ def rc(style: str) -> dict:
     }
 
 
-def size(style: str, width: str = "full", aspect: float | None = None) -> tuple[float, float]:
+# The two figure widths size() knows: the text width, half of it.
+TEXT_WIDTH = "full"
+HALF_WIDTH = "half"
+
+
+def size(style: str, width: str = TEXT_WIDTH, aspect: float | None = None) -> tuple[float, float]:
     """(width, height) in inches: width 'full' (text width) or 'half'; height = width x aspect."""
     st = STYLES[style]
-    w = st["width"] if width == "full" else st["half"]
+    w = st["width"] if width == TEXT_WIDTH else st["half"]
     return (w, w * (aspect if aspect is not None else st["aspect"]))
 
 

@@ -11,15 +11,16 @@ import numpy as np
 import pandas as pd
 
 from pqshake.errors import UserError
+from pqshake.experiments import modes as M
+from pqshake.experiments import transports as T
 
 from . import bound as B
 from . import stats as S
 from .columns import CELL_KEY, TRANSPORT_ORDER
 from .load import Run
 
-MODE_ORDER = ("full", "resume", "resume_psk", "0rtt", "hrr", "tls12")
-MODE_LABELS = {"full": "full", "resume": "resumption", "resume_psk": "resumption psk_ke", "0rtt": "0-RTT", "hrr": "HRR",
-               "tls12": "TLS 1.2"}
+MODE_ORDER = M.NAMES
+MODE_LABELS = M.LABELS
 PREFERRED_BASELINE = [("x25519", "ecdsa-p256"), ("x25519", "ed25519"), ("secp256r1", "ecdsa-p256")]
 RTT_MIN_FOR_INFERENCE_MS = 1.0
 CI_METHOD_TEXT = ("percentile bootstrap over all attempts (failures censored at the timeout); cells with several "
@@ -28,7 +29,7 @@ CI_METHOD_TEXT = ("percentile bootstrap over all attempts (failures censored at 
 
 def _tr(r) -> str:
     """' / quic' in a cell's name for a note (tcp cells keep the names they always had)."""
-    return "" if r.transport == "tcp" else f" / {r.transport}"
+    return "" if r.transport == T.DEFAULT else f" / {r.transport}"
 
 
 @dataclass
@@ -151,13 +152,73 @@ def _cells_with_clusters(values: np.ndarray, codes: np.ndarray, clus: np.ndarray
     return alls, clusters
 
 
+@dataclass
+class _Ctx:
+    """What the summary's sections share: the run, its cells (keys, one row each in `out`) and
+    every attempt's cell (codes); sections add columns to `out` and notes."""
+
+    run: Run
+    reg: object
+    keys: pd.DataFrame
+    code_of: dict
+    codes: np.ndarray
+    ok: np.ndarray
+    out: pd.DataFrame
+    notes: list[str] = field(default_factory=list)
+    cens: np.ndarray | None = None  # censored percentiles per cell (S.PERCENTILES)
+    draws50: list = field(default_factory=list)  # bootstrap draws of each cell's median
+    rtt_ms: np.ndarray | None = None  # achieved RTT per cell, else the configured one
+
+    @property
+    def ng(self) -> int:
+        return len(self.keys)
+
+    @property
+    def samples(self) -> pd.DataFrame:
+        return self.run.samples
+
+    @property
+    def server(self) -> pd.DataFrame | None:
+        return self.run.server
+
+    def key_codes(self, df: pd.DataFrame) -> np.ndarray:
+        return key_codes(df, self.code_of)
+
+
 def summarize(run: Run, *, speed: B.Speed | None = None, cpu_note: str = "", baseline: str | None = None,
               n_boot: int = S.BOOTSTRAP_N, seed: int = S.BOOTSTRAP_SEED) -> Summary:
+    """One row per cell, section by section (each adds its columns, in this order); a
+    transport's own columns come from its row in experiments/transports/."""
+    ctx = _cells(run)
+    _counts(ctx)
+    _timings(ctx, n_boot, seed)
+    base = _slowdown(ctx, baseline)
+    _against_default_transport(ctx)
+    _transport_figures(ctx)
+    for t in T.REGISTRY:
+        t.summary_attempts(ctx)
+    _retransmissions(ctx)
+    _network(ctx)
+    _bound(ctx, speed)
+    _server(ctx)
+    for t in T.REGISTRY:
+        t.summary_server(ctx)
+    _empty_and_failed(ctx)
+    params = {"pct_method": S.PCT_METHOD, "ci_level": S.CI_LEVEL, "bootstrap_n": n_boot, "bootstrap_seed": seed,
+              "censoring": "failures count as not finished by the timeout",
+              "timeout_ms": run.timeout_ns / 1e6 if run.timeout_ns else None,
+              "ci_method": CI_METHOD_TEXT,
+              "baseline": f"{base[0]} / {base[1]}" if base else None, "cpu": cpu_note,
+              "chain_depth": run.chain_depth, "transports": list(dict.fromkeys(ctx.keys["transport"])),
+              "quic_retry": run.quic_retry}
+    return Summary(table=ctx.out.reset_index(drop=True), baseline=base, notes=run.notes + ctx.notes, cpu_note=cpu_note,
+                   params=params)
+
+
+def _cells(run: Run) -> _Ctx:
+    """Every cell that exists (in the cells table or in the samples), in the tables' order."""
     reg = _registry()
     s = run.samples
-    notes: list[str] = []
-
-    # Every cell that exists: in the cells table or in the samples.
     keys = pd.concat([run.cells[CELL_KEY].drop_duplicates().astype(str),
                       s[CELL_KEY].drop_duplicates().astype(str)], ignore_index=True)
     keys = keys.drop_duplicates().reset_index(drop=True)
@@ -169,16 +230,15 @@ def summarize(run: Run, *, speed: B.Speed | None = None, cpu_note: str = "", bas
     keys["_to"] = keys["transport"].map(lambda t: (TRANSPORT_ORDER.index(t), t) if t in TRANSPORT_ORDER else (9, t))
     keys = keys.sort_values(["_go", "_so", "_po", "_mo", "_to"]).drop(columns=["_go", "_so", "_po", "_mo", "_to"]).reset_index(drop=True)
     index = pd.MultiIndex.from_frame(keys)
-    ng = len(keys)
     code_of = {k: i for i, k in enumerate(index)}
+    return _Ctx(run, reg, keys, code_of, key_codes(s, code_of), s["ok"].to_numpy(dtype=bool), keys.copy())
 
-    codes = key_codes(s, code_of)
-    ok = s["ok"].to_numpy(dtype=bool)
-    hs = s["handshake_ns"].to_numpy(dtype=float)
 
+def _counts(ctx: _Ctx) -> None:
+    """Attempts, successes, the failure rate with its Wilson interval, the most common error."""
+    s, codes, ok, ng, out = ctx.samples, ctx.codes, ctx.ok, ctx.ng, ctx.out
     n_att = np.bincount(codes, minlength=ng)
     n_ok = np.bincount(codes[ok], minlength=ng)
-    out = keys.copy()
     out["n_attempts"] = n_att
     out["n_ok"] = n_ok
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -195,12 +255,15 @@ def summarize(run: Run, *, speed: B.Speed | None = None, cpu_note: str = "", bas
             top[int(c)] = f"{e} ({n})"
     out["top_error"] = top
 
-    # Failure rate with its Wilson interval.
     wl = np.array([S.wilson(int(a - k), int(a)) for a, k in zip(n_att, n_ok)]).reshape(ng, 2)
     out["failure_ci_lo"], out["failure_ci_hi"] = wl[:, 0], wl[:, 1]
 
-    # Timings over every measured attempt, a failure censored at the timeout (+inf: "did not
-    # finish by then"); docs/methodology.md, "Statistics". Clusters: (run, repetition).
+
+def _timings(ctx: _Ctx, n_boot: int, seed: int) -> None:
+    """Timings over every measured attempt, a failure censored at the timeout (+inf: "did not
+    finish by then"); docs/methodology.md, "Statistics". Clusters: (run, repetition)."""
+    s, codes, ok, ng, out, keys, run = ctx.samples, ctx.codes, ctx.ok, ctx.ng, ctx.out, ctx.keys, ctx.run
+    hs = s["handshake_ns"].to_numpy(dtype=float)
     ms_all = np.where(ok, hs / 1e6, np.inf)
     ms_all[ok & ~np.isfinite(hs)] = np.inf
     clus = _cluster_ids(s)
@@ -251,81 +314,79 @@ def summarize(run: Run, *, speed: B.Speed | None = None, cpu_note: str = "", bas
     out["ok_std_ms"] = okp[:, 1]
     for j, q in enumerate(qs):
         out[f"ok_p{q}_ms"] = okp[:, 2 + j]
+    ctx.cens, ctx.draws50 = cens, draws50
 
-    # Slowdown against the baseline pair in the same profile, mode and transport.
+
+def _ratio_of_medians(ctx: _Ctx, i: int, j: int | None) -> tuple[float, float, float] | None:
+    """Cell i's median over cell j's, with the CI of the ratio of their bootstrap draws."""
+    if j is None or ctx.draws50[i] is None or ctx.draws50[j] is None:
+        return None
+    num, den = ctx.cens[i, 2], ctx.cens[j, 2]  # p50
+    if np.isfinite(num) and np.isfinite(den) and den > 0:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lo, hi = S.ci(ctx.draws50[i] / ctx.draws50[j])
+        return num / den, lo, hi
+    return None
+
+
+def _slowdown(ctx: _Ctx, baseline: str | None) -> tuple[str, str] | None:
+    """Slowdown against the baseline pair in the same profile, mode and transport."""
+    keys, out, code_of = ctx.keys, ctx.out, ctx.code_of
     pairs = set(zip(keys["group"], keys["sig"]))
     base = choose_baseline(pairs, baseline)
-    sl = np.full((ng, 3), np.nan)
+    sl = np.full((ctx.ng, 3), np.nan)
     if base is None:
-        notes.append("no classical group x classical signature cell in the run: slowdown not computed "
-                     "(choose one with --baseline GROUP:SIG)")
+        ctx.notes.append("no classical group x classical signature cell in the run: slowdown not computed "
+                         "(choose one with --baseline GROUP:SIG)")
     else:
         for i, (g, sg, p, m, tr) in enumerate(keys.itertuples(index=False)):
-            j = code_of.get((base[0], base[1], p, m, tr))
-            if j is None or draws50[i] is None or draws50[j] is None:
-                continue
-            num, den = cens[i, 2], cens[j, 2]  # p50
-            if np.isfinite(num) and np.isfinite(den) and den > 0:
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    lo, hi = S.ci(draws50[i] / draws50[j])
-                sl[i] = (num / den, lo, hi)
+            r = _ratio_of_medians(ctx, i, code_of.get((base[0], base[1], p, m, tr)))
+            if r is not None:
+                sl[i] = r
     out["baseline_group"] = base[0] if base else None
     out["baseline_sig"] = base[1] if base else None
     out["slowdown"], out["slowdown_ci_lo"], out["slowdown_ci_hi"] = sl[:, 0], sl[:, 1], sl[:, 2]
+    return base
 
-    # QUIC against TCP: the ratio of medians of the same cell on both transports.
-    qt = np.full((ng, 3), np.nan)
-    for i, (g, sg, p, m, tr) in enumerate(keys.itertuples(index=False)):
-        if tr == "tcp":
-            continue
-        j = code_of.get((g, sg, p, m, "tcp"))
-        if j is None or draws50[i] is None or draws50[j] is None:
-            continue
-        num, den = cens[i, 2], cens[j, 2]
-        if np.isfinite(num) and np.isfinite(den) and den > 0:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                lo, hi = S.ci(draws50[i] / draws50[j])
-            qt[i] = (num / den, lo, hi)
-    out["vs_tcp"], out["vs_tcp_ci_lo"], out["vs_tcp_ci_hi"] = qt[:, 0], qt[:, 1], qt[:, 2]
 
-    # Transport figures (medians over ok attempts), retransmissions over all attempts. bytes_up /
-    # bytes_down: TCP_INFO's bytes for tcp cells, the QUIC connection's UDP payload bytes for quic.
+def _against_default_transport(ctx: _Ctx) -> None:
+    """Each cell against the same cell over TLS/TCP (the default transport): the ratio of medians."""
+    qt = np.full((ctx.ng, 3), np.nan)
+    for i, (g, sg, p, m, tr) in enumerate(ctx.keys.itertuples(index=False)):
+        if tr == T.DEFAULT:
+            continue
+        r = _ratio_of_medians(ctx, i, ctx.code_of.get((g, sg, p, m, T.DEFAULT)))
+        if r is not None:
+            qt[i] = r
+    ctx.out["vs_tcp"], ctx.out["vs_tcp_ci_lo"], ctx.out["vs_tcp_ci_hi"] = qt[:, 0], qt[:, 1], qt[:, 2]
+
+
+def _transport_figures(ctx: _Ctx) -> None:
+    """Transport figures (medians over ok attempts). bytes_up / bytes_down: TCP_INFO's bytes for
+    TCP cells, the connection's UDP payload bytes for datagram transports."""
+    s, out, ng = ctx.samples, ctx.out, ctx.ng
     tcp = pd.DataFrame({c: s[c].to_numpy(dtype=float) for c in ("bytes_up", "bytes_down", "segs_up", "segs_down",
                                                                  "dgrams_up", "dgrams_down", "quic_bytes_up",
                                                                  "quic_bytes_down")})
     tcp["bytes_up"] = tcp["bytes_up"].fillna(tcp["quic_bytes_up"])
     tcp["bytes_down"] = tcp["bytes_down"].fillna(tcp["quic_bytes_down"])
-    tcp["_c"] = codes
-    med = tcp[ok].groupby("_c").median()
+    tcp["_c"] = ctx.codes
+    med = tcp[ctx.ok].groupby("_c").median()
     for c in ("bytes_up", "bytes_down", "segs_up", "segs_down", "dgrams_up", "dgrams_down"):
         out[c] = med[c].reindex(range(ng)).to_numpy() if len(med) else np.nan
-    # QUIC: share of attempts that went through a Retry, mean PTO expirations and lost packets.
-    qd = pd.DataFrame({"retry": pd.to_numeric(s["quic_retry"].astype("object").map(
-        lambda v: float(v) if isinstance(v, (bool, int, float, np.bool_)) and v == v else np.nan), errors="coerce"),
-        "pto": s["pto_count"].to_numpy(dtype=float), "lost": s["quic_lost"].to_numpy(dtype=float), "_c": codes})
-    qg = qd.groupby("_c")
-    out["quic_retry_share"] = qg["retry"].mean().reindex(range(ng)).to_numpy()
-    out["pto_mean"] = qg["pto"].mean().reindex(range(ng)).to_numpy()
-    out["quic_lost_mean"] = qg["lost"].mean().reindex(range(ng)).to_numpy()
-    # TurboTLS: share of attempts (all, failed ones included: a fallback is a property of the
-    # path, not of success) that fell back to TCP after the wait, whose whole first flight came
-    # over UDP, and whose flight did not fit the requests. NaN for other transports.
-    def _flag(col: str) -> pd.Series:
-        return pd.to_numeric(s[col].astype("object").map(
-            lambda v: float(v) if isinstance(v, (bool, int, float, np.bool_)) and v == v else np.nan), errors="coerce")
-    td = pd.DataFrame({"fb": _flag("turbo_fallback"), "udp": _flag("turbo_udp_complete"),
-                       "nofit": (s["turbo_fallback_cause"].astype("object") == "flight_not_fit").astype(float)
-                       .where(s["turbo_fallback"].notna(), np.nan), "_c": codes})
-    tg = td.groupby("_c")
-    out["turbo_fallback_rate"] = tg["fb"].mean().reindex(range(ng)).to_numpy()
-    out["turbo_udp_complete_share"] = tg["udp"].mean().reindex(range(ng)).to_numpy()
-    out["turbo_not_fit_share"] = tg["nofit"].mean().reindex(range(ng)).to_numpy()
-    rt = pd.DataFrame({"r": s["retrans"].to_numpy(dtype=float), "_c": codes})
-    g = rt.groupby("_c")["r"]
-    out["retrans_mean"] = g.mean().reindex(range(ng)).to_numpy()
-    out["retrans_share"] = g.apply(lambda v: float((v > 0).mean()) if v.notna().any() else np.nan).reindex(range(ng)).to_numpy()
 
-    # Network: achieved RTT (median over the cells' probe medians), configured figures.
+
+def _retransmissions(ctx: _Ctx) -> None:
+    """Retransmissions over all attempts: the mean, and the share of attempts with any."""
+    rt = pd.DataFrame({"r": ctx.samples["retrans"].to_numpy(dtype=float), "_c": ctx.codes})
+    g = rt.groupby("_c")["r"]
+    ctx.out["retrans_mean"] = g.mean().reindex(range(ctx.ng)).to_numpy()
+    ctx.out["retrans_share"] = g.apply(lambda v: float((v > 0).mean()) if v.notna().any() else np.nan).reindex(range(ctx.ng)).to_numpy()
+
+
+def _network(ctx: _Ctx) -> None:
+    """Achieved RTT (median over the cells' probe medians), cell outcomes, configured figures."""
+    run = ctx.run
     cells = run.cells.copy()
     for c in CELL_KEY:
         cells[c] = cells[c].astype(str)
@@ -337,7 +398,7 @@ def summarize(run: Run, *, speed: B.Speed | None = None, cpu_note: str = "", bas
         "cell_reason": cg["reason"].apply(lambda v: next((str(x) for x in v if isinstance(x, str) and x), "")),
         "verdict": (cg["verdict"].apply(_verdict) if "verdict" in cells else pd.Series(dtype=object)),
     })
-    out = out.merge(cinfo, left_on=CELL_KEY, right_index=True, how="left")
+    out = ctx.out.merge(cinfo, left_on=CELL_KEY, right_index=True, how="left")
     out["verdict"] = out["verdict"].fillna("not judged")
     out["suspect"] = out["verdict"].astype(str).str.startswith("suspect")
     prof = run.profiles.set_index("profile")
@@ -347,14 +408,18 @@ def summarize(run: Run, *, speed: B.Speed | None = None, cpu_note: str = "", bas
         out[col] = out["profile"].map(prof[src]).astype(float)
     missing_rtt = out["rtt_achieved_ms"].isna() & out["rtt_cfg_ms"].notna()
     if missing_rtt.any():
-        notes.append(f"{int(missing_rtt.sum())} cells have no achieved RTT (no probes): the bound uses the configured RTT")
-    rtt_ms = out["rtt_achieved_ms"].fillna(out["rtt_cfg_ms"]).to_numpy(dtype=float)
+        ctx.notes.append(f"{int(missing_rtt.sum())} cells have no achieved RTT (no probes): the bound uses the configured RTT")
+    ctx.rtt_ms = out["rtt_achieved_ms"].fillna(out["rtt_cfg_ms"]).to_numpy(dtype=float)
+    ctx.out = out
 
-    # The model's lower bound (docs/methodology.md) and the inferred round trips.
+
+def _bound(ctx: _Ctx, speed: B.Speed | None) -> None:
+    """The model's lower bound (docs/methodology.md) and the inferred round trips."""
+    run, out, rtt_ms, reg = ctx.run, ctx.out, ctx.rtt_ms, ctx.reg
     brows = []
     cpu_missing: set[str] = set()
     unsized: set[str] = set()
-    for i, (g_, s_, p_, m_, t_) in enumerate(keys.itertuples(index=False)):
+    for i, (g_, s_, p_, m_, t_) in enumerate(ctx.keys.itertuples(index=False)):
         if not np.isfinite(rtt_ms[i]):
             brows.append({})
             continue
@@ -374,7 +439,7 @@ def summarize(run: Run, *, speed: B.Speed | None = None, cpu_note: str = "", bas
             continue
         b["cpu_source"] = "pqs-speed" if cpu is not None else "none"
         brows.append(b)
-    bd = pd.DataFrame(brows, index=range(ng))
+    bd = pd.DataFrame(brows, index=range(ctx.ng))
     for c in ("rtts", "rtt_prop", "t_rtt", "t_ser", "t_cpu", "cpu_sum", "total", "client_bytes", "server_bytes", "amp_rounds",
               "cpu_source"):
         if c not in bd:
@@ -399,27 +464,29 @@ def summarize(run: Run, *, speed: B.Speed | None = None, cpu_note: str = "", bas
     inferred[~(prop_ms >= RTT_MIN_FOR_INFERENCE_MS)] = np.nan
     out["rtts_inferred"] = inferred
     if unsized:
-        notes.append("no bound for cells whose algorithm the registry does not size: " + "; ".join(sorted(unsized)))
+        ctx.notes.append("no bound for cells whose algorithm the registry does not size: " + "; ".join(sorted(unsized)))
     if cpu_missing:
-        notes.append(f"pqs-speed has no timings for {', '.join(sorted(cpu_missing)[:5])}"
-                     f"{' ...' if len(cpu_missing) > 5 else ''}: their bound has no CPU term")
+        ctx.notes.append(f"pqs-speed has no timings for {', '.join(sorted(cpu_missing)[:5])}"
+                         f"{' ...' if len(cpu_missing) > 5 else ''}: their bound has no CPU term")
 
-    # Server side.
+
+def _server(ctx: _Ctx) -> None:
+    """Server side, and what users measure (0-RTT's gain shows here, not in the handshake time):
+    the client's time to the first / last response byte (connect to byte), and the server's time
+    from accept to the first application byte it read (the request; 0-RTT: with the ClientHello)."""
+    run, s, out, ng, ok, codes = ctx.run, ctx.samples, ctx.out, ctx.ng, ctx.ok, ctx.codes
     out["server_n"] = 0
     out["server_p50_ms"] = np.nan
     out["server_p95_ms"] = np.nan
     if run.server is not None and len(run.server):
         sv = run.server[run.server["ok"].to_numpy(dtype=bool)]
-        sc = key_codes(sv, code_of)
+        sc = ctx.key_codes(sv)
         v = sv["server_handshake_ns"].to_numpy(dtype=float) / 1e6
         keep = sc >= 0
         sper = _sorted_groups(v[keep], sc[keep], ng)
         out["server_n"] = [x.size for x in sper]
         pp = np.array([S.percentiles(x, (50, 95)) for x in sper]) if ng else np.empty((0, 2))
         out["server_p50_ms"], out["server_p95_ms"] = pp[:, 0], pp[:, 1]
-    # What users measure (0-RTT's gain shows here, not in the handshake time): the client's
-    # time to the first / last response byte (connect to byte), and the server's time from
-    # accept to the first application byte it read (the request; 0-RTT: with the ClientHello).
     for col, src in (("ttfb_p50_ms", "ttfb_ns"), ("ttlb_p50_ms", "ttlb_ns")):
         out[col] = np.nan
         if src in s.columns:
@@ -431,22 +498,17 @@ def summarize(run: Run, *, speed: B.Speed | None = None, cpu_note: str = "", bas
     if run.server is not None and len(run.server) and "first_app_byte_mono_ns" in run.server.columns \
             and "accepted_mono_ns" in run.server.columns:
         sv = run.server[run.server["ok"].to_numpy(dtype=bool)]
-        sc = key_codes(sv, code_of)
+        sc = ctx.key_codes(sv)
         v = (sv["first_app_byte_mono_ns"].to_numpy(dtype=float) - sv["accepted_mono_ns"].to_numpy(dtype=float)) / 1e6
         keep = (sc >= 0) & np.isfinite(v)
         per = _sorted_groups(v[keep], sc[keep], ng)
         out["server_first_byte_p50_ms"] = [float(np.median(x)) if x.size else np.nan for x in per]
-    # QUIC, server side: share of connections whose flight waited on the 3x amplification limit.
-    out["server_amp_limited_share"] = np.nan
-    if run.server is not None and len(run.server) and run.server["server_amp_limited"].notna().any():
-        sv = run.server
-        amp = sv["server_amp_limited"].astype("object").map(
-            lambda v: float(v) if isinstance(v, (bool, int, float, np.bool_)) and v == v else np.nan)
-        ac = key_codes(sv, code_of)
-        ad = pd.DataFrame({"a": pd.to_numeric(amp, errors="coerce").to_numpy(dtype=float), "_c": ac})
-        out["server_amp_limited_share"] = ad[ad["_c"] >= 0].groupby("_c")["a"].mean().reindex(range(ng)).to_numpy()
 
-    # Algorithm attributes from the registry (for tables and figures).
+
+def _empty_and_failed(ctx: _Ctx) -> None:
+    """Algorithm attributes from the registry (for tables and figures), then a note per cell
+    without attempts or without a success."""
+    reg, out, notes = ctx.reg, ctx.out, ctx.notes
     out.insert(2, "group_kind", out["group"].map(lambda n: getattr(reg.groups.get(n), "kind", "unknown")))
     out.insert(3, "sig_kind", out["sig"].map(lambda n: getattr(reg.sigs.get(n), "kind", "unknown")))
     out = out.drop(columns=["rate_up_bps", "rate_down_bps"])
@@ -463,13 +525,5 @@ def summarize(run: Run, *, speed: B.Speed | None = None, cpu_note: str = "", bas
         notes.insert(0, "no successful handshake in the run: only counts and failure rates are meaningful")
     if len(notes) > 12:
         extra = len(notes) - 10
-        notes = notes[:10] + [f"... and {extra} more such notes (see the summary table)"]
-    params = {"pct_method": S.PCT_METHOD, "ci_level": S.CI_LEVEL, "bootstrap_n": n_boot, "bootstrap_seed": seed,
-              "censoring": "failures count as not finished by the timeout",
-              "timeout_ms": run.timeout_ns / 1e6 if run.timeout_ns else None,
-              "ci_method": CI_METHOD_TEXT,
-              "baseline": f"{base[0]} / {base[1]}" if base else None, "cpu": cpu_note,
-              "chain_depth": run.chain_depth, "transports": list(dict.fromkeys(keys["transport"])),
-              "quic_retry": run.quic_retry}
-    return Summary(table=out.reset_index(drop=True), baseline=base, notes=run.notes + notes, cpu_note=cpu_note,
-                   params=params)
+        notes[:] = notes[:10] + [f"... and {extra} more such notes (see the summary table)"]
+    ctx.out = out

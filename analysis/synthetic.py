@@ -18,9 +18,12 @@ from typing import Iterable
 
 import numpy as np
 
+from pqshake.experiments import modes as M
+from pqshake.experiments import transports as T
+
 GROUPS = ["x25519", "X25519MLKEM768", "MLKEM768", "MLKEM1024"]
 SIGS = ["ecdsa-p256", "ml-dsa-44"]
-MODES = ["full", "resume", "0rtt", "hrr", "tls12"]
+MODES = [m.name for m in M.REGISTRY if m.synthetic]
 BOOL_NULLABLE = ("quic_retry", "quic_amplification_limited", "quic_retry_sent", "turbo_fallback", "turbo_udp_complete")
 TURBO_FALLBACK_S = 0.010  # the fallback wait of synthetic turbotls cells (the runner's default)
 
@@ -77,37 +80,40 @@ class Spec:
     drop_columns: list[str] = field(default_factory=list)  # samples.parquet columns to leave out
     meta: dict = field(default_factory=dict)  # merged into meta.json
     server: bool = True
-    # quic cells: full, resume, hrr only; turbotls cells: full, resume, resume_psk; tcp+tfo: any mode
-    transports: list[str] = field(default_factory=lambda: ["tcp"])
+    # a transport's cells: the modes it runs, on profiles with its minimum MTU (its row in
+    # experiments/transports/)
+    transports: list[str] = field(default_factory=lambda: [T.DEFAULT])
     quic_retry: bool = True
 
 
-def cell_id(profile: str, group: str, sig: str, mode: str, rep: int, transport: str = "tcp") -> str:
+def cell_id(profile: str, group: str, sig: str, mode: str, rep: int, transport: str = T.DEFAULT) -> str:
     from pqshake.experiments.plan import cell_id as plan_cell_id
 
     return plan_cell_id(profile, group, sig, mode, rep, transport)
 
 
 def cells(spec: Spec) -> list[dict]:
-    from pqshake.experiments.handshake_model import QUIC_MODES
-    from pqshake.experiments.plan import TURBO_REFUSED_MODES
-
     out = []
     for pname in spec.profiles:
         for mode in spec.modes:
-            if mode != "full" and pname != spec.base_profile:
+            if mode != M.FULL and pname != spec.base_profile:
                 continue
             for g in spec.groups:
                 for s in spec.sigs:
                     for tr in spec.transports:
-                        if tr == "quic" and (mode not in QUIC_MODES or spec.profiles[pname]["mtu"] < 1228):
-                            continue
-                        if tr == "turbotls" and (mode in TURBO_REFUSED_MODES or spec.profiles[pname]["mtu"] < 1228):
+                        row = T.find(tr)
+                        if row is not None and (mode in row.refused or spec.profiles[pname]["mtu"] < row.min_mtu):
                             continue
                         for r in range(spec.repetitions):
                             out.append({"cell_id": cell_id(pname, g, s, mode, r, tr), "profile": pname,
                                         "group": g, "sig": s, "mode": mode, "transport": tr, "repetition": r})
     return out
+
+
+def _resumed(mode: str) -> bool:
+    """Attempts marked resumed, with a priming connection on the server: resumption and 0-RTT
+    with a key share (synthetic resume_psk cells have neither; kept as the data always was)."""
+    return M.resumable(mode) and not M.get(mode).psk_ke
 
 
 def spec_for_attempts(n: int, seed: int = 1, **kw) -> Spec:
@@ -127,7 +133,7 @@ def _cell_arrays(rng: np.random.Generator, spec: Spec, c: dict, prof: dict) -> d
     rates = [r for r in (prof["rate_bps_up"], prof["rate_bps_down"]) if r]
     rate = min(rates) if rates else None
     loss = max(prof["loss_up"], prof["loss_down"])
-    quic = c["transport"] == "quic"
+    quic = c["transport"] == T.QUIC.name
     b = hm.handshake_bound(c["group"], c["sig"], rtt_s, rate_bps=rate, mtu=prof["mtu"],
                            mode=c["mode"], registry=reg, transport=c["transport"], quic_retry=spec.quic_retry)
     # Slightly above the bound: stack and scheduling overhead, log-normal noise.
@@ -148,7 +154,7 @@ def _cell_arrays(rng: np.random.Generator, spec: Spec, c: dict, prof: dict) -> d
     # the loss of any of its datagrams; the client then waits out the fallback and finishes over
     # TCP (the TCP handshake's count of round trips, as the model says on fallback).
     fallback = np.zeros(n, dtype=bool)
-    if c["transport"] == "turbotls":
+    if c["transport"] == T.TURBOTLS.name:
         p_fb = 1 - (1 - loss) ** max(1, b.client_segments + b.server_segments)
         fallback = rng.random(n) < p_fb
         t += fallback * (TURBO_FALLBACK_S + rtt_s)
@@ -164,9 +170,9 @@ def _cell_arrays(rng: np.random.Generator, spec: Spec, c: dict, prof: dict) -> d
     sh = conn + np.round((rtt_s + b.t_cpu * 0.5) * 1e9).astype(np.int64)
     warm = np.arange(n) < spec.warmup
     up = b.client_bytes + 80
-    down = b.server_bytes + (500 if c["mode"] in ("full", "hrr", "tls12") else 200)
+    down = b.server_bytes + (500 if M.certificate(c["mode"]) else 200)
     return {"n": n, "ok": ok, "hs": hs, "conn": conn, "sh": sh, "warm": warm, "retrans": retrans,
-            "up": up, "down": down, "mss": hm.mss(prof["mtu"]), "rtt_s": rtt_s, "quic": quic,
+            "up": up, "down": down, "mss": hm.mss(prof["mtu"]), "rtt_s": rtt_s, "is_quic": quic,
             "dg_up": dg_up, "dg_down": dg_down, "amp": bool(b.amp_rounds), "fallback": fallback}
 
 
@@ -207,7 +213,7 @@ def generate(out: Path | str, spec: Spec | None = None) -> Path:
         err = np.full(n, None, dtype=object)
         err[~ok] = np.where(a["hs"][~ok] % 2 == 0, "timeout", "handshake_failed")
         cols["error"].append(err)
-        q = a["quic"]
+        q = a["is_quic"]
         cols["transport"].append(np.full(n, c["transport"], dtype=object))
         cols["quic_retry"].append(np.full(n, spec.quic_retry if q else None, dtype=object))
         cols["quic_datagrams_sent"].append(np.full(n, a["dg_up"] if q else -1, dtype=np.int64))
@@ -216,7 +222,7 @@ def generate(out: Path | str, spec: Spec | None = None) -> Path:
         cols["quic_bytes_received"].append(np.full(n, a["down"] if q else -1, dtype=np.int64))
         cols["quic_pto_count"].append(np.where(q, a["retrans"], -1).astype(np.int64))
         cols["quic_packets_lost"].append(np.where(q, a["retrans"], -1).astype(np.int64))
-        turbo = c["transport"] == "turbotls"
+        turbo = c["transport"] == T.TURBOTLS.name
         fb = a["fallback"]
         cols["turbo_fallback"].append(np.array(fb.tolist() if turbo else [None] * n, dtype=object))
         cols["turbo_fallback_cause"].append(np.where(fb, "timeout", None).astype(object) if turbo
@@ -225,9 +231,9 @@ def generate(out: Path | str, spec: Spec | None = None) -> Path:
         cols["tcp_connect_ns"].append(np.full(n, -1, dtype=np.int64) if q else a["conn"])
         cols["server_hello_ns"].append(np.where(ok, a["sh"], -1))
         cols["ttfb_ns"].append(np.full(n, -1, dtype=np.int64))
-        cols["hrr"].append(np.full(n, c["mode"] == "hrr"))
-        cols["resumed"].append(np.full(n, c["mode"] in ("resume", "0rtt")))
-        cols["early_data"].append(np.full(n, "accepted" if c["mode"] == "0rtt" else "not_sent", dtype=object))
+        cols["hrr"].append(np.full(n, c["mode"] == M.HRR))
+        cols["resumed"].append(np.full(n, _resumed(c["mode"])))
+        cols["early_data"].append(np.full(n, "accepted" if M.get(c["mode"]).early_data else "not_sent", dtype=object))
         neg = np.full(n, -1, dtype=np.int64)
         cols["tcp_bytes_sent"].append(neg if q else np.full(n, a["up"], dtype=np.int64))
         cols["tcp_bytes_received"].append(neg if q else np.full(n, a["down"], dtype=np.int64))
@@ -237,7 +243,7 @@ def generate(out: Path | str, spec: Spec | None = None) -> Path:
         cols["tcp_rtt_ns"].append(neg if q else np.full(n, int(a["rtt_s"] * 1e9 + 50_000), dtype=np.int64))
         if spec.server:
             # Resumption / 0-RTT cells start with a priming full handshake the server also logs.
-            p = 1 if (n and c["mode"] in ("resume", "0rtt")) else 0
+            p = 1 if (n and _resumed(c["mode"])) else 0
             m = n + p
             for k in ("cell_id", "group", "sig", "profile", "mode", "repetition"):
                 srv[k].append(np.full(m, c[k], dtype=object if k != "repetition" else np.int64))
@@ -250,9 +256,9 @@ def generate(out: Path | str, spec: Spec | None = None) -> Path:
             srv["tcp_total_retrans"].append(np.concatenate([np.zeros(p, np.int64), a["retrans"]]))
             srv["error"].append(np.concatenate([np.full(p, None, dtype=object), err]))
             srv["transport"].append(np.full(m, c["transport"], dtype=object))
-            srv["quic_amplification_limited"].append(np.full(m, (a["amp"] and not spec.quic_retry) if a["quic"] else None,
+            srv["quic_amplification_limited"].append(np.full(m, (a["amp"] and not spec.quic_retry) if a["is_quic"] else None,
                                                              dtype=object))
-            srv["quic_retry_sent"].append(np.full(m, spec.quic_retry if a["quic"] else None, dtype=object))
+            srv["quic_retry_sent"].append(np.full(m, spec.quic_retry if a["is_quic"] else None, dtype=object))
         n_ok = int(ok[~a["warm"]].sum())
         failed = n == 0 or c["cell_id"] in spec.failed_cells or spec.all_fail
         row = dict(c)
@@ -261,13 +267,13 @@ def generate(out: Path | str, spec: Spec | None = None) -> Path:
                     "n_attempts": int(n - a["warm"].sum()), "n_ok": n_ok, "n_warmup": int(a["warm"].sum()),
                     "rtt_p50_ns": int(prof["rtt_ns"] + 60_000), "rtt_p99_ns": int(prof["rtt_ns"] * 1.02 + 120_000),
                     "backend": "synthetic"})
-        if c["transport"] == "quic":
+        if c["transport"] == T.QUIC.name:
             row["quic_retry"] = "on" if spec.quic_retry else "off"
         row.update(prof)
         cell_rows.append(row)
 
     # A run without quic / turbotls cells has the columns it always had.
-    for tr, prefix in (("quic", "quic_"), ("turbotls", "turbo_")):
+    for tr, prefix in ((T.QUIC.name, "quic_"), (T.TURBOTLS.name, "turbo_")):
         if tr not in spec.transports:
             for d in (cols, srv):
                 for k in [k for k in d if k.startswith(prefix)]:
@@ -314,7 +320,7 @@ def generate(out: Path | str, spec: Spec | None = None) -> Path:
                            "repetitions": spec.repetitions, "transports": spec.transports,
                            "quic_retry": "on" if spec.quic_retry else "off",
                            **({"turbo_requests": "auto", "turbo_fallback_ns": int(TURBO_FALLBACK_S * 1e9)}
-                              if "turbotls" in spec.transports else {})},
+                              if T.TURBOTLS.name in spec.transports else {})},
             "seed": spec.seed, "groups": spec.groups, "sigs": spec.sigs, "profiles": list(spec.profiles), "cells": cl}
     # Through the runner's writer (the one owner of the format); raw/ stays empty, so the
     # tables written here are the run's data.

@@ -9,9 +9,11 @@ import math
 import numpy as np
 import pandas as pd
 
+from pqshake.experiments import transports as TR
+
 from .summary import MODE_LABELS
 
-TRANSPORT_LABELS = {"tcp": "TCP", "quic": "QUIC"}
+TRANSPORT_LABELS = {t.name: t.table_label for t in TR.REGISTRY}
 N_TEXT = 5  # leading text columns (left-aligned)
 
 COLUMNS = [  # (header, unit, function of a row -> text)
@@ -170,8 +172,8 @@ def _cells_markdown(df: pd.DataFrame, transport: str, columns: list) -> str:
 
 
 def turbo_markdown(df: pd.DataFrame) -> str:
-    return _cells_markdown(df, "turbotls", TURBO_COLUMNS)
+    return _cells_markdown(df, TR.TURBOTLS.name, TURBO_COLUMNS)
 
 
 def quic_markdown(df: pd.DataFrame) -> str:
-    return _cells_markdown(df, "quic", QUIC_COLUMNS)
+    return _cells_markdown(df, TR.QUIC.name, QUIC_COLUMNS)

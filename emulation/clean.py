@@ -4,9 +4,11 @@ processes, work files). Only what a record lists, and only when its owner proces
 
 from __future__ import annotations
 
+import json
 import shutil
 
-from pqshake.emulation import netns
+from pqshake.emulation import backend_userspace, netns
+from pqshake.errors import UserError
 from pqshake.paths import scratch_root
 
 
@@ -18,8 +20,6 @@ def clean_dead(include_persistent: bool = False) -> list[str]:
         if not rec.get("persistent") and netns.record_live(rec):
             continue
         if rec.get("persistent"):
-            from pqshake.emulation.topology import down
-
             removed += down(rec["run_id"])
         else:
             removed += netns.remove_run(rec)
@@ -46,3 +46,21 @@ def unrecorded() -> list[str]:
 
 def kept() -> list[str]:
     return [f"{r['run_id']} ({r.get('profile', '?')}, net up)" for r in netns.read_records() if r.get("persistent")]
+
+
+def down(run_id: str) -> list[str]:
+    """Remove a topology kept by `net up` (or any run) by its id."""
+    netns.check_run_id(run_id)
+    p = netns.record_path(run_id)
+    if not p.exists():
+        raise UserError(f"no topology with id {run_id!r} (see 'pqshake net list')", exit_code=1)
+    rec = json.loads(p.read_text())
+    if not rec.get("persistent") and netns.record_live(rec):
+        raise UserError(f"run {run_id!r} belongs to live process {rec.get('pid')}; stop that process instead", exit_code=1)
+    for proc in rec.get("processes", []):
+        backend_userspace.stop_pid(int(proc["pid"]), proc.get("start"))
+    removed = netns.remove_run(rec)
+    wd = rec.get("workdir")
+    if wd:
+        shutil.rmtree(wd, ignore_errors=True)
+    return removed

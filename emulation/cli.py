@@ -52,7 +52,7 @@ def down_cmd(
 ) -> None:
     """Remove a topology kept by `net up`."""
     from pqshake.emulation import netns
-    from pqshake.emulation.topology import down
+    from pqshake.emulation.clean import down
 
     if run_id is None:
         kept = [r["run_id"] for r in netns.read_records() if r.get("persistent")]

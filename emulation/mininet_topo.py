@@ -41,6 +41,7 @@ from typing import Any
 from pqshake.emulation.signals import TerminateOnSignals, signals_ignored
 from pqshake.emulation import backend_netem, backend_userspace, netns
 from pqshake.emulation.lifecycle import RunLifecycle
+from pqshake.emulation.link import LinkDefaults
 from pqshake.emulation.profiles import Profile
 from pqshake.errors import UserError
 from pqshake.paths import binary, scratch_dir
@@ -84,10 +85,9 @@ def chain_profile(hops: list[Profile], name: str | None = None) -> Profile:
 # ---------------------------------------------------------------------- the topology --
 
 
-class MininetTopology(RunLifecycle):
-    """Context manager with the interface of `topology.Topology` the runner uses (`backend`,
-    `profile`, `client_addr`, `server_addr`, `ns_argv(role, cmd)`, `flush_tcp_metrics()`,
-    `counters()`, `describe()`), plus `clients`/`servers` (host tags) and `addr_of(tag)`.
+class MininetTopology(RunLifecycle, LinkDefaults):
+    """A Link (emulation/link.py) of several hosts: `clients`/`servers` (host tags) and
+    `addr_of(tag)` beyond the single link's; the counters are the first shaped link's.
     Roles for ns_argv: `client`/`server` (= c1/s1) or any tag (`c2`, `s2`, `w1`)."""
 
     def __init__(self, kind: str, links: list[Profile], *, clients: int = 1, run_id: str | None = None,
@@ -166,7 +166,7 @@ class MininetTopology(RunLifecycle):
         return netns.claim_run(
             self.run_id, namespaces=[], backend=self.backend, profile=self.profile.name, files=[],
             workdir=str(self.workdir), engine="mininet", topology=self.kind,
-            mininet={"nodes": {}, "interfaces": []},
+            mininet={"nodes": {}, "interfaces": []}, removers=[f"{__name__}:remove_leftovers"],
         )
 
     def _save_record(self) -> None:
@@ -512,7 +512,7 @@ def _netdev_names(pid: int) -> set[str]:
 
 
 def remove_leftovers(rec: dict[str, Any]) -> list[str]:
-    """Called by netns.remove_run for records with a `mininet` entry, before it kills the
+    """Called by netns.remove_run for the records that name it (`removers`), before it kills the
     recorded processes: every process inside one of the run's Mininet hosts, then any recorded
     interface left in the host's namespace.
 

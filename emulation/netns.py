@@ -336,14 +336,33 @@ def claim_run(run_id: str, namespaces: list[str] | None = None, **extra: Any) ->
     return rec
 
 
+# A record names the functions that remove what this module cannot see ("module:function",
+# modules of pqshake only), so a cleaner in any later process finds them without this module
+# importing its users: mininet_topo writes its own into the records it claims. Records written
+# before they named one: by the key that marks them.
+REMOVERS_BEFORE_NAMED = {"mininet": "pqshake.emulation.mininet_topo:remove_leftovers"}
+
+
+def _removers(rec: dict[str, Any]) -> list[Any]:
+    import importlib
+
+    names = list(rec.get("removers") or [])
+    names += [n for k, n in REMOVERS_BEFORE_NAMED.items() if rec.get(k) and n not in names]
+    out = []
+    for name in names:
+        mod, _, fn = str(name).partition(":")
+        if not mod.startswith("pqshake.") or not fn:
+            continue  # a record names pqshake's own removers only
+        out.append(getattr(importlib.import_module(mod), fn))
+    return out
+
+
 def remove_run(rec: dict[str, Any]) -> list[str]:
     """Tear down everything a record lists: its processes (pid + start time must match), every
     process inside its namespaces, the namespaces (and so their interfaces), the record."""
     removed: list[str] = []
-    if rec.get("mininet"):  # Mininet hosts: unnamed namespaces (emulation/mininet_topo.py)
-        from pqshake.emulation.mininet_topo import remove_leftovers
-
-        removed += remove_leftovers(rec)
+    for remover in _removers(rec):  # what only its owner can find (Mininet's unnamed namespaces)
+        removed += remover(rec)
     procs = [p for p in rec.get("processes", []) if pid_alive(int(p["pid"]), p.get("start"))]
     for p in procs:
         if p.get("group"):  # a recorded session leader: its whole group (a UML kernel's helpers)

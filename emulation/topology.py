@@ -23,13 +23,16 @@ from typing import Any
 
 from pqshake.emulation import backend_netem, backend_userspace, host, netns, placement
 from pqshake.emulation.lifecycle import RunLifecycle
+from pqshake.emulation.link import LinkDefaults
 from pqshake.emulation.profiles import Profile
 from pqshake.emulation.signals import TerminateOnSignals, signals_ignored
 from pqshake.errors import UserError
 from pqshake.paths import scratch_dir
 
 
-class Topology(RunLifecycle):
+class Topology(RunLifecycle, LinkDefaults):
+    places_cpus = True  # the emulator and the endpoints on separate CPUs (placement_spec)
+
     def __init__(
         self,
         profile: Profile,
@@ -234,6 +237,9 @@ class Topology(RunLifecycle):
         assert self.emulator is not None
         return self._normalize_userspace(self.emulator.stats())
 
+    def emulator_pid(self) -> int | None:
+        return self.emulator.pid if self.emulator is not None else None
+
     @staticmethod
     def _normalize_userspace(st: dict[str, Any]) -> dict[str, Any]:
         if not st:
@@ -272,22 +278,3 @@ class Topology(RunLifecycle):
             d["final_counters"] = self.final_counters
         return d
 
-
-def down(run_id: str) -> list[str]:
-    """Remove a topology kept by `net up` (or any run) by its id."""
-    netns.check_run_id(run_id)
-    p = netns.record_path(run_id)
-    if not p.exists():
-        raise UserError(f"no topology with id {run_id!r} (see 'pqshake net list')", exit_code=1)
-    import json
-
-    rec = json.loads(p.read_text())
-    if not rec.get("persistent") and netns.record_live(rec):
-        raise UserError(f"run {run_id!r} belongs to live process {rec.get('pid')}; stop that process instead", exit_code=1)
-    for proc in rec.get("processes", []):
-        backend_userspace.stop_pid(int(proc["pid"]), proc.get("start"))
-    removed = netns.remove_run(rec)
-    wd = rec.get("workdir")
-    if wd:
-        shutil.rmtree(wd, ignore_errors=True)
-    return removed

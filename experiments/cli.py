@@ -33,8 +33,10 @@ def register(app: typer.Typer) -> None:
         print(f"  groups:   {', '.join(p.groups)}")
         print(f"  sigs:     {', '.join(p.sigs)}")
         print(f"  modes:    {', '.join(m.modes)}")
+        from . import transports as T
+
         print(f"  transports: {', '.join(m.transports)}"
-              + (f" (quic: Retry {m.quic_retry}, qlog {'kept' if m.qlog else 'off'})" if "quic" in m.transports else ""))
+              + "".join(t.plan_note(m) for t in T.REGISTRY if t.name in m.transports))
         if m.samples == "auto":
             a = m.adaptive
             lo, hi = (a.min + m.warmup) * s["cells"], (a.max + m.warmup) * s["cells"]

@@ -17,10 +17,15 @@ from pqshake.yamlsrc import _skipped as yamlsrc_skipped
 from pqshake.yamlsrc import one_line as yamlsrc_one_line
 from pqshake.yamlsrc import union_misses_dropped
 
-Mode = Literal["full", "resume", "resume_psk", "0rtt", "hrr", "tls12"]
-MODES: tuple[str, ...] = ("full", "resume", "0rtt", "hrr", "tls12")
-Transport = Literal["tcp", "tcp+tfo", "quic", "turbotls"]
-TRANSPORTS: tuple[str, ...] = ("tcp", "quic", "turbotls")
+from . import modes as M
+from . import transports as T
+
+# The allowed values come from the registries (experiments/modes.py, experiments/transports/),
+# in their order, so pydantic's message lists them as before: "Input should be 'tcp', ...".
+Mode = Literal[M.NAMES]  # type: ignore[valid-type]
+MODES: tuple[str, ...] = M.NAMES
+Transport = Literal[T.NAMES]  # type: ignore[valid-type]
+TRANSPORTS: tuple[str, ...] = T.NAMES
 SEED_MAX = 2**63 - 1  # the order seed, in the file or as --seed
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
@@ -136,8 +141,8 @@ class Experiment(BaseModel):
     groups: list[str] = Field(min_length=1)
     sigs: list[str] = Field(default_factory=lambda: ["ecdsa-p256"], min_length=1)
     profiles: list[str | dict[str, Any]] = Field(min_length=1)
-    modes: list[Mode] = Field(default_factory=lambda: ["full"], min_length=1)
-    transports: list[Transport] = Field(default_factory=lambda: ["tcp"], min_length=1,
+    modes: list[Mode] = Field(default_factory=lambda: [M.FULL], min_length=1)
+    transports: list[Transport] = Field(default_factory=lambda: [T.DEFAULT], min_length=1,
                                         description="tcp (TLS over TCP), quic (QUIC over UDP), turbotls (TurboTLS: "
                                         "first flights over UDP, the rest over TCP)")
     tcp_fastopen: bool = Field(default=False, description="also run every tcp cell as tcp+tfo (TCP Fast Open: "
@@ -186,12 +191,13 @@ class Experiment(BaseModel):
         """tcp_fastopen: true runs each tcp cell a second time as transport tcp+tfo. It helps any
         mode (full, hrr and tls12 too: the cookie fetched by an earlier connection lets any first
         flight ride in the SYN), so it is not refused for any; quic cells are not affected."""
-        if self.tcp_fastopen and "tcp" not in self.transports:
-            raise ValueError("tcp_fastopen: true adds a tcp+tfo variant of each tcp cell, but transports has no tcp "
-                             "(add tcp to transports, or remove tcp_fastopen)")
-        if self.tcp_fastopen and "tcp+tfo" not in self.transports:
-            i = self.transports.index("tcp")
-            self.transports = self.transports[:i + 1] + ["tcp+tfo"] + self.transports[i + 1:]
+        tcp, tfo = T.TCP.name, T.TCP_TFO.name
+        if self.tcp_fastopen and tcp not in self.transports:
+            raise ValueError(f"tcp_fastopen: true adds a {tfo} variant of each {tcp} cell, but transports has no {tcp} "
+                             f"(add {tcp} to transports, or remove tcp_fastopen)")
+        if self.tcp_fastopen and tfo not in self.transports:
+            i = self.transports.index(tcp)
+            self.transports = self.transports[:i + 1] + [tfo] + self.transports[i + 1:]
         return self
 
     @model_validator(mode="before")

@@ -25,7 +25,12 @@ from pqshake.errors import UserError
 from pqshake.registry import load_registry
 
 from . import handshake_model as hm
+from . import modes as M
+from . import transports as T
 from .model import SEED_MAX, ExperimentFile, load_experiment
+# Moved to the transports' rows (issue 21); still found here for callers that import them.
+from .transports.quic import QUIC_MIN_MTU, QUIC_REFUSED_MODES  # noqa: E402,F401
+from .transports.turbotls import TURBO_REFUSED_MODES  # noqa: E402,F401
 
 # Fixed costs (seconds) for the estimate; bench/runner_bench.py measures the real ones.
 PROFILE_SETUP_S = 1.5  # namespaces + link up + check + teardown
@@ -41,7 +46,7 @@ class Cell:
     sig: str
     mode: str
     repetition: int
-    transport: str = "tcp"
+    transport: str = T.DEFAULT
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -51,21 +56,13 @@ def _slug(s: str) -> str:
     return re.sub(r"[^A-Za-z0-9.-]+", "_", s)
 
 
-def cell_id(profile: str, group: str, sig: str, mode: str, repetition: int, transport: str = "tcp") -> str:
+def cell_id(profile: str, group: str, sig: str, mode: str, repetition: int, transport: str = T.DEFAULT) -> str:
     """Stable across runs and resumes (does not depend on the order). A tcp cell keeps the id it
     had before transports existed (runs started then still resume); any other transport is a
     part of its own: <profile>__<group>__<sig>__<mode>__<transport>__r<repetition>."""
-    t = "" if transport == "tcp" else f"__{transport}"
+    tr = T.find(transport)
+    t = "" if tr is not None and tr.bare_cell_id else f"__{transport}"
     return f"{_slug(profile)}__{_slug(group)}__{_slug(sig)}__{mode}{t}__r{repetition}"
-
-
-# QUIC cannot run these modes (pqs-server / pqs-timer refuse them): the reason, for the message.
-QUIC_REFUSED_MODES = {"0rtt": "QUIC 0-RTT is not supported by pqs-server/pqs-timer",
-                      "tls12": "QUIC requires TLS 1.3",
-                      "resume_psk": "psk_ke resumption is run over TCP only"}
-# The smallest IPv4 MTU that carries a 1200-byte QUIC Initial datagram (RFC 9000 14.1): 1200
-# bytes of UDP payload + 8 UDP + 20 IPv4.
-QUIC_MIN_MTU = 1228
 
 
 # ---------------------------------------------------------------------------------------------
@@ -285,7 +282,7 @@ class Plan:
                                     response=m.response_bytes > 0,
                                     transport=c.transport, quic_retry=m.quic_retry == "on")
         attempts = self.attempts_per_cell()
-        if c.mode in ("resume", "resume_psk", "0rtt"):
+        if M.resumable(c.mode):
             attempts += 1  # the priming full handshake
         hs = attempts * per / max(1, min(m.concurrency, attempts))
         # RTT probes are paced ~1 ms apart (pqs-probe), then one RTT for the last answer.
@@ -313,10 +310,7 @@ class Plan:
             "modes": list(m.modes),
             "transports": list(m.transports),
             "cells_per_transport": {t: sum(1 for c in self.cells if c.transport == t) for t in m.transports},
-            "quic_retry": m.quic_retry if "quic" in m.transports else None,
-            "qlog": m.qlog if "quic" in m.transports else None,
-            "turbo_requests": m.turbo_requests if "turbotls" in m.transports else None,
-            "turbo_fallback_ns": m.turbo_fallback if "turbotls" in m.transports else None,
+            **{k: v for t in T.REGISTRY for k, v in t.plan_settings(m, t.name in m.transports).items()},
             "repetitions": m.repetitions,
             "samples_per_cell": m.samples,
             "warmup_per_cell": m.warmup,
@@ -391,8 +385,8 @@ def build_plan(ef: ExperimentFile | Path | str, *, seed: int | None = None,
                             cells.append(Cell(cell_id(pname, g, s, mode, rep, tr), pname, g, s, mode, rep, tr))
     if not cells:
         raise UserError(f"{ef.where('exclude')}: the exclude rules remove every cell (nothing to run)")
-    check_quic(ef, cells, profs)
-    check_turbo(ef, cells, profs)
+    for t in T.REGISTRY:  # each transport refuses what its programs or the link cannot run
+        _check_one(t, ef, cells, profs)
     check_machine(ef, [*profs.values(), *hops])
     if check_stack:
         # Only groups some cell uses: an exclude rule may drop one the stack lacks.
@@ -417,63 +411,19 @@ def build_plan(ef: ExperimentFile | Path | str, *, seed: int | None = None,
 
 
 def check_quic(ef: ExperimentFile, cells: list[Cell], profs: dict[str, Any]) -> None:
-    """Refuse, before any network, quic cells the programs or the link cannot run: a mode QUIC
-    does not have, a profile whose MTU cannot carry a 1200-byte Initial datagram."""
-    quic = [c for c in cells if c.transport == "quic"]
-    if not quic:
-        return
-    where = ef.where("transports")
-    if ef.model.response_bytes:
-        raise UserError(f"{ef.where('response_bytes')}: quic cells are handshake only (pqs-server and pqs-timer "
-                        f"send no response over QUIC); set response_bytes: 0, or run quic in another experiment")
-    for c in quic:
-        if c.mode in QUIC_REFUSED_MODES:
-            raise UserError(f"{where}: mode {c.mode} cannot run over quic ({QUIC_REFUSED_MODES[c.mode]}); remove "
-                            f"{c.mode} from modes or quic from transports, or add the exclude rule "
-                            f"{{transport: quic, mode: {c.mode}}}")
-    for name in dict.fromkeys(c.profile for c in quic):
-        mtu = profile_figures(profs[name])["mtu"]
-        if mtu < QUIC_MIN_MTU:
-            raise UserError(f"{where}: profile '{name}' has MTU {mtu}, below the {QUIC_MIN_MTU} bytes a 1200-byte "
-                            f"QUIC Initial datagram needs (IPv4 20 + UDP 8); raise its mtu to >= {QUIC_MIN_MTU}, or add "
-                            f"the exclude rule {{transport: quic, profile: {name}}}")
-
-
-# TurboTLS runs these modes in pqs-server / pqs-timer: the reason for the others, for the message.
-TURBO_REFUSED_MODES = {"0rtt": "0-RTT over TurboTLS is not implemented",
-                       "hrr": "a HelloRetryRequest would make the UDP first flight not final",
-                       "tls12": "TurboTLS carries TLS 1.3 first flights",
-                       "resume_psk": "psk_ke resumption is run over TCP only"}
+    """The quic row's plan checks (experiments/transports/quic.py), for callers of the old name."""
+    _check_one(T.QUIC, ef, cells, profs)
 
 
 def check_turbo(ef: ExperimentFile, cells: list[Cell], profs: dict[str, Any]) -> None:
-    """Refuse, before any network, turbotls cells the programs or the link cannot run: a mode
-    TurboTLS does not have, a profile whose MTU cannot carry a 1200-byte datagram, turbo_requests:
-    auto for an algorithm the model cannot size."""
-    from pqshake.experiments import handshake_model as hm
+    """The turbotls row's plan checks (experiments/transports/turbotls.py)."""
+    _check_one(T.TURBOTLS, ef, cells, profs)
 
-    turbo = [c for c in cells if c.transport == "turbotls"]
-    if not turbo:
-        return
-    where = ef.where("transports")
-    for c in turbo:
-        if c.mode not in hm.TURBO_MODES:  # the modes the model (and the programs) run over turbotls
-            why = TURBO_REFUSED_MODES.get(c.mode, f"TurboTLS runs {', '.join(hm.TURBO_MODES)} only")
-            raise UserError(f"{where}: mode {c.mode} cannot run over turbotls ({why}); remove "
-                            f"{c.mode} from modes or turbotls from transports, or add the exclude rule "
-                            f"{{transport: turbotls, mode: {c.mode}}}")
-        if ef.model.turbo_requests == "auto":
-            try:
-                hm.sizes_for(c.group, c.sig)
-            except ValueError as e:
-                raise UserError(f"{ef.where('turbo_requests')}: auto needs the server flight's size, but {e}; or set "
-                                f"turbo_requests: N (request datagrams)") from None
-    for name in dict.fromkeys(c.profile for c in turbo):
-        mtu = profile_figures(profs[name])["mtu"]
-        if mtu < QUIC_MIN_MTU:
-            raise UserError(f"{where}: profile '{name}' has MTU {mtu}, below the {QUIC_MIN_MTU} bytes a 1200-byte "
-                            f"TurboTLS datagram needs (IPv4 20 + UDP 8); raise its mtu to >= {QUIC_MIN_MTU}, or add "
-                            f"the exclude rule {{transport: turbotls, profile: {name}}}")
+
+def _check_one(t: T.Transport, ef: ExperimentFile, cells: list[Cell], profs: dict[str, Any]) -> None:
+    mine = [c for c in cells if c.transport == t.name]
+    if mine:
+        t.check(ef, mine, profs)
 
 
 def check_machine(ef: ExperimentFile, profiles: list[Any]) -> None:

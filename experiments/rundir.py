@@ -1,7 +1,7 @@
-"""The run directory: layout, locking, provenance, atomic cell completion, JSONL -> parquet.
-The one owner of the results format: its version (FORMAT_VERSION, refused when newer by
-check_format), the tables (collect_tables reads them out of raw/, write_tables writes them;
-the runner and analysis/synthetic.py write through here, the analysis only reads).
+"""The run directory: layout, locking, provenance, atomic cell completion, sessions. What the
+files hold (the results format: its version, the tables, the JSON-lines reader, the migration
+of earlier runs) belongs to pqshake/results/; the runner and analysis/synthetic.py write whole
+tables and runs through here, the analysis reads through pqshake.results.
 
     results/<name>/<id>/
       meta.json                  format version, provenance, seeds, times, status
@@ -33,13 +33,12 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
+from pqshake import results as fmt
 from pqshake.errors import UserError
+from pqshake.results.meta import DONE
 
-FORMAT_VERSION = 1
-TABLES = ("samples", "server", "cells")
-DONE = "DONE"
 LOCK_NAME = ".pqs-run.lock"
 
 
@@ -240,13 +239,7 @@ class RunDir:
 
     # cells
     def done(self, cell_id: str) -> dict | None:
-        p = self.done_path(cell_id)
-        if not p.is_file():
-            return None
-        try:
-            return read_json(p)
-        except ValueError:
-            return None
+        return fmt.done_info(self.path, cell_id)
 
     def done_cells(self) -> dict[str, dict]:
         out = {}
@@ -443,278 +436,28 @@ def first_provenance(meta: dict) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------
-# JSONL -> tables
-
-
-def read_jsonl(path: Path) -> Iterable[dict]:
-    """Records of a JSON-lines file; a torn last line (kill -9) is skipped."""
-    try:
-        f = open(path, encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        return
-    with f:
-        for line in f:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(rec, dict):
-                yield rec
-
-
-def flatten(rec: dict, prefix: str = "") -> dict:
-    out = {}
-    for k, v in rec.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, dict):
-            out.update(flatten(v, key + "_"))
-        elif isinstance(v, list):
-            out[key] = json.dumps(v)
-        else:
-            out[key] = v
-    return out
-
-
-CELL_COLUMNS = ("cell_id", "group", "sig", "profile", "mode", "transport", "repetition", "backend")
-
-
-def timer_rows(cell_dir: Path, cell: dict, warmup: int) -> list[dict]:
-    """The attempts of a cell's timer.jsonl. A cell run in blocks (interleaved order, samples:
-    auto) has one header per block, each block numbering its attempts from 0: `i` continues
-    across blocks, so it stays unique per cell and the first `warmup` are the warm-ups."""
-    rows = []
-    n = 0
-    offset, in_block, headers = 0, 0, 0
-    for rec in read_jsonl(cell_dir / "timer.jsonl"):
-        if rec.get("type") == "header":
-            headers += 1
-            if headers > 1:
-                offset, in_block = offset + in_block, 0
-            continue
-        if rec.get("type") != "attempt":
-            continue
-        in_block += 1
-        if offset and isinstance(rec.get("i"), int):
-            rec = {**rec, "i": rec["i"] + offset}
-        row = {k: cell.get(k) for k in CELL_COLUMNS}
-        flat = flatten({k: v for k, v in rec.items() if k != "type"})
-        for k, v in flat.items():
-            # Timer fields keep their names; where one collides with a cell column, the cell's
-            # value stays and the timer's is kept as timer_<name>.
-            if k in row and k not in ("warmup",):
-                if v != row[k]:
-                    row[f"timer_{k}"] = v
-            else:
-                row[k] = v
-        if "warmup" not in rec:
-            i = rec.get("i", n)
-            row["warmup"] = bool(isinstance(i, int) and i < warmup)
-        else:
-            row["warmup"] = bool(rec["warmup"])
-        row.setdefault("error", None)
-        row.setdefault("ok", False)
-        rows.append(row)
-        n += 1
-    return rows
-
-
-def server_warmups(recs: list[dict], blocks: list[dict]) -> list[bool]:
-    """Which server connections of a cell run in blocks were warm-ups or priming handshakes:
-    per block (start on the host's monotonic clock, which server and runner share), the first
-    warmup + prime connections accepted from its start on."""
-    starts = [int(b.get("start_mono_ns") or 0) for b in blocks]
-    order = sorted(range(len(recs)), key=lambda k: recs[k].get("accepted_mono_ns") or 0)
-    out = [False] * len(recs)
-    used = [0] * len(blocks)
-    for k in order:
-        t = recs[k].get("accepted_mono_ns") or 0
-        j = max((b for b, s in enumerate(starts) if s <= t), default=None)
-        if j is None:
-            continue
-        skip = int(blocks[j].get("warmup") or 0) + int(blocks[j].get("prime") or 0)
-        if used[j] < skip:
-            out[k] = True
-        used[j] += 1
-    return out
-
-
-def server_rows(cell_dir: Path, cell: dict, blocks: list[dict] | None = None) -> list[dict]:
-    """A cell's server connections; with the blocks the cell ran in (DONE `blocks`), each row
-    says whether it was a warm-up (server_warmups), else the analysis drops the first ones."""
-    recs = [r for r in read_jsonl(cell_dir / "server.jsonl") if r.get("type") == "conn"]
-    warm = server_warmups(recs, blocks) if blocks and len(blocks) > 1 else None
-    rows = []
-    for idx, rec in enumerate(recs):
-        row = {k: cell.get(k) for k in CELL_COLUMNS}
-        for k, v in flatten({k: v for k, v in rec.items() if k != "type"}).items():
-            if k in row:
-                if v != row[k]:
-                    row[f"server_{k}"] = v  # e.g. the negotiated group of a failed connection
-            else:
-                row[k] = v
-        if warm is not None:
-            row["warmup"] = warm[idx]
-        row.setdefault("error", None)
-        rows.append(row)
-    return rows
-
-
-def _frame(rows: list[dict], first: list[str]):
-    import pandas as pd
-
-    df = pd.DataFrame.from_records(rows)
-    if df.empty:
-        df = pd.DataFrame(columns=first)
-    cols = [c for c in first if c in df.columns] + [c for c in df.columns if c not in first]
-    df = df[cols]
-    for c in df.columns:
-        if df[c].dtype == object:
-            kinds = {type(v) for v in df[c].dropna()}
-            if len(kinds) > 1 and not kinds <= {int, float}:
-                df[c] = df[c].map(lambda v: None if v is None or (isinstance(v, float) and v != v) else str(v))
-    return df
-
-
-SAMPLE_FIRST = ["cell_id", "group", "sig", "profile", "mode", "transport", "repetition", "i", "warmup", "ok",
-                "handshake_ns", "error", "backend"]
-CELL_FIRST = ["cell_id", "group", "sig", "profile", "mode", "transport", "repetition", "status", "reason",
-              "n_attempts", "n_ok", "n_warmup", "rtt_p50_ns", "rtt_p99_ns", "backend"]
-
-
-def check_format(meta: Any, where: Path) -> None:
-    """One line, no traceback, for a meta.json this version cannot read: a newer results format
-    (written by a later pqshake) or none at all."""
-    v = meta.get("format_version") if isinstance(meta, dict) else None
-    if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-        raise UserError(f"{where}: field 'format_version' missing or not a positive integer ({v!r}); "
-                        f"not a pqshake run directory, or restore its meta.json")
-    if v > FORMAT_VERSION:
-        raise UserError(f"{where}: results format {v} is newer than this pqshake reads ({FORMAT_VERSION}); "
-                        f"update pqshake (git pull) to use this run")
-
-
-def read_meta(meta_path: Path) -> dict:
-    """A run's meta.json, checked: JSON, an object, a results format this version reads. Every
-    command that reads or writes a run goes through here first, so a run of a newer format is
-    never modified (and never half-read)."""
-    try:
-        meta = json.loads(Path(meta_path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise UserError(f"{meta_path}: unreadable ({e.__class__.__name__}: {str(e)[:120]}); restore it from a copy of the "
-                        f"run, or start a new run") from None
-    if not isinstance(meta, dict):
-        raise UserError(f"{meta_path}: expected a JSON object; restore it from a copy of the run, or start a new run")
-    check_format(meta, meta_path)
-    return meta
+# Tables (their format: pqshake/results/; here only where they live and when they are rebuilt)
 
 
 def build_tables(run: RunDir) -> dict:
     """(Re)build samples/server/cells.parquet from raw/ (cells with DONE only). Returns the
     frames. Written via tmp + rename."""
-    frames = collect_tables(run)
-    write_tables(run.path, frames)
+    frames = fmt.collect_tables(run.path)
+    fmt.write_tables(run.path, frames)
     return frames
-
-
-def write_tables(path: Path, frames: dict) -> None:
-    """The run's tables (pandas DataFrames or pyarrow Tables by name in TABLES), each via tmp +
-    fsync + rename."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    for name, df in frames.items():
-        if name not in TABLES:
-            raise ValueError(f"table {name!r}: one of {', '.join(TABLES)}")
-        dest = path / f"{name}.parquet"
-        tmp = dest.with_name(f".{dest.name}.tmp.{os.getpid()}")
-        if isinstance(df, pa.Table):
-            pq.write_table(df, tmp)
-        else:
-            df.to_parquet(tmp, index=False)
-        fsync_file(tmp)
-        os.replace(tmp, dest)
-    fsync_dir(path)
 
 
 def write_run(path: Path, meta: dict, plan: dict, frames: dict) -> RunDir:
     """A whole run directory at once (analysis/synthetic.py): layout, meta.json with this
     format version, plan.json, the tables."""
+    from pqshake.results import meta as fmt_meta
+
     run = RunDir(path)
     run.create()
     write_json(run.path / "plan.json", plan, root=run.path)
-    write_json(run.meta_path, {"format_version": FORMAT_VERSION, **meta}, root=run.path)
-    write_tables(run.path, frames)
+    write_json(run.meta_path, {"format_version": fmt_meta.FORMAT_VERSION, **meta}, root=run.path)
+    fmt.write_tables(run.path, frames)
     return run
-
-
-def collect_tables(run: RunDir) -> dict:
-    """samples/server/cells as DataFrames from raw/ (cells with DONE only), nothing written."""
-    plan = read_json(run.path / "plan.json")
-    warmup = int(plan["experiment"].get("warmup", 0))
-    samples, servers, cells = [], [], []
-    for c in plan["cells"]:
-        info = run.done(c["cell_id"])
-        if info is None:
-            continue
-        cell = dict(c)
-        cell.setdefault("transport", "tcp")  # runs from before transports existed: all tcp
-        cell["backend"] = info.get("backend")
-        d = run.cell_dir(c["cell_id"])
-        samples += timer_rows(d, cell, warmup)
-        servers += server_rows(d, cell, info.get("blocks"))
-        row = dict(cell)
-        row.update({k: v for k, v in info.items() if not isinstance(v, (dict, list))})
-        for k, v in (info.get("configured") or {}).items():
-            row[k] = v
-        cells.append(row)
-    return {
-        "samples": _frame(samples, SAMPLE_FIRST),
-        "server": _frame(servers, SAMPLE_FIRST),
-        "cells": _frame(cells, CELL_FIRST),
-    }
-
-
-def table_path(path: Path, name: str) -> Path:
-    if name not in TABLES:
-        raise ValueError(f"table {name!r}: one of {', '.join(TABLES)}")
-    return Path(path) / f"{name}.parquet"
-
-
-def table_columns(path: Path, name: str) -> list[str]:
-    """The columns a run's table has (its parquet schema); one-line UserError if unreadable."""
-    import pyarrow.parquet as pq
-
-    f = table_path(path, name)
-    try:
-        return list(pq.read_schema(f).names)
-    except Exception as e:  # noqa: BLE001 - pyarrow raises several types for a bad file
-        raise UserError(f"{f}: not a readable parquet file ({e.__class__.__name__}); "
-                        f"rebuild the tables with 'pqshake load {f.parent}'") from None
-
-
-def read_table(path: Path, name: str, columns: list[str] | None = None):
-    """A run's table as written (strings as categoricals), only `columns` if given."""
-    import pyarrow.parquet as pq
-
-    return pq.read_table(table_path(path, name), columns=columns).to_pandas(strings_to_categorical=True)
-
-
-def stale(run: RunDir, name: str) -> bool:
-    """The table is missing or older than a cell completed since (raw/ is the source of truth)."""
-    if not (run.raw.is_dir() and (run.path / "plan.json").is_file()):
-        return False  # no raw/ to build from: the tables are all there is
-    return _stale(run, name)
-
-
-def _stale(run: RunDir, name: str) -> bool:
-    p = run.path / f"{name}.parquet"
-    if not p.exists():
-        return True
-    t = p.stat().st_mtime
-    return any(d.stat().st_mtime > t for d in run.raw.glob(f"*/{DONE}"))
 
 
 def find_run(path: Path | str) -> RunDir:
@@ -724,29 +467,29 @@ def find_run(path: Path | str) -> RunDir:
         if p.is_dir():
             subs = sorted(d for d in p.iterdir() if (d / "meta.json").is_file())
             if subs:
-                read_meta(subs[-1] / "meta.json")
+                fmt.read_meta(subs[-1] / "meta.json")
                 return RunDir(subs[-1])
         raise UserError(f"{p}: not a run directory (no meta.json); 'pqshake ls' lists runs")
     run = RunDir(p)
-    read_meta(run.meta_path)
+    fmt.read_meta(run.meta_path)
     return run
 
 
 def load(run_dir: Path | str, table: str = "samples"):
     """A run's table as a pandas DataFrame: 'samples' (every attempt, warm-ups and failures
-    included), 'server' (one row per server-side connection) or 'cells'."""
-    import pandas as pd
-
-    if table not in TABLES:
+    included), 'server' (one row per server-side connection) or 'cells'; a run of an earlier
+    format as this version's (pqshake/results/migrate.py). Tables raw/ has outgrown are
+    rebuilt and written (in memory when the run is read-only)."""
+    if table not in fmt.TABLES:
         raise UserError(f"table '{table}': one of samples, server, cells")
     run = find_run(run_dir)
-    if _stale(run, table):
+    if fmt.stale(run.path, table, need_raw=False):
         try:
             return build_tables(run)[table]
         except OSError:
             # read-only results: build in memory
-            return collect_tables(run)[table]
-    return pd.read_parquet(table_path(run.path, table))
+            return fmt.collect_tables(run.path)[table]
+    return fmt.migrate(run.path, (table,))[table]
 
 
 def list_runs(root: Path) -> list[dict]:

@@ -19,16 +19,26 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import yaml
 
 from pqshake.errors import UserError
+from pqshake.results import FORMAT_VERSION, JsonLines, timer_counts
 
+from . import modes as M
 from . import rundir as rd
-from . import sampling, validity
+from . import sampling
+from . import transports as T
+from . import validity
 from .plan import Cell, Plan, build_plan, fmt_seconds, profile_figures
+# The programs' command lines (experiments/programs.py); imported into this module, where the
+# cell runner looks them up (tests replace them here).
+from .programs import server_argv, timer_argv, transport_args, turbo_requests  # noqa: F401
 from .progress import Progress
+
+if TYPE_CHECKING:
+    from pqshake.emulation.link import Link
 
 LONG_RUN_S = 24 * 3600  # `run` asks before starting anything longer
 READY_TIMEOUT_S = 60.0  # server start-up incl. certificate chain generation
@@ -51,73 +61,6 @@ class LinkDown(Exception):
     def __init__(self, profile: str, cell_id: str | None, why: str):
         super().__init__(why)
         self.profile, self.cell_id, self.why = profile, cell_id, why
-
-
-# ---------------------------------------------------------------------------------------------
-# Commands for the C programs (the interface of testbed/README.md in one place)
-
-
-def transport_args(cell: Cell, exp, qlog: Path | None, server: bool) -> list[str]:
-    """The cell's transport for pqs-server / pqs-timer. Nothing for tcp (the programs' default),
-    so a tcp cell's command lines are what they were before transports existed."""
-    if cell.transport == "tcp":
-        return []
-    if cell.transport == "tcp+tfo":  # TLS over TCP with Fast Open on both ends (a queue of 64)
-        return ["--tcp-fastopen", "64"] if server else ["--tcp-fastopen"]
-    argv = ["--transport", cell.transport]
-    if cell.transport == "turbotls":
-        return argv if server else argv + ["--turbo-requests", str(turbo_requests(cell, exp)),
-                                           "--turbo-fallback", f"{exp.turbo_fallback // 1000}us"]
-    if server:
-        argv += ["--quic-retry", exp.quic_retry]
-    if qlog is not None:
-        argv += ["--qlog", str(qlog)]
-    return argv
-
-
-def turbo_requests(cell: Cell, exp) -> int:
-    """The experiment's turbo_requests, or (auto) the model's server flight + 25 % in 1200-byte
-    datagrams (experiments/handshake_model.py turbo_requests_auto; the plan refuses auto for an
-    algorithm the registry does not size)."""
-    if exp.turbo_requests != "auto":
-        return int(exp.turbo_requests)
-    from pqshake.experiments import handshake_model as hm
-
-    sc, ss, pk, sl = hm.sizes_for(cell.group, cell.sig)
-    return hm.turbo_requests_auto(sc, ss, pk, sl, exp.chain_depth, "resume" if cell.mode == "resume" else "full")
-
-
-def server_argv(binary: Path, listen: str, cell: Cell, exp, cert_dir: Path, log: Path,
-                qlog: Path | None = None) -> list[str]:
-    resumable = cell.mode in ("resume", "resume_psk", "0rtt")
-    # QUIC connections are handshake only and have no 0-RTT in pqs-server: it refuses both
-    # options with --transport quic (the plan refuses response_bytes and 0rtt for quic cells).
-    tcp_only = [] if cell.transport == "quic" else [
-        "--response-bytes", str(exp.response_bytes), "--max-early-data", "16384" if cell.mode == "0rtt" else "0",
-        "--early-response", exp.early_response, "--psk-ke", "on" if cell.mode == "resume_psk" else "off"]
-    return [str(binary), "--listen", listen, "--groups", cell.group, "--sig", cell.sig,
-            "--chain-depth", str(exp.chain_depth), "--cert-dir", str(cert_dir), "--log", str(log),
-            "--fsync", "0", *tcp_only[:2],
-            "--tickets", "2" if resumable else "0", *tcp_only[2:],
-            "--threads", str(max(8, min(256, exp.concurrency * 2)))] + (
-        ["--client-auth", exp.client_auth, "--client-chain-depth", str(exp.client_chain_depth)]
-        if exp.client_auth else []) + transport_args(cell, exp, qlog, server=True)
-
-
-def timer_argv(binary: Path, connect: str, cell: Cell, exp, ca: Path, out: Path,
-               qlog: Path | None = None, samples: int | None = None, warmup: int | None = None) -> list[str]:
-    """samples / warmup: this block's (default: the experiment's, one block)."""
-    samples = sampling.Target.of(exp).max if samples is None else samples
-    warmup = exp.warmup if warmup is None else warmup
-    argv = [str(binary), "--connect", connect, "--groups", cell.group, "--ca", str(ca),
-            "--samples", str(samples), "--warmup", str(warmup), "--mode", cell.mode,
-            "--out", str(out), "--fsync", "0", "--concurrency", str(exp.concurrency),
-            "--timeout", f"{max(1, exp.timeout // 1_000_000)}ms"]
-    if exp.response_bytes:
-        argv += ["--response-bytes", str(exp.response_bytes)]
-    if exp.client_auth:  # pqs-server --client-auth writes the client credentials next to ca.pem
-        argv += ["--client-cert", str(Path(ca).parent)]
-    return argv + transport_args(cell, exp, qlog, server=False)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -171,26 +114,22 @@ def _stop_on_signals():
 
 
 class _LineCounter:
-    """Counts attempt lines appended to a JSONL file, reading only what is new."""
+    """Counts the attempt lines appended to a timer's JSON lines, reading only what is new."""
 
     def __init__(self, path: Path):
-        self.path = path
-        self.pos = 0
+        self.lines = JsonLines(path)
         self.n = 0
-        self.buf = b""
+
+    @property
+    def pos(self) -> int:
+        return self.lines.pos
+
+    @pos.setter
+    def pos(self, value: int) -> None:
+        self.lines.pos = value
 
     def poll(self) -> int:
-        try:
-            with open(self.path, "rb") as f:
-                f.seek(self.pos)
-                chunk = f.read()
-        except FileNotFoundError:
-            return self.n
-        self.pos += len(chunk)
-        data = self.buf + chunk
-        lines = data.split(b"\n")
-        self.buf = lines.pop()
-        self.n += sum(1 for ln in lines if b'"type":"attempt"' in ln.replace(b" ", b""))
+        self.n += sum(1 for rec in self.lines.new() if rec.get("type") == "attempt")
         return self.n
 
 
@@ -204,37 +143,15 @@ def _dead_companion(companions: list[dict]) -> str | None:
 
 
 def _first_line(path: Path, type_: str) -> dict | None:
-    for rec in rd.read_jsonl(path):
-        if rec.get("type") == type_:
-            return rec
-    return None
+    return JsonLines(path).first(type_)
 
 
 def _header_after(path: Path, pos: int) -> bool:
     """Whether a timer has written its header line past byte pos of its JSON lines."""
-    try:
-        with open(path, "rb") as f:
-            f.seek(pos)
-            return any(b'"type":"header"' in line for line in f if line.endswith(b"\n"))
-    except FileNotFoundError:
-        return False
+    return any(rec.get("type") == "header" for rec in JsonLines(path, pos).new())
 
 
-def _count(timer_jsonl: Path) -> dict:
-    n = ok = warm = 0
-    header = None
-    for rec in rd.read_jsonl(timer_jsonl):
-        t = rec.get("type")
-        if t == "header" and header is None:
-            header = rec
-        if t != "attempt":
-            continue
-        n += 1
-        if rec.get("warmup"):
-            warm += 1
-        elif rec.get("ok"):
-            ok += 1
-    return {"n_attempts": n, "n_warmup": warm, "n_ok": ok, "header": header}
+_count = timer_counts  # attempts, warm-ups, ok ones and the header, as DONE records them
 
 
 # ---------------------------------------------------------------------------------------------
@@ -277,9 +194,9 @@ class CellRunner:
     # same time as c1, each with its own server (dumbbell: on s2..sN; star: another pqs-server on
     # s1). Their lines go to raw/<cell>/timer-<cI>.jsonl and server-<cI>.jsonl; the tables are
     # built from c1's timer.jsonl as for every cell, DONE lists each companion's counts.
-    def _start_companions(self, topo: Any, cell: Cell, d: Path) -> list[dict]:
-        clients = list(getattr(topo, "clients", []) or [])[1:]
-        servers = list(getattr(topo, "servers", []) or ["s1"])
+    def _start_companions(self, topo: Link, cell: Cell, d: Path) -> list[dict]:
+        clients = list(topo.clients)[1:]
+        servers = list(topo.servers) or ["s1"]
         out: list[dict] = []
         for k, c in enumerate(clients, start=2):
             s = servers[k - 1] if len(servers) >= k else servers[0]
@@ -362,14 +279,14 @@ class CellRunner:
     # lifetime): one block in sequential/shuffled order with a fixed sample count; with
     # `order: interleaved` or `samples: auto`, blocks of `block` attempts, interleaved with the
     # other cells of the profile or until the adaptive target is met (experiments/sampling.py).
-    def run_cell(self, topo: Any, cell: Cell) -> dict:
+    def run_cell(self, topo: Link, cell: Cell) -> dict:
         """A whole cell at once (its blocks back to back)."""
         cr = self.open_cell(topo, cell)
         while cr.reason is None and not cr.finished():
             self.run_block(topo, cr)
         return self.close_cell(topo, cr)
 
-    def open_cell(self, topo: Any, cell: Cell) -> "CellState":
+    def open_cell(self, topo: Link, cell: Cell) -> "CellState":
         """Folder, validity snapshot, RTT probes and the cell's server (ready to accept)."""
         from pqshake.emulation.check import measure_rtt
 
@@ -385,12 +302,11 @@ class CellRunner:
                                 "session": self.session, "started": rd.now_iso()}
         info["configured"] = profile_figures(self.plan.profiles[cell.profile])
         cr = CellState(cell, d, info, validity.Snapshot.take(topo), sampling.Target.of(exp))
-        if cell.transport == "quic":
-            info["quic_retry"] = exp.quic_retry
-            info["qlog"] = exp.qlog
-            if exp.qlog:
-                # relative to the cell folder, where the programs run (CellRunner._spawn)
-                cr.qlog_s, cr.qlog_c = (Path(os.path.relpath(run.qlog_dir(cell.cell_id, role), d)) for role in ("server", "client"))
+        tr = T.get(cell.transport)
+        info.update(tr.cell_info(exp))
+        if tr.keeps_qlog(exp):
+            # relative to the cell folder, where the programs run (CellRunner._spawn)
+            cr.qlog_s, cr.qlog_c = (Path(os.path.relpath(run.qlog_dir(cell.cell_id, role), d)) for role in ("server", "client"))
 
         # Achieved RTT for this cell (short: it is overhead).
         if exp.rtt_probes:
@@ -432,7 +348,7 @@ class CellRunner:
             raise
         return cr
 
-    def run_block(self, topo: Any, cr: "CellState") -> None:
+    def run_block(self, topo: Link, cr: "CellState") -> None:
         """One timer invocation of the cell's next block (appending to timer.jsonl); sets
         cr.reason when the cell cannot go on."""
         exp, d, cell = self.exp, cr.d, cr.cell
@@ -442,7 +358,7 @@ class CellRunner:
         companions: list[dict] = []
         self.progress.start_cell(cell.cell_id, expected)
         cr.blocks.append({"start_mono_ns": time.monotonic_ns(), "samples": n, "warmup": warm,
-                          "prime": int(cell.mode in ("resume", "resume_psk", "0rtt"))})
+                          "prime": int(M.resumable(cell.mode))})
         before = _count(cr.timer_out)["n_attempts"]
         try:
             if not cr.blocks[:-1]:
@@ -511,7 +427,7 @@ class CellRunner:
             cr.reason = f"server exited with status {cr.server_rc} on SIGTERM"
         self.procs = [p for p in self.procs if p.poll() is None]
 
-    def close_cell(self, topo: Any, cr: "CellState") -> dict:
+    def close_cell(self, topo: Link, cr: "CellState") -> dict:
         """Stop the server, count, judge validity, write DONE. Raises LinkDown (after writing
         the failed cell) when the link died under it."""
         run, exp, d, cell, info = self.run, self.exp, cr.d, cr.cell, cr.info
@@ -649,7 +565,7 @@ def execute(run: rd.RunDir, plan: Plan, todo: list[Cell], progress: Progress, se
             run.log(f"profile {name}: bringing the link up ({len(cells)} cells)")
             progress.message(f"profile {name}: {len(cells)} cells")
             t = topology_factory(prof, run_id=session, backend=plan.model.backend)
-            if hasattr(t, "placement_spec"):  # the single-link topology places CPUs; mininet does not
+            if t.places_cpus:  # the single-link topology places CPUs; mininet does not
                 spec = plan.model.cpu_placement
                 t.placement_spec = spec.model_dump() if hasattr(spec, "model_dump") else spec
             with t as topo:
@@ -693,7 +609,7 @@ def execute(run: rd.RunDir, plan: Plan, todo: list[Cell], progress: Progress, se
     return counts
 
 
-def run_profile(runner: CellRunner, topo: Any, cells: list[Cell], plan: Plan, profile: str,
+def run_profile(runner: CellRunner, topo: Link, cells: list[Cell], plan: Plan, profile: str,
                 finished: Callable[[Cell, dict], None]) -> None:
     """The cells of one profile on its link. Interleaved order: rounds in which every unfinished
     cell runs one block, the turns shuffled each round (seed, profile, round), so drift of the
@@ -729,10 +645,10 @@ def run_profile(runner: CellRunner, topo: Any, cells: list[Cell], plan: Plan, pr
             runner._stop_server(cr)
 
 
-def _record_placement(run: rd.RunDir, topo: Any) -> None:
+def _record_placement(run: rd.RunDir, topo: Link) -> None:
     """meta.json `placement`: where the emulator and the endpoints ran (emulation/placement.py),
     per backend; 'not placed' with the reason where it could not be done."""
-    pl = getattr(topo, "placement", None)
+    pl = topo.placement
     rec = pl.as_dict() if pl is not None else {"mode": "n/a", "emulator": [], "endpoints": [],
                                                "note": f"not placed by the {type(topo).__name__} engine"}
     seen = run.meta().get("placement") or {}
@@ -936,7 +852,7 @@ def start_run(exp_path: Path | str, *, out: Path | None = None, yes: bool = Fals
                 "groups": plan.groups, "sigs": plan.sigs, "profiles": list(plan.profiles),
                 "cells": [c.as_dict() for c in plan.cells], **({"shard": shard_info} if shard_info else {})})
             rd.write_json(run.meta_path, root=run.path, data={
-                "format_version": rd.FORMAT_VERSION, "name": plan.model.name, "id": dir_id,
+                "format_version": FORMAT_VERSION, "name": plan.model.name, "id": dir_id,
                 "status": "running", "started": rd.now_iso(), "ended": None,
                 "experiment": {"file": str(plan.experiment.path), "sha256": plan.experiment.sha256(), "files": copies},
                 "seeds": {"order": plan.seed, "profiles": {n: getattr(p, "seed", None) for n, p in plan.profiles.items()}},

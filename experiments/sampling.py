@@ -60,11 +60,11 @@ def block_size(exp: Any) -> int | None:
 
 def attempt_times(timer_jsonl: Path) -> list[float]:
     """Handshake times (ns) of the measured attempts so far; a failure is +inf."""
-    from .rundir import read_jsonl
+    from pqshake.results import JsonLines
 
     out: list[float] = []
-    for rec in read_jsonl(timer_jsonl):
-        if rec.get("type") != "attempt" or rec.get("warmup"):
+    for rec in JsonLines(timer_jsonl).of_type("attempt"):
+        if rec.get("warmup"):
             continue
         v = rec.get("handshake_ns")
         out.append(float(v) if rec.get("ok") and isinstance(v, (int, float)) else math.inf)

@@ -56,9 +56,10 @@ def _children_cpu() -> float:
 
 @dataclass
 class Snapshot:
-    """What a cell's judgement needs from before it ran."""
+    """What a cell's judgement needs from before it ran. counters: the link's LinkCounters
+    (emulation/link.py; a backend's own dict is read as that backend's record)."""
 
-    counters: dict[str, Any]
+    counters: Any
     steal_s: float
     children_cpu_s: float
     emulator_cpu_s: float | None
@@ -68,16 +69,25 @@ class Snapshot:
     def take(cls, topo: Any) -> "Snapshot":
         from pqshake.emulation.host import steal_s
 
+        from pqshake.emulation.link import LinkCounters
+
         try:
-            counters = topo.counters() or {}
+            counters = topo.link_counters()
         except Exception:  # noqa: BLE001 - a counter read must not stop the run; judged as missing
-            counters = {}
-        emu = getattr(topo, "emulator", None)
-        return cls(counters, steal_s(), _children_cpu(), _cpu_of(getattr(emu, "pid", None)))
+            counters = LinkCounters.of(topo.backend, {})
+        return cls(counters, steal_s(), _children_cpu(), _cpu_of(topo.emulator_pid()))
 
 
-def _delta(after: dict, before: dict, key: str) -> int | None:
-    a, b = after.get(key), before.get(key)
+def _link_counters(snap: Snapshot, backend: str):
+    from pqshake.emulation.link import LinkCounters
+
+    c = snap.counters
+    return c if isinstance(c, LinkCounters) else LinkCounters.of(backend, c)
+
+
+def _delta(after: Any, before: Any, key: str) -> int | None:
+    """after - before of one field of two DirectionCounters; None unless both were counted."""
+    a, b = getattr(after, key), getattr(before, key)
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
         return int(a - b)
     return None
@@ -103,13 +113,11 @@ def expected_ways(profile: Any, n: int = 20_000, seed: int = 1) -> dict[str, dic
     return out
 
 
-def _loss(direction: str, link: Any, after: dict, before: dict, backend: str) -> tuple[dict, str | None]:
+def _loss(direction: str, link: Any, after: Any, before: Any) -> tuple[dict, str | None]:
     from pqshake.emulation.check import binom_interval
 
     p = float(link.expected_loss()) if hasattr(link, "expected_loss") else float(getattr(link, "loss", 0.0))
-    # netem counts its random loss and tail drops together as "dropped"; with the queue sized
-    # from the profile (limit auto) tail drops do not happen, so dropped is the loss.
-    lost = _delta(after, before, "dropped" if backend == "netem" else "lost")
+    lost = _delta(after, before, "lost")  # netem: its drops (LinkCounters.from_netem says why)
     fwd = _delta(after, before, "forwarded")
     seen = (fwd + lost) if fwd is not None and lost is not None else None
     rec: dict[str, Any] = {"configured": p, "frames": seen, "lost": lost}
@@ -171,13 +179,14 @@ def judge(profile: Any, backend: str, before: Snapshot, after: Snapshot, rtt: di
 
     # The link's own counters over the cell.
     emu: dict[str, Any] = {}
+    ca, cb = _link_counters(after, backend), _link_counters(before, backend)
     for way in ("up", "down"):
-        a, b = after.counters.get(way) or {}, before.counters.get(way) or {}
-        rec, why = _loss(way, getattr(profile, way), a, b, backend)
+        a, b = ca.way(way), cb.way(way)
+        rec, why = _loss(way, getattr(profile, way), a, b)
         if why:
             reasons.append(why)
         d: dict[str, Any] = {"loss": rec}
-        if backend != "netem":
+        if ca.queue_apart:
             qd, late = _delta(a, b, "queue_dropped"), _delta(a, b, "late")
             fwd = _delta(a, b, "forwarded")
             d.update(queue_dropped=qd, late=late, frames=fwd)

@@ -673,7 +673,7 @@ int main(int argc, char **argv)
                      .aeads = "AES-128-GCM:AES-256-GCM:ChaCha20-Poly1305",
                      .do_kex = true, .do_sig = true, .do_aead = true, .do_direct = true};
     enum { OPT_GROUPS = 256, OPT_SIGS, OPT_AEADS, OPT_ONLY, OPT_SAMPLES, OPT_MIN, OPT_BUDGET, OPT_OUT, OPT_HELP,
-           OPT_PROVIDER, OPT_OQS_NATIVE, OPT_NO_DIRECT };
+           OPT_PROVIDER, OPT_OQS_NATIVE, OPT_NO_DIRECT, OPT_VERSION };
     static const struct option opts[] = {
         {"groups", required_argument, 0, OPT_GROUPS}, {"sigs", required_argument, 0, OPT_SIGS},
         {"aeads", required_argument, 0, OPT_AEADS}, {"only", required_argument, 0, OPT_ONLY},
@@ -681,7 +681,7 @@ int main(int argc, char **argv)
         {"budget", required_argument, 0, OPT_BUDGET}, {"out", required_argument, 0, OPT_OUT},
         {"help", no_argument, 0, OPT_HELP}, {"provider", required_argument, 0, OPT_PROVIDER},
         {"oqs-native", no_argument, 0, OPT_OQS_NATIVE}, {"no-direct", no_argument, 0, OPT_NO_DIRECT},
-        {0, 0, 0, 0}};
+        {"version", no_argument, 0, OPT_VERSION}, {0, 0, 0, 0}};
     uint64_t v;
     opterr = 0;
     int c;
@@ -717,6 +717,7 @@ int main(int argc, char **argv)
         case OPT_OQS_NATIVE: pqs_seam_configure(NULL, 1); break;
         case OPT_NO_DIRECT: cfg.do_direct = false; break;
         case OPT_HELP: usage(stdout); return PQS_EXIT_OK;
+        case OPT_VERSION: pqs_print_version(PROG); return PQS_EXIT_OK;
         default: pqs_usage_error(PROG, "unknown or incomplete option '%s'", argv[optind - 1]);
         }
     }

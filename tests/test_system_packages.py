@@ -998,8 +998,8 @@ def test_the_scan_finds_what_the_issue_named(found):
         "iperf3": "emulation/check.py",  # topo.ns_argv("client", argv): a builder
         "ethtool": "emulation/netns.py",  # ip netns exec NS ethtool
         "taskset": "emulation/placement.py",  # the placement prefix of ns_argv
-        "slurmd": "experiments/slurm_local.py",
-        "munged": "experiments/slurm_local.py",  # setpriv ... munged
+        "slurmd": "tests/slurm/slurm_local.py",
+        "munged": "tests/slurm/slurm_local.py",  # setpriv ... munged
         "sbatch": "experiments/slurm.py",  # _tool("sbatch"): a shutil.which wrapper
         "linux.uml": "emulation/uml.py",  # shutil.which
         "mnexec": "emulation/mininet_topo.py",

@@ -157,7 +157,7 @@ def test_analyze_outputs(run_dir, capsys):
     assert "percentiles: numpy.percentile(method='linear')" in out
 
 
-@pytest.mark.parametrize("version,words", [(2, ("results format 2 is newer", "(1)", "update pqshake")),
+@pytest.mark.parametrize("version,words", [(3, ("results format 3 is newer", "(2)", "update pqshake")),
                                            (None, ("'format_version' missing",)),
                                            ("1", ("'format_version' missing",))])
 def test_format_version_refused_in_one_line(tmp_path, capsys, version, words):
@@ -169,11 +169,12 @@ def test_format_version_refused_in_one_line(tmp_path, capsys, version, words):
 
 
 def test_synthetic_runs_are_written_by_the_format_owner(tmp_path, monkeypatch):
-    """analysis/synthetic.py writes through experiments/rundir.py: its layout and version."""
-    from pqshake.experiments import rundir as rd
+    """analysis/synthetic.py writes through experiments/rundir.py (the layout) the version of
+    pqshake/results/ (the format)."""
+    from pqshake.results import meta as fmt_meta
 
-    monkeypatch.setattr(rd, "FORMAT_VERSION", 7)
+    monkeypatch.setattr(fmt_meta, "FORMAT_VERSION", 7)
     run = make_run(tmp_path / "r")
     assert json.loads((run / "meta.json").read_text())["format_version"] == 7
     assert all((run / d).is_dir() for d in ("raw", "logs", "net", "experiment"))
-    assert {p.name for p in run.glob("*.parquet")} == {f"{t}.parquet" for t in rd.TABLES}
+    assert {p.name for p in run.glob("*.parquet")} == {f"{t}.parquet" for t in fmt_meta.TABLES}

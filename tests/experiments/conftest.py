@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from pqshake.emulation.link import LinkDefaults
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -24,9 +26,9 @@ def write_exp(tmp_path):
     return write
 
 
-class LoopbackTopology:
-    """Same surface as pqshake.emulation.topology.Topology, on the loopback interface of the
-    test's own namespace: for runner I/O tests without root. No link is emulated."""
+class LoopbackTopology(LinkDefaults):
+    """A Link (pqshake.emulation.link) on the loopback interface of the test's own namespace:
+    for runner I/O tests without root. No link is emulated."""
 
     instances: list["LoopbackTopology"] = []
 

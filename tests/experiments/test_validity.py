@@ -151,3 +151,55 @@ def test_a_link_20_percent_slower_is_suspect_everywhere(write_exp, tmp_path, cap
     meta = json.loads((path / "meta.json").read_text())
     rr = [r for r in meta["reruns"] if r["cell_id"].startswith("v-slow")]
     assert len(rr) == 1 and rr[0]["verdict"].startswith("suspect: RTT") and (path / "logs" / rr[0]["first_attempt"]).is_dir()
+
+
+def test_the_verdict_reads_one_record_of_counters(loopback):
+    """validity.judge reads LinkCounters (emulation/link.py), which each backend fills from its
+    own names: the same figures give the same record whichever way they arrive."""
+    from pqshake.emulation.link import Link, LinkCounters
+    from pqshake.emulation.mininet_topo import MininetTopology
+    from pqshake.emulation.topology import Topology
+
+    LoopbackTopology = loopback  # the test double of tests/experiments/conftest.py (its fixture)
+
+    p = prof(rtt="20ms", loss="2%")
+    for backend, c0, c1 in (("userspace", CLEAN, after(lost=80, queue_dropped=2, late=3)),
+                            ("netem", {"forwarded": 0, "dropped": 0, "overlimits": 0},
+                             {"forwarded": 980, "dropped": 20, "overlimits": 1})):
+        raw = V.judge(p, backend, snap(c0, c0), snap(c1, c1, t=1.0), RTT_OK)
+        rec = [LinkCounters.of(backend, {"up": x, "down": x}) for x in (c0, c1)]
+        typed = V.judge(p, backend, V.Snapshot(rec[0], 0.0, 0.0, None, mono=0.0),
+                        V.Snapshot(rec[1], 0.0, 0.0, None, mono=1.0), RTT_OK)
+        assert typed["link"] == raw["link"] and typed["reasons"] == raw["reasons"] and isinstance(raw["reasons"], list)
+    assert LinkCounters.of("netem", {"up": {"dropped": 4}}).up.lost == 4 and not LinkCounters.of("netem", {}).queue_apart
+    for cls in (Topology, MininetTopology, LoopbackTopology):
+        assert all(hasattr(cls, m) for m in ("ns_argv", "link_counters", "emulator_pid", "link_problem", "addr_of",
+                                             "places_cpus", "clients", "servers", "placement")), cls
+    assert isinstance(LoopbackTopology(p), Link)
+
+
+def test_emulation_has_no_import_loop():
+    """Records name their removers (netns.remove_run imports none of its users); `net down`
+    lives with the cleaner: no module of emulation/ imports one that imports it back."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "emulation"
+    mods = {p.stem for p in root.glob("*.py")}
+    deps = {m: set() for m in mods}
+    for m in mods:
+        for n in ast.walk(ast.parse((root / f"{m}.py").read_text())):
+            if isinstance(n, ast.ImportFrom) and n.module:
+                if n.module == "pqshake.emulation":
+                    deps[m] |= {a.name for a in n.names} & mods
+                elif n.module.startswith("pqshake.emulation."):
+                    deps[m] |= {n.module.split(".")[2]} & mods
+
+    def reach(m, seen):
+        for d in deps[m] - seen:
+            seen.add(d)
+            reach(d, seen)
+        return seen
+
+    loops = sorted(m for m in mods if m in reach(m, set()))
+    assert not loops, f"import loop through {loops}"

@@ -65,6 +65,6 @@ def median_rtts(attempts: list[dict], rtt_ns: float) -> float:
     return float(np.median([a["handshake_ns"] for a in attempts])) / rtt_ns
 
 
-# failure classes an attempt through a lossy link may end in (testbed/common.h, the error enum)
+# failure classes an attempt through a lossy link may end in (testbed/core/common.h, the error enum)
 LOSS_FAILURES = {"timeout", "connect_timeout", "handshake_alert", "quic_closed", "tls_error", "eof", "io_error",
                  "tcp_reset"}

@@ -275,7 +275,7 @@ def test_oqsprovider_module_inside_our_programs(tmp_path):
     server chain and a p256_falcon512 client chain (mutual TLS), 3 handshakes each. The NIST-curve
     hybrids used to fail with a stray "nested asn1 error": the module's EC key check decodes
     through our default provider, whose failed decoder attempts landed in our error queue while
-    the module's libcrypto popped only its own (testbed/module_errmark.c)."""
+    the module's libcrypto popped only its own (testbed/module/module_errmark.c)."""
     so = str(BUILD / "lib" / "ossl-modules" / "oqsprovider.so")
     groups = ("frodo640aes", "x25519_bikel1", "p256_bikel1", "p384_mlkem768", "p521_frodo1344aes")
     with Server(tmp_path, "--sig", "p256_falcon512", "--client-auth", "p256_falcon512",

@@ -19,7 +19,7 @@ from needs import need
 
 from pqshake.emulation import netns
 from pqshake.experiments import slurm
-from pqshake.experiments.slurm_local import INSTALL_HINT, LocalCluster, missing_tools
+from tests.slurm.slurm_local import INSTALL_HINT, LocalCluster, missing_tools
 
 pytestmark = [pytest.mark.slurm, pytest.mark.netns]
 
@@ -102,7 +102,7 @@ def test_clean_stops_the_daemons_of_a_crashed_cluster(tmp_path):
     need_slurm()
     env = {**os.environ, "PQS_STATE_DIR": str(tmp_path / "state")}
     code = ("import json, time\n"
-            "from pqshake.experiments.slurm_local import LocalCluster\n"
+            "from tests.slurm.slurm_local import LocalCluster\n"
             "c = LocalCluster().start()\n"
             "print(json.dumps({'pids': [p.pid for p in c.procs.values()], 'dir': str(c.dir)}), flush=True)\n"
             "time.sleep(600)\n")

@@ -3,7 +3,7 @@ attempt, conn and turbo_stats lines; a server flight larger than the requests co
 bounded server state (a flood fills it, the next client falls back to TCP with its
 ClientHello copy); malformed, truncated, unknown-id and replayed datagrams and a bad binding
 dropped and counted; the refusals; the wire parsers' fuzz target; the sanitizer builds.
-The wire: testbed/turbowire.h and testbed/README.md "TurboTLS"."""
+The wire: testbed/turbotls/turbowire.h and testbed/README.md "TurboTLS"."""
 import os
 import socket
 import struct

@@ -360,7 +360,7 @@ static SSL *bind_refused(pqs_turbo_server *ts, uint64_t *counter, char *why, siz
     return NULL;
 }
 
-/* The socket's receive timeout (server.c sets --idle-timeout); 10 s if none is set. */
+/* The socket's receive timeout (tcp_server.c sets --idle-timeout); 10 s if none is set. */
 static int64_t rcvtimeo_ns(int fd)
 {
     struct timeval tv = {0, 0};

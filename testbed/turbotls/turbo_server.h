@@ -2,7 +2,8 @@
  * ClientHellos, runs OpenSSL's server state machine on memory BIOs up to its first flight and
  * answers with at most one reply datagram per request datagram; and the binding step a TCP
  * worker runs first on each connection to continue that TLS state on TCP. Configuration,
- * certificates, groups, the log and the request protocol are server.c's. */
+ * certificates, groups and the log are server.c's; the TCP workers and the request protocol are
+ * the tcp transport's (tcp/tcp_server.c), which turbotls/transport.c extends with the binding. */
 #ifndef PQS_TURBO_SERVER_H
 #define PQS_TURBO_SERVER_H
 

@@ -1,5 +1,5 @@
 /* quic_server.h - pqs-server's QUIC listener (OpenSSL's own QUIC server). Configuration,
- * certificates, groups, the log and the ready line are server.c's; this file holds only what
+ * certificates, groups, the log and the ready line are server.c's (listen and serve behind quic/transport.c); this file holds only what
  * is QUIC-specific: the event loop over one UDP socket, per-connection observation, the request
  * protocol on the client's first bidirectional stream, and the QUIC "conn" lines. */
 #ifndef PQS_QUIC_SERVER_H

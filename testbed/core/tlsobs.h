@@ -63,4 +63,9 @@ void pqs_tlsinfo_json(pqs_json *j, const pqs_tlsinfo *ti);
 pqs_err pqs_tls_classify(SSL *ssl, int ssl_err, int saved_errno, const pqs_tlsobs *obs,
                          char *msg, size_t msglen);
 
+/* Cost of the message callback for one handshake, measured in-process: replays a TLS 1.3
+ * client handshake's sequence of callback invocations many times (pqs-timer's header line:
+ * callback_cost_ns_per_handshake). *per_handshake: the invocations in one handshake. */
+int64_t pqs_tlsobs_calibrate_ns(int *per_handshake);
+
 #endif

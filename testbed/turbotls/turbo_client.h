@@ -2,7 +2,8 @@
  * ClientHello over UDP beside the TCP SYN, the server's first flight over UDP, the binding and
  * the client's Finished over TCP, fallback to TLS over that TCP connection. The TLS state
  * machine is OpenSSL's, driven through memory BIOs until the binding, then over the TCP socket.
- * Everything else (configuration, modes, request, JSON line, error classes) is timer.c's. */
+ * turbotls/transport.c puts them between the tcp transport's setup and its request and close;
+ * configuration, modes and the common JSON members are timer.c's. */
 #ifndef PQS_TURBO_CLIENT_H
 #define PQS_TURBO_CLIENT_H
 

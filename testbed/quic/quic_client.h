@@ -1,5 +1,6 @@
 /* quic_client.h - the QUIC-specific steps of a pqs-timer attempt (OpenSSL's QUIC client):
- * everything else (configuration, groups, verification, JSON, error classes) is timer.c's. */
+ * the attempt's steps around them are quic/transport.c's; configuration, groups, verification
+ * and the common JSON members are timer.c's. */
 #ifndef PQS_QUIC_CLIENT_H
 #define PQS_QUIC_CLIENT_H
 

@@ -1,9 +1,6 @@
 /* common.c - see common.h */
 #include "common.h"
 
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -439,27 +436,6 @@ const char *pqs_tfo_sysctl(void)
         return NULL;
     val[strcspn(val, "\n")] = '\0';
     return val;
-}
-
-bool pqs_parse_transport(const char *prog, const char *s, bool *turbo)
-{
-    *turbo = strcmp(s, "turbotls") == 0;
-    if (strcmp(s, "tcp") == 0 || *turbo)
-        return false;
-    if (strcmp(s, "quic") == 0)
-        return true;
-    pqs_usage_error(prog, "unknown --transport '%s'; available: tcp, quic, turbotls", s);
-}
-
-void pqs_qlog_dir(const char *prog, const char *dir)
-{
-    struct stat st;
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || access(dir, W_OK) != 0)
-        pqs_usage_error(prog, "bad --qlog '%s': not a writable directory", dir);
-    /* OpenSSL reads these when a QUIC channel is created (qlog is built into the pinned
-     * library); the default filter would record nothing. */
-    setenv("QLOGDIR", dir, 1);
-    setenv("OSSL_QFILTER", "*", 0);
 }
 
 bool pqs_parse_request_header(const unsigned char *buf, size_t n, int64_t *req_len, int64_t *resp_len)

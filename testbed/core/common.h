@@ -119,13 +119,6 @@ bool pqs_parse_on_off(const char *s, bool *out);
  * string is static (read once per call; not thread-safe, call from main only). */
 const char *pqs_tfo_sysctl(void);
 
-/* --transport tcp|quic|turbotls: true for quic, *turbo set for turbotls (TLS over TCP with the
- * first flights over UDP); a usage error (exit 2) otherwise. */
-bool pqs_parse_transport(const char *prog, const char *s, bool *turbo);
-/* --qlog DIR: DIR must be a writable directory; sets QLOGDIR (and, unless already set,
- * OSSL_QFILTER to every event) for this process, before any QUIC object exists. */
-void pqs_qlog_dir(const char *prog, const char *dir);
-
 /* "ADDR:PORT", "[v6addr]:PORT", "localhost:PORT". Port 0 allowed iff allow_zero.
  * Fills a sockaddr (numeric addresses, or "localhost" -> 127.0.0.1). */
 typedef struct {
@@ -138,12 +131,7 @@ bool pqs_parse_hostport(const char *s, bool allow_zero, pqs_addr *out, const cha
 /* "127.0.0.1:443" / "[::1]:443" for the address in ss. */
 void pqs_format_sockaddr(const struct sockaddr *sa, char *buf, size_t n);
 
-/* Version strings filled by the Makefile. */
-#ifndef PQS_GIT_COMMIT
-#define PQS_GIT_COMMIT "unknown"
-#endif
-#ifndef PQS_VERSION
-#define PQS_VERSION "0.1.0"
-#endif
+/* PQS_VERSION, PQS_GIT_COMMIT (the header lines' pqshake_version, pqshake_commit). */
+#include "version.h"
 
 #endif

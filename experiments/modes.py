@@ -1,0 +1,67 @@
+"""The handshake modes: one row each (issue 21). The experiment model's allowed values, the
+programs' command lines, the handshake model, the summary's order and labels and the synthetic
+data read this table; no other module spells a mode's name (tests/test_registry_only.py).
+
+Which transports run a mode is said by the transports (experiments/transports/: each lists the
+modes it refuses, with the reason), not here: a mode does not know the transports that exist.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# The names, as experiment files, cell ids and the programs' --mode spell them. Constants so a
+# module that branches on one mode names it without a literal.
+FULL = "full"
+RESUME = "resume"
+RESUME_PSK = "resume_psk"
+ZERO_RTT = "0rtt"
+HRR = "hrr"
+TLS12 = "tls12"
+
+
+@dataclass(frozen=True)
+class Mode:
+    name: str
+    label: str  # tables and figures
+    # A session ticket from a priming full handshake: the server issues tickets (--tickets 2)
+    # and each cell runs one full handshake before its attempts.
+    resumable: bool = False
+    # The server sends its certificate chain and signs (CertificateVerify / ServerKeyExchange).
+    certificate: bool = True
+    # Round trips over TCP before slow start (TCP handshake included): the model's base_rtts.
+    tcp_rtts: int = 2
+    psk_ke: bool = False  # resumption without a key share (pqs-server --psk-ke on)
+    early_data: bool = False  # the client's request rides in the ClientHello (--max-early-data)
+    # Planned by default in synthetic data (analysis/synthetic.py Spec.modes).
+    synthetic: bool = True
+
+
+REGISTRY: tuple[Mode, ...] = (
+    Mode(FULL, "full"),
+    Mode(RESUME, "resumption", resumable=True, certificate=False),
+    Mode(RESUME_PSK, "resumption psk_ke", resumable=True, certificate=False, psk_ke=True, synthetic=False),
+    Mode(ZERO_RTT, "0-RTT", resumable=True, certificate=False, early_data=True),
+    Mode(HRR, "HRR", tcp_rtts=3),
+    Mode(TLS12, "TLS 1.2", tcp_rtts=3),
+)
+
+NAMES: tuple[str, ...] = tuple(m.name for m in REGISTRY)  # also the order of tables and figures
+LABELS: dict[str, str] = {m.name: m.label for m in REGISTRY}
+_BY_NAME = {m.name: m for m in REGISTRY}
+
+
+def get(name: str) -> Mode:
+    """The row of a mode; KeyError for a name the registry does not have."""
+    return _BY_NAME[name]
+
+
+def resumable(name: str) -> bool:
+    m = _BY_NAME.get(name)
+    return bool(m and m.resumable)
+
+
+def certificate(name: str) -> bool:
+    """The server sends (and signs) its certificate; unknown names count as full handshakes."""
+    m = _BY_NAME.get(name)
+    return m.certificate if m else True

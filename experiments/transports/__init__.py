@@ -1,0 +1,163 @@
+"""The transports: one module each (tcp.py holds tcp and its Fast Open variant tcp+tfo, quic.py,
+turbotls.py) and one row each in REGISTRY below (issue 21; Pantheon's shape: a scheme is one
+wrapper file plus one row in a config). docs/adding-a-transport.md says how to add one.
+
+A row (a Transport) carries everything the rest of pqshake asks of a transport: its name and
+look, the modes it refuses and why, the smallest MTU it runs on, the options it adds to the
+programs' command lines, its handshake model, its plan checks, the settings the plan and the
+cell record keep, and its summary columns. The experiment model's allowed values, the plan, the
+programs' argv, the bound, the summary, the tables, the figures and the synthetic data read the
+rows; no other module spells a transport's name (tests/test_registry_only.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .. import modes as M
+
+
+class Transport:
+    """A transport's row. Class attributes are the data; methods the behaviour, with the
+    defaults of a TLS-over-TCP-like transport that needs nothing extra."""
+
+    name: str = ""
+    label: str = ""  # figure legends and captions ("TLS/TCP")
+    short: str = ""  # table cells and per-transport panel titles ("TCP"); "" = the name
+    colour: str = "#777777"
+    linestyle: str = "-"
+    marker: str = "o"
+    rank: int = 9  # place in tables and figures (not the registry order, which is the file's)
+    min_mtu: int = 0  # the smallest link MTU it runs on (plan refusal, synthetic cells)
+    # Modes the programs cannot run over it, each with the reason the plan gives.
+    refused: dict[str, str] = {}
+    # The modes the one-round-trip figure compares for it (analysis/figures.py onertt).
+    onertt_modes: tuple[str, ...] = (M.FULL,)
+    # Its cells' ids have no transport part (cells that predate transports keep their ids).
+    bare_cell_id: bool = False
+    # No response and no early data: pqs-server refuses those options with this transport.
+    handshake_only: bool = False
+
+    @property
+    def modes(self) -> tuple[str, ...]:
+        """The modes it runs, in the modes registry's order."""
+        return tuple(m for m in M.NAMES if m not in self.refused)
+
+    @property
+    def table_label(self) -> str:
+        return self.short or self.name
+
+    def line_kw(self) -> dict[str, str]:
+        """Matplotlib keywords of its line in figures that compare transports."""
+        return {"color": self.colour, "linestyle": self.linestyle, "marker": self.marker}
+
+    def ecdf_kw(self) -> dict[str, str]:
+        """Keywords of its curve in the per-transport ECDF figure (analysis/figures.py)."""
+        return {}
+
+    # --- the C programs' command lines (experiments/programs.py adds these at the end) ---
+    def server_args(self, cell: Any, exp: Any, qlog: Path | None) -> list[str]:
+        return []
+
+    def timer_args(self, cell: Any, exp: Any, qlog: Path | None) -> list[str]:
+        return []
+
+    # --- the plan ---
+    def check(self, ef: Any, cells: list[Any], profs: dict[str, Any]) -> None:
+        """Refuse, before any network, this transport's cells the programs or the link cannot run.
+        `cells` are this transport's cells only."""
+        refuse_modes(self, ef, cells)
+        refuse_small_mtu(self, ef, cells, profs, what="")
+
+    def plan_settings(self, m: Any, present: bool) -> dict[str, Any]:
+        """Its experiment settings in the plan summary (None when it has no cell)."""
+        return {}
+
+    def plan_note(self, m: Any) -> str:
+        """Its settings in `pqshake plan`'s transports line ("" for none)."""
+        return ""
+
+    def cell_info(self, exp: Any) -> dict[str, Any]:
+        """What a cell of it records of the experiment (DONE, cells.parquet)."""
+        return {}
+
+    def keeps_qlog(self, exp: Any) -> bool:
+        return False
+
+    # --- the handshake model (experiments/handshake_model.py handshake_bound) ---
+    def bound(self, rtt_s: float, sizes: tuple[int, int, int, int], **kw: Any):
+        raise NotImplementedError
+
+    def can_bound(self, mode: str, mtu: int) -> bool:
+        """Whether its model has a bound for a cell of this mode on this MTU (analysis/bound.py
+        leaves the others without one)."""
+        return mode in self.modes
+
+    # --- the summary (analysis/summary.py): its own columns, NaN for other transports ---
+    def summary_attempts(self, ctx: Any) -> None:
+        """Columns from the client's attempts, added to ctx.out."""
+
+    def summary_server(self, ctx: Any) -> None:
+        """Columns from the server's connections, added to ctx.out."""
+
+
+def refuse_modes(t: Transport, ef: Any, cells: list[Any]) -> None:
+    for c in cells:
+        refuse_mode(t, ef, c)
+
+
+def refuse_mode(t: Transport, ef: Any, c: Any) -> None:
+    """A cell whose mode the transport does not run: the reason, and the three ways out."""
+    from pqshake.errors import UserError
+
+    if c.mode in t.refused or c.mode not in t.modes:
+        why = t.refused.get(c.mode, f"{t.name} runs {', '.join(t.modes)} only")
+        raise UserError(f"{ef.where('transports')}: mode {c.mode} cannot run over {t.name} ({why}); remove "
+                        f"{c.mode} from modes or {t.name} from transports, or add the exclude rule "
+                        f"{{transport: {t.name}, mode: {c.mode}}}")
+
+
+def refuse_small_mtu(t: Transport, ef: Any, cells: list[Any], profs: dict[str, Any], what: str) -> None:
+    """A profile whose MTU is below t.min_mtu; `what` names the datagram in the message."""
+    from pqshake.errors import UserError
+
+    from ..plan import profile_figures
+
+    if not t.min_mtu:
+        return
+    where = ef.where("transports")
+    for name in dict.fromkeys(c.profile for c in cells):
+        mtu = profile_figures(profs[name])["mtu"]
+        if mtu < t.min_mtu:
+            raise UserError(f"{where}: profile '{name}' has MTU {mtu}, below the {t.min_mtu} bytes a 1200-byte "
+                            f"{what} needs (IPv4 20 + UDP 8); raise its mtu to >= {t.min_mtu}, or add "
+                            f"the exclude rule {{transport: {t.name}, profile: {name}}}")
+
+
+# The rows, in the order experiment files and messages list them (the Literal of
+# experiments/model.py is built from it). Imported here, after Transport, which they subclass.
+from .quic import QUIC  # noqa: E402
+from .tcp import TCP, TCP_TFO  # noqa: E402
+from .turbotls import TURBOTLS  # noqa: E402
+
+REGISTRY: tuple[Transport, ...] = (TCP, TCP_TFO, QUIC, TURBOTLS)
+
+NAMES: tuple[str, ...] = tuple(t.name for t in REGISTRY)
+ORDER: tuple[str, ...] = tuple(t.name for t in sorted(REGISTRY, key=lambda t: t.rank))  # tables, figures
+DEFAULT: str = TCP.name  # runs from before transports existed are tcp; so is a cell that names none
+_BY_NAME = {t.name: t for t in REGISTRY}
+
+
+def get(name: str) -> Transport:
+    """The row of a transport; KeyError for a name the registry does not have."""
+    return _BY_NAME[name]
+
+
+def find(name: Any) -> Transport | None:
+    return _BY_NAME.get(name)
+
+
+def names_text() -> str:
+    """'tcp, tcp+tfo, quic or turbotls' for messages."""
+    return ", ".join(NAMES[:-1]) + " or " + NAMES[-1]

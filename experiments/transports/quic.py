@@ -1,0 +1,353 @@
+"""QUIC (pqs-server / pqs-timer --transport quic): TLS 1.3 in CRYPTO frames of UDP datagrams.
+
+Its handshake model keeps the shared timeline (experiments/handshake_model.py) and changes the
+transport: no TCP handshake, a byte-counted initial congestion window, the client's Initial
+padded to 1200-byte datagrams, a Retry round trip when the server validates addresses that way,
+and without it the server's anti-amplification limit (3x what it received) before the client has
+answered. Its summary columns: the share of attempts through a Retry, PTO expirations, lost
+packets, and on the server the share of connections held by the amplification limit.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from .. import modes as M
+from ..handshake_model import (CV_FIXED, DEFAULT_CPU_S, FIN_MAX, HRR_MIN, RECORD_OVERHEAD, SH_MIN, Bound, Cpu,
+                               _in_order, client_hello_bytes, server_flight_bytes)
+from . import Transport, refuse_mode, refuse_small_mtu
+
+NAME = "quic"
+# The smallest IPv4 MTU that carries a 1200-byte QUIC Initial datagram (RFC 9000 14.1): 1200
+# bytes of UDP payload + 8 UDP + 20 IPv4.
+QUIC_MIN_MTU = 1228
+# The modes pqs-server / pqs-timer refuse over QUIC: the reason, for the plan's message.
+QUIC_REFUSED_MODES = {M.ZERO_RTT: "QUIC 0-RTT is not supported by pqs-server/pqs-timer",
+                      M.TLS12: "QUIC requires TLS 1.3",
+                      M.RESUME_PSK: "psk_ke resumption is run over TCP only"}
+QUIC_MODES = tuple(m for m in M.NAMES if m not in QUIC_REFUSED_MODES)
+
+
+# ---------------------------------------------------------------------------------------------
+# QUIC (RFC 9000 / 9001 / 9002)
+#
+# Assumptions, each the least a real connection can do (so the bound stays a bound):
+#  - Datagrams: a QUIC implementation sends UDP payloads of 1200 bytes up to the largest the
+#    path carries without PMTU discovery, at most 1472 (Ethernet MTU 1500 - IPv4 20 - UDP 8);
+#    the model takes whichever size is cheapest for each quantity (fewest datagrams for
+#    serialization, most client bytes for the amplification allowance).
+#  - Per datagram one QUIC packet of the smallest possible overhead (QUIC_PACKET_MIN: header,
+#    packet number, AEAD tag, CRYPTO frame header); coalescing only adds bytes.
+#  - TLS bytes: the TCP model's messages without TLS record headers (QUIC has none), without
+#    ChangeCipherSpec and without the 32-byte legacy session id; the QUIC transport parameters
+#    extension (which only adds) is left out.
+#  - Congestion: an initial window of QUIC_IW bytes of UDP payload (RFC 9002 with 1200-byte
+#    datagrams), doubled per round trip (slow start, bytes acknowledged added to the window).
+#  - Amplification: before the address is validated the server sends at most 3x the UDP payload
+#    bytes it received; the client's datagrams carrying its Initial are padded to >= 1200. The
+#    client's next datagrams (its answer to the server's first ones) cannot arrive before one
+#    round trip after the server's first byte left; the model then takes the address as fully
+#    validated. With Retry the address is validated by the Retry round trip itself.
+#  - Retry: the server answers the client's first datagram with a Retry of at least
+#    QUIC_RETRY_MIN bytes; the client sends the same ClientHello again, after its first copy
+#    has left the up link.
+QUIC_IW = 12000  # bytes of UDP payload (RFC 9002 7.2: min(10 x 1200, max(2 x 1200, 14720)))
+QUIC_MIN_DGRAM = 1200  # RFC 9000 14.1: client datagrams with Initial packets are padded to this
+QUIC_MAX_DGRAM = 1472  # largest UDP payload assumed before PMTU discovery (Ethernet 1500)
+QUIC_AMPLIFICATION = 3  # RFC 9000 8.1
+QUIC_PACKET_MIN = 22  # 1 header byte + 4 version + 2 CID lengths + 1 length + 1 packet number
+#                      + 16 AEAD tag - 3 (a short header could spare them) + 2 CRYPTO frame
+UDP_FRAME_OVERHEAD = 42  # per datagram on the wire: Ethernet 14 + IPv4 20 + UDP 8
+QUIC_RETRY_MIN = 45  # Retry: header 7 + 8-byte CIDs + a token of >= 8 + integrity tag 16
+QUIC_TLS_SAVING_CH = 5 + 32  # record header, legacy session id
+QUIC_TLS_SAVING_SF = 5 + 6 + 4 * RECORD_OVERHEAD  # SH record header, CCS, four encrypted records
+
+
+def quic_dgram_range(mtu: int = 1500) -> tuple[int, int]:
+    """(smallest, largest) UDP payload of a QUIC datagram on this MTU (largest capped at 1472)."""
+    hi = max(QUIC_MIN_DGRAM, min(QUIC_MAX_DGRAM, mtu - 28))
+    return QUIC_MIN_DGRAM, hi
+
+
+def quic_client_hello_bytes(share_c: int) -> int:
+    return client_hello_bytes(share_c) - QUIC_TLS_SAVING_CH
+
+
+def quic_server_flight_bytes(share_s: int, sig_pk: int, sig_len: int, chain_depth: int = 1, mode: str = M.FULL) -> int:
+    return max(1, server_flight_bytes(share_s, sig_pk, sig_len, chain_depth, mode) - QUIC_TLS_SAVING_SF)
+
+
+def quic_dgrams(nbytes: int, dgram: int) -> int:
+    """Datagrams of `dgram` bytes of UDP payload needed for nbytes of CRYPTO data."""
+    return max(1, math.ceil(nbytes / (dgram - QUIC_PACKET_MIN)))
+
+
+def quic_initial(ch: int, mtu: int = 1500) -> tuple[int, int, int]:
+    """The client's Initial flight of a ClientHello of ch bytes: (fewest datagrams, fewest wire
+    bytes incl. Ethernet/IP/UDP, most UDP payload bytes the server can count for its
+    amplification allowance), each over every datagram size 1200..largest (each padded to
+    >= 1200)."""
+    lo, hi = quic_dgram_range(mtu)
+    n_min = wire_min = None
+    counted = 0
+    for d in range(lo, hi + 1):
+        n = quic_dgrams(ch, d)
+        wire = n * (d + UDP_FRAME_OVERHEAD)
+        n_min = n if n_min is None else min(n_min, n)
+        wire_min = wire if wire_min is None else min(wire_min, wire)
+        counted = max(counted, n * d)
+    return n_min, wire_min, counted
+
+
+def quic_wire_bytes(nbytes: int, mtu: int = 1500) -> int:
+    """Fewest bytes on the wire for nbytes of CRYPTO data from the server (largest datagrams)."""
+    _, hi = quic_dgram_range(mtu)
+    n = quic_dgrams(nbytes, hi)
+    return nbytes + n * (QUIC_PACKET_MIN + UDP_FRAME_OVERHEAD)
+
+
+def quic_payload_of(nbytes: int, mtu: int = 1500) -> int:
+    """Fewest UDP payload bytes (what congestion control and amplification count) carrying
+    nbytes of CRYPTO data."""
+    _, hi = quic_dgram_range(mtu)
+    return nbytes + quic_dgrams(nbytes, hi) * QUIC_PACKET_MIN
+
+
+def quic_rounds(allowance: float | None, iw: int = QUIC_IW, upto: int = 1 << 26) -> list[float]:
+    """UDP payload bytes a sender may have sent by the end of each round trip of slow start
+    (cumulative), the first round also held to `allowance` (the anti-amplification limit; None:
+    none). Slow start adds the bytes acknowledged to the window: w_{j+1} = w_j + sent_j."""
+    out: list[float] = []
+    w = float(iw)
+    sent = min(w, allowance) if allowance is not None else w
+    total = sent
+    out.append(total)
+    while total < upto and len(out) < 64:
+        w += sent
+        sent = w
+        total += sent
+        out.append(total)
+    return out
+
+
+def quic_extra_rounds(payload: int, rounds: list[float]) -> int:
+    """Round trips beyond the first that a flight of `payload` UDP bytes needs."""
+    for j, cum in enumerate(rounds):
+        if payload <= cum:
+            return j
+    return len(rounds)
+
+
+def _q_ser(nbytes: float, rate: float | None, mtu: int) -> float:
+    if not rate or nbytes <= 0:
+        return 0.0
+    return 8.0 * quic_wire_bytes(int(math.ceil(nbytes)), mtu) / rate
+
+
+def _q_arrival(ready: list[tuple[int, float]], o: int, rate: float | None, rtt: float, mtu: int,
+               rounds: list[float]) -> float:
+    """As _arrival, for CRYPTO data in QUIC datagrams: round j of the congestion window (and of
+    the amplification limit) starts `rounds[j-1]` UDP payload bytes into the flight and not
+    before j RTTs after the flight's first byte."""
+    t0 = ready[0][1]
+    best = t0
+    need = quic_payload_of(o, mtu)
+    _, hi = quic_dgram_range(mtu)
+    crypto_per_payload = (hi - QUIC_PACKET_MIN) / hi  # the most CRYPTO bytes a payload byte can carry
+    for j in range(quic_extra_rounds(need, rounds) + 1):
+        before = 0.0 if j == 0 else rounds[j - 1] * crypto_per_payload
+        best = max(best, t0 + j * rtt + _q_ser(o - before, rate, mtu))
+    for start, t in ready:
+        if start < o:
+            best = max(best, t + _q_ser(o - start, rate, mtu))
+    return best + rtt / 2
+
+
+def _q_flight(msgs: list[tuple[int, float, float]], t_proc: float, rate, rtt, mtu, rounds) -> float:
+    """A flight over QUIC (see _in_order)."""
+    return _in_order(msgs, t_proc, lambda ready, end: _q_arrival(ready, end, rate, rtt, mtu, rounds))
+
+
+def quic_critical_path(rtt_s: float, *, ch: int, sf: int, share_c: int, share_s: int, sig_len: int,
+                       rate_up: float | None, rate_down: float | None, mtu: int, mode: str, cpu: Cpu,
+                       retry: bool, iw: int = QUIC_IW) -> tuple[float, int, int, int]:
+    """A QUIC handshake on the timeline: (done, x_c, x_s, amplification rounds). The client's
+    Initial flight pays its padded datagrams' serialization (no other client flight is on the
+    critical path: the client's Finished does not wait for the network)."""
+    n_c, wire_c, counted = quic_initial(ch, mtu)
+    c_rounds = quic_rounds(None, iw)
+    x_c = quic_extra_rounds(n_c * QUIC_MIN_DGRAM, c_rounds)
+
+    def client_initial(t_ready: float, nbytes: int) -> float:
+        """Arrival of the last byte of a client Initial flight ready at t_ready."""
+        n, w, _ = quic_initial(nbytes, mtu)
+        ser = 8.0 * w / rate_up if rate_up else 0.0
+        x = quic_extra_rounds(n * QUIC_MIN_DGRAM, c_rounds)
+        # slow start of the client's flight: its last datagram leaves after x round trips
+        first = 8.0 * (QUIC_MIN_DGRAM + UDP_FRAME_OVERHEAD) / rate_up if rate_up else 0.0
+        return max(t_ready + ser, t_ready + x * rtt_s + first) + rtt_s / 2, t_ready + ser
+
+    t = 0.0
+    if mode == M.HRR:
+        t_ch1, up_free = client_initial(t, ch - share_c)
+        if retry:
+            t_first = t + (8.0 * (QUIC_MIN_DGRAM + UDP_FRAME_OVERHEAD) / rate_up if rate_up else 0.0) + rtt_s / 2
+            t_retry = t_first + (8.0 * (QUIC_RETRY_MIN + UDP_FRAME_OVERHEAD) / rate_down if rate_down else 0.0) + rtt_s / 2
+            t_ch1, up_free = client_initial(max(t_retry, up_free), ch - share_c)
+        hrr_at = t_ch1 + (8.0 * (HRR_MIN + QUIC_PACKET_MIN + UDP_FRAME_OVERHEAD) / rate_down if rate_down else 0.0) + rtt_s / 2
+        t_ch, _ = client_initial(max(hrr_at + cpu.client_keygen, up_free), ch)
+        # Without Retry the server has counted both Initial flights (the first one's share
+        # aside) before its flight: its allowance is 3x both.
+        counted += quic_initial(ch - share_c, mtu)[2]
+    else:
+        t_ready = cpu.client_keygen
+        t_ch, up_free = client_initial(t_ready, ch)
+        if retry:
+            t_first = t_ready + (8.0 * (QUIC_MIN_DGRAM + UDP_FRAME_OVERHEAD) / rate_up if rate_up else 0.0) + rtt_s / 2
+            t_retry = t_first + (8.0 * (QUIC_RETRY_MIN + UDP_FRAME_OVERHEAD) / rate_down if rate_down else 0.0) + rtt_s / 2
+            t_ch, _ = client_initial(max(t_retry, up_free), ch)
+    # After a Retry the address is validated: no amplification limit.
+    allowance = None if retry else QUIC_AMPLIFICATION * counted
+    rounds = quic_rounds(allowance, iw)
+    free_rounds = quic_rounds(None, iw)
+    pay_s = quic_payload_of(sf, mtu)
+    x_s = quic_extra_rounds(pay_s, rounds)
+    amp = x_s - quic_extra_rounds(pay_s, free_rounds)
+    down = dict(rate=rate_down, rtt=rtt_s, mtu=mtu, rounds=rounds)
+    kex = t_ch + cpu.server_kex
+    sh = min(sf, share_s + SH_MIN)
+    if mode == M.RESUME:
+        return _q_flight([(sh, kex, cpu.client_kex), (sf, kex, 0.0)], t_ch, **down), x_c, x_s, amp
+    cv = sf - FIN_MAX
+    cert = max(sh, cv - sig_len - CV_FIXED)
+    signed = kex + cpu.server_sign
+    done = _q_flight([(sh, kex, cpu.client_kex), (cert, kex, cpu.client_chain), (cv, signed, cpu.client_cv),
+                      (sf, signed, 0.0)], t_ch, **down)
+    return done, x_c, x_s, amp
+
+
+
+
+def quic_lower_bound(rtt_s: float, *, share_c: int, share_s: int, sig_pk: int, sig_len: int,
+                     rate_bps: float | None = None, mtu: int = 1500, chain_depth: int = 1, mode: str = M.FULL,
+                     cpu_s: float = DEFAULT_CPU_S, retry: bool = True, rate_up: float | None = None,
+                     rate_down: float | None = None, cpu: Cpu | None = None, iw: int = QUIC_IW) -> Bound:
+    """lower_bound() for TLS 1.3 over QUIC: 1 RTT (+1 with Retry, +1 with a HelloRetryRequest)
+    plus the slow-start and amplification rounds, serialization and CPU on the timeline."""
+    if mode not in QUIC_MODES:
+        raise ValueError(f"mode {mode!r} over {NAME}: one of {', '.join(QUIC_MODES)}")
+    if mtu - 28 < QUIC_MIN_DGRAM:
+        raise ValueError(f"MTU {mtu} cannot carry a {QUIC_MIN_DGRAM}-byte QUIC Initial datagram")
+    ch = quic_client_hello_bytes(share_c)
+    sf = quic_server_flight_bytes(share_s, sig_pk, sig_len, chain_depth, mode)
+    base = 1 + (1 if retry else 0) + (1 if mode == M.HRR else 0)
+    if cpu is None:
+        cpu = Cpu(server_kex=cpu_s * (1.3 if mode == M.HRR else 1.0))
+    ru = (rate_up if rate_up is not None else rate_bps) or None
+    rd = (rate_down if rate_down is not None else rate_bps) or None
+    kw = dict(ch=ch, sf=sf, share_c=share_c, share_s=share_s, sig_len=sig_len, rate_up=ru, rate_down=rd,
+              mtu=mtu, mode=mode, retry=retry, iw=iw)
+    total, x_c, x_s, amp = quic_critical_path(rtt_s, cpu=cpu, **kw)
+    no_cpu = quic_critical_path(rtt_s, cpu=Cpu(), **kw)[0]
+    rtts = base + x_c + x_s
+    t_rtt = rtts * rtt_s
+    _, hi = quic_dgram_range(mtu)
+    n_c = quic_initial(ch, mtu)[0]
+    n_s = quic_dgrams(sf, hi)
+    packets = n_c * (2 if (retry or mode == M.HRR) else 1) + n_s + (1 if retry else 0) + (1 if mode == M.HRR else 0)
+    return Bound(base, x_c, x_s, rtts, ch, sf, n_c, n_s, t_rtt, no_cpu - t_rtt, total - no_cpu, total,
+                 packets=packets, cpu_sum=cpu.total, transport=NAME, retry=retry, amp_rounds=amp)
+
+
+def _flag_share(values) -> Any:
+    """1.0 / 0.0 for a recorded boolean, NaN where the column is null (other transports)."""
+    import numpy as np
+    import pandas as pd
+
+    return pd.to_numeric(values.astype("object").map(
+        lambda v: float(v) if isinstance(v, (bool, int, float, np.bool_)) and v == v else np.nan), errors="coerce")
+
+
+class Quic(Transport):
+    name = NAME
+    label = "QUIC"
+    short = "QUIC"
+    colour, linestyle, marker = "#D55E00", "--", "D"
+    rank = 3
+    min_mtu = QUIC_MIN_MTU
+    refused = QUIC_REFUSED_MODES
+    # pqs-server and pqs-timer send no response and no early data over QUIC.
+    handshake_only = True
+
+    def ecdf_kw(self) -> dict[str, str]:
+        return {"linestyle": self.linestyle, "color": self.colour}
+
+    def server_args(self, cell: Any, exp: Any, qlog: Path | None) -> list[str]:
+        return ["--transport", NAME, "--quic-retry", exp.quic_retry] + (["--qlog", str(qlog)] if qlog is not None else [])
+
+    def timer_args(self, cell: Any, exp: Any, qlog: Path | None) -> list[str]:
+        return ["--transport", NAME] + (["--qlog", str(qlog)] if qlog is not None else [])
+
+    def check(self, ef: Any, cells: list[Any], profs: dict[str, Any]) -> None:
+        """A mode QUIC does not have, a response (handshake only), a profile whose MTU cannot
+        carry a 1200-byte Initial datagram."""
+        from pqshake.errors import UserError
+
+        if ef.model.response_bytes:
+            raise UserError(f"{ef.where('response_bytes')}: quic cells are handshake only (pqs-server and pqs-timer "
+                            f"send no response over QUIC); set response_bytes: 0, or run quic in another experiment")
+        for c in cells:
+            refuse_mode(self, ef, c)
+        refuse_small_mtu(self, ef, cells, profs, what="QUIC Initial datagram")
+
+    def plan_settings(self, m: Any, present: bool) -> dict[str, Any]:
+        return {"quic_retry": m.quic_retry if present else None, "qlog": m.qlog if present else None}
+
+    def plan_note(self, m: Any) -> str:
+        return f" (quic: Retry {m.quic_retry}, qlog {'kept' if m.qlog else 'off'})"
+
+    def cell_info(self, exp: Any) -> dict[str, Any]:
+        return {"quic_retry": exp.quic_retry, "qlog": exp.qlog}
+
+    def keeps_qlog(self, exp: Any) -> bool:
+        return bool(exp.qlog)
+
+    def can_bound(self, mode: str, mtu: int) -> bool:
+        return mode in self.modes and mtu - 28 >= QUIC_MIN_DGRAM
+
+    def bound(self, rtt_s: float, sizes: tuple[int, int, int, int], *, rate_bps=None, mtu: int = 1500,
+              chain_depth: int = 1, mode: str = M.FULL, cpu_s: float = DEFAULT_CPU_S, rate_up=None, rate_down=None,
+              cpu: Cpu | None = None, quic_retry: bool = True, **_: Any) -> Bound:
+        sc, ss, pk, sl = sizes
+        return quic_lower_bound(rtt_s, share_c=sc, share_s=ss, sig_pk=pk, sig_len=sl, rate_bps=rate_bps, mtu=mtu,
+                                chain_depth=chain_depth, mode=mode, cpu_s=cpu_s, retry=quic_retry,
+                                rate_up=rate_up, rate_down=rate_down, cpu=cpu)
+
+    def summary_attempts(self, ctx: Any) -> None:
+        """Share of attempts that went through a Retry, mean PTO expirations and lost packets."""
+        import pandas as pd
+
+        s, ng = ctx.samples, ctx.ng
+        qd = pd.DataFrame({"retry": _flag_share(s["quic_retry"]), "pto": s["pto_count"].to_numpy(dtype=float),
+                           "lost": s["quic_lost"].to_numpy(dtype=float), "_c": ctx.codes})
+        qg = qd.groupby("_c")
+        ctx.out["quic_retry_share"] = qg["retry"].mean().reindex(range(ng)).to_numpy()
+        ctx.out["pto_mean"] = qg["pto"].mean().reindex(range(ng)).to_numpy()
+        ctx.out["quic_lost_mean"] = qg["lost"].mean().reindex(range(ng)).to_numpy()
+
+    def summary_server(self, ctx: Any) -> None:
+        """Share of connections whose flight waited on the 3x amplification limit."""
+        import pandas as pd
+
+        ctx.out["server_amp_limited_share"] = float("nan")
+        sv = ctx.server
+        if sv is not None and len(sv) and sv["server_amp_limited"].notna().any():
+            amp = _flag_share(sv["server_amp_limited"])
+            ad = pd.DataFrame({"a": amp.to_numpy(dtype=float), "_c": ctx.key_codes(sv)})
+            ctx.out["server_amp_limited_share"] = (ad[ad["_c"] >= 0].groupby("_c")["a"].mean()
+                                                   .reindex(range(ctx.ng)).to_numpy())
+
+
+QUIC = Quic()

@@ -1,0 +1,202 @@
+"""TurboTLS (pqs-server / pqs-timer --transport turbotls): the ClientHello and the server's first
+flight over UDP while TCP connects, the rest of the handshake over TCP; 1 RTT while the server's
+flight fits the client's request datagrams. Its summary columns: the share of attempts that fell
+back to TCP, whose whole first flight came over UDP, and whose flight did not fit the requests.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from .. import modes as M
+from ..handshake_model import (CV_FIXED, DEFAULT_CPU_S, FIN_MAX, IW, SH_MIN, SYN_FRAME, Bound, Cpu, _flight,
+                               client_hello_bytes, extra_rounds, segments, serialization_s, server_flight_bytes)
+from . import Transport, refuse_mode, refuse_small_mtu
+
+NAME = "turbotls"
+# The modes pqs-server / pqs-timer do not run over TurboTLS: the reason, for the plan's message.
+TURBO_REFUSED_MODES = {M.ZERO_RTT: "0-RTT over TurboTLS is not implemented",
+                       M.HRR: "a HelloRetryRequest would make the UDP first flight not final",
+                       M.TLS12: "TurboTLS carries TLS 1.3 first flights",
+                       M.RESUME_PSK: "psk_ke resumption is run over TCP only"}
+TURBO_MODES = tuple(m for m in M.NAMES if m not in TURBO_REFUSED_MODES)
+TURBO_MIN_MTU = 1228  # a 1200-byte datagram + UDP 8 + IPv4 20
+
+
+# ---------------------------------------------------------------------------------------------
+# TurboTLS (transport turbotls; testbed/README.md "TurboTLS")
+#
+# The ClientHello leaves over UDP at t0 beside the SYN, in datagrams of TURBO_HDR bytes of header
+# plus payload, with near-empty requests after it up to `requests` datagrams; the server answers
+# with at most one reply datagram per request, with no congestion window (request-based
+# fragmentation is the flow control); the client writes its Finished on TCP once it has the
+# whole flight AND its TCP connection (SYN-ACK, 1 RTT). Least-cost assumptions, so it stays a
+# bound: the server's datagrams modelled as TCP frames (fewer header bytes than UDP + our
+# header), a reply leaves as soon as the flight is ready (not when its request arrived). A
+# flight that does not fit the requests: its first `requests` datagrams come over UDP, the
+# rest over TCP after the binding (one round trip more, TCP slow start from the server's IW).
+# Fallback (no UDP) is TCP's count plus the client's wait; the bound takes the UDP path, which
+# is never slower.
+TURBO_HDR = 26  # testbed/turbotls/turbowire.h
+TURBO_DGRAM = 1200  # pqs-timer's default --turbo-datagram
+
+
+def turbo_dgram(mtu: int = 1500) -> int:
+    """The datagram size the runner gives pqs-timer: 1200 bytes, less where the MTU is smaller."""
+    return max(256, min(TURBO_DGRAM, mtu - 28))
+
+
+def turbo_requests_auto(share_c: int, share_s: int, sig_pk: int, sig_len: int, chain_depth: int = 1,
+                        mode: str = M.FULL, mtu: int = 1500) -> int:
+    """Requests the runner sends when the experiment says `turbo_requests: auto`: the expected
+    server flight (the model's size, which underestimates real flights by some 10 %) with a
+    quarter more, in datagrams, and at least the ClientHello's fragments."""
+    pay = turbo_dgram(mtu) - TURBO_HDR
+    sf = server_flight_bytes(share_s, sig_pk, sig_len, chain_depth, mode)
+    ch = client_hello_bytes(share_c)
+    return min(1024, max(math.ceil(ch / pay), math.ceil(1.25 * sf / pay) + 1))
+
+
+def turbo_lower_bound(rtt_s: float, *, share_c: int, share_s: int, sig_pk: int, sig_len: int,
+                      rate_bps: float | None = None, mtu: int = 1500, chain_depth: int = 1, mode: str = M.FULL,
+                      cpu_s: float = DEFAULT_CPU_S, requests: int | None = None, rate_up: float | None = None,
+                      rate_down: float | None = None, cpu: Cpu | None = None, iw: int = IW) -> Bound:
+    """lower_bound() for TurboTLS: 1 RTT while the server's flight fits the requests, 2 (+ TCP
+    slow-start rounds for the rest) when it does not."""
+    if mode not in TURBO_MODES:
+        raise ValueError(f"mode {mode!r} over {NAME}: one of {', '.join(TURBO_MODES)}")
+    ch = client_hello_bytes(share_c)
+    sf = server_flight_bytes(share_s, sig_pk, sig_len, chain_depth, mode)
+    pay = turbo_dgram(mtu) - TURBO_HDR
+    n_ch = max(1, math.ceil(ch / pay))
+    if requests is None:
+        requests = turbo_requests_auto(share_c, share_s, sig_pk, sig_len, chain_depth, mode, mtu)
+    n_req = max(requests, n_ch)
+    n_s = max(1, math.ceil(sf / pay))
+    fits = n_s <= n_req
+    if cpu is None:
+        cpu = Cpu(server_kex=cpu_s)
+    ru = (rate_up if rate_up is not None else rate_bps) or None
+    rd = (rate_down if rate_down is not None else rate_bps) or None
+    no_ss = 1 << 30  # no slow start on the UDP replies
+
+    def path(c: Cpu) -> tuple[float, int]:
+        syn = (8.0 * SYN_FRAME / ru if ru else 0.0) + (8.0 * SYN_FRAME / rd if rd else 0.0)
+        t_conn = rtt_s + syn
+        t0 = c.client_keygen
+        t_ch = _flight([(ch, t0, 0.0)], t0, rate=ru, rtt=rtt_s, mtu=mtu, iw=no_ss)
+        kex = t_ch + c.server_kex
+        sh = min(sf, share_s + SH_MIN)
+        udp_bytes = sf if fits else n_req * pay
+        if mode == M.RESUME:
+            msgs = [(min(sh, udp_bytes), kex, c.client_kex), (udp_bytes, kex, 0.0)]
+        else:
+            signed = kex + c.server_sign
+            cv = sf - FIN_MAX
+            cert = max(sh, cv - sig_len - CV_FIXED)
+            msgs = [(m, dep, cc) for m, dep, cc in ((sh, kex, c.client_kex), (cert, kex, c.client_chain),
+                                                     (cv, signed, c.client_cv), (sf, signed, 0.0)) if m <= udp_bytes]
+            if not msgs or msgs[-1][0] < udp_bytes:
+                msgs.append((udp_bytes, signed, 0.0))
+        t_udp = _flight(msgs, t_ch, rate=rd, rtt=rtt_s, mtu=mtu, iw=no_ss)
+        if fits:
+            return max(t_udp, t_conn), 0
+        # the binding (and nothing else on the client's side) goes up, the rest comes down
+        t_bind = max(t_udp, t_conn)
+        rest = sf - udp_bytes
+        t_srv = t_bind + serialization_s(PQS_BIND_BYTES, ru, mtu) + rtt_s / 2
+        x = extra_rounds(segments(rest, mtu), iw)
+        return _flight([(rest, t_srv, 0.0)], t_srv, rate=rd, rtt=rtt_s, mtu=mtu, iw=iw), x
+
+    total, x_s = path(cpu)
+    no_cpu, _ = path(Cpu())
+    base = 1 if fits else 2
+    rtts = base + x_s
+    t_rtt = rtts * rtt_s
+    packets = n_req + n_s + 2 + (segments(sf - n_req * pay, mtu) if not fits else 0)
+    return Bound(base, 0, x_s, rtts, ch, sf, n_req, n_s, t_rtt, no_cpu - t_rtt, total - no_cpu, total,
+                 packets=packets, cpu_sum=cpu.total, transport=NAME)
+
+
+PQS_BIND_BYTES = 24  # the binding header (testbed/turbotls/turbowire.h)
+
+
+def requests_for(cell: Any, exp: Any) -> int:
+    """The experiment's turbo_requests, or (auto) the model's server flight + 25 % in 1200-byte
+    datagrams (turbo_requests_auto; the plan refuses auto for an algorithm the registry does not
+    size)."""
+    if exp.turbo_requests != "auto":
+        return int(exp.turbo_requests)
+    from ..handshake_model import sizes_for
+
+    sc, ss, pk, sl = sizes_for(cell.group, cell.sig)
+    return turbo_requests_auto(sc, ss, pk, sl, exp.chain_depth, M.RESUME if cell.mode == M.RESUME else M.FULL)
+
+
+class TurboTls(Transport):
+    name = NAME
+    label = "TurboTLS"
+    short = ""  # tables and panels show turbotls as it is written
+    colour, linestyle, marker = "#CC79A7", ":", "^"
+    rank = 2
+    min_mtu = TURBO_MIN_MTU
+    refused = TURBO_REFUSED_MODES
+
+    def server_args(self, cell: Any, exp: Any, qlog: Path | None) -> list[str]:
+        return ["--transport", NAME]
+
+    def timer_args(self, cell: Any, exp: Any, qlog: Path | None) -> list[str]:
+        return ["--transport", NAME, "--turbo-requests", str(requests_for(cell, exp)),
+                "--turbo-fallback", f"{exp.turbo_fallback // 1000}us"]
+
+    def check(self, ef: Any, cells: list[Any], profs: dict[str, Any]) -> None:
+        """A mode TurboTLS does not have, a profile whose MTU cannot carry a 1200-byte datagram,
+        turbo_requests: auto for an algorithm the model cannot size."""
+        from pqshake.errors import UserError
+
+        from ..handshake_model import sizes_for
+
+        for c in cells:
+            refuse_mode(self, ef, c)
+            if ef.model.turbo_requests == "auto":
+                try:
+                    sizes_for(c.group, c.sig)
+                except ValueError as e:
+                    raise UserError(f"{ef.where('turbo_requests')}: auto needs the server flight's size, but {e}; "
+                                    f"or set turbo_requests: N (request datagrams)") from None
+        refuse_small_mtu(self, ef, cells, profs, what="TurboTLS datagram")
+
+    def plan_settings(self, m: Any, present: bool) -> dict[str, Any]:
+        return {"turbo_requests": m.turbo_requests if present else None,
+                "turbo_fallback_ns": m.turbo_fallback if present else None}
+
+    def bound(self, rtt_s: float, sizes: tuple[int, int, int, int], *, rate_bps=None, mtu: int = 1500,
+              chain_depth: int = 1, mode: str = M.FULL, cpu_s: float = DEFAULT_CPU_S, rate_up=None, rate_down=None,
+              cpu: Cpu | None = None, iw_s: int | None = None, turbo_requests: int | None = None, **_: Any) -> Bound:
+        sc, ss, pk, sl = sizes
+        return turbo_lower_bound(rtt_s, share_c=sc, share_s=ss, sig_pk=pk, sig_len=sl, rate_bps=rate_bps, mtu=mtu,
+                                 chain_depth=chain_depth, mode=mode, cpu_s=cpu_s, requests=turbo_requests,
+                                 rate_up=rate_up, rate_down=rate_down, cpu=cpu, iw=iw_s or IW)
+
+    def summary_attempts(self, ctx: Any) -> None:
+        """Share of attempts (all, failed ones included: a fallback is a property of the path, not
+        of success) that fell back to TCP after the wait, whose whole first flight came over UDP,
+        and whose flight did not fit the requests. NaN for other transports."""
+        import numpy as np
+        import pandas as pd
+
+        from .quic import _flag_share
+
+        s, ng = ctx.samples, ctx.ng
+        td = pd.DataFrame({"fb": _flag_share(s["turbo_fallback"]), "udp": _flag_share(s["turbo_udp_complete"]),
+                           "nofit": (s["turbo_fallback_cause"].astype("object") == "flight_not_fit").astype(float)
+                           .where(s["turbo_fallback"].notna(), np.nan), "_c": ctx.codes})
+        tg = td.groupby("_c")
+        ctx.out["turbo_fallback_rate"] = tg["fb"].mean().reindex(range(ng)).to_numpy()
+        ctx.out["turbo_udp_complete_share"] = tg["udp"].mean().reindex(range(ng)).to_numpy()
+        ctx.out["turbo_not_fit_share"] = tg["nofit"].mean().reindex(range(ng)).to_numpy()
+
+
+TURBOTLS = TurboTls()

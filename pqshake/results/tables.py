@@ -1,0 +1,246 @@
+"""The run's tables (samples, server, cells): their columns, built from raw/ (the source of
+truth: cells with DONE only), written and read as parquet. A run's tables are rebuilt from raw/
+whenever a cell completed after them (stale)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from pqshake.errors import UserError
+
+from .jsonl import JsonLines
+from .meta import DONE, TABLES
+
+CELL_COLUMNS = ("cell_id", "group", "sig", "profile", "mode", "transport", "repetition", "backend")
+SAMPLE_FIRST = ["cell_id", "group", "sig", "profile", "mode", "transport", "repetition", "i", "warmup", "ok",
+                "handshake_ns", "error", "backend"]
+CELL_FIRST = ["cell_id", "group", "sig", "profile", "mode", "transport", "repetition", "status", "reason",
+              "n_attempts", "n_ok", "n_warmup", "rtt_p50_ns", "rtt_p99_ns", "backend"]
+
+
+def flatten(rec: dict, prefix: str = "") -> dict:
+    """Nested objects become prefix_key columns; lists a JSON string (one cell of a table)."""
+    out = {}
+    for k, v in rec.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(flatten(v, key + "_"))
+        elif isinstance(v, list):
+            out[key] = json.dumps(v)
+        else:
+            out[key] = v
+    return out
+
+
+def timer_rows(cell_dir: Path, cell: dict, warmup: int) -> list[dict]:
+    """The attempts of a cell's timer.jsonl. A cell run in blocks (interleaved order, samples:
+    auto) has one header per block, each block numbering its attempts from 0: `i` continues
+    across blocks, so it stays unique per cell and the first `warmup` are the warm-ups."""
+    rows = []
+    n = 0
+    offset, in_block, headers = 0, 0, 0
+    for rec in JsonLines(cell_dir / "timer.jsonl"):
+        if rec.get("type") == "header":
+            headers += 1
+            if headers > 1:
+                offset, in_block = offset + in_block, 0
+            continue
+        if rec.get("type") != "attempt":
+            continue
+        in_block += 1
+        if offset and isinstance(rec.get("i"), int):
+            rec = {**rec, "i": rec["i"] + offset}
+        row = {k: cell.get(k) for k in CELL_COLUMNS}
+        flat = flatten({k: v for k, v in rec.items() if k != "type"})
+        for k, v in flat.items():
+            # Timer fields keep their names; where one collides with a cell column, the cell's
+            # value stays and the timer's is kept as timer_<name>.
+            if k in row and k not in ("warmup",):
+                if v != row[k]:
+                    row[f"timer_{k}"] = v
+            else:
+                row[k] = v
+        if "warmup" not in rec:
+            i = rec.get("i", n)
+            row["warmup"] = bool(isinstance(i, int) and i < warmup)
+        else:
+            row["warmup"] = bool(rec["warmup"])
+        row.setdefault("error", None)
+        row.setdefault("ok", False)
+        rows.append(row)
+        n += 1
+    return rows
+
+
+def server_warmups(recs: list[dict], blocks: list[dict]) -> list[bool]:
+    """Which server connections of a cell run in blocks were warm-ups or priming handshakes:
+    per block (start on the host's monotonic clock, which server and runner share), the first
+    warmup + prime connections accepted from its start on."""
+    starts = [int(b.get("start_mono_ns") or 0) for b in blocks]
+    order = sorted(range(len(recs)), key=lambda k: recs[k].get("accepted_mono_ns") or 0)
+    out = [False] * len(recs)
+    used = [0] * len(blocks)
+    for k in order:
+        t = recs[k].get("accepted_mono_ns") or 0
+        j = max((b for b, s in enumerate(starts) if s <= t), default=None)
+        if j is None:
+            continue
+        skip = int(blocks[j].get("warmup") or 0) + int(blocks[j].get("prime") or 0)
+        if used[j] < skip:
+            out[k] = True
+        used[j] += 1
+    return out
+
+
+def server_rows(cell_dir: Path, cell: dict, blocks: list[dict] | None = None) -> list[dict]:
+    """A cell's server connections; with the blocks the cell ran in (DONE `blocks`), each row
+    says whether it was a warm-up (server_warmups), else the analysis drops the first ones."""
+    recs = list(JsonLines(cell_dir / "server.jsonl").of_type("conn"))
+    warm = server_warmups(recs, blocks) if blocks and len(blocks) > 1 else None
+    rows = []
+    for idx, rec in enumerate(recs):
+        row = {k: cell.get(k) for k in CELL_COLUMNS}
+        for k, v in flatten({k: v for k, v in rec.items() if k != "type"}).items():
+            if k in row:
+                if v != row[k]:
+                    row[f"server_{k}"] = v  # e.g. the negotiated group of a failed connection
+            else:
+                row[k] = v
+        if warm is not None:
+            row["warmup"] = warm[idx]
+        row.setdefault("error", None)
+        rows.append(row)
+    return rows
+
+
+def cell_row(cell: dict, info: dict) -> dict:
+    """A cell's row of the cells table: its plan entry, DONE's scalar fields, the configured
+    link figures, and (format 2) the verdict's reasons as a JSON list."""
+    from .migrate import verdict_reasons
+
+    row = dict(cell)
+    row.update({k: v for k, v in info.items() if not isinstance(v, (dict, list))})
+    for k, v in (info.get("configured") or {}).items():
+        row[k] = v
+    reasons = (info.get("validity") or {}).get("reasons")
+    if reasons is None and "verdict" in info:  # DONE written before validity kept the list
+        reasons = verdict_reasons(info["verdict"])
+    if reasons is not None:
+        row["reasons"] = json.dumps(list(reasons))
+    return row
+
+
+def _frame(rows: list[dict], first: list[str]):
+    import pandas as pd
+
+    df = pd.DataFrame.from_records(rows)
+    if df.empty:
+        df = pd.DataFrame(columns=first)
+    cols = [c for c in first if c in df.columns] + [c for c in df.columns if c not in first]
+    df = df[cols]
+    for c in df.columns:
+        if df[c].dtype == object:
+            kinds = {type(v) for v in df[c].dropna()}
+            if len(kinds) > 1 and not kinds <= {int, float}:
+                df[c] = df[c].map(lambda v: None if v is None or (isinstance(v, float) and v != v) else str(v))
+    return df
+
+
+def done_info(path: Path, cell_id: str) -> dict | None:
+    """A cell's DONE record, None while the cell is not complete (or its DONE unreadable)."""
+    try:
+        return json.loads((path / "raw" / cell_id / DONE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def collect_tables(path: Path) -> dict:
+    """samples/server/cells as DataFrames from raw/ (cells with DONE only), nothing written.
+    Reads raw/ of every format version: a v1 DONE, cells from before transports existed."""
+    path = Path(path)
+    plan = json.loads((path / "plan.json").read_text(encoding="utf-8"))
+    warmup = int(plan["experiment"].get("warmup", 0))
+    samples, servers, cells = [], [], []
+    for c in plan["cells"]:
+        info = done_info(path, c["cell_id"])
+        if info is None:
+            continue
+        cell = dict(c)
+        cell.setdefault("transport", "tcp")  # runs from before transports existed: all tcp
+        cell["backend"] = info.get("backend")
+        d = path / "raw" / c["cell_id"]
+        samples += timer_rows(d, cell, warmup)
+        servers += server_rows(d, cell, info.get("blocks"))
+        cells.append(cell_row(cell, info))
+    return {
+        "samples": _frame(samples, SAMPLE_FIRST),
+        "server": _frame(servers, SAMPLE_FIRST),
+        "cells": _frame(cells, CELL_FIRST),
+    }
+
+
+def _fsync(path: Path, flags: int = os.O_RDONLY) -> None:
+    fd = os.open(path, flags)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_tables(path: Path, frames: dict) -> None:
+    """The run's tables (pandas DataFrames or pyarrow Tables by name in TABLES), each via tmp +
+    fsync + rename: a table is either the old one or the whole new one."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    for name, df in frames.items():
+        dest = table_path(path, name)
+        tmp = dest.with_name(f".{dest.name}.tmp.{os.getpid()}")
+        if isinstance(df, pa.Table):
+            pq.write_table(df, tmp)
+        else:
+            df.to_parquet(tmp, index=False)
+        _fsync(tmp)
+        os.replace(tmp, dest)
+    _fsync(Path(path), os.O_RDONLY | os.O_DIRECTORY)
+
+
+def table_path(path: Path, name: str) -> Path:
+    if name not in TABLES:
+        raise ValueError(f"table {name!r}: one of {', '.join(TABLES)}")
+    return Path(path) / f"{name}.parquet"
+
+
+def table_columns(path: Path, name: str) -> list[str]:
+    """The columns a run's table has (its parquet schema); one-line UserError if unreadable."""
+    import pyarrow.parquet as pq
+
+    f = table_path(path, name)
+    try:
+        return list(pq.read_schema(f).names)
+    except Exception as e:  # noqa: BLE001 - pyarrow raises several types for a bad file
+        raise UserError(f"{f}: not a readable parquet file ({e.__class__.__name__}); "
+                        f"rebuild the tables with 'pqshake load {f.parent}'") from None
+
+
+def read_table(path: Path, name: str, columns: list[str] | None = None):
+    """A run's table as written (strings as categoricals), only `columns` if given."""
+    import pyarrow.parquet as pq
+
+    return pq.read_table(table_path(path, name), columns=columns).to_pandas(strings_to_categorical=True)
+
+
+def stale(path: Path, name: str, *, need_raw: bool = True) -> bool:
+    """The table is missing or older than a cell completed since (raw/ is the source of truth).
+    A run without raw/ and plan.json is never stale (need_raw): its tables are all there is."""
+    path = Path(path)
+    raw = path / "raw"
+    if need_raw and not (raw.is_dir() and (path / "plan.json").is_file()):
+        return False
+    p = table_path(path, name)
+    if not p.exists():
+        return True
+    t = p.stat().st_mtime
+    return any(d.stat().st_mtime > t for d in raw.glob(f"*/{DONE}"))

@@ -1,0 +1,151 @@
+/* cli.c - see cli.h */
+#include "cli.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "provider_seam.h"
+#include "version.h"
+
+void pqs_optset_add(pqs_optset *s, const struct option *rows, int owner)
+{
+    for (const struct option *r = rows; r != NULL && r->name != NULL; r++) {
+        if (s->n >= PQS_OPTSET_MAX) {
+            fprintf(stderr, "pqs_optset: more than %d options (raise PQS_OPTSET_MAX)\n", PQS_OPTSET_MAX);
+            abort();
+        }
+        s->rows[s->n] = *r;
+        s->rows[s->n].flag = NULL;
+        s->rows[s->n].val = PQS_OPTSET_VAL0 + s->n;
+        s->owner[s->n] = owner;
+        s->id[s->n] = r->val;
+        s->n++;
+    }
+    memset(&s->rows[s->n], 0, sizeof s->rows[s->n]);
+}
+
+bool pqs_optset_which(const pqs_optset *s, int c, int *owner, int *id)
+{
+    int k = c - PQS_OPTSET_VAL0;
+    if (k < 0 || k >= s->n)
+        return false;
+    *owner = s->owner[k];
+    *id = s->id[k];
+    return true;
+}
+
+const struct option pqs_cli_rows[] = {
+    {"groups", required_argument, 0, PQS_OPT_GROUPS},
+    {"response-bytes", required_argument, 0, PQS_OPT_RESPONSE_BYTES},
+    {"fsync", required_argument, 0, PQS_OPT_FSYNC},
+    {"help", no_argument, 0, PQS_OPT_HELP},
+    {"version", no_argument, 0, PQS_OPT_VERSION},
+    {"provider", required_argument, 0, PQS_OPT_PROVIDER},
+    {"oqs-native", no_argument, 0, PQS_OPT_OQS_NATIVE},
+    {"list-groups", no_argument, 0, PQS_OPT_LIST_GROUPS},
+    {"list-sigs", no_argument, 0, PQS_OPT_LIST_SIGS},
+    {"transport", required_argument, 0, PQS_OPT_TRANSPORT},
+    {0, 0, 0, 0}};
+
+void pqs_cli_init(pqs_cli *cli, const char *prog)
+{
+    memset(cli, 0, sizeof *cli);
+    cli->fsync_every = 64;
+    cli->oqs_native = -1;
+    cli->transport = pqs_transports[0];
+    if (pqs_transport_count > sizeof cli->opts / sizeof cli->opts[0]) {
+        fprintf(stderr, "%s: more transports than pqs_cli.opts holds\n", prog);
+        exit(PQS_EXIT_ENV);
+    }
+    for (size_t k = 0; k < pqs_transport_count; k++) {
+        const pqs_transport *t = pqs_transports[k];
+        cli->opts[k] = calloc(1, t->opts_size ? t->opts_size : 1);
+        if (cli->opts[k] == NULL) {
+            fprintf(stderr, "%s: out of memory\n", prog);
+            exit(PQS_EXIT_ENV);
+        }
+        if (t->opts_init != NULL)
+            t->opts_init(cli->opts[k]);
+    }
+}
+
+void pqs_cli_free(pqs_cli *cli)
+{
+    for (size_t k = 0; k < pqs_transport_count; k++)
+        free(cli->opts[k]);
+}
+
+bool pqs_cli_opt(pqs_cli *cli, const char *prog, int id, const char *arg)
+{
+    uint64_t v;
+    switch (id) {
+    case PQS_OPT_GROUPS: cli->groups = arg; break;
+    case PQS_OPT_RESPONSE_BYTES:
+        if (!pqs_parse_u64(arg, 0, UINT64_C(1) << 40, &cli->response_bytes))
+            pqs_usage_error(prog, "bad --response-bytes '%s'", arg);
+        break;
+    case PQS_OPT_FSYNC:
+        if (!pqs_parse_u64(arg, 0, 1000000, &v))
+            pqs_usage_error(prog, "bad --fsync '%s'", arg);
+        cli->fsync_every = (int)v;
+        break;
+    case PQS_OPT_HELP: return true;
+    case PQS_OPT_VERSION:
+        pqs_print_version(prog);
+        exit(PQS_EXIT_OK);
+    case PQS_OPT_PROVIDER: cli->provider = pqs_seam_provider_arg(prog, arg); break;
+    case PQS_OPT_OQS_NATIVE: cli->oqs_native = 1; break;
+    case PQS_OPT_LIST_GROUPS: cli->list = 1; break;
+    case PQS_OPT_LIST_SIGS: cli->list = 2; break;
+    case PQS_OPT_TRANSPORT:
+        cli->transport = pqs_transport_find(prog, arg);
+        for (size_t k = 0; k < pqs_transport_count; k++)
+            if (pqs_transports[k] == cli->transport)
+                cli->transport_idx = (int)k;
+        break;
+    }
+    return false;
+}
+
+/* Options of a transport that is not the chosen one: a usage error naming what they need. */
+static void others_given(const pqs_cli *cli, const char *prog, size_t k, bool client)
+{
+    const pqs_transport *t = pqs_transports[k];
+    if (t->opts_given != NULL && t->opts_given(cli->opts[k]))
+        pqs_usage_error(prog, "%s", client ? t->client_opts_need : t->server_opts_need);
+}
+
+void pqs_cli_check_client(pqs_cli *cli, const char *prog, pqs_mode mode, bool tfo)
+{
+    for (size_t k = 0; k < pqs_transport_count; k++) {
+        const pqs_transport *t = pqs_transports[k];
+        if (t != cli->transport) {
+            others_given(cli, prog, k, true);
+            continue;
+        }
+        if (t->mode_why[mode] != NULL)
+            pqs_usage_error(prog, "--mode %s --transport %s: %s", pqs_mode_names[mode], t->name, t->mode_why[mode]);
+        if (tfo && t->client_tfo_why != NULL)
+            pqs_usage_error(prog, "--tcp-fastopen with --transport %s: %s", t->name, t->client_tfo_why);
+    }
+    if (cli->transport->opts_finish != NULL)
+        cli->transport->opts_finish(cli->opts[cli->transport_idx], prog);
+}
+
+void pqs_cli_check_server(pqs_cli *cli, const char *prog, bool early_data_set, int tfo)
+{
+    for (size_t k = 0; k < pqs_transport_count; k++) {
+        const pqs_transport *t = pqs_transports[k];
+        if (t != cli->transport) {
+            others_given(cli, prog, k, false);
+            continue;
+        }
+        if (early_data_set && t->early_data_why != NULL)
+            pqs_usage_error(prog, "--max-early-data with --transport %s: %s", t->name, t->early_data_why);
+        if (tfo > 0 && t->server_tfo_why != NULL)
+            pqs_usage_error(prog, "--tcp-fastopen with --transport %s: %s", t->name, t->server_tfo_why);
+    }
+    if (cli->transport->opts_finish != NULL)
+        cli->transport->opts_finish(cli->opts[cli->transport_idx], prog);
+}

@@ -1,0 +1,402 @@
+/* transport.c - the quic transport (OpenSSL's own QUIC stack): its options, a pqs-timer attempt
+ * over QUIC, and pqs-server's QUIC listener (quic_server.c) behind the operations table.
+ *
+ * An attempt: setup (UDP socket, filter BIO, connection object) before the clock; t0 just
+ * before the first SSL_connect call, which builds and sends the first Initial; handshake_ns
+ * ends when SSL_connect returns 1 (our Finished has been sent: the same end point as over TCP).
+ * After the interval: resume waits for a ticket, and every attempt waits (bounded) until the
+ * server has shown it has our Finished (HANDSHAKE_DONE, or any datagram without the callback),
+ * so that the immediate close does not turn a completed handshake into a failed one on the
+ * server. Close: CONNECTION_CLOSE with SSL_SHUTDOWN_FLAG_RAPID. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/err.h>
+
+#include "quic_client.h"
+#include "quic_server.h"
+#include "quicobs.h"
+#include "transport.h"
+
+#define SETTLE_MIN_NS 25000000LL /* 25 ms: least wait for the server to show it has our Finished */
+
+/* ---------------- options ---------------- */
+
+typedef struct quic_opts {
+    const char *alpn;        /* --alpn NAME (default pqshake) */
+    unsigned char alpn_wire[256];
+    size_t alpn_wire_len;
+    const char *qlog;        /* --qlog DIR */
+    bool retry;              /* server --quic-retry on|off */
+    bool retry_set;
+} quic_opts;
+
+enum { OPT_ALPN = 1, OPT_QLOG, OPT_RETRY };
+
+static const struct option client_rows[] = {
+    {"alpn", required_argument, 0, OPT_ALPN}, {"qlog", required_argument, 0, OPT_QLOG}, {0, 0, 0, 0}};
+static const struct option server_rows[] = {
+    {"quic-retry", required_argument, 0, OPT_RETRY}, {"alpn", required_argument, 0, OPT_ALPN},
+    {"qlog", required_argument, 0, OPT_QLOG}, {0, 0, 0, 0}};
+
+/* The --transport row names tcp, the default, before quic's own description. */
+#define CLIENT_USAGE \
+"  --transport T          tcp (default) or quic (OpenSSL's QUIC client over UDP; TLS 1.3 only,\n" \
+"                         modes full, resume and hrr; a request goes on one bidirectional stream)\n" \
+"  --alpn NAME            QUIC: the ALPN protocol offered (default pqshake; QUIC requires one)\n" \
+"  --qlog DIR             QUIC: write OpenSSL's qlog traces into DIR (sets QLOGDIR)\n"
+#define SERVER_USAGE \
+"  --transport T          tcp (default) or quic: OpenSSL's QUIC server on UDP at the same\n" \
+"                         --listen address (TLS 1.3 only, no 0-RTT, one thread; the request\n" \
+"                         protocol on the client's first bidirectional stream)\n" \
+"  --quic-retry on|off    QUIC address validation with a Retry round trip (default on,\n" \
+"                         OpenSSL's default; off = SSL_LISTENER_FLAG_NO_VALIDATE)\n" \
+"  --alpn NAME            QUIC: the one ALPN protocol accepted (default pqshake)\n" \
+"  --qlog DIR             QUIC: write OpenSSL's qlog traces into DIR (sets QLOGDIR)\n"
+
+static void opts_init(void *p)
+{
+    quic_opts *o = p;
+    o->retry = true;
+}
+
+static void opt(void *p, const char *prog, int id, const char *arg)
+{
+    quic_opts *o = p;
+    switch (id) {
+    case OPT_ALPN: o->alpn = arg; break;
+    case OPT_QLOG: o->qlog = arg; break;
+    case OPT_RETRY:
+        if (strcmp(arg, "on") != 0 && strcmp(arg, "off") != 0)
+            pqs_usage_error(prog, "bad --quic-retry '%s': on or off", arg);
+        o->retry = strcmp(arg, "on") == 0;
+        o->retry_set = true;
+        break;
+    }
+}
+
+static bool opts_given(const void *p)
+{
+    const quic_opts *o = p;
+    return o->retry_set || o->alpn != NULL || o->qlog != NULL;
+}
+
+/* --qlog DIR: DIR must be a writable directory; sets QLOGDIR (and, unless already set,
+ * OSSL_QFILTER to every event) for this process, before any QUIC object exists. */
+static void qlog_dir(const char *prog, const char *dir)
+{
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || access(dir, W_OK) != 0)
+        pqs_usage_error(prog, "bad --qlog '%s': not a writable directory", dir);
+    /* OpenSSL reads these when a QUIC channel is created (qlog is built into the pinned
+     * library); the default filter would record nothing. */
+    setenv("QLOGDIR", dir, 1);
+    setenv("OSSL_QFILTER", "*", 0);
+}
+
+static void opts_finish(void *p, const char *prog)
+{
+    quic_opts *o = p;
+    if (o->alpn == NULL)
+        o->alpn = "pqshake";
+    if (!pqs_alpn_wire(o->alpn, o->alpn_wire, sizeof o->alpn_wire, &o->alpn_wire_len))
+        pqs_usage_error(prog, "bad --alpn '%s': 1..255 bytes", o->alpn);
+    if (o->qlog != NULL)
+        qlog_dir(prog, o->qlog);
+}
+
+static const char *alpn(const void *p) { return ((const quic_opts *)p)->alpn; }
+static const char *qlog(const void *p) { return ((const quic_opts *)p)->qlog; }
+
+/* ---------------- client ---------------- */
+
+typedef struct quic_client {
+    pqs_qwire wire;          /* the worker's datagram counts */
+    /* the attempt in progress */
+    SSL *ssl;
+    int fd;
+    int r, ret, saved;       /* pqs_quic_client_connect's result */
+    pqs_quicobs qobs;        /* message callback state (its TLS part is copied to the record) */
+    pqs_qstats qst;          /* datagram counts from t0 to the end of the handshake */
+    int pto;                 /* pto_count at the end of the handshake */
+    int unmatched;
+    int64_t cb_ns;           /* time inside the message callback until the handshake's end */
+} quic_client;
+
+static bool client_setup(pqs_client *c, pqs_attempt *a)
+{
+    const pqs_client_params *cfg = c->p;
+    const quic_opts *o = c->opts;
+    quic_client *q = c->state;
+    bool want_resume = (cfg->mode == PQS_MODE_RESUME || cfg->mode == PQS_MODE_RESUME_PSK) && !a->prime;
+    char why[256];
+    q->fd = -1;
+    q->r = q->ret = q->saved = 0;
+    memset(&q->qobs, 0, sizeof q->qobs);
+    pqs_quicobs_reset(&q->qobs, NULL);
+    SSL *ssl = pqs_quic_client_new(c->ctx, &cfg->connect, o->alpn_wire, o->alpn_wire_len, &q->wire, &q->fd, why,
+                                   sizeof why);
+    if (ssl == NULL) {
+        pqs_attempt_fail(a, PQS_ERR_INTERNAL, "setup", errno, "%s", why);
+        return false;
+    }
+    pqs_attempt_attach(ssl, a);
+    if (cfg->instrument) {
+        SSL_set_msg_callback(ssl, pqs_quic_msg_cb);
+        SSL_set_msg_callback_arg(ssl, &q->qobs);
+    }
+    SSL_set_tlsext_host_name(ssl, cfg->servername);
+    if (cfg->verify)
+        SSL_set1_host(ssl, cfg->servername);
+    if (want_resume && c->sess != NULL) {
+        SSL_set_session(ssl, c->sess);
+        a->session_offered = true;
+    }
+    q->ssl = ssl;
+    return true;
+}
+
+static void client_handshake(pqs_client *c, pqs_attempt *a, int64_t deadline)
+{
+    quic_client *q = c->state;
+    q->r = pqs_quic_client_connect(q->ssl, q->fd, deadline, &q->ret, &q->saved);
+    if (q->r == 1)
+        a->t_hs = pqs_mono_ns();
+    /* ---- end of the measured interval ---- */
+    q->qst = q->wire.peers[0].st;
+    q->pto = q->qobs.pto_count;
+    q->unmatched = q->qobs.unmatched_datagrams;
+    q->cb_ns = q->qobs.cb_ns;
+    if (q->r == 1) {
+        a->hs_done = true;
+    } else if (q->r == 0) {
+        pqs_attempt_fail(a, PQS_ERR_TIMEOUT, "handshake", ETIMEDOUT, "no QUIC handshake before the attempt deadline");
+    } else {
+        a->err = pqs_quic_classify(q->ssl, SSL_get_error(q->ssl, q->ret), q->saved, &q->qobs.tls, a->msg,
+                                   sizeof a->msg);
+        a->stage = "handshake";
+        a->err_errno = q->saved;
+    }
+}
+
+static bool has_ticket(void *arg)
+{
+    const pqs_attempt *a = arg;
+    return a->new_sess != NULL;
+}
+
+typedef struct {
+    const quic_client *q;
+    bool instrument;
+    uint64_t rx0;
+} settled_arg;
+
+static bool settled(void *arg)
+{
+    const settled_arg *s = arg;
+    return s->instrument ? s->q->qobs.handshake_done_rx : s->q->wire.peers[0].st.dgrams_rx > s->rx0;
+}
+
+/* The request protocol on the connection's default stream (a client-initiated bidirectional
+ * stream, opened by the first write): the request, the stream's end, then the response. */
+static void request(pqs_client *c, quic_client *q, pqs_attempt *a, int64_t deadline)
+{
+    SSL *ssl = q->ssl;
+    size_t off = 0;
+    while (off < c->req_len) {
+        size_t wr = 0;
+        if (SSL_write_ex(ssl, c->req + off, c->req_len - off, &wr) == 1) {
+            off += wr;
+            continue;
+        }
+        int e = SSL_get_error(ssl, 0);
+        if ((e != SSL_ERROR_WANT_WRITE && e != SSL_ERROR_WANT_READ) || pqs_mono_ns() >= deadline) {
+            if (e == SSL_ERROR_WANT_WRITE || e == SSL_ERROR_WANT_READ)
+                pqs_attempt_fail(a, PQS_ERR_TIMEOUT, "request", ETIMEDOUT, "request not sent before the attempt deadline");
+            else {
+                a->err = pqs_quic_classify(ssl, e, errno, &q->qobs.tls, a->msg, sizeof a->msg);
+                a->stage = "request";
+            }
+            return;
+        }
+        pqs_quic_client_wait(ssl, q->fd, deadline);
+    }
+    SSL_stream_conclude(ssl, 0);
+    a->req_sent = off;
+    a->request_sent = true;
+    uint64_t want = c->p->response_bytes;
+    while (a->resp_bytes < want) {
+        size_t rd = 0;
+        if (SSL_read_ex(ssl, c->rbuf, c->rbuf_len, &rd) == 1) {
+            if (a->t_first == 0)
+                a->t_first = pqs_mono_ns();
+            a->resp_bytes += rd;
+            continue;
+        }
+        int e = SSL_get_error(ssl, 0);
+        if (e == SSL_ERROR_WANT_READ && pqs_mono_ns() < deadline) {
+            pqs_quic_client_wait(ssl, q->fd, deadline);
+            continue;
+        }
+        if (e == SSL_ERROR_WANT_READ)
+            pqs_attempt_fail(a, PQS_ERR_TIMEOUT, "response", ETIMEDOUT, "response not complete before the attempt deadline");
+        else if (e != SSL_ERROR_ZERO_RETURN) {
+            a->err = pqs_quic_classify(ssl, e, errno, &q->qobs.tls, a->msg, sizeof a->msg);
+            a->stage = "response";
+        }
+        break;
+    }
+    ERR_clear_error();
+    if (want > 0 && a->resp_bytes >= want)
+        a->t_last = pqs_mono_ns();
+    else if (want > 0 && a->err == PQS_ERR_NONE)
+        pqs_attempt_fail(a, PQS_ERR_SHORT_RESPONSE, "response", 0, "got %" PRIu64 " of %" PRIu64 " bytes",
+                         a->resp_bytes, want);
+}
+
+/* The TLS part of the observation into the common record, and the negotiated parameters. */
+static void observe(quic_client *q, pqs_attempt *a)
+{
+    a->obs = q->qobs.tls;
+    a->obs.callbacks = q->qobs.callbacks;
+    pqs_tlsinfo_get(q->ssl, true, &a->info);
+}
+
+static void client_request(pqs_client *c, pqs_attempt *a, int64_t deadline)
+{
+    const pqs_client_params *cfg = c->p;
+    quic_client *q = c->state;
+    SSL *ssl = q->ssl;
+    if (cfg->request)
+        request(c, q, a, deadline);
+    if ((cfg->mode == PQS_MODE_RESUME || cfg->mode == PQS_MODE_RESUME_PSK) && a->new_sess == NULL
+        && a->err == PQS_ERR_NONE) {
+        int64_t until = pqs_mono_ns() + cfg->ticket_wait_ns;
+        pqs_quic_client_run(ssl, q->fd, until < deadline ? until : deadline, has_ticket, a);
+    }
+    int64_t h = a->t_hs - a->t0;
+    int64_t until = pqs_mono_ns() + (2 * h > SETTLE_MIN_NS ? 2 * h : SETTLE_MIN_NS);
+    settled_arg s = {.q = q, .instrument = cfg->instrument, .rx0 = q->qst.dgrams_rx};
+    if (a->resp_bytes == 0) /* a response proves the server has our Finished */
+        pqs_quic_client_run(ssl, q->fd, until < deadline ? until : deadline, settled, &s);
+    /* The server may still refuse after our Finished (e.g. a client certificate it does
+     * not accept): its CONNECTION_CLOSE arrives instead of HANDSHAKE_DONE. */
+    SSL_CONN_CLOSE_INFO ci;
+    if (SSL_get_conn_close_info(ssl, &ci, sizeof ci) == 1 && !(ci.flags & SSL_CONN_CLOSE_FLAG_LOCAL)
+        && ci.error_code != 0) {
+        a->err = pqs_quic_classify(ssl, SSL_ERROR_SSL, 0, &q->qobs.tls, a->msg, sizeof a->msg);
+        a->stage = "after_handshake";
+    }
+    observe(q, a);
+}
+
+static void client_close(pqs_client *c, pqs_attempt *a)
+{
+    quic_client *q = c->state;
+    if (!a->hs_done)
+        observe(q, a);
+    a->t_end = pqs_mono_ns();
+    pqs_quic_client_close(q->ssl, q->fd);
+    SSL_free(q->ssl);
+    close(q->fd);
+    q->ssl = NULL;
+    q->fd = -1;
+}
+
+static void attempt_json(pqs_json *j, const pqs_client *c, const pqs_attempt *a)
+{
+    (void)a;
+    const quic_client *q = c->state;
+    if (c->p->instrument)
+        pqs_json_int(j, "msg_callback_ns", q->cb_ns);
+    pqs_quic_json(j, &q->qst, q->pto, q->unmatched, false);
+}
+
+/* ---------------- server ---------------- */
+
+static int server_listen(pqs_srv *s, char *why, size_t whylen)
+{
+    pqs_quic_server *qs = s->state; /* the QUIC listener's state (its peer table is large) */
+    const quic_opts *o = s->opts;
+    int fd;
+    if (pqs_srv_bind(s, SOCK_DGRAM, &fd, why, whylen) != 0)
+        return -1;
+    s->threads = 1; /* one event loop in the main thread */
+    qs->ctx = s->ctx;
+    qs->fd = fd;
+    qs->log = s->log;
+    qs->idle_timeout_ns = s->p->idle_timeout_ns;
+    qs->retry = o->retry;
+    qs->alpn = o->alpn_wire;
+    qs->alpn_len = o->alpn_wire_len;
+    qs->sigs = s->sigs;
+    qs->response_bytes = s->p->response_bytes;
+    if (pqs_quic_server_ctx_setup(s->ctx, qs) != 0) {
+        snprintf(why, whylen, "cannot set up the QUIC context");
+        return -1;
+    }
+    return 0;
+}
+
+static void ready_json(pqs_json *j, const pqs_srv *s)
+{
+    const quic_opts *o = s->opts;
+    pqs_json_bool(j, "quic_retry", o->retry);
+    pqs_json_str(j, "alpn", o->alpn);
+    pqs_json_str(j, "qlog", o->qlog);
+}
+
+static int server_serve(pqs_srv *s, char *why, size_t whylen)
+{
+    pqs_quic_server *qs = s->state;
+    if (pqs_quic_server_run(qs, why, whylen) != 0)
+        return -1;
+    s->signal = qs->signal;
+    s->conns = qs->conns, s->ok = qs->ok, s->failed = qs->failed;
+    shutdown(qs->fd, SHUT_RDWR);
+    close(qs->fd);
+    return 0;
+}
+
+const pqs_transport pqs_transport_quic = {
+    .name = "quic",
+    .opts_size = sizeof(quic_opts),
+    .opts_init = opts_init,
+    .client_opts = client_rows,
+    .server_opts = server_rows,
+    .client_usage = CLIENT_USAGE,
+    .server_usage = SERVER_USAGE,
+    .opt = opt,
+    .opts_given = opts_given,
+    .client_opts_need = "--alpn and --qlog need --transport quic",
+    .server_opts_need = "--quic-retry, --alpn and --qlog need --transport quic",
+    .opts_finish = opts_finish,
+    .mode_why = {[PQS_MODE_0RTT] = "0-RTT is not in OpenSSL's QUIC server",
+                 [PQS_MODE_TLS12] = "QUIC is TLS 1.3 only"},
+    .client_tfo_why = "TCP Fast Open is a TCP option",
+    .server_tfo_why = "TCP Fast Open is a TCP option",
+    .early_data_why = "0-RTT is not in OpenSSL's QUIC server",
+    .tls13_only = true,
+    .method_tls13 = true,
+    .client_method = OSSL_QUIC_client_method,
+    .client_state_size = sizeof(quic_client),
+    .close = "quic_rapid",
+    .alpn = alpn,
+    .qlog = qlog,
+    .client_setup = client_setup,
+    .client_handshake = client_handshake,
+    .client_request = client_request,
+    .client_close = client_close,
+    .json_member = "quic",
+    .attempt_json = attempt_json,
+    .server_method = OSSL_QUIC_server_method,
+    .server_state_size = sizeof(pqs_quic_server),
+    .server_listen = server_listen,
+    .ready_json = ready_json,
+    .server_serve = server_serve,
+};

@@ -1,0 +1,51 @@
+/* transport.c - the tcp transport: TLS over TCP (tcp_client.c, tcp_server.c). TCP Fast Open
+ * is a variant of it, not a transport: pqs-timer's --tcp-fastopen flag (which the other
+ * transports refuse) and pqs-server's --tcp-fastopen queue on the listener. */
+#include "tcp_client.h"
+#include "tcp_server.h"
+#include "transport.h"
+
+static void client_start(pqs_client *c) { pqs_tcp_client_start(c, c->state); }
+static bool client_setup(pqs_client *c, pqs_attempt *a) { return pqs_tcp_client_setup(c, c->state, a); }
+static void client_handshake(pqs_client *c, pqs_attempt *a, int64_t deadline)
+{
+    pqs_tcp_client_handshake(c, c->state, a, deadline);
+}
+static void client_request(pqs_client *c, pqs_attempt *a, int64_t deadline)
+{
+    pqs_tcp_client_request(c, c->state, a, deadline);
+}
+static void client_close(pqs_client *c, pqs_attempt *a) { pqs_tcp_client_close(c, c->state, a); }
+static void client_stop(pqs_client *c) { pqs_tcp_client_stop(c, c->state); }
+
+static int server_listen(pqs_srv *s, char *why, size_t whylen)
+{
+    pqs_tcp_server *ts = s->state;
+    if (pqs_tcp_server_listen(ts, s, NULL, why, whylen) != 0)
+        return -1;
+    return pqs_tcp_server_start(ts, why, whylen);
+}
+
+static int server_serve(pqs_srv *s, char *why, size_t whylen)
+{
+    (void)why, (void)whylen;
+    pqs_tcp_server_serve(s->state);
+    return 0;
+}
+
+const pqs_transport pqs_transport_tcp = {
+    .name = "tcp",
+    .client_method = TLS_client_method,
+    .client_state_size = sizeof(pqs_tcp_client),
+    .close = "rst_deferred",
+    .client_start = client_start,
+    .client_setup = client_setup,
+    .client_handshake = client_handshake,
+    .client_request = client_request,
+    .client_close = client_close,
+    .client_stop = client_stop,
+    .server_method = TLS_server_method,
+    .server_state_size = sizeof(pqs_tcp_server),
+    .server_listen = server_listen,
+    .server_serve = server_serve,
+};

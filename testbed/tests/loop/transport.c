@@ -1,0 +1,219 @@
+/* transport.c - "loop": a loopback-only test transport, built the way
+ * docs/adding-a-transport.md says (this folder, and one row in the table) into a test build
+ * only (tests/test_transport.c; the Makefile adds the row with PQS_EXTRA_TRANSPORT). It is
+ * not in the programs: it measures nothing real. Its "handshake" is a plain TCP connect and
+ * its exchange the request protocol without TLS, so that the test exercises the operations
+ * table (options, modes, the attempt's steps, the line's members, listen/serve) and nothing
+ * else. */
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "transport.h"
+
+/* ---------------- options ---------------- */
+
+typedef struct loop_opts {
+    uint64_t chunk;          /* --loop-chunk N: bytes per response read */
+    bool set;
+} loop_opts;
+
+enum { OPT_CHUNK = 1 };
+static const struct option rows[] = {{"loop-chunk", required_argument, 0, OPT_CHUNK}, {0, 0, 0, 0}};
+
+static void opts_init(void *p) { ((loop_opts *)p)->chunk = 4096; }
+
+static void opt(void *p, const char *prog, int id, const char *arg)
+{
+    loop_opts *o = p;
+    if (id == OPT_CHUNK && !pqs_parse_u64(arg, 1, 16384, &o->chunk))
+        pqs_usage_error(prog, "bad --loop-chunk '%s': must be 1..16384", arg);
+    o->set = true;
+}
+
+static bool opts_given(const void *p) { return ((const loop_opts *)p)->set; }
+
+/* ---------------- client ---------------- */
+
+typedef struct loop_client {
+    int fd;
+    uint64_t reads;          /* response reads of the attempt: its "loop" member */
+} loop_client;
+
+static bool client_setup(pqs_client *c, pqs_attempt *a)
+{
+    loop_client *l = c->state;
+    l->reads = 0;
+    l->fd = socket(c->p->connect.ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (l->fd < 0) {
+        pqs_attempt_fail(a, PQS_ERR_INTERNAL, "setup", errno, "socket: %s", strerror(errno));
+        return false;
+    }
+    return true;
+}
+
+static void client_handshake(pqs_client *c, pqs_attempt *a, int64_t deadline)
+{
+    (void)deadline; /* loopback: a blocking connect is immediate or refused */
+    loop_client *l = c->state;
+    if (connect(l->fd, (const struct sockaddr *)&c->p->connect.ss, c->p->connect.len) != 0) {
+        int e = errno;
+        pqs_attempt_fail(a, e == ECONNREFUSED ? PQS_ERR_CONNECT_REFUSED : PQS_ERR_CONNECT_FAILED, "connect", e,
+                         "connect: %s", strerror(e));
+        return;
+    }
+    a->t_conn = a->t_hs = pqs_mono_ns();
+    a->hs_done = true;
+}
+
+static void client_request(pqs_client *c, pqs_attempt *a, int64_t deadline)
+{
+    (void)deadline;
+    loop_client *l = c->state;
+    const loop_opts *o = c->opts;
+    if (c->p->request) {
+        if (send(l->fd, c->req, c->req_len, MSG_NOSIGNAL) != (ssize_t)c->req_len) {
+            pqs_attempt_fail(a, PQS_ERR_IO_ERROR, "request", errno, "send: %s", strerror(errno));
+            return;
+        }
+        a->req_sent = c->req_len;
+        a->request_sent = true;
+    }
+    size_t chunk = o->chunk < c->rbuf_len ? (size_t)o->chunk : c->rbuf_len;
+    while (a->resp_bytes < c->p->response_bytes) {
+        ssize_t n = recv(l->fd, c->rbuf, chunk, 0);
+        if (n <= 0) {
+            pqs_attempt_fail(a, PQS_ERR_SHORT_RESPONSE, "response", 0, "got %" PRIu64 " bytes", a->resp_bytes);
+            return;
+        }
+        if (a->t_first == 0)
+            a->t_first = pqs_mono_ns();
+        a->resp_bytes += (uint64_t)n;
+        l->reads++;
+    }
+    if (c->p->response_bytes > 0)
+        a->t_last = pqs_mono_ns();
+}
+
+static void client_close(pqs_client *c, pqs_attempt *a)
+{
+    loop_client *l = c->state;
+    a->t_end = pqs_mono_ns();
+    close(l->fd);
+    l->fd = -1;
+}
+
+static void attempt_json(pqs_json *j, const pqs_client *c, const pqs_attempt *a)
+{
+    (void)a;
+    const loop_client *l = c->state;
+    pqs_json_obj_begin(j, "loop");
+    pqs_json_uint(j, "reads", l->reads);
+    pqs_json_obj_end(j);
+}
+
+/* ---------------- server: one thread, one connection at a time ---------------- */
+
+typedef struct loop_server {
+    int fd;
+} loop_server;
+
+static int server_listen(pqs_srv *s, char *why, size_t whylen)
+{
+    loop_server *l = s->state;
+    s->threads = 1;
+    return pqs_srv_bind(s, SOCK_STREAM, &l->fd, why, whylen);
+}
+
+/* Answers "PQS <len> <resp>\n" with resp bytes; one conn line per connection. */
+static void serve_one(pqs_srv *s, int fd)
+{
+    unsigned char buf[4096];
+    size_t have = 0;
+    int64_t req_len = 0, resp_len = -1;
+    while (have < sizeof buf && !pqs_parse_request_header(buf, have, &req_len, &resp_len)) {
+        ssize_t n = recv(fd, buf + have, sizeof buf - have, 0);
+        if (n <= 0)
+            break;
+        have += (size_t)n;
+    }
+    uint64_t want = resp_len >= 0 ? (uint64_t)resp_len : s->p->response_bytes, sent = 0;
+    memset(buf, 'x', sizeof buf);
+    while (sent < want) {
+        ssize_t n = send(fd, buf, want - sent < sizeof buf ? (size_t)(want - sent) : sizeof buf, MSG_NOSIGNAL);
+        if (n <= 0)
+            break;
+        sent += (uint64_t)n;
+    }
+    close(fd);
+    pqs_json j;
+    pqs_json_begin(&j, "conn");
+    pqs_json_str(&j, "transport", s->transport->name);
+    pqs_json_uint(&j, "response_bytes", sent);
+    pqs_json_end(&j);
+    pqs_sink_write(s->log, &j);
+    s->conns++;
+    if (sent == want)
+        s->ok++;
+    else
+        s->failed++;
+}
+
+static int server_serve(pqs_srv *s, char *why, size_t whylen)
+{
+    (void)why, (void)whylen;
+    loop_server *l = s->state;
+    const struct timespec zero = {0, 0};
+    for (;;) {
+        int sig = sigtimedwait(s->sigs, NULL, &zero);
+        if (sig > 0) {
+            s->signal = sig;
+            break;
+        }
+        struct pollfd p = {.fd = l->fd, .events = POLLIN};
+        if (poll(&p, 1, 20) > 0) {
+            int fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC);
+            if (fd >= 0)
+                serve_one(s, fd);
+        }
+    }
+    close(l->fd);
+    return 0;
+}
+
+const pqs_transport pqs_transport_loop = {
+    .name = "loop",
+    .opts_size = sizeof(loop_opts),
+    .opts_init = opts_init,
+    .client_opts = rows,
+    .server_opts = rows,
+    .client_usage = "  --loop-chunk N         loop: bytes per response read (test transport)\n",
+    .server_usage = "",
+    .opt = opt,
+    .opts_given = opts_given,
+    .client_opts_need = "--loop-chunk needs --transport loop",
+    .server_opts_need = "--loop-chunk needs --transport loop",
+    .mode_why = {[PQS_MODE_RESUME] = "no TLS", [PQS_MODE_0RTT] = "no TLS", [PQS_MODE_HRR] = "no TLS",
+                 [PQS_MODE_TLS12] = "no TLS", [PQS_MODE_RESUME_PSK] = "no TLS"},
+    .client_tfo_why = "a test transport",
+    .server_tfo_why = "a test transport",
+    .early_data_why = "no TLS",
+    .tls13_only = true,
+    .client_method = TLS_client_method,
+    .client_state_size = sizeof(loop_client),
+    .close = "close",
+    .client_setup = client_setup,
+    .client_handshake = client_handshake,
+    .client_request = client_request,
+    .client_close = client_close,
+    .json_member = "loop",
+    .attempt_json = attempt_json,
+    .server_method = TLS_server_method,
+    .server_state_size = sizeof(loop_server),
+    .server_listen = server_listen,
+    .server_serve = server_serve,
+};

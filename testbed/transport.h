@@ -1,0 +1,220 @@
+/* transport.h - one operations table per transport (iperf3's struct protocol, for handshakes).
+ *
+ * pqs-timer and pqs-server keep configuration, workers, the attempt loop and the common parts
+ * of the JSON lines; everything that differs between TLS over TCP, QUIC and TurboTLS sits
+ * behind a `struct pqs_transport` in the transport's own folder (tcp/, quic/, turbotls/, each
+ * with a transport.c holding its table). The programs know transports only through the array
+ * in transports.c: adding one is a new folder and one row there (docs/adding-a-transport.md).
+ *
+ * A transport finishes its own handshake: it sets t_hs/hs_done, its errors and its observations
+ * in the common attempt record, and nothing is handed back for the program to complete. */
+#ifndef PQS_TRANSPORT_H
+#define PQS_TRANSPORT_H
+
+#include <getopt.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include <openssl/ssl.h>
+
+#include "common.h"
+#include "tcpinfo.h"
+#include "tlsobs.h"
+
+/* ---------------- pqs-timer's modes ---------------- */
+
+/* --mode; pqs_mode_names[] are the "mode" strings of the JSON lines (in this order). */
+typedef enum {
+    PQS_MODE_FULL,
+    PQS_MODE_RESUME,
+    PQS_MODE_0RTT,
+    PQS_MODE_HRR,
+    PQS_MODE_TLS12,
+    PQS_MODE_RESUME_PSK,
+    PQS_MODE__COUNT
+} pqs_mode;
+extern const char *const pqs_mode_names[PQS_MODE__COUNT];
+
+/* Modes that offer the previous connection's ticket. */
+static inline bool pqs_mode_resumes(pqs_mode m)
+{
+    return m == PQS_MODE_RESUME || m == PQS_MODE_0RTT || m == PQS_MODE_RESUME_PSK;
+}
+
+/* ---------------- the client side (pqs-timer) ---------------- */
+
+/* What every transport's client reads of pqs-timer's configuration. */
+typedef struct pqs_client_params {
+    pqs_addr connect;
+    const char *servername;  /* SNI and, with verify, the checked host name */
+    bool verify;
+    bool instrument;         /* message callback and TCP_INFO (--no-instrument turns them off) */
+    pqs_mode mode;
+    int64_t timeout_ns;      /* per attempt: t0 to the last byte */
+    int64_t ticket_wait_ns;
+    uint64_t response_bytes;
+    bool request;            /* a request follows the handshake (0rtt, --response-bytes, --request-bytes) */
+    bool tfo;                /* --tcp-fastopen: a flag of the tcp transport; the others refuse it
+                              * (tfo_why) but every line records it, so it is parsed with the rest */
+} pqs_client_params;
+
+/* The common record of one attempt: every member of the attempt line that is not one
+ * transport's own object. Zeroed by the program before each attempt. */
+typedef struct pqs_attempt {
+    uint64_t i;
+    bool warmup, prime;         /* prime: the untimed first handshake of a resuming mode */
+    int64_t t0;                 /* CLOCK_MONOTONIC when the measured interval began */
+    int64_t t_conn, t_hs, t_first, t_last, t_end;
+    pqs_tlsobs obs;
+    pqs_tlsinfo info;
+    pqs_tcpinfo tcp;            /* TCP_INFO after the exchange (invalid without a TCP socket) */
+    int64_t tcp_info_ns;        /* cost of the TCP_INFO read itself */
+    bool hs_done, ok, session_offered, request_sent;
+    bool early_offered;         /* 0rtt: early data was written (the session allowed it) */
+    bool tfo_cookie;            /* TFO: connect() returned at once (a cookie was cached): the
+                                 * first flight went out with the SYN */
+    pqs_err err;                /* the first failure only (pqs_attempt_fail) */
+    char msg[256];
+    int err_errno;
+    const char *stage;
+    uint64_t early_sent, req_sent, resp_bytes;
+    SSL_SESSION *new_sess;      /* from the new-session callback (pqs_attempt_of) */
+} pqs_attempt;
+
+/* Records a failure; the first one wins (later ones are consequences). */
+void pqs_attempt_fail(pqs_attempt *a, pqs_err e, const char *stage, int err_no, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+/* The attempt an SSL object belongs to (the program's new-session callback finds it here).
+ * app_data, not an ex_data index: no process-wide index to keep. */
+static inline void pqs_attempt_attach(SSL *ssl, pqs_attempt *a) { SSL_set_app_data(ssl, a); }
+static inline pqs_attempt *pqs_attempt_of(const SSL *ssl) { return SSL_get_app_data(ssl); }
+
+/* One pqs-timer worker as its transport sees it; attempts of one worker run one at a time. */
+typedef struct pqs_client {
+    const pqs_client_params *p;
+    SSL_CTX *ctx;
+    const void *opts;            /* the transport's options (opts_size bytes) */
+    void *state;                 /* the transport's per-worker state (client_state_size, zeroed) */
+    SSL_SESSION *sess;           /* newest ticket (resuming modes) */
+    const unsigned char *req;    /* the request: "PQS <len> <resp>\n" + padding */
+    size_t req_len;
+    unsigned char *rbuf;         /* response and ticket reads */
+    size_t rbuf_len;
+    uint64_t rst_guard_closes;   /* summary "rst_guard_closes" (tcp's deferred close) */
+} pqs_client;
+
+/* ---------------- the server side (pqs-server) ---------------- */
+
+#define PQS_SERVER_MAX_THREADS 256
+
+/* What every transport's server reads of pqs-server's configuration. */
+typedef struct pqs_server_params {
+    pqs_addr listen;
+    int threads, backlog;
+    int64_t idle_timeout_ns;
+    uint64_t response_bytes;     /* answer to a request without a header */
+    uint64_t max_early_data;
+    bool early_response;
+    int tcp_fastopen;            /* TFO queue on a TCP listener, 0 = off */
+} pqs_server_params;
+
+typedef struct pqs_srv {
+    const char *prog;
+    const pqs_server_params *p;
+    const struct pqs_transport *transport;
+    const void *opts;
+    void *state;                 /* the transport's server state (server_state_size, zeroed) */
+    SSL_CTX *ctx;
+    pqs_sink *log;
+    const sigset_t *sigs;        /* blocked in every thread; serve returns when one arrives */
+    /* set by listen */
+    struct sockaddr_storage bound;
+    socklen_t bound_len;
+    char listen_str[80];
+    int threads;                 /* the ready line's "threads" */
+    /* set by serve and stop */
+    int signal;
+    uint64_t conns, ok, failed;
+} pqs_srv;
+
+/* ---------------- the operations table ---------------- */
+
+typedef struct pqs_transport {
+    const char *name;            /* --transport NAME and "transport" in every line */
+
+    /* Options. One struct per transport for both programs (opts_size bytes, opts_init'ed);
+     * the rows' val is the transport's own id, passed back to opt(). */
+    size_t opts_size;
+    void (*opts_init)(void *opts);
+    const struct option *client_opts, *server_opts; /* {0}-terminated, or NULL */
+    const char *client_usage, *server_usage;        /* --help rows, in the table's order */
+    void (*opt)(void *opts, const char *prog, int id, const char *arg); /* errors exit 2 */
+    bool (*opts_given)(const void *opts);
+    const char *client_opts_need, *server_opts_need; /* usage error: its options, another transport */
+    void (*opts_finish)(void *opts, const char *prog); /* when chosen, after all checks; may be NULL */
+
+    /* What it runs. The refusals are usage errors "--mode M --transport NAME: WHY",
+     * "--tcp-fastopen with --transport NAME: WHY", "--max-early-data with --transport NAME: WHY";
+     * NULL: supported. */
+    const char *mode_why[PQS_MODE__COUNT];
+    const char *client_tfo_why, *server_tfo_why, *early_data_why;
+    bool tls13_only;             /* the server offers TLS 1.3 only (no --no-tls12 needed) */
+    bool method_tls13;           /* its SSL_METHOD is TLS 1.3 by construction: no version bounds,
+                                  * no early-data sizes on the context */
+
+    /* Client: a context of client_method(); per worker client_state_size bytes of state. */
+    const SSL_METHOD *(*client_method)(void);
+    size_t client_state_size;
+    const char *close;           /* header "close": how its attempts end */
+    const char *(*alpn)(const void *opts);  /* header "alpn" (NULL op or value: null) */
+    const char *(*qlog)(const void *opts);  /* header "qlog" */
+    void (*header_json)(pqs_json *j, const void *opts); /* its header members; may be NULL */
+    void (*client_start)(pqs_client *c);    /* a worker's state before its first attempt; may be NULL */
+    /* Before the clock; false: failed (the record says why, nothing left open). */
+    bool (*client_setup)(pqs_client *c, pqs_attempt *a);
+    /* The measured interval: from t0 (set by the program) to the handshake's end, which the
+     * transport marks itself (a->t_hs, a->hs_done) or records why not. */
+    void (*client_handshake)(pqs_client *c, pqs_attempt *a, int64_t deadline);
+    /* After a complete handshake: request/response, ticket, observations (a->info). */
+    void (*client_request)(pqs_client *c, pqs_attempt *a, int64_t deadline);
+    /* Sets a->t_end, closes and frees; the session moves on in the program. */
+    void (*client_close)(pqs_client *c, pqs_attempt *a);
+    void (*client_stop)(pqs_client *c);     /* the worker's last attempt is done; may be NULL */
+    /* Its member of every attempt line ("json_member":{...}; null in other transports' lines),
+     * and of a TCP server's conn lines. NULL json_member: it has none. */
+    const char *json_member;
+    void (*attempt_json)(pqs_json *j, const pqs_client *c, const pqs_attempt *a);
+
+    /* Server: a context of server_method(); server_state_size bytes of state. */
+    const SSL_METHOD *(*server_method)(void);
+    size_t server_state_size;
+    /* Sockets bound (s->bound, s->listen_str, s->threads), its threads started. -1: why says
+     * the whole message (the program prefixes its name). */
+    int (*server_listen)(pqs_srv *s, char *why, size_t whylen);
+    void (*ready_json)(pqs_json *j, const pqs_srv *s); /* its ready-line members; may be NULL */
+    /* Serves until a signal in s->sigs (s->signal); then stops and counts (s->conns, ...). -1:
+     * could not serve, why filled. */
+    int (*server_serve)(pqs_srv *s, char *why, size_t whylen);
+} pqs_transport;
+
+/* ---------------- the table (transports.c) ---------------- */
+
+extern const pqs_transport *const pqs_transports[];
+extern const size_t pqs_transport_count;
+
+/* --transport NAME; a usage error (exit 2) naming the available ones otherwise. */
+const pqs_transport *pqs_transport_find(const char *prog, const char *name);
+/* Every transport's member of a line, in table order: own(j, arg) for self, null for the
+ * others (a line has the same members whichever transport ran). */
+void pqs_transport_members_json(pqs_json *j, const pqs_transport *self,
+                                void (*own)(pqs_json *j, const void *arg), const void *arg);
+
+/* pqs-server: a socket of type (SOCK_STREAM: listening, with the TFO queue) bound to
+ * s->p->listen; fills s->bound and s->listen_str. -1 with why ("cannot listen on ADDR:PORT:
+ * ERROR"). */
+int pqs_srv_bind(pqs_srv *s, int type, int *fd, char *why, size_t whylen);
+
+#endif

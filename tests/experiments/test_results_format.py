@@ -1,0 +1,121 @@
+"""The results format (pqshake/results/): a v1 run read by this version gives the tables v1 gave,
+the migration never writes into the run, and one JSON-lines reader serves every cell file."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from pqshake import results as fmt
+from pqshake.errors import UserError
+from pqshake.analysis.load import load_runs
+from pqshake.experiments import rundir as rd
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "run"
+
+# The v1 fixture's tables as the v1 code (experiments/rundir.py before pqshake/results/ existed)
+# gave them: `pqshake load` per table and the analysis' frames, digested by _digest.
+V1_DIGESTS = {"load/samples": "a7ee633b935ebe8d", "load/server": "28b94a84d31599a3", "load/cells": "2c32ac7492a2af3c",
+              "analysis/samples": "be27d95dc5abdbcc", "analysis/server": "7c2fc267a0bf9819",
+              "analysis/cells": "5b3042ed8c29848e", "analysis/profiles": "c6d912571d930ba9"}
+
+
+def _digest(df: pd.DataFrame) -> str:
+    h = hashlib.sha256()
+    h.update(repr([(c, str(t)) for c, t in df.dtypes.items()]).encode())
+    h.update(pd.util.hash_pandas_object(df, index=True).to_numpy().tobytes())
+    return h.hexdigest()[:16]
+
+
+def _tree(path: Path) -> dict[str, tuple[str, float]]:
+    return {str(f.relative_to(path)): (hashlib.sha256(f.read_bytes()).hexdigest(), f.stat().st_mtime)
+            for f in sorted(path.rglob("*")) if f.is_file()}
+
+
+@pytest.fixture
+def v1_run(tmp_path) -> Path:
+    p = tmp_path / "run"
+    shutil.copytree(FIXTURE, p)
+    assert json.loads((p / "meta.json").read_text())["format_version"] == 1
+    return p
+
+
+def test_v1_fixture_gives_the_tables_v1_gave(v1_run):
+    got = {f"load/{t}": _digest(rd.load(v1_run, t)) for t in fmt.TABLES}
+    run = load_runs([v1_run])
+    got.update({f"analysis/{k}": _digest(getattr(run, k)) for k in ("samples", "server", "cells", "profiles")})
+    assert got == V1_DIGESTS
+
+
+def test_migrate_reads_v1_frame_by_frame_and_writes_nothing(v1_run):
+    before = _tree(v1_run)
+    frames = fmt.migrate(v1_run)
+    assert _tree(v1_run) == before
+    # the oldest v1 runs: no transport column, no verdict; their tables are what was written
+    for t in fmt.TABLES:
+        pd.testing.assert_frame_equal(frames[t], pd.read_parquet(v1_run / f"{t}.parquet"))
+    assert "transport" not in frames["cells"] and "reasons" not in frames["cells"]
+
+
+def test_v1_verdicts_become_reasons_lists(v1_run):
+    cells = pq.read_table(v1_run / "cells.parquet").to_pandas()
+    cells["verdict"] = ["ok"] * (len(cells) - 1) + ["suspect: RTT 1 ms vs 2 ms; up: 3 of 900 frames late"]
+    cells.to_parquet(v1_run / "cells.parquet", index=False)
+    got = fmt.migrate(v1_run, ("cells",))["cells"]
+    reasons = [json.loads(r) for r in got["reasons"]]
+    assert reasons[0] == [] and reasons[-1] == ["RTT 1 ms vs 2 ms", "up: 3 of 900 frames late"]
+    pd.testing.assert_frame_equal(got.drop(columns="reasons"), cells)
+
+
+def _raw_run(path: Path, version: int, done: dict) -> Path:
+    """A one-cell run built from raw/ only, as a v1 runner from before transports wrote it."""
+    (path / "raw" / "c1").mkdir(parents=True)
+    (path / "meta.json").write_text(json.dumps({"format_version": version}))
+    (path / "plan.json").write_text(json.dumps({"experiment": {"warmup": 1}, "cells": [
+        {"cell_id": "c1", "group": "x25519", "sig": "ecdsa-p256", "profile": "p", "mode": "full", "repetition": 1}]}))
+    lines = [{"type": "header"}] + [{"type": "attempt", "i": i, "ok": True, "handshake_ns": 1000 + i} for i in range(3)]
+    (path / "raw" / "c1" / "timer.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines) + '{"type": "att')
+    (path / "raw" / "c1" / "server.jsonl").write_text(json.dumps({"type": "conn", "ok": True}) + "\n")
+    (path / "raw" / "c1" / "DONE").write_text(json.dumps({"status": "complete", "backend": "netem", **done}))
+    return path
+
+
+def test_v1_raw_run_without_transport_is_read_in_memory(tmp_path):
+    run = _raw_run(tmp_path / "r", 1, {"verdict": "suspect: a; b"})
+    before = _tree(run)
+    t = fmt.migrate(run)
+    assert _tree(run) == before and not list(run.glob("*.parquet"))
+    assert list(t["samples"]["i"]) == [0, 1, 2] and list(t["samples"]["warmup"]) == [True, False, False]
+    assert set(t["samples"]["transport"]) == {"tcp"} and len(t["server"]) == 1
+    assert json.loads(t["cells"]["reasons"][0]) == ["a", "b"]
+
+
+def test_v2_cells_carry_the_verdicts_list(tmp_path):
+    reasons = ["RTT 1 ms vs 2 ms; so to speak"]  # a reason may hold '; ': the list keeps it whole
+    run = _raw_run(tmp_path / "r", 2, {"verdict": "suspect: " + "; ".join(reasons),
+                                       "validity": {"reasons": reasons}})
+    assert json.loads(fmt.migrate(run)["cells"]["reasons"][0]) == reasons
+
+
+def test_newer_format_refused_by_the_migration(tmp_path):
+    run = _raw_run(tmp_path / "r", fmt.FORMAT_VERSION + 1, {})
+    with pytest.raises(UserError, match="newer than this pqshake reads"):
+        fmt.migrate(run)
+
+
+def test_one_reader_whole_and_incremental(tmp_path):
+    f = tmp_path / "timer.jsonl"
+    f.write_text('{"type": "header"}\n{"type": "attempt", "ok": true}\n[1]\n{"type": "att')
+    lines = fmt.JsonLines(f)
+    assert [r["type"] for r in lines] == ["header", "attempt"]  # torn last line, non-objects: skipped
+    assert len(lines.new()) == 2 and lines.new() == []
+    with open(f, "a") as out:
+        out.write('empt", "warmup": true}\n')
+    assert lines.new() == [{"type": "attempt", "warmup": True}]
+    assert fmt.timer_counts(f)["n_attempts"] == 2 and fmt.JsonLines(tmp_path / "none").first("header") is None
