@@ -108,6 +108,7 @@ CELLS_OPTIONAL = {
     "status": "status",
     "reason": "reason",
     "verdict": "verdict",  # validity: ok | suspect: <reasons> (experiments/validity.py); absent before it
+    "reasons": "reasons",  # the verdict's reasons, a JSON list (format 2; load.py derives it for older runs)
     "n_attempts": "n_attempts",
     "n_ok": "n_ok",
     "n_warmup": "n_warmup",

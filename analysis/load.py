@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from pqshake import results as fmt
+from pqshake.experiments import modes as M
 from pqshake.errors import UserError
 
 from . import columns as C
@@ -132,6 +133,20 @@ def read_table(run_dir: Path, table: str, what: str, fresh: dict[str, pd.DataFra
     return df
 
 
+def _reasons_lists(cells: pd.DataFrame) -> None:
+    """cells `reasons` as lists (the table holds JSON); a cell judged before the list was kept
+    (its table without the column) gets it from its verdict (pqshake.results.verdict_reasons);
+    None for a cell never judged."""
+    def one(js, verdict) -> list[str] | None:
+        if isinstance(js, str) and js:
+            return [str(r) for r in json.loads(js)]
+        return fmt.verdict_reasons(verdict) if isinstance(verdict, str) and verdict else None
+
+    js = cells["reasons"] if "reasons" in cells else [None] * len(cells)
+    cells["reasons"] = pd.Series([one(j, v) for j, v in zip(js, cells["verdict"])],
+                                 index=cells.index, dtype=object)
+
+
 def _fill_transport(df: pd.DataFrame) -> None:
     """Rows without a transport (runs from before transports existed) are tcp."""
     col = df["transport"]
@@ -177,7 +192,8 @@ def _profiles(cells: pd.DataFrame) -> pd.DataFrame:
 
 def _drop_server_warmups(server: pd.DataFrame, cells: pd.DataFrame, warmup_default: int) -> pd.DataFrame:
     """The server log does not know which connections were warm-ups: per cell, drop the first
-    n_warmup connections (plus the priming handshake of resume/0-RTT cells) by accept time."""
+    n_warmup connections (plus the priming handshake of resumable modes: resume, resume_psk,
+    0-RTT) by accept time."""
     if server["warmup"].notna().any():
         return server[~_as_bool(server["warmup"])]
     if server["cell_id"].isna().all():
@@ -195,7 +211,9 @@ def _drop_server_warmups(server: pd.DataFrame, cells: pd.DataFrame, warmup_defau
     lut = {c: float(nw.get(str(c), np.nan)) for c in cid.cat.categories}  # per cell, not per row
     skip = np.array([lut[c] for c in cid.cat.categories] + [np.nan])[cid.cat.codes.to_numpy()]
     skip = np.where(np.isnan(skip), warmup_default, skip)
-    prime = server["mode"].isin(["resume", "0rtt"]).to_numpy()
+    # the runner primes every resumable mode (experiments/modes.py; DONE blocks record `prime`)
+    modes = server["mode"].astype(str)
+    prime = modes.map({m: int(M.resumable(m)) for m in modes.unique()}).to_numpy()
     keep = rank >= skip + prime
     return server[keep].drop(columns="_o")
 
@@ -217,6 +235,7 @@ def load_one(path: Path | str) -> tuple[dict, pd.DataFrame, pd.DataFrame | None,
     samples = read_table(path, "samples", "the handshake statistics", fresh)
     _fill_transport(cells)
     _fill_transport(samples)
+    _reasons_lists(cells)
     plan: dict = {}
     if (path / "plan.json").is_file():
         try:

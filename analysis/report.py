@@ -13,13 +13,13 @@ import numpy as np
 import pandas as pd
 
 from pqshake.errors import UserError
-from pqshake.results import verdict_reasons
 
 from . import bound as B
 from . import stats as S
 from . import tables as T
 from pqshake.experiments.portable import portable
 
+from .columns import CELL_KEY
 from .load import Run, get, load_runs
 from pqshake.experiments import transports as TR
 
@@ -200,7 +200,7 @@ def validity_lines(a: Analysis) -> list[str]:
     out += [f"{len(sus)} of {judged} judged cells are suspect (marked in every table and figure; "
             f"`pqshake resume RUN --rerun-suspect` measures them again; `--exclude-suspect` leaves them out):", ""]
     for r in sus.itertuples(index=False):
-        out.append(f"- {cell_label(r)}: {'; '.join(verdict_reasons(str(r.verdict)))}")
+        out.append(f"- {cell_label(r)}: {'; '.join(a.summary.reasons.get(tuple(str(getattr(r, c)) for c in CELL_KEY), []))}")
     return out + [""]
 
 

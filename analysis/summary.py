@@ -17,7 +17,7 @@ from pqshake.experiments import transports as T
 from . import bound as B
 from . import stats as S
 from .columns import CELL_KEY, TRANSPORT_ORDER
-from .load import Run
+from .load import Run, _reasons_lists
 
 MODE_ORDER = M.NAMES
 MODE_LABELS = M.LABELS
@@ -39,19 +39,28 @@ class Summary:
     notes: list[str] = field(default_factory=list)
     cpu_note: str = ""
     params: dict = field(default_factory=dict)
+    # validity reasons per judged row, by its CELL_KEY values (as strings): [] = ok
+    reasons: dict[tuple, list[str]] = field(default_factory=dict)
 
 
 
 
-def _verdict(v: pd.Series) -> str:
-    """One row's validity from its cells' verdicts (experiments/validity.py): ok when every
-    judged cell is ok; else the reasons of the suspect ones, once each; runs from before the
-    verdict existed read 'not judged'."""
-    vals = [str(x) for x in v if isinstance(x, str) and x]
-    if not vals:
+def _reasons(g: pd.DataFrame) -> list[str] | None:
+    """One row's validity reasons from its cells' (experiments/validity.py; the cells table's
+    `reasons` lists, load.py): None when no cell was judged (runs from before the verdict);
+    else the reasons of the suspect cells, once each, in order ([] = every judged cell ok)."""
+    judged = [r for v, r in zip(g["verdict"], g["reasons"]) if isinstance(v, str) and v]
+    if not judged:
+        return None
+    return list(dict.fromkeys(x for r in judged for x in (r or [])))
+
+
+def _verdict(reasons: list[str] | None) -> str:
+    """The verdict text of a row from its reasons: ok | suspect: a; b | not judged."""
+    if reasons is None:
         return "not judged"
-    reasons = [r for x in vals if x.startswith("suspect") for r in x.split(": ", 1)[1].split("; ")]
-    return "suspect: " + "; ".join(dict.fromkeys(reasons)) if reasons else "ok"
+    return "suspect: " + "; ".join(reasons) if reasons else "ok"
+
 
 def _window(v) -> int | None:
     """A configured initial window (segments) from the cells table; None = the kernel default."""
@@ -166,6 +175,7 @@ class _Ctx:
     out: pd.DataFrame
     notes: list[str] = field(default_factory=list)
     cens: np.ndarray | None = None  # censored percentiles per cell (S.PERCENTILES)
+    reasons: dict = field(default_factory=dict)  # validity reasons per judged cell key (_network)
     draws50: list = field(default_factory=list)  # bootstrap draws of each cell's median
     rtt_ms: np.ndarray | None = None  # achieved RTT per cell, else the configured one
 
@@ -212,7 +222,7 @@ def summarize(run: Run, *, speed: B.Speed | None = None, cpu_note: str = "", bas
               "chain_depth": run.chain_depth, "transports": list(dict.fromkeys(ctx.keys["transport"])),
               "quic_retry": run.quic_retry}
     return Summary(table=ctx.out.reset_index(drop=True), baseline=base, notes=run.notes + ctx.notes, cpu_note=cpu_note,
-                   params=params)
+                   params=params, reasons=ctx.reasons)
 
 
 def _cells(run: Run) -> _Ctx:
@@ -390,14 +400,19 @@ def _network(ctx: _Ctx) -> None:
     cells = run.cells.copy()
     for c in CELL_KEY:
         cells[c] = cells[c].astype(str)
+    if "verdict" in cells and "reasons" not in cells:  # a Run not read by load_runs
+        _reasons_lists(cells)
     cg = cells.groupby(CELL_KEY, observed=True)
     cinfo = pd.DataFrame({
         "n_cells": cg.size(),
         "rtt_achieved_ms": cg["rtt_p50_ns"].median() / 1e6 if "rtt_p50_ns" in cells else np.nan,
         "cells_failed": cg["status"].apply(lambda v: int((v.astype(str) == "failed").sum())),
         "cell_reason": cg["reason"].apply(lambda v: next((str(x) for x in v if isinstance(x, str) and x), "")),
-        "verdict": (cg["verdict"].apply(_verdict) if "verdict" in cells else pd.Series(dtype=object)),
     })
+    # Validity: the reasons as lists (Summary.reasons, for the report), the verdict text from them.
+    reasons = {k: _reasons(g) for k, g in cg[["verdict", "reasons"]]} if "verdict" in cells else {}
+    cinfo["verdict"] = pd.Series({k: _verdict(r) for k, r in reasons.items()}, dtype=object)
+    ctx.reasons = {k: r for k, r in reasons.items() if r is not None}
     out = ctx.out.merge(cinfo, left_on=CELL_KEY, right_index=True, how="left")
     out["verdict"] = out["verdict"].fillna("not judged")
     out["suspect"] = out["verdict"].astype(str).str.startswith("suspect")

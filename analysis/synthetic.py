@@ -111,8 +111,9 @@ def cells(spec: Spec) -> list[dict]:
 
 
 def _resumed(mode: str) -> bool:
-    """Attempts marked resumed, with a priming connection on the server: resumption and 0-RTT
-    with a key share (synthetic resume_psk cells have neither; kept as the data always was)."""
+    """Attempts marked resumed: resumption and 0-RTT with a key share (synthetic resume_psk
+    attempts are not marked, kept as the data always was; their server has the priming
+    connection of every resumable mode, as the runner's)."""
     return M.resumable(mode) and not M.get(mode).psk_ke
 
 
@@ -243,7 +244,7 @@ def generate(out: Path | str, spec: Spec | None = None) -> Path:
         cols["tcp_rtt_ns"].append(neg if q else np.full(n, int(a["rtt_s"] * 1e9 + 50_000), dtype=np.int64))
         if spec.server:
             # Resumption / 0-RTT cells start with a priming full handshake the server also logs.
-            p = 1 if (n and _resumed(c["mode"])) else 0
+            p = 1 if (n and M.resumable(c["mode"])) else 0  # the runner primes every resumable mode
             m = n + p
             for k in ("cell_id", "group", "sig", "profile", "mode", "repetition"):
                 srv[k].append(np.full(m, c[k], dtype=object if k != "repetition" else np.int64))

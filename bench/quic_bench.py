@@ -96,19 +96,11 @@ def main():
             tcp_proc, tcp_addr, tcp_ca = start_server(wd, group, "tcp", args.retry)
             quic_proc, quic_addr, ca = start_server(wd, group, "quic", args.retry)
             try:
-                tcp, quic, bare = [], [], []
-                for rnd in range(args.rounds):
-                    steps = [("tcp", lambda: run_timer(tcp_addr, tcp_ca, group, args.seconds, "tcp", True, wd)),
-                             ("quic", lambda: run_timer(quic_addr, ca, group, args.seconds, "quic", True, wd)),
-                             ("bare", lambda: run_timer(quic_addr, ca, group, args.seconds, "quic", False, wd))]
-                    if rnd % 2:
-                        steps.reverse()
-                    got = {name: fn() for name, fn in steps}
-                    tcp.append(got["tcp"])
-                    quic.append(got["quic"])
-                    bare.append(got["bare"])
-                    print(f"{group:16s} round {rnd + 1}: tcp {tcp[-1]['rate']:8.1f}/s  quic {quic[-1]['rate']:8.1f}/s  "
-                          f"quic-uninstrumented {bare[-1]['rate']:8.1f}/s", flush=True)
+                got = testbed_bench.paired_rounds(args.rounds, f"{group:16s}", [
+                    ("tcp", "tcp", lambda: run_timer(tcp_addr, tcp_ca, group, args.seconds, "tcp", True, wd)),
+                    ("quic", "quic", lambda: run_timer(quic_addr, ca, group, args.seconds, "quic", True, wd)),
+                    ("bare", "quic-uninstrumented", lambda: run_timer(quic_addr, ca, group, args.seconds, "quic", False, wd))])
+                tcp, quic, bare = got["tcp"], got["quic"], got["bare"]
             finally:
                 for p in (tcp_proc, quic_proc):
                     p.send_signal(signal.SIGTERM)

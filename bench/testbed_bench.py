@@ -110,6 +110,20 @@ def run_s_time(openssl, addr, ca, group, seconds, workdir):
             "user_s": float(m2.group(2)) if m2 else None}
 
 
+def paired_rounds(rounds, prefix, steps):
+    """Each round runs every step (name, label, function returning {"rate": ...}) once, in the
+    order reversed every other round so that none always runs first, and prints the rates; returns
+    {name: [result per round]}."""
+    out = {name: [] for name, _, _ in steps}
+    for rnd in range(rounds):
+        got = {name: fn() for name, _, fn in (steps[::-1] if rnd % 2 else steps)}
+        for name in out:
+            out[name].append(got[name])
+        print(f"{prefix} round {rnd + 1}: " + "  ".join(f"{label} {got[name]['rate']:8.1f}/s" for name, label, _ in steps),
+              flush=True)
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=5)
@@ -125,21 +139,11 @@ def main():
             wd.mkdir()
             proc, addr, ca = start_server(wd, group)
             try:
-                ours, theirs, bare = [], [], []
-                for rnd in range(args.rounds):
-                    # alternate the order so that neither tool always runs first
-                    steps = [("ours", lambda: run_ours(addr, ca, group, args.seconds, True, wd)),
-                             ("theirs", lambda: run_s_time(openssl, addr, ca, group, args.seconds, wd)),
-                             ("bare", lambda: run_ours(addr, ca, group, args.seconds, False, wd))]
-                    if rnd % 2:
-                        steps.reverse()
-                    got = {name: fn() for name, fn in steps}
-                    ours.append(got["ours"])
-                    theirs.append(got["theirs"])
-                    bare.append(got["bare"])
-                    print(f"{group:16s} round {rnd + 1}: ours {ours[-1]['rate']:8.1f}/s  "
-                          f"s_time {theirs[-1]['rate']:8.1f}/s  ours-uninstrumented "
-                          f"{bare[-1]['rate']:8.1f}/s", flush=True)
+                got = paired_rounds(args.rounds, f"{group:16s}", [
+                    ("ours", "ours", lambda: run_ours(addr, ca, group, args.seconds, True, wd)),
+                    ("theirs", "s_time", lambda: run_s_time(openssl, addr, ca, group, args.seconds, wd)),
+                    ("bare", "ours-uninstrumented", lambda: run_ours(addr, ca, group, args.seconds, False, wd))])
+                ours, theirs, bare = got["ours"], got["theirs"], got["bare"]
             finally:
                 proc.send_signal(signal.SIGTERM)
                 proc.wait(timeout=30)

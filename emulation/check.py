@@ -31,6 +31,7 @@ from pqshake.emulation import units
 from pqshake.emulation.profiles import DIST_CLIP, Link, Profile
 from pqshake.errors import UserError
 from pqshake.paths import binary
+from pqshake.results.jsonl import text_records
 
 # ------------------------------------------------------------ distributions --
 
@@ -137,11 +138,7 @@ def run_probe(topo, addr: str, count: int, interval_us: int, size: int = 64, df:
     if cp.returncode not in (0, 1) or not cp.stdout:
         raise UserError(f"pqs-probe failed ({cp.returncode}): {cp.stderr.strip()[:200]}", exit_code=1)
     rtts, ups, downs, summary, emsg = [], [], [], {}, 0
-    for line in cp.stdout.splitlines():
-        try:
-            o = json.loads(line)
-        except json.JSONDecodeError:
-            continue
+    for o in text_records(cp.stdout):
         if o.get("type") == "summary":
             summary = o
         elif o.get("ok"):

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Callable
 
 from pqshake.errors import UserError
+from pqshake.results.jsonl import text_records
 
 OK, WARN, FAIL, INFO = "ok", "warn", "FAIL", "info"
 CAP_NET_ADMIN, CAP_SYS_ADMIN, CAP_NET_RAW, CAP_SYS_NICE = 12, 21, 13, 23
@@ -176,14 +177,7 @@ def stack_item() -> Item:
                "--min-sample", "100us", "--budget", "1ms"], timeout=20)
     header = {}
     if cp is not None and cp.returncode == 0:
-        for line in cp.stdout.splitlines():
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if rec.get("type") == "header":
-                header = rec
-                break
+        header = next((rec for rec in text_records(cp.stdout) if rec.get("type") == "header"), {})
     if not header:
         return Item("crypto stack", FAIL, f"pqs-speed gives no header: {_first_line(cp)}", "make build")
     pins = {}

@@ -93,19 +93,17 @@ static void usage(FILE *f)
 "  --backlog N            listen backlog (default 1024)\n"
 "  --idle-timeout DUR     per-connection I/O timeout, e.g. 10s, 500ms (default 10s)\n"
 );
-    for (size_t k = 0; k < pqs_transport_count; k++)
-        fputs(pqs_transports[k]->server_usage ? pqs_transports[k]->server_usage : "", f);
+    pqs_cli_usage_transports(f, false);
     fprintf(f,
 "  --log FILE             JSON lines log, appended (default - = stdout)\n"
 "  --fsync N              with --log FILE: fsync every N lines and at exit (default 64;\n"
 "                         0 = never). Every line is fflush'ed at once regardless\n"
 PQS_SEAM_OPTIONS_HELP
 "  --help                 this text\n"
+"  --version              print pqshake's version and exit\n"
 "\n"
 "ALG: ");
-    char avail[1024];
-    pqs_sig_available(avail, sizeof avail);
-    fprintf(f, "%s\n", avail);
+    pqs_sig_available_print(f);
     fprintf(f,
 "Request protocol: the client sends \"PQS <request_len> <response_len>\\n\" padded to\n"
 "request_len bytes; the server answers with response_len bytes. Any other first data is a\n"
@@ -137,12 +135,8 @@ static void parse_args(int argc, char **argv, server_cfg *cfg)
         {"tcp-fastopen", required_argument, 0, OPT_TFO},
         {0, 0, 0, 0}};
     pqs_cli *cli = &cfg->cli;
-    pqs_cli_init(cli, PROG);
     static pqs_optset os;
-    pqs_optset_add(&os, pqs_cli_rows, PQS_OWNER_COMMON);
-    pqs_optset_add(&os, rows, PQS_OWNER_PROGRAM);
-    for (size_t k = 0; k < pqs_transport_count; k++)
-        pqs_optset_add(&os, pqs_transports[k]->server_opts, (int)k);
+    pqs_cli_begin(cli, &os, PROG, rows, false);
     pqs_server_params *p = &cfg->p;
     p->early_response = true;
     const char *listen = "127.0.0.1:4433", *sig = "ecdsa-p256", *ca_sig = NULL, *client_sig = NULL;
@@ -158,23 +152,8 @@ static void parse_args(int argc, char **argv, server_cfg *cfg)
     p->idle_timeout_ns = 10000000000LL;
     cfg->tls12 = true;
     bool early_set = false;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, "", os.rows, NULL)) != -1) {
-        int owner, id;
-        if (!pqs_optset_which(&os, c, &owner, &id))
-            pqs_usage_error(PROG, "unknown or incomplete option '%s'", argv[optind - 1]);
-        if (owner == PQS_OWNER_COMMON) {
-            if (pqs_cli_opt(cli, PROG, id, optarg)) {
-                usage(stdout);
-                exit(PQS_EXIT_OK);
-            }
-            continue;
-        }
-        if (owner >= 0) {
-            pqs_transports[owner]->opt(cli->opts[owner], PROG, id, optarg);
-            continue;
-        }
+    int id;
+    while ((id = pqs_cli_next(cli, &os, PROG, argc, argv, usage)) != 0) {
         switch (id) {
         case OPT_LISTEN: listen = optarg; break;
         case OPT_SIG: sig = optarg; break;
@@ -236,8 +215,6 @@ static void parse_args(int argc, char **argv, server_cfg *cfg)
             break;
         }
     }
-    if (optind < argc)
-        pqs_usage_error(PROG, "unexpected argument '%s'", argv[optind]);
     p->response_bytes = cli->response_bytes;
     if (cli->list)
         return; /* --list-*: nothing else is needed */
@@ -331,19 +308,9 @@ int main(int argc, char **argv)
     sigaddset(&sigs, SIGINT);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
-    pqs_seam_configure(s->cfg.cli.provider, s->cfg.cli.oqs_native);
-    if (pqs_load_providers(NULL) != 0)
-        return PQS_EXIT_ENV;
-    if (s->cfg.cli.list) {
-        static char names[16384];
-        if (s->cfg.cli.list == 1)
-            pqs_groups_tls13_list(names, sizeof names);
-        else
-            pqs_sigalgs_tls13_list(names, sizeof names);
-        int rc = pqs_print_list(names, s->cfg.cli.list != 1);
-        pqs_unload_providers();
+    int rc = pqs_cli_providers(&s->cfg.cli);
+    if (rc >= 0)
         return rc;
-    }
 
     char why[4096], groups[4096];
     if (strlen(s->cfg.cert_dir) > 4000) pqs_usage_error(PROG, "--cert-dir path too long");

@@ -162,6 +162,18 @@ static int measure_interleaved(const speed_cfg *cfg, int nf, op_fn fn[], void *a
     return 1;
 }
 
+/* The members of a timing that succeeded. */
+static void timing_json(pqs_json *j, const timing *t)
+{
+    pqs_json_int(j, "median_ns", t->median_ns);
+    pqs_json_int(j, "min_ns", t->min_ns);
+    pqs_json_int(j, "p10_ns", t->p10_ns);
+    pqs_json_int(j, "p90_ns", t->p90_ns);
+    pqs_json_int(j, "max_ns", t->max_ns);
+    pqs_json_int(j, "samples", t->samples);
+    pqs_json_int(j, "iters_per_sample", t->iters);
+}
+
 static void emit(pqs_sink *out, const char *kind, const char *name, const char *op, long size,
                  const timing *t, const char *k1, int64_t v1, const char *k2, int64_t v2)
 {
@@ -173,13 +185,7 @@ static void emit(pqs_sink *out, const char *kind, const char *name, const char *
         pqs_json_int(&j, "bytes", size);
     pqs_json_bool(&j, "ok", t->ok);
     if (t->ok) {
-        pqs_json_int(&j, "median_ns", t->median_ns);
-        pqs_json_int(&j, "min_ns", t->min_ns);
-        pqs_json_int(&j, "p10_ns", t->p10_ns);
-        pqs_json_int(&j, "p90_ns", t->p90_ns);
-        pqs_json_int(&j, "max_ns", t->max_ns);
-        pqs_json_int(&j, "samples", t->samples);
-        pqs_json_int(&j, "iters_per_sample", t->iters);
+        timing_json(&j, t);
         if (size > 0 && t->median_ns > 0)
             pqs_json_double(&j, "mb_per_s", (double)size * 1e3 / (double)t->median_ns);
     } else {
@@ -395,13 +401,7 @@ static void emit_direct(pqs_sink *out, const pqs_oqs_group *row, const char *op,
     pqs_json_str(&j, "op", op);
     pqs_json_bool(&j, "ok", t->ok);
     if (t->ok) {
-        pqs_json_int(&j, "median_ns", t->median_ns);
-        pqs_json_int(&j, "min_ns", t->min_ns);
-        pqs_json_int(&j, "p10_ns", t->p10_ns);
-        pqs_json_int(&j, "p90_ns", t->p90_ns);
-        pqs_json_int(&j, "max_ns", t->max_ns);
-        pqs_json_int(&j, "samples", t->samples);
-        pqs_json_int(&j, "iters_per_sample", t->iters);
+        timing_json(&j, t);
     }
     if (t->ok && via > 0) {
         pqs_json_int(&j, "provider_median_ns", via);
@@ -661,10 +661,10 @@ static void usage(FILE *f)
 "  --budget DUR       stop sampling an operation after DUR (keeps >= 3 samples; default 2s)\n"
 "  --out FILE         append to FILE (default -, stdout)\n"
 "  --help             this text\n"
+"  --version          print pqshake's version and exit\n"
 "\nsignature algorithms: ");
-    char avail[1024];
-    pqs_sig_available(avail, sizeof avail);
-    fprintf(f, "%s\nExit status: 0 done, 1 environment error, 2 bad usage.\n", avail);
+    pqs_sig_available_print(f);
+    fputs("Exit status: 0 done, 1 environment error, 2 bad usage.\n", f);
 }
 
 int main(int argc, char **argv)

@@ -123,8 +123,7 @@ static void usage(FILE *f)
 "                         goes out with the SYN once a cookie is cached (the first connection\n"
 "                         fetches it); net.ipv4.tcp_fastopen must have bit 1 set\n"
 );
-    for (size_t k = 0; k < pqs_transport_count; k++)
-        fputs(pqs_transports[k]->client_usage ? pqs_transports[k]->client_usage : "", f);
+    pqs_cli_usage_transports(f, true);
     fprintf(f,
 "  --out FILE             append JSON lines to FILE (default -, stdout)\n"
 "  --fsync N              with --out FILE: fsync every N lines and at exit (default 64;\n"
@@ -134,6 +133,7 @@ static void usage(FILE *f)
 "                         the first attempt: a runner starts several timers at one instant\n"
 PQS_SEAM_OPTIONS_HELP
 "  --help                 this text\n"
+"  --version              print pqshake's version and exit\n"
 "\n"
 "Exit status: 0 run completed (even if attempts failed), 1 environment error, 2 bad usage.\n");
 }
@@ -446,12 +446,8 @@ static void parse_args(int argc, char **argv, timer_cfg *cfg)
         {"tcp-fastopen", no_argument, 0, OPT_TFO}, {"start-gate", no_argument, 0, OPT_GATE},
         {0, 0, 0, 0}};
     pqs_cli *cli = &cfg->cli;
-    pqs_cli_init(cli, PROG);
     static pqs_optset os;
-    pqs_optset_add(&os, pqs_cli_rows, PQS_OWNER_COMMON);
-    pqs_optset_add(&os, rows, PQS_OWNER_PROGRAM);
-    for (size_t k = 0; k < pqs_transport_count; k++)
-        pqs_optset_add(&os, pqs_transports[k]->client_opts, (int)k);
+    pqs_cli_begin(cli, &os, PROG, rows, true);
     pqs_client_params *p = &cfg->p;
     uint64_t v;
     p->servername = "localhost";
@@ -463,23 +459,8 @@ static void parse_args(int argc, char **argv, timer_cfg *cfg)
     cfg->samples = 100;
     cfg->concurrency = 1;
     cfg->early_bytes = 64;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, "", os.rows, NULL)) != -1) {
-        int owner, id;
-        if (!pqs_optset_which(&os, c, &owner, &id))
-            pqs_usage_error(PROG, "unknown or incomplete option '%s'", argv[optind - 1]);
-        if (owner == PQS_OWNER_COMMON) {
-            if (pqs_cli_opt(cli, PROG, id, optarg)) {
-                usage(stdout);
-                exit(PQS_EXIT_OK);
-            }
-            continue;
-        }
-        if (owner >= 0) {
-            pqs_transports[owner]->opt(cli->opts[owner], PROG, id, optarg);
-            continue;
-        }
+    int id;
+    while ((id = pqs_cli_next(cli, &os, PROG, argc, argv, usage)) != 0) {
         switch (id) {
         case OPT_CONNECT: cfg->connect_str = optarg; break;
         case OPT_CA: cfg->ca = optarg; break;
@@ -540,8 +521,6 @@ static void parse_args(int argc, char **argv, timer_cfg *cfg)
         case OPT_GATE: cfg->start_gate = true; break;
         }
     }
-    if (optind < argc)
-        pqs_usage_error(PROG, "unexpected argument '%s'", argv[optind]);
     bool groups_set = cli->groups != NULL;
     cfg->groups = groups_set ? cli->groups : "X25519MLKEM768";
     p->response_bytes = cli->response_bytes;
@@ -572,19 +551,9 @@ int main(int argc, char **argv)
     parse_args(argc, argv, cfg);
     signal(SIGPIPE, SIG_IGN);
 
-    pqs_seam_configure(cfg->cli.provider, cfg->cli.oqs_native);
-    if (pqs_load_providers(NULL) != 0)
-        return PQS_EXIT_ENV;
-    if (cfg->cli.list) {
-        static char names[16384];
-        if (cfg->cli.list == 1)
-            pqs_groups_tls13_list(names, sizeof names);
-        else
-            pqs_sigalgs_tls13_list(names, sizeof names);
-        int rc = pqs_print_list(names, cfg->cli.list != 1);
-        pqs_unload_providers();
+    int rc = pqs_cli_providers(&cfg->cli);
+    if (rc >= 0)
         return rc;
-    }
     const pqs_transport *tr = cfg->cli.transport;
     t->ctx = SSL_CTX_new_ex(NULL, pqs_propq(), tr->client_method());
     if (t->ctx == NULL) {

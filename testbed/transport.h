@@ -106,6 +106,28 @@ typedef struct pqs_client {
     uint64_t rst_guard_closes;   /* summary "rst_guard_closes" (tcp's deferred close) */
 } pqs_client;
 
+/* A client SSL made ready for attempt a: attached to it (pqs_attempt_of), the message callback
+ * cb(cb_arg) with --instrument, SNI and the host check with --verify, and the worker's newest
+ * ticket offered when resume (a->session_offered). */
+static inline void pqs_attempt_prepare(SSL *ssl, const pqs_client *c, pqs_attempt *a, bool resume,
+                                       void (*cb)(int, int, int, const void *, size_t, SSL *, void *),
+                                       void *cb_arg)
+{
+    const pqs_client_params *cfg = c->p;
+    pqs_attempt_attach(ssl, a);
+    if (cfg->instrument) {
+        SSL_set_msg_callback(ssl, cb);
+        SSL_set_msg_callback_arg(ssl, cb_arg);
+    }
+    SSL_set_tlsext_host_name(ssl, cfg->servername);
+    if (cfg->verify)
+        SSL_set1_host(ssl, cfg->servername);
+    if (resume && c->sess != NULL) {
+        SSL_set_session(ssl, c->sess);
+        a->session_offered = true;
+    }
+}
+
 /* ---------------- the server side (pqs-server) ---------------- */
 
 #define PQS_SERVER_MAX_THREADS 256
@@ -199,6 +221,22 @@ typedef struct pqs_transport {
      * could not serve, why filled. */
     int (*server_serve)(pqs_srv *s, char *why, size_t whylen);
 } pqs_transport;
+
+/* Table rows for a transport.c whose operations have the conventional names (client_setup,
+ * client_handshake, client_request, client_close; server_listen, server_serve; opts_init, opt,
+ * opts_given): its client side (OpenSSL method, per-worker state type, close name), its server
+ * side (method, state type), its options (their type, the client's and the server's rows and
+ * --help lines). Optional members are named beside them. */
+#define PQS_TRANSPORT_CLIENT(method, state_type, close_name)                                        \
+    .client_method = method, .client_state_size = sizeof(state_type), .close = close_name,         \
+    .client_setup = client_setup, .client_handshake = client_handshake,                           \
+    .client_request = client_request, .client_close = client_close
+#define PQS_TRANSPORT_SERVER(method, state_type)                                                    \
+    .server_method = method, .server_state_size = sizeof(state_type), .server_listen = server_listen, \
+    .server_serve = server_serve
+#define PQS_TRANSPORT_OPTIONS(opts_type, c_rows, s_rows, c_usage, s_usage)                           \
+    .opts_size = sizeof(opts_type), .opts_init = opts_init, .opt = opt, .opts_given = opts_given,   \
+    .client_opts = c_rows, .server_opts = s_rows, .client_usage = c_usage, .server_usage = s_usage
 
 /* ---------------- the table (transports.c) ---------------- */
 

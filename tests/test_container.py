@@ -17,20 +17,13 @@ from pathlib import Path
 
 import pytest
 
+from exp_file import experiment_yaml
+
 pytestmark = [pytest.mark.container, pytest.mark.netns, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[1]
-EXP = """
-name: incontainer
-groups: [x25519, X25519MLKEM768]
-sigs: [ecdsa-p256]
-profiles:
-  - {name: box-a, rtt: 10ms}
-samples: 10
-warmup: 2
-backend: userspace
-seed: 4
-"""
+EXP = experiment_yaml("incontainer", groups=["x25519", "X25519MLKEM768"], sigs=["ecdsa-p256"],
+                      profiles=[dict(name="box-a", rtt="10ms")], samples=10, warmup=2, seed=4)
 
 
 @pytest.fixture(scope="module")

@@ -28,8 +28,6 @@ ALLOWED = {
     ("analysis/synthetic.py", "hrr"): "the timer's JSON field hrr, written into synthetic samples",
     ("analysis/style.py", "full"): "the figure width 'full' (text width), style.TEXT_WIDTH",
     # The results format and its reader belong to another piece of work (issue 21 left them):
-    ("analysis/load.py", "resume"): "results-format reader (not ours): the server's priming connections",
-    ("analysis/load.py", "0rtt"): "results-format reader (not ours): the server's priming connections",
     ("pqshake/results/tables.py", "tcp"): "results format (not ours): runs from before transports are tcp",
     # A microbenchmark of the two C programs over TCP and QUIC: the names are its result keys.
     ("bench/quic_bench.py", "tcp"): "the benchmark's result keys and its TCP server",

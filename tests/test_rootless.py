@@ -27,22 +27,18 @@ from pathlib import Path
 
 import pytest
 
+from exp_file import experiment_yaml
+
 from pqshake.emulation import netns, rootless
 
 pytestmark = pytest.mark.netns  # needs root to create the account; always runs in CI
 
 REPO = Path(__file__).resolve().parents[1]
-EXP = """
-name: rootless
-groups: [x25519, X25519MLKEM768]
-sigs: [ecdsa-p256]
-profiles:
-  - {name: rootless-a, rtt: 10ms}
-samples: SAMPLES
-warmup: 2
-backend: userspace
-seed: 3
-"""
+
+
+def exp_text(samples: int) -> str:
+    return experiment_yaml("rootless", groups=["x25519", "X25519MLKEM768"], sigs=["ecdsa-p256"],
+                           profiles=[dict(name="rootless-a", rtt="10ms")], samples=samples, warmup=2, seed=3)
 
 
 def needed_paths() -> list[Path]:
@@ -168,7 +164,7 @@ def test_rootless_doctor_and_run(account):
     assert cp.returncode != 0 and "pqs-never" not in host_namespaces()
 
     exp = home / "rootless.yaml"
-    exp.write_text(EXP.replace("SAMPLES", "10"))
+    exp.write_text(exp_text(10))
     before = host_namespaces()
     cp = as_user(pqs, "run", str(exp), "--yes")
     assert cp.returncode == 0, cp.stderr
@@ -185,7 +181,7 @@ def test_rootless_doctor_and_run(account):
     assert user_pids(pw.pw_uid) == []
 
     # Killed hard (SIGKILL to the outermost unshare): the PID namespace takes every process along.
-    exp.write_text(EXP.replace("SAMPLES", "400"))
+    exp.write_text(exp_text(400))
     p = as_user(pqs, "run", str(exp), "--yes", "--out", str(home / "killed"), background=True)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not list((home / "killed").glob("rootless/*/raw/*")):

@@ -57,15 +57,12 @@ static_neigh() { # id client_dev server_dev
 	ip netns exec "pqs-$id-server" ip neigh replace "$CLIENT_IP" lladdr "$cmac" dev "$sdev" nud permanent
 }
 
-up() {
-	local id=$1 mtu=${2:-1500}
-	check_id "$id"
-	ip netns list | grep -q "^pqs-$id-" && die "pqs-$id-* exists; run: devnet.sh down $id"
-	local c="pqs-$id-client" l="pqs-$id-link" s="pqs-$id-server"
-	ns_base "$c"; ns_base "$l"; ns_base "$s"
-	ip link add "pqs-$id-c" netns "$c" type veth peer name "pqs-$id-la" netns "$l"
-	ip link add "pqs-$id-s" netns "$s" type veth peer name "pqs-$id-lb" netns "$l"
-	for pair in "$c pqs-$id-c" "$l pqs-$id-la" "$l pqs-$id-lb" "$s pqs-$id-s"; do
+# links_up ID MTU CLIENT_NS SERVER_NS "NS DEV"...: each DEV up in its NS with MTU and no
+# offloads; then the client's and the server's address, tuning and static neighbours.
+links_up() {
+	local id=$1 mtu=$2 c=$3 s=$4 pair
+	shift 4
+	for pair in "$@"; do
 		set -- $pair
 		ip netns exec "$1" ip link set "$2" mtu "$mtu"
 		offloads_off "$1" "$2"
@@ -75,6 +72,17 @@ up() {
 	ip netns exec "$s" ip addr add "$SERVER_IP/24" dev "pqs-$id-s"
 	endpoint_tune "$c"; endpoint_tune "$s"
 	static_neigh "$id" "pqs-$id-c" "pqs-$id-s"
+}
+
+up() {
+	local id=$1 mtu=${2:-1500}
+	check_id "$id"
+	ip netns list | grep -q "^pqs-$id-" && die "pqs-$id-* exists; run: devnet.sh down $id"
+	local c="pqs-$id-client" l="pqs-$id-link" s="pqs-$id-server"
+	ns_base "$c"; ns_base "$l"; ns_base "$s"
+	ip link add "pqs-$id-c" netns "$c" type veth peer name "pqs-$id-la" netns "$l"
+	ip link add "pqs-$id-s" netns "$s" type veth peer name "pqs-$id-lb" netns "$l"
+	links_up "$id" "$mtu" "$c" "$s" "$c pqs-$id-c" "$l pqs-$id-la" "$l pqs-$id-lb" "$s pqs-$id-s"
 	echo "devnet $id up: $c ($CLIENT_IP, pqs-$id-c) <-> $l (pqs-$id-la | pqs-$id-lb) <-> $s ($SERVER_IP, pqs-$id-s), mtu $mtu"
 }
 
@@ -85,16 +93,7 @@ direct() {
 	local c="pqs-$id-client" s="pqs-$id-server"
 	ns_base "$c"; ns_base "$s"
 	ip link add "pqs-$id-c" netns "$c" type veth peer name "pqs-$id-s" netns "$s"
-	for pair in "$c pqs-$id-c" "$s pqs-$id-s"; do
-		set -- $pair
-		ip netns exec "$1" ip link set "$2" mtu "$mtu"
-		offloads_off "$1" "$2"
-		ip netns exec "$1" ip link set "$2" up
-	done
-	ip netns exec "$c" ip addr add "$CLIENT_IP/24" dev "pqs-$id-c"
-	ip netns exec "$s" ip addr add "$SERVER_IP/24" dev "pqs-$id-s"
-	endpoint_tune "$c"; endpoint_tune "$s"
-	static_neigh "$id" "pqs-$id-c" "pqs-$id-s"
+	links_up "$id" "$mtu" "$c" "$s" "$c pqs-$id-c" "$s pqs-$id-s"
 	echo "devnet $id direct: $c ($CLIENT_IP) <-> $s ($SERVER_IP), mtu $mtu"
 }
 

@@ -1,6 +1,7 @@
 /* pqs-linkemu - userspace link emulator: an AF_PACKET bridge between two
  * interfaces with per-direction delay/jitter/loss/rate/queue emulation.
  * See README.md for semantics. */
+#include "cli.h"
 #include "emu_core.h"
 #include "tstamp.h"
 
@@ -173,36 +174,18 @@ struct emu {
 };
 
 /* ------------------------------------------------------------ helpers -- */
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
+#define PROG "pqs-linkemu"
 
-static int64_t real_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-static int64_t thread_cpu_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
+static int64_t mono_ns(void) { return pqs_clock_ns(CLOCK_MONOTONIC); }
+static int64_t real_ns(void) { return pqs_clock_ns(CLOCK_REALTIME); }
+static int64_t thread_cpu_ns(void) { return pqs_clock_ns(CLOCK_THREAD_CPUTIME_ID); }
 
 static void die(int code, const char *fmt, ...)
 {
 	va_list ap;
-	fputs("pqs-linkemu: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	pqs_vexit(PROG, code, "\n", fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
-	exit(code);
 }
 
 static void print_help(void)
@@ -216,7 +199,8 @@ static void print_help(void)
 	      "  --busy-wait-us N    poll this long before a departure, 0 = never (default 50)\n"
 	      "  --calibrate-ns N    subtracted from each target on top of the learned send path (default 0)\n"
 	      "  --ready-file FILE   created once forwarding\n"
-	      "  --help              this text\n\n"
+	      "  --help              this text\n"
+	      "  --version           print pqshake's version and exit\n\n"
 	      "SPEC: comma-separated key=value, all optional (empty = ideal wire):\n"
 	      "  delay_ns jitter_ns dist=uniform|normal|pareto|paretonormal loss loss_corr\n"
 	      "  ge_p ge_r ge_1h ge_1k (Gilbert-Elliott) rate_bps overhead limit dup corrupt\n"
@@ -228,23 +212,17 @@ static void print_help(void)
 static void usage_exit(const char *fmt, ...)
 {
 	va_list ap;
-	fputs("pqs-linkemu: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	pqs_vexit(PROG, 2, " (usage: pqs-linkemu --a IFACE --b IFACE --up SPEC --down SPEC [--seed N] "
+		  "[--stats FILE] [--rt-priority N] [--busy-wait-us N] [--calibrate-ns N] "
+		  "[--ready-file FILE])\n", fmt, ap);
 	va_end(ap);
-	fputs(" (usage: pqs-linkemu --a IFACE --b IFACE --up SPEC --down SPEC [--seed N] "
-	      "[--stats FILE] [--rt-priority N] [--busy-wait-us N] [--calibrate-ns N] "
-	      "[--ready-file FILE])\n",
-	      stderr);
-	exit(2);
 }
 
 static long long parse_num(const char *opt, const char *v, long long lo, long long hi)
 {
-	char *end;
-	errno = 0;
-	long long x = strtoll(v, &end, 10);
-	if (!*v || errno || *end || x < lo || x > hi)
+	long long x = 0;
+	if (!pqs_parse_ll(v, lo, hi, &x))
 		usage_exit("bad value for %s: \"%s\" (expected an integer %lld..%lld)", opt, v,
 			   lo, hi);
 	return x;
@@ -1109,22 +1087,17 @@ int main(int argc, char **argv)
 	e->dir[1].out = 0;
 
 	static const struct option lo[] = {
-		{"a", required_argument, NULL, 'a'},
-		{"b", required_argument, NULL, 'b'},
-		{"up", required_argument, NULL, 'u'},
-		{"down", required_argument, NULL, 'd'},
-		{"seed", required_argument, NULL, 's'},
-		{"stats", required_argument, NULL, 'S'},
+		{"a", required_argument, NULL, 'a'}, {"b", required_argument, NULL, 'b'},
+		{"up", required_argument, NULL, 'u'}, {"down", required_argument, NULL, 'd'},
+		{"seed", required_argument, NULL, 's'}, {"stats", required_argument, NULL, 'S'},
 		{"rt-priority", required_argument, NULL, 'r'},
 		{"busy-wait-us", required_argument, NULL, 'w'},
 		{"calibrate-ns", required_argument, NULL, 'c'},
 		{"ready-file", required_argument, NULL, 'R'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+		PQS_CLI_ROWS_END,
 	};
-	opterr = 0;
 	int c;
-	while ((c = getopt_long_only(argc, argv, "", lo, NULL)) != -1) {
+	while ((c = pqs_cli_next(argc, argv, lo, PROG, print_help, usage_exit)) != -1) {
 		switch (c) {
 		case 'a': e->ifc[0].name = optarg; break;
 		case 'b': e->ifc[1].name = optarg; break;
@@ -1146,13 +1119,8 @@ int main(int argc, char **argv)
 		case 'w': e->busy_ns = parse_num("--busy-wait-us", optarg, 0, 10000) * 1000LL; break;
 		case 'c': e->calibrate_ns = parse_num("--calibrate-ns", optarg, 0, 1000000000LL); break;
 		case 'R': e->ready_path = optarg; break;
-		case 'h': print_help(); exit(0);
-		case ':': usage_exit("option %s needs a value", argv[optind - 1]); break;
-		default: usage_exit("unknown option %s", argv[optind - 1]); break;
 		}
 	}
-	if (optind < argc)
-		usage_exit("unexpected argument \"%s\"", argv[optind]);
 	if (!e->ifc[0].name || !e->ifc[1].name)
 		usage_exit("--a and --b are required");
 	if (!strcmp(e->ifc[0].name, e->ifc[1].name))

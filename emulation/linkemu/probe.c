@@ -53,6 +53,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "tstamp.h"
 
 #define MAGIC 0x50515350u          /* "PQSP": one-step probe and its echo */
@@ -105,22 +106,14 @@ struct probe {
 	int64_t timeout_ns;
 };
 
-static int64_t ts_ns(clockid_t c)
-{
-	struct timespec ts;
-	clock_gettime(c, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
+#define PROG "pqs-probe"
 
 static void die(int code, const char *fmt, ...)
 {
 	va_list ap;
-	fputs("pqs-probe: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	pqs_vexit(PROG, code, "\n", fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
-	exit(code);
 }
 
 static void print_help(void)
@@ -142,6 +135,7 @@ static void print_help(void)
 	      "                     stamps it again (default first, our own send; last reproduces the\n"
 	      "                     halved RTT under netem, to test the caller's plausibility check)\n"
 	      "  --help             this text\n"
+	      "  --version          print pqshake's version and exit\n"
 	      "Exit status: 0 done, 1 environment error, 2 bad usage.\n",
 	      stdout);
 }
@@ -149,22 +143,16 @@ static void print_help(void)
 static void usage(const char *fmt, ...)
 {
 	va_list ap;
-	fputs("pqs-probe: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	pqs_vexit(PROG, 2, " (usage: pqs-probe --serve ADDR:PORT | --connect ADDR:PORT --count N "
+		  "--interval-us N --size BYTES [--df] [--timeout-ms N] [--two-step])\n", fmt, ap);
 	va_end(ap);
-	fputs(" (usage: pqs-probe --serve ADDR:PORT | --connect ADDR:PORT --count N "
-	      "--interval-us N --size BYTES [--df] [--timeout-ms N] [--two-step])\n",
-	      stderr);
-	exit(2);
 }
 
 static long long num(const char *opt, const char *v, long long lo, long long hi)
 {
-	char *end;
-	errno = 0;
-	long long x = strtoll(v, &end, 10);
-	if (!*v || *end || errno || x < lo || x > hi)
+	long long x = 0;
+	if (!pqs_parse_ll(v, lo, hi, &x))
 		usage("bad value for %s: \"%s\" (expected an integer %lld..%lld)", opt, v, lo, hi);
 	return x;
 }
@@ -220,11 +208,11 @@ struct reflector {
 static void send_echo(struct reflector *r, unsigned char *buf, size_t n, struct probe_hdr *h,
 		      const struct sockaddr_in *peer, int64_t rx)
 {
-	int64_t now = ts_ns(CLOCK_REALTIME);
+	int64_t now = pqs_clock_ns(CLOCK_REALTIME);
 	h->residence_ns = (rx > 0 && now >= rx && now - rx < 1000000000LL) ? now - rx : 0;
 	/* The receive stamp on the monotonic clock the client times with (every namespace of
 	 * the host reads the same one): the client splits the round trip into its two ways. */
-	h->refl_rx_ns = h->residence_ns > 0 ? ts_ns(CLOCK_MONOTONIC) - (now - rx) : 0;
+	h->refl_rx_ns = h->residence_ns > 0 ? pqs_clock_ns(CLOCK_MONOTONIC) - (now - rx) : 0;
 	memcpy(buf, h, sizeof(*h));
 	struct iovec iov = {buf, n};
 	union pqs_tx_stamp_ctl ctl;
@@ -347,7 +335,7 @@ static void read_errqueue(struct probe *p)
 				    .msg_control = ctrl, .msg_controllen = sizeof(ctrl)};
 		if (recvmsg(p->fd, &mh, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
 			return;
-		int64_t mono = ts_ns(CLOCK_MONOTONIC), real = ts_ns(CLOCK_REALTIME);
+		int64_t mono = pqs_clock_ns(CLOCK_MONOTONIC), real = pqs_clock_ns(CLOCK_REALTIME);
 		int64_t stamp = pqs_tx_stamp(&mh);
 		int64_t id = -1;
 		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
@@ -389,7 +377,7 @@ static void *rx_thread(void *arg)
 		if (atomic_load(&p->received) >= p->count &&
 		    (!p->two_step || atomic_load(&p->followups) >= p->count))
 			break;
-		if (atomic_load(&p->sending_done) && ts_ns(CLOCK_MONOTONIC) >= atomic_load(&p->deadline))
+		if (atomic_load(&p->sending_done) && pqs_clock_ns(CLOCK_MONOTONIC) >= atomic_load(&p->deadline))
 			break;
 		struct pollfd pfd = {p->fd, POLLIN, 0};
 		int r = poll(&pfd, 1, 20);
@@ -404,8 +392,8 @@ static void *rx_thread(void *arg)
 			ssize_t n = recvmsg(p->fd, &mh, MSG_DONTWAIT);
 			if (n < 0)
 				break; /* EAGAIN, or an ICMP error (ECONNREFUSED) */
-			int64_t mono = ts_ns(CLOCK_MONOTONIC);
-			int64_t real = ts_ns(CLOCK_REALTIME);
+			int64_t mono = pqs_clock_ns(CLOCK_MONOTONIC);
+			int64_t real = pqs_clock_ns(CLOCK_REALTIME);
 			if (n < HDR_SIZE)
 				continue;
 			struct probe_hdr h;
@@ -479,7 +467,7 @@ static int client(const char *addr, long long count, long long interval_us, long
 	unsigned char *buf = calloc(1, (size_t)size);
 	if (!p->res || !p->id_to_seq || !p->tx_by_id || !buf)
 		die(1, "out of memory");
-	p->session = ((uint64_t)getpid() << 32) ^ (uint64_t)ts_ns(CLOCK_REALTIME);
+	p->session = ((uint64_t)getpid() << 32) ^ (uint64_t)pqs_clock_ns(CLOCK_REALTIME);
 	p->fd = udp_socket();
 	int pmtu = df ? IP_PMTUDISC_DO : IP_PMTUDISC_DONT;
 	if (setsockopt(p->fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu)) < 0)
@@ -496,7 +484,7 @@ static int client(const char *addr, long long count, long long interval_us, long
 	if (pthread_create(&th, NULL, rx_thread, p) != 0)
 		die(1, "pthread_create failed");
 
-	int64_t start = ts_ns(CLOCK_MONOTONIC) + 1000000; /* 1 ms to settle */
+	int64_t start = pqs_clock_ns(CLOCK_MONOTONIC) + 1000000; /* 1 ms to settle */
 	for (uint32_t i = 0; i < p->count; i++) {
 		int64_t at = start + (int64_t)i * interval_us * 1000;
 		struct timespec ts = {at / 1000000000LL, at % 1000000000LL};
@@ -504,7 +492,7 @@ static int client(const char *addr, long long count, long long interval_us, long
 			;
 		struct probe_hdr h = {.magic = two_step ? MAGIC_TWO_STEP : MAGIC, .seq = i,
 				      .session = p->session};
-		h.send_ns = ts_ns(CLOCK_MONOTONIC);
+		h.send_ns = pqs_clock_ns(CLOCK_MONOTONIC);
 		memcpy(buf, &h, sizeof(h));
 		ssize_t r;
 		do
@@ -519,7 +507,7 @@ static int client(const char *addr, long long count, long long interval_us, long
 			p->res[i].err = errno == EMSGSIZE ? 1 : 2;
 		}
 	}
-	atomic_store(&p->deadline, ts_ns(CLOCK_MONOTONIC) + p->timeout_ns);
+	atomic_store(&p->deadline, pqs_clock_ns(CLOCK_MONOTONIC) + p->timeout_ns);
 	atomic_store(&p->sending_done, 1);
 	pthread_join(th, NULL);
 	read_errqueue(p);
@@ -646,21 +634,16 @@ int main(int argc, char **argv)
 	long long count = -1, interval = -1, size = -1, timeout = 1000;
 	bool df = false, two_step = false, last_stamp = false;
 	static const struct option lo[] = {
-		{"serve", required_argument, NULL, 's'},
-		{"connect", required_argument, NULL, 'c'},
-		{"count", required_argument, NULL, 'n'},
-		{"interval-us", required_argument, NULL, 'i'},
-		{"size", required_argument, NULL, 'z'},
-		{"df", no_argument, NULL, 'D'},
+		{"serve", required_argument, NULL, 's'}, {"connect", required_argument, NULL, 'c'},
+		{"count", required_argument, NULL, 'n'}, {"interval-us", required_argument, NULL, 'i'},
+		{"size", required_argument, NULL, 'z'}, {"df", no_argument, NULL, 'D'},
 		{"timeout-ms", required_argument, NULL, 't'},
 		{"two-step", no_argument, NULL, 'T'},
 		{"tx-stamp", required_argument, NULL, 'X'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+		PQS_CLI_ROWS_END,
 	};
-	opterr = 0;
 	int c;
-	while ((c = getopt_long_only(argc, argv, "", lo, NULL)) != -1) {
+	while ((c = pqs_cli_next(argc, argv, lo, PROG, print_help, usage)) != -1) {
 		switch (c) {
 		case 's': serve_addr = optarg; break;
 		case 'c': conn = optarg; break;
@@ -675,13 +658,8 @@ int main(int argc, char **argv)
 			last_stamp = !strcmp(optarg, "last");
 			break;
 		case 't': timeout = num("--timeout-ms", optarg, 0, 3600000); break;
-		case 'h': print_help(); exit(0);
-		case ':': usage("option %s needs a value", argv[optind - 1]); break;
-		default: usage("unknown option %s", argv[optind - 1]); break;
 		}
 	}
-	if (optind < argc)
-		usage("unexpected argument \"%s\"", argv[optind]);
 	if (!!serve_addr == !!conn)
 		usage("exactly one of --serve and --connect is required");
 	if (serve_addr && two_step)

@@ -32,7 +32,7 @@ class Transport:
     min_mtu: int = 0  # the smallest link MTU it runs on (plan refusal, synthetic cells)
     # Modes the programs cannot run over it, each with the reason the plan gives.
     refused: dict[str, str] = {}
-    # The modes the one-round-trip figure compares for it (analysis/figures.py onertt).
+    # The modes the one-round-trip figure compares for it (analysis/figs/onertt.py).
     onertt_modes: tuple[str, ...] = (M.FULL,)
     # Its cells' ids have no transport part (cells that predate transports keep their ids).
     bare_cell_id: bool = False
@@ -53,7 +53,7 @@ class Transport:
         return {"color": self.colour, "linestyle": self.linestyle, "marker": self.marker}
 
     def ecdf_kw(self) -> dict[str, str]:
-        """Keywords of its curve in the per-transport ECDF figure (analysis/figures.py)."""
+        """Keywords of its curve in the per-transport ECDF figure (analysis/figs/transport.py)."""
         return {}
 
     # --- the C programs' command lines (experiments/programs.py adds these at the end) ---

@@ -59,6 +59,11 @@ class JsonLines:
         return [r for r in map(_record, lines) if r is not None]
 
 
+def text_records(text: str) -> Iterator[dict]:
+    """Records of JSON-lines text (a program's output); a line that is no JSON object is skipped."""
+    return (rec for rec in map(_record, text.splitlines()) if rec is not None)
+
+
 def read_jsonl(path: Path) -> Iterator[dict]:
     """Records of a JSON-lines file; a torn last line (kill -9) is skipped."""
     return iter(JsonLines(path))

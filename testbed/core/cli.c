@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "groups.h"
 #include "provider_seam.h"
 #include "version.h"
 
@@ -106,6 +107,63 @@ bool pqs_cli_opt(pqs_cli *cli, const char *prog, int id, const char *arg)
         break;
     }
     return false;
+}
+
+void pqs_cli_begin(pqs_cli *cli, pqs_optset *os, const char *prog, const struct option *rows, bool client)
+{
+    pqs_cli_init(cli, prog);
+    pqs_optset_add(os, pqs_cli_rows, PQS_OWNER_COMMON);
+    pqs_optset_add(os, rows, PQS_OWNER_PROGRAM);
+    for (size_t k = 0; k < pqs_transport_count; k++)
+        pqs_optset_add(os, client ? pqs_transports[k]->client_opts : pqs_transports[k]->server_opts, (int)k);
+}
+
+int pqs_cli_next(pqs_cli *cli, const pqs_optset *os, const char *prog, int argc, char **argv,
+                 void (*usage)(FILE *f))
+{
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "", os->rows, NULL)) != -1) {
+        int owner, id;
+        if (!pqs_optset_which(os, c, &owner, &id))
+            pqs_usage_error(prog, "unknown or incomplete option '%s'", argv[optind - 1]);
+        if (owner == PQS_OWNER_PROGRAM)
+            return id;
+        if (owner >= 0) {
+            pqs_transports[owner]->opt(cli->opts[owner], prog, id, optarg);
+        } else if (pqs_cli_opt(cli, prog, id, optarg)) {
+            usage(stdout);
+            exit(PQS_EXIT_OK);
+        }
+    }
+    if (optind < argc)
+        pqs_usage_error(prog, "unexpected argument '%s'", argv[optind]);
+    return 0;
+}
+
+void pqs_cli_usage_transports(FILE *f, bool client)
+{
+    for (size_t k = 0; k < pqs_transport_count; k++) {
+        const char *u = client ? pqs_transports[k]->client_usage : pqs_transports[k]->server_usage;
+        fputs(u ? u : "", f);
+    }
+}
+
+int pqs_cli_providers(const pqs_cli *cli)
+{
+    pqs_seam_configure(cli->provider, cli->oqs_native);
+    if (pqs_load_providers(NULL) != 0)
+        return PQS_EXIT_ENV;
+    if (!cli->list)
+        return -1;
+    static char names[16384];
+    if (cli->list == 1)
+        pqs_groups_tls13_list(names, sizeof names);
+    else
+        pqs_sigalgs_tls13_list(names, sizeof names);
+    int rc = pqs_print_list(names, cli->list != 1);
+    pqs_unload_providers();
+    return rc;
 }
 
 /* Options of a transport that is not the chosen one: a usage error naming what they need. */

@@ -10,6 +10,7 @@
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "transport.h"
 
@@ -54,6 +55,20 @@ void pqs_cli_free(pqs_cli *cli);
 /* Handles a shared row; true for --help (the caller prints its usage), which is the only
  * row left to the program. --version prints the version line and exits 0. */
 bool pqs_cli_opt(pqs_cli *cli, const char *prog, int id, const char *arg);
+
+/* pqs_cli_init, then the table os: the shared rows, the program's own (rows) and every
+ * transport's client rows (client) or server rows. */
+void pqs_cli_begin(pqs_cli *cli, pqs_optset *os, const char *prog, const struct option *rows, bool client);
+/* getopt_long over os: the id of the next of the program's own rows (its ids are > 0), 0 after
+ * the last. The shared rows and the transports' are handled here: --help prints usage(stdout) and
+ * exits 0; an unknown or incomplete option, or an argument after the options, is a usage error. */
+int pqs_cli_next(pqs_cli *cli, const pqs_optset *os, const char *prog, int argc, char **argv,
+                 void (*usage)(FILE *f));
+/* --help: every transport's client (or server) option lines. */
+void pqs_cli_usage_transports(FILE *f, bool client);
+/* Before anything else is set up: the providers --provider and --oqs-native choose, loaded.
+ * -1: go on; else the exit status (--list-groups and --list-sigs print their list here). */
+int pqs_cli_providers(const pqs_cli *cli);
 
 /* After parsing: the chosen transport's checks (modes or early data, TCP Fast Open) and the
  * others' options given without it, in the table's order; then the chosen one's opts_finish.

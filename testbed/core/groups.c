@@ -505,6 +505,13 @@ void pqs_sig_available(char *out, size_t outlen)
     }
 }
 
+void pqs_sig_available_print(FILE *f)
+{
+    char avail[1024];
+    pqs_sig_available(avail, sizeof avail);
+    fprintf(f, "%s\n", avail);
+}
+
 const char *pqs_sig_name_of_key(const EVP_PKEY *pk)
 {
     if (pk == NULL)

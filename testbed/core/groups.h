@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <openssl/ssl.h>
 
 /* ---- TLS groups (key exchange) ---- */
@@ -92,6 +93,8 @@ const pqs_sig_alg *pqs_sig_lookup(const char *name);
 size_t pqs_sig_count(void);
 const pqs_sig_alg *pqs_sig_at(size_t i);
 void pqs_sig_available(char *out, size_t outlen);
+/* --help: the same list on f, then a newline. */
+void pqs_sig_available_print(FILE *f);
 
 /* Why NAME, a signature algorithm pqshake knows of but cannot offer (oqs-provider 0.9.0's
  * ML-DSA composites, e.g. "mldsa44_p256"), is unavailable, naming the hybrid to use instead;

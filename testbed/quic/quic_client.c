@@ -85,7 +85,11 @@ err:
 
 void pqs_quic_client_wait(SSL *ssl, int fd, int64_t until)
 {
-    int64_t left = until - pqs_mono_ns();
+    pqs_quic_wait(ssl, fd, until - pqs_mono_ns());
+}
+
+void pqs_quic_wait(SSL *ssl, int fd, int64_t left)
+{
     struct timeval tv;
     int inf = 1;
     if (SSL_get_event_timeout(ssl, &tv, &inf) && !inf) {

@@ -26,6 +26,9 @@ int pqs_quic_client_connect(SSL *ssl, int fd, int64_t deadline, int *ret, int *s
 
 /* Sleeps until the socket is readable, OpenSSL's next timer, or until (absolute). */
 void pqs_quic_client_wait(SSL *ssl, int fd, int64_t until);
+/* Sleeps until fd is readable (or writable, when ssl wants to write), OpenSSL's next timer on ssl
+ * (PTO, idle, ...) or left ns, whichever is first. */
+void pqs_quic_wait(SSL *ssl, int fd, int64_t left);
 
 /* Lets the connection process incoming packets until done(arg) or until. */
 void pqs_quic_client_run(SSL *ssl, int fd, int64_t until, bool (*done)(void *), void *arg);

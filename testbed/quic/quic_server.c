@@ -8,6 +8,7 @@
  * closes it (or at --idle-timeout) so that the session tickets sent after the handshake can
  * reach the client. */
 #include "quic_server.h"
+#include "quic_client.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -351,21 +352,7 @@ int pqs_quic_server_run(pqs_quic_server *qs, char *why, size_t whylen)
                 k++;
         }
         /* sleep until a datagram arrives or OpenSSL's next timer (PTO, idle, ...) */
-        int64_t left = LOOP_MAX_WAIT_NS;
-        struct timeval tv;
-        int inf = 1;
-        if (SSL_get_event_timeout(l, &tv, &inf) && !inf) {
-            int64_t t = (int64_t)tv.tv_sec * 1000000000LL + (int64_t)tv.tv_usec * 1000;
-            if (t < left)
-                left = t;
-        }
-        if (left > 0) {
-            struct timespec ts = {.tv_sec = left / 1000000000LL, .tv_nsec = left % 1000000000LL};
-            struct pollfd p = {.fd = qs->fd, .events = POLLIN};
-            if (SSL_net_write_desired(l))
-                p.events |= POLLOUT;
-            ppoll(&p, 1, &ts, NULL);
-        }
+        pqs_quic_wait(l, qs->fd, LOOP_MAX_WAIT_NS);
     }
     /* stopping: log what is still open as it stands */
     for (size_t k = 0; k < n; k++) {

@@ -145,18 +145,7 @@ static bool client_setup(pqs_client *c, pqs_attempt *a)
         pqs_attempt_fail(a, PQS_ERR_INTERNAL, "setup", errno, "%s", why);
         return false;
     }
-    pqs_attempt_attach(ssl, a);
-    if (cfg->instrument) {
-        SSL_set_msg_callback(ssl, pqs_quic_msg_cb);
-        SSL_set_msg_callback_arg(ssl, &q->qobs);
-    }
-    SSL_set_tlsext_host_name(ssl, cfg->servername);
-    if (cfg->verify)
-        SSL_set1_host(ssl, cfg->servername);
-    if (want_resume && c->sess != NULL) {
-        SSL_set_session(ssl, c->sess);
-        a->session_offered = true;
-    }
+    pqs_attempt_prepare(ssl, c, a, want_resume, pqs_quic_msg_cb, &q->qobs);
     q->ssl = ssl;
     return true;
 }
@@ -365,14 +354,7 @@ static int server_serve(pqs_srv *s, char *why, size_t whylen)
 
 const pqs_transport pqs_transport_quic = {
     .name = "quic",
-    .opts_size = sizeof(quic_opts),
-    .opts_init = opts_init,
-    .client_opts = client_rows,
-    .server_opts = server_rows,
-    .client_usage = CLIENT_USAGE,
-    .server_usage = SERVER_USAGE,
-    .opt = opt,
-    .opts_given = opts_given,
+    PQS_TRANSPORT_OPTIONS(quic_opts, client_rows, server_rows, CLIENT_USAGE, SERVER_USAGE),
     .client_opts_need = "--alpn and --qlog need --transport quic",
     .server_opts_need = "--quic-retry, --alpn and --qlog need --transport quic",
     .opts_finish = opts_finish,
@@ -383,20 +365,11 @@ const pqs_transport pqs_transport_quic = {
     .early_data_why = "0-RTT is not in OpenSSL's QUIC server",
     .tls13_only = true,
     .method_tls13 = true,
-    .client_method = OSSL_QUIC_client_method,
-    .client_state_size = sizeof(quic_client),
-    .close = "quic_rapid",
+    PQS_TRANSPORT_CLIENT(OSSL_QUIC_client_method, quic_client, "quic_rapid"),
     .alpn = alpn,
     .qlog = qlog,
-    .client_setup = client_setup,
-    .client_handshake = client_handshake,
-    .client_request = client_request,
-    .client_close = client_close,
     .json_member = "quic",
     .attempt_json = attempt_json,
-    .server_method = OSSL_QUIC_server_method,
-    .server_state_size = sizeof(pqs_quic_server),
-    .server_listen = server_listen,
+    PQS_TRANSPORT_SERVER(OSSL_QUIC_server_method, pqs_quic_server),
     .ready_json = ready_json,
-    .server_serve = server_serve,
 };

@@ -195,18 +195,7 @@ bool pqs_tcp_client_setup(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a)
         BIO_up_ref(SSL_get_rbio(ssl));
         SSL_set0_wbio(ssl, flight);
     }
-    pqs_attempt_attach(ssl, a);
-    if (cfg->instrument) {
-        SSL_set_msg_callback(ssl, pqs_tlsobs_msg_cb);
-        SSL_set_msg_callback_arg(ssl, &a->obs);
-    }
-    SSL_set_tlsext_host_name(ssl, cfg->servername);
-    if (cfg->verify)
-        SSL_set1_host(ssl, cfg->servername);
-    if (want_resume && c->sess != NULL) {
-        SSL_set_session(ssl, c->sess);
-        a->session_offered = true;
-    }
+    pqs_attempt_prepare(ssl, c, a, want_resume, pqs_tlsobs_msg_cb, &a->obs);
     a->early_offered = cfg->mode == PQS_MODE_0RTT && a->session_offered
                        && SSL_SESSION_get_max_early_data(c->sess) > 0;
     tc->ssl = ssl;

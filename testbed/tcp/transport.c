@@ -35,17 +35,8 @@ static int server_serve(pqs_srv *s, char *why, size_t whylen)
 
 const pqs_transport pqs_transport_tcp = {
     .name = "tcp",
-    .client_method = TLS_client_method,
-    .client_state_size = sizeof(pqs_tcp_client),
-    .close = "rst_deferred",
+    PQS_TRANSPORT_CLIENT(TLS_client_method, pqs_tcp_client, "rst_deferred"),
     .client_start = client_start,
-    .client_setup = client_setup,
-    .client_handshake = client_handshake,
-    .client_request = client_request,
-    .client_close = client_close,
     .client_stop = client_stop,
-    .server_method = TLS_server_method,
-    .server_state_size = sizeof(pqs_tcp_server),
-    .server_listen = server_listen,
-    .server_serve = server_serve,
+    PQS_TRANSPORT_SERVER(TLS_server_method, pqs_tcp_server),
 };

@@ -2,6 +2,7 @@
 
 import os
 import subprocess
+from functools import partial
 from pathlib import Path
 from needs import need
 
@@ -77,6 +78,16 @@ def test_no_lock_file_or_registry_host_committed():
     assert "://" not in req and "--index-url" not in req and "--find-links" not in req
 
 
+def _pack_and_verify(tmp_path: Path, tree: Path, top: str, tarball: Path, level: int,
+                     only: str) -> subprocess.CompletedProcess:
+    """tree/top packed as `tarball` (tar, then gzip -`level`), then build-stack.sh verifying only
+    `only` (PQS_DEPS_VERIFY_ONLY) with its sources from the tarball's folder."""
+    subprocess.run(["tar", "-C", str(tree), "-cf", str(tarball.with_suffix("")), top], check=True)
+    subprocess.run(["gzip", f"-{level}f", str(tarball.with_suffix(""))], check=True)
+    env = dict(os.environ, PQS_CACHE=str(tmp_path / "cache"), PQS_SOURCES_DIR=str(tarball.parent), PQS_DEPS_VERIFY_ONLY=only)
+    return subprocess.run(["bash", str(SCRIPT), str(tmp_path / "deps.mk")], env=env, capture_output=True, text=True)
+
+
 def _cached_crate(v: dict[str, str], name_key: str, ver_key: str) -> Path:
     cache = Path(os.environ.get("PQS_CACHE", Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "pqshake"))
     crate = cache / "downloads" / f"{v[name_key]}-{v[ver_key]}.crate"
@@ -102,20 +113,16 @@ def test_upstream_liboqs_tarball_is_verified_by_its_source_tree(tmp_path):
     top = tree / v["LIBOQS_TARBALL_SUBDIR"]
     (tree / f"{v['LIBOQS_CRATE']}-{v['LIBOQS_CRATE_VERSION']}" / v["LIBOQS_CRATE_SUBDIR"]).rename(top)
 
-    def pack_and_verify():
-        tarball = src / v["LIBOQS_TARBALL"]
-        subprocess.run(["tar", "-C", str(tree), "-cf", str(tarball.with_suffix("")), v["LIBOQS_TARBALL_SUBDIR"]], check=True)
-        subprocess.run(["gzip", "-1f", str(tarball.with_suffix(""))], check=True)
-        env = dict(os.environ, PQS_CACHE=str(tmp_path / "cache"), PQS_SOURCES_DIR=str(src), PQS_DEPS_VERIFY_ONLY="OPENSSL LIBOQS")
-        return tarball, subprocess.run(["bash", str(SCRIPT), str(tmp_path / "deps.mk")], env=env, capture_output=True, text=True)
+    tarball = src / v["LIBOQS_TARBALL"]
+    pack_and_verify = partial(_pack_and_verify, tmp_path, tree, v["LIBOQS_TARBALL_SUBDIR"], tarball, 1, "OPENSSL LIBOQS")
 
-    tarball, r = pack_and_verify()
+    r = pack_and_verify()
     assert r.returncode == 0, r.stderr
     assert f"{tarball} (source tree sha256 verified)" in r.stderr
 
     victim = top / "src" / "kem" / "kem.c"
     victim.write_bytes(victim.read_bytes().replace(b"OQS_KEM", b"OQS_KEX", 1))
-    tarball, r = pack_and_verify()
+    r = pack_and_verify()
     assert r.returncode != 0
     last = r.stderr.strip().splitlines()[-1]
     assert str(tarball) in last and v["LIBOQS_TREE_SHA256"] in last and "got " in last, last
@@ -145,14 +152,10 @@ def test_oqsprovider_tarball_is_verified_by_its_source_tree(tmp_path):
     src = tmp_path / "src"
     src.mkdir()
 
-    def pack_and_verify():
-        tarball = src / v["OQSPROVIDER_TARBALL"]
-        subprocess.run(["tar", "-C", str(tree), "-cf", str(tarball.with_suffix("")), v["OQSPROVIDER_TARBALL_SUBDIR"]], check=True)
-        subprocess.run(["gzip", "-9f", str(tarball.with_suffix(""))], check=True)
-        env = dict(os.environ, PQS_CACHE=str(tmp_path / "cache"), PQS_SOURCES_DIR=str(src), PQS_DEPS_VERIFY_ONLY="OQSPROVIDER")
-        return tarball, subprocess.run(["bash", str(SCRIPT), str(tmp_path / "deps.mk")], env=env, capture_output=True, text=True)
+    tarball = src / v["OQSPROVIDER_TARBALL"]
+    pack_and_verify = partial(_pack_and_verify, tmp_path, tree, v["OQSPROVIDER_TARBALL_SUBDIR"], tarball, 9, "OQSPROVIDER")
 
-    tarball, r = pack_and_verify()
+    r = pack_and_verify()
     assert r.returncode == 0, r.stderr
     assert tarball.read_bytes() != orig.read_bytes()
     assert f"{tarball} (source tree sha256 verified)" in r.stderr
@@ -161,7 +164,7 @@ def test_oqsprovider_tarball_is_verified_by_its_source_tree(tmp_path):
     data = victim.read_bytes()
     i = data.index(b"OQS_KEM")
     victim.write_bytes(data[:i] + b"X" + data[i + 1 :])
-    tarball, r = pack_and_verify()
+    r = pack_and_verify()
     assert r.returncode != 0
     lines = r.stderr.strip().splitlines()
     last = lines[-1]

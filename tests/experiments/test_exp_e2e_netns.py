@@ -14,23 +14,16 @@ from pathlib import Path
 
 import pytest
 
+from exp_file import experiment_yaml
+
 from pqshake.experiments import load
 from pqshake.experiments.rundir import RunDir
 
 pytestmark = pytest.mark.netns  # skipped when not root, except in CI (tests/conftest.py)
 
-EXP = """
-name: e2e
-groups: [x25519, X25519MLKEM768]
-sigs: [ecdsa-p256]
-profiles:
-  - {name: e2e-a, rtt: 10ms}
-  - {name: e2e-b, rtt: 20ms, rate: 10Mbit}
-samples: 20
-warmup: 2
-backend: userspace
-seed: 5
-"""
+EXP = experiment_yaml("e2e", groups=["x25519", "X25519MLKEM768"], sigs=["ecdsa-p256"],
+                      profiles=[dict(name="e2e-a", rtt="10ms"), dict(name="e2e-b", rtt="20ms", rate="10Mbit")],
+                      samples=20, warmup=2, seed=5)
 REPO = Path(__file__).resolve().parents[2]
 
 

@@ -19,6 +19,7 @@ from needs import need
 
 from pqshake.errors import UserError
 from pqshake.experiments import cli as exp_cli
+from pqshake.experiments import cell as cell_mod  # CellRunner looks the argv builders up here
 from pqshake.experiments import load
 from pqshake.experiments import runner as runner_mod
 from pqshake.experiments.rundir import RunDir
@@ -56,7 +57,7 @@ def _tree_digest(path: Path) -> dict[str, str]:
 
 def test_failed_cell_exits_nonzero_and_resume_measures_it_again(write_exp, tmp_path, loopback, monkeypatch):
     _built()
-    real = runner_mod.server_argv
+    real = cell_mod.server_argv
 
     def crashing(binary, listen, cell, exp, cert_dir, log, qlog=None):
         a = real(binary, listen, cell, exp, cert_dir, log, qlog)
@@ -65,7 +66,7 @@ def test_failed_cell_exits_nonzero_and_resume_measures_it_again(write_exp, tmp_p
                     'done; kill -9 $pid; exit 3', str(log), *a]
         return a
 
-    monkeypatch.setattr(runner_mod, "server_argv", crashing)
+    monkeypatch.setattr(cell_mod, "server_argv", crashing)
     path = _run(write_exp, tmp_path, loopback)
     run = RunDir(path)
     [bad] = [i for i, v in run.done_cells().items() if v["status"] == "failed"]
@@ -75,7 +76,7 @@ def test_failed_cell_exits_nonzero_and_resume_measures_it_again(write_exp, tmp_p
         exp_cli._print_result(path)
     assert e.value.exit_code == 1 and f"pqshake resume {path}" in one_line(e) and "1 cell failed" in str(e.value)
 
-    monkeypatch.setattr(runner_mod, "server_argv", real)
+    monkeypatch.setattr(cell_mod, "server_argv", real)
     runner_mod.resume_run(path, quiet=True, topology_factory=loopback)
     done = run.done_cells()
     assert len(done) == 4 and all(v["status"] == "complete" for v in done.values())

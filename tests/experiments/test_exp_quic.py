@@ -4,11 +4,10 @@ gives pqs-server / pqs-timer, and the QUIC handshake model."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
-from exp_helpers import one_line
+from exp_helpers import one_line, refusal, refuses_mode, two_profile_base
 
 from pqshake.errors import UserError
 from pqshake.experiments import handshake_model as hm
@@ -17,13 +16,7 @@ from pqshake.experiments.model import load_experiment
 from pqshake.experiments.plan import Cell, build_plan, cell_id
 
 REPO = Path(__file__).resolve().parents[2]
-BASE = """
-name: t
-groups: [x25519, MLKEM768]
-sigs: [ecdsa-p256]
-profiles: [lan, {name: r20, rtt: 20ms}]
-samples: 3
-"""
+BASE = two_profile_base("x25519, MLKEM768")
 
 
 def test_default_is_tcp_and_tcp_ids_unchanged(write_exp):
@@ -75,12 +68,7 @@ def test_estimate_uses_the_quic_model(write_exp):
     ("exclude: [{transport: sctp}]\n", r":6 exclude\[0\]\.transport\[0\]: .*'sctp'"),
 ])
 def test_schema_errors_are_one_line_with_file_and_line(write_exp, text, expect):
-    p = write_exp(BASE + text)
-    with pytest.raises(UserError) as e:
-        load_experiment(p)
-    msg = one_line(e)
-    assert msg.startswith(str(p)), msg
-    assert re.search(expect, msg), msg
+    refusal(load_experiment, write_exp(BASE + text), expect)
 
 
 def test_quic_retry_on_off_and_qlog(write_exp):
@@ -92,17 +80,8 @@ def test_quic_retry_on_off_and_qlog(write_exp):
 
 @pytest.mark.parametrize("mode", ["0rtt", "tls12"])
 def test_quic_refuses_0rtt_and_tls12(write_exp, mode):
-    p = write_exp(BASE + f"modes: [full, {mode}]\ntransports: [tcp, quic]\n")
-    with pytest.raises(UserError) as e:
-        build_plan(p, check_stack=False)
-    msg = one_line(e)
-    assert msg.startswith(f"{p}:7 transports: mode {mode} cannot run over quic"), msg
-    assert f"{{transport: quic, mode: {mode}}}" in msg
     # the fix the message names works: tcp keeps the mode, quic drops it
-    ok = build_plan(write_exp(BASE + f"modes: [full, {mode}]\ntransports: [tcp, quic]\n"
-                              f"exclude: [{{transport: quic, mode: {mode}}}]\n", "fixed.yaml"), check_stack=False)
-    assert {(c.transport, c.mode) for c in ok.cells} == {("tcp", "full"), ("tcp", mode), ("quic", "full")}
-    assert ok.excluded == 2 * 2
+    assert refuses_mode(write_exp, BASE, "quic", mode).excluded == 2 * 2
 
 
 def test_quic_refuses_small_mtu(write_exp):

@@ -7,10 +7,12 @@ import json
 import os
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from needs import need
 
 from pqshake.errors import UserError
+from pqshake.experiments import cell as cell_mod  # CellRunner looks the argv builders up here
 from pqshake.experiments import load
 from pqshake.experiments import runner as runner_mod
 from pqshake.experiments.rundir import RunDir, RunLock, list_runs
@@ -95,7 +97,7 @@ def test_run_writes_everything(write_exp, tmp_path, loopback):
 
 
 def test_crashed_server_makes_failed_cell_and_run_goes_on(write_exp, tmp_path, loopback, monkeypatch):
-    real = runner_mod.server_argv
+    real = cell_mod.server_argv
 
     def argv(binary, listen, cell, exp, cert_dir, log, qlog=None):
         a = real(binary, listen, cell, exp, cert_dir, log, qlog)
@@ -105,7 +107,7 @@ def test_crashed_server_makes_failed_cell_and_run_goes_on(write_exp, tmp_path, l
             return ["sh", "-c", script, str(log), *a]
         return a
 
-    monkeypatch.setattr(runner_mod, "server_argv", argv)
+    monkeypatch.setattr(cell_mod, "server_argv", argv)
     path = _run(write_exp, tmp_path, loopback)
     run = RunDir(path)
     done = run.done_cells()
@@ -119,8 +121,8 @@ def test_crashed_server_makes_failed_cell_and_run_goes_on(write_exp, tmp_path, l
 
 
 def test_bad_timer_usage_fails_cell(write_exp, tmp_path, loopback, monkeypatch):
-    real = runner_mod.timer_argv
-    monkeypatch.setattr(runner_mod, "timer_argv", lambda *a, **kw: real(*a, **kw) + ["--no-such-option"])
+    real = cell_mod.timer_argv
+    monkeypatch.setattr(cell_mod, "timer_argv", lambda *a, **kw: real(*a, **kw) + ["--no-such-option"])
     path = _run(write_exp, tmp_path, loopback)
     done = RunDir(path).done_cells()
     assert len(done) == 4 and all(d["status"] == "failed" and "status 2" in d["reason"] for d in done.values())
@@ -280,3 +282,17 @@ def test_tcp_and_quic_cells_on_loopback_then_resume_a_quic_cell(write_exp, tmp_p
     after = load(path)
     assert len(after) == len(s) and not after.duplicated(["cell_id", "i"]).any()
     assert any(p.name.startswith(f"partial-{quic_ids[0]}") for p in (path / "logs").iterdir())
+
+
+def test_priming_connection_of_every_resumable_mode_is_left_out(write_exp, tmp_path, loopback):
+    """The server logs one connection more than the timer's attempts in a resumable cell (the
+    handshake that fetches the ticket): the analysis counts as many server connections as
+    measured attempts in each mode, resume_psk included."""
+    from pqshake.analysis.load import load_runs
+
+    path = _run(write_exp, tmp_path, loopback, EXP.replace("profiles: [lan, rtt10]", "profiles: [lan]")
+                .replace("groups: [x25519, MLKEM768]", "groups: [x25519]") + "modes: [full, resume, resume_psk, 0rtt]\n")
+    srv = pd.read_parquet(path / "server.parquet")
+    assert srv.groupby("mode", observed=True).size().to_dict() == {"full": 8, "resume": 9, "resume_psk": 9, "0rtt": 9}
+    run = load_runs([path])
+    assert run.server.groupby("mode", observed=True).size().to_dict() == {"full": 6, "resume": 6, "resume_psk": 6, "0rtt": 6}

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
-from exp_helpers import one_line
+from exp_helpers import one_line, refusal, refuses_mode, two_profile_base
 
 from needs import need
 
@@ -22,13 +22,7 @@ from pqshake.experiments.model import load_experiment
 from pqshake.experiments.plan import Cell, build_plan, cell_id
 from pqshake.experiments.rundir import RunDir
 
-BASE = """
-name: t
-groups: [x25519, X25519MLKEM768]
-sigs: [ecdsa-p256]
-profiles: [lan, {name: r20, rtt: 20ms}]
-samples: 3
-"""
+BASE = two_profile_base("x25519, X25519MLKEM768")
 
 
 def test_turbotls_cells_ids_and_parameters(write_exp):
@@ -52,24 +46,12 @@ def test_turbotls_cells_ids_and_parameters(write_exp):
     ("turbo_fallback: 20s\n", r":6 turbo_fallback: .*0 to 10s"),
 ])
 def test_turbo_parameter_errors_are_one_line(write_exp, text, expect):
-    import re
-
-    p = write_exp(BASE + text)
-    with pytest.raises(UserError) as e:
-        build_plan(p, check_stack=False)
-    assert re.search(expect, one_line(e)), one_line(e)
+    refusal(lambda p: build_plan(p, check_stack=False), write_exp(BASE + text), expect)
 
 
 @pytest.mark.parametrize("mode", ["0rtt", "hrr", "tls12"])
 def test_turbotls_refuses_modes_it_cannot_run(write_exp, mode):
-    p = write_exp(BASE + f"modes: [full, {mode}]\ntransports: [tcp, turbotls]\n")
-    with pytest.raises(UserError) as e:
-        build_plan(p, check_stack=False)
-    msg = one_line(e)
-    assert msg.startswith(f"{p}:7 transports: mode {mode} cannot run over turbotls"), msg
-    ok = build_plan(write_exp(BASE + f"modes: [full, {mode}]\ntransports: [tcp, turbotls]\n"
-                              f"exclude: [{{transport: turbotls, mode: {mode}}}]\n", "fixed.yaml"), check_stack=False)
-    assert {(c.transport, c.mode) for c in ok.cells} == {("tcp", "full"), ("tcp", mode), ("turbotls", "full")}
+    refuses_mode(write_exp, BASE, "turbotls", mode)
 
 
 def test_turbotls_refuses_small_mtu_and_unsized_auto(write_exp):

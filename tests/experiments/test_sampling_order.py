@@ -89,36 +89,29 @@ def test_interleaved_cells_take_turns_and_attempts_stay_whole(write_exp, tmp_pat
 
 
 def test_samples_auto_stops_at_the_target_or_at_max(write_exp, tmp_path, loopback):
-    path = _run(write_exp, tmp_path, loopback, """
-        name: auto
-        groups: [x25519]
-        sigs: [ecdsa-p256]
-        profiles: [lan]
-        samples: auto
-        adaptive: {min: 20, max: 400, ci: 25%}
-        block: 10
-        warmup: 1
-        rtt_probes: 5
-        seed: 5
-    """)
-    [d] = RunDir(path).done_cells().values()
+    def auto(name: str, adaptive: str, warmup: int):
+        """One cell with `samples: auto` in blocks of 10: its run directory and DONE record."""
+        path = _run(write_exp, tmp_path, loopback, f"""
+            name: {name}
+            groups: [x25519]
+            sigs: [ecdsa-p256]
+            profiles: [lan]
+            samples: auto
+            adaptive: {adaptive}
+            block: 10
+            warmup: {warmup}
+            rtt_probes: 5
+            seed: 5
+        """)
+        [d] = RunDir(path).done_cells().values()
+        return path, d
+
+    _, d = auto("auto", "{min: 20, max: 400, ci: 25%}", 1)
     smp = d["sampling"]
     assert smp["stopped"] == "target" and 20 <= smp["measured"] < 400 and smp["ci"]["half_width_rel"] <= 0.25, smp
     assert d["n_attempts"] - d["n_warmup"] == smp["measured"]
     # An unreachable target: max.
-    path = _run(write_exp, tmp_path, loopback, """
-        name: auto2
-        groups: [x25519]
-        sigs: [ecdsa-p256]
-        profiles: [lan]
-        samples: auto
-        adaptive: {min: 10, max: 25, ci: 0.0001%}
-        block: 10
-        warmup: 0
-        rtt_probes: 5
-        seed: 5
-    """)
-    [d] = RunDir(path).done_cells().values()
+    path, d = auto("auto2", "{min: 10, max: 25, ci: 0.0001%}", 0)
     assert d["sampling"]["stopped"] == "max" and d["sampling"]["measured"] == 25
     assert [b["samples"] for b in d["blocks"]] == [10, 10, 5]
     assert json.loads((path / "plan.json").read_text())["experiment"]["samples"] == "auto"

@@ -13,6 +13,8 @@ import json
 import pandas as pd
 import pytest
 
+from exp_file import experiment_yaml
+
 from pqshake.emulation.profiles import Profile
 from pqshake.errors import UserError
 from pqshake.experiments import validity as V
@@ -89,19 +91,9 @@ def test_netem_counters():
     assert v["cpu_s"]["emulator_note"].startswith("netem runs in the kernel")
 
 
-EXP = """
-name: validity
-groups: [x25519]
-sigs: [ecdsa-p256]
-profiles:
-  - {name: v-true, rtt: 20ms}
-  - {name: v-slow, rtt: 20ms}
-samples: 10
-warmup: 1
-backend: userspace
-order: sequential
-seed: 9
-"""
+EXP = experiment_yaml("validity", groups=["x25519"], sigs=["ecdsa-p256"],
+                      profiles=[dict(name="v-true", rtt="20ms"), dict(name="v-slow", rtt="20ms")],
+                      samples=10, warmup=1, order="sequential", seed=9)
 
 
 @pytest.mark.netns

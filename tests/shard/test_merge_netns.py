@@ -14,23 +14,16 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from exp_file import experiment_yaml
+
 from pqshake.errors import UserError
 
 pytestmark = pytest.mark.netns  # skipped when not root, except in CI (tests/conftest.py)
 
 REPO = Path(__file__).resolve().parents[2]
-EXP = """
-name: shm
-groups: [x25519, X25519MLKEM768]
-sigs: [ecdsa-p256]
-profiles:
-  - {name: shm-a, rtt: 10ms}
-  - {name: shm-b, rtt: 20ms}
-samples: 40
-warmup: 2
-backend: userspace
-seed: 9
-"""
+EXP = experiment_yaml("shm", groups=["x25519", "X25519MLKEM768"], sigs=["ecdsa-p256"],
+                      profiles=[dict(name="shm-a", rtt="10ms"), dict(name="shm-b", rtt="20ms")],
+                      samples=40, warmup=2, seed=9)
 
 
 def pqs(*args: str) -> subprocess.CompletedProcess:

@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from exp_file import experiment_yaml
 from needs import need
 
 from pqshake.emulation import netns
@@ -24,18 +25,9 @@ from tests.slurm.slurm_local import INSTALL_HINT, LocalCluster, missing_tools
 pytestmark = [pytest.mark.slurm, pytest.mark.netns]
 
 REPO = Path(__file__).resolve().parents[2]
-EXP = """
-name: slurmt
-groups: [x25519]
-sigs: [ecdsa-p256]
-profiles:
-  - {name: slurmt-a, rtt: 4ms}
-  - {name: slurmt-b, rtt: 8ms}
-samples: 10
-warmup: 1
-backend: userspace
-seed: 4
-"""
+EXP = experiment_yaml("slurmt", groups=["x25519"], sigs=["ecdsa-p256"],
+                      profiles=[dict(name="slurmt-a", rtt="4ms"), dict(name="slurmt-b", rtt="8ms")],
+                      samples=10, warmup=1, seed=4)
 
 
 def need_slurm() -> None:

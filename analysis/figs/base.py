@@ -1,0 +1,121 @@
+"""What every figure kind shares: the context (summary, samples, palette), the figure record, Skip,
+the configured-figure axes and the legend."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from .. import style as ST
+from ..columns import TRANSPORT_ORDER
+from ..report import Analysis, provenance_line
+from ..summary import MODE_ORDER
+
+
+class Skip(Exception):
+    """The experiment has no data for this figure kind (str = the one-line reason)."""
+
+
+@dataclass
+class FigOut:
+    name: str
+    fig: object
+    title: str
+    caption: str
+    files: list[Path] = field(default_factory=list)
+
+
+@dataclass
+class Ctx:
+    a: Analysis
+    style: str
+    pal: ST.Palette
+    t: pd.DataFrame  # summary
+    ok: pd.DataFrame  # successful client attempts: CELL_KEY + ms
+    srv: pd.DataFrame | None  # successful server-side connections: CELL_KEY + ms
+    profiles: list[str] | None  # --profile filter
+
+    @property
+    def transports(self) -> list[str]:
+        have = set(self.t["transport"])
+        return [x for x in TRANSPORT_ORDER if x in have] + sorted(have - set(TRANSPORT_ORDER))
+
+    def only_transport(self, tr: str) -> "Ctx":
+        """The same context restricted to one transport's cells."""
+        from dataclasses import replace
+
+        return replace(self, t=self.t[self.t["transport"] == tr], ok=self.ok[self.ok["transport"] == tr],
+                       srv=None if self.srv is None else self.srv[self.srv["transport"] == tr])
+
+    @property
+    def prov(self) -> str:
+        return provenance_line(self.a.run, self.a.speed)
+
+    def main_mode(self, t: pd.DataFrame | None = None) -> str:
+        t = self.t if t is None else t
+        modes = [m for m in MODE_ORDER if m in set(t.loc[t["n_ok"] > 0, "mode"])]
+        if not modes:
+            raise Skip("no successful handshakes in any mode")
+        return modes[0]
+
+    def profile_list(self, t: pd.DataFrame, filtered: bool = True) -> list[str]:
+        """Profiles of t in run order; with filtered, only those of --profile."""
+        order = list(dict.fromkeys(self.a.run.profiles["profile"]))
+        have = [p for p in order if p in set(t["profile"])]
+        if filtered and self.profiles:
+            have = [p for p in have if p in self.profiles]
+        return have
+
+
+
+def _plain_log_axis(axis, set_scale) -> None:
+    """Log scale with plain tick labels (0.1, 1, 10, 100 rather than 10^-1 ...): readers of a
+    rate axis think in Mbit/s, not in powers of ten."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    set_scale("log")
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())
+
+AXES = {  # axis -> (summary column, label, scale factor for display, log axis)
+    "loss": ("loss", "Packet loss per direction (%)", 100.0, False),
+    "rate": ("rate_bps", "Link rate (Mbit/s)", 1e-6, True),
+    "mtu": ("mtu", "MTU (bytes)", 1.0, False),
+    "rtt": ("rtt_cfg_ms", "Configured RTT (ms)", 1.0, False),
+}
+PROFILE_AXES = ["rtt_cfg_ms", "loss", "rate_bps", "mtu", "jitter_ms"]
+
+
+def _legend(fig, axes, ncol: int | None = None) -> None:
+    handles, labels = [], []
+    for ax in np.atleast_1d(axes).ravel():
+        for h, l in zip(*ax.get_legend_handles_labels()):
+            if l not in labels and not l.startswith("_"):
+                handles.append(h)
+                labels.append(l)
+    if handles:
+        # As many columns as fit in the figure's width (legend text ~0.55 em per character).
+        longest = max(len(l) for l in labels)
+        fs = float(plt.rcParams["legend.fontsize"]) if not isinstance(plt.rcParams["legend.fontsize"], str) else 8.0
+        per_inch = 72.0 / (0.55 * fs)
+        fit = max(1, int(fig.get_figwidth() * per_inch // (longest + 6)))
+        n = min(ncol or 4, fit, len(handles))
+        fig.legend(handles, labels, loc="lower center", ncol=n, bbox_to_anchor=(0.5, 1.0), borderaxespad=0.2,
+                   handlelength=2.6)
+
+
+def _fmt_axis_value(axis: str, v: float) -> str:
+    col, label, f, _ = AXES[axis]
+    unit = {"loss": " %", "rate": " Mbit/s", "mtu": " B", "rtt": " ms"}[axis]
+    return f"{v * f:g}{unit}"
+
+
+def _slug(s: str) -> str:
+    import re
+
+    return re.sub(r"[^A-Za-z0-9.-]+", "_", str(s))
