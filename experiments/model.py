@@ -12,10 +12,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
 
 from pqshake.errors import UserError
-from pqshake.yamlsrc import Budget, Doc, describe, dotted, load_docs, short
-from pqshake.yamlsrc import _skipped as yamlsrc_skipped
+from pqshake.yamlsrc import Budget, Doc, clean_errors, describe, dotted, load_docs, short
 from pqshake.yamlsrc import one_line as yamlsrc_one_line
-from pqshake.yamlsrc import union_misses_dropped
 
 from . import modes as M
 from . import transports as T
@@ -379,9 +377,7 @@ def load_experiment(path: Path | str) -> ExperimentFile:
         model = Experiment.model_validate(data)
     except ValidationError as e:
         rows = []
-        errors = [{**err, "loc": tuple(x for x in err.get("loc", ()) if not yamlsrc_skipped(x))}  # validators, union members
-                  for err in e.errors()]
-        for err in union_misses_dropped(errors):
+        for err in clean_errors(e):
             loc = err["loc"]
             doc = key_doc.get(loc[0]) if loc else None
             if doc is None:

@@ -342,6 +342,14 @@ def union_misses_dropped(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [e for e in errors if not shadowed(e)]
 
 
+def clean_errors(e: ValidationError) -> list[dict[str, Any]]:
+    """A ValidationError's errors as users should see them: locations without the parts that
+    name no field, and without a union's members complaining about what the user meant for
+    another member. Profiles and experiments both report through here."""
+    return union_misses_dropped([{**err, "loc": tuple(p for p in err.get("loc", ()) if not _skipped(p))}
+                                 for err in e.errors()])
+
+
 def one_line(rows: list[str]) -> str:
     """Rows `place field: problem` as one line. Rows of the same place and field (a union's
     members each failing) join into one: `field: problem; or problem`."""
@@ -420,8 +428,7 @@ def validate(model: type[BaseModel], doc: Doc, loc_prefix: Loc = (), data: Any =
         return model.model_validate(payload, context=context or None)
     except ValidationError as e:
         rows = []
-        errors = [{**err, "loc": tuple(p for p in err.get("loc", ()) if not _skipped(p))} for err in e.errors()]
-        for err in union_misses_dropped(errors):
+        for err in clean_errors(e):
             # Errors from model-level validators carry no location; our validators may name a
             # field by raising "field.name: message".
             loc = loc_prefix + err["loc"]
