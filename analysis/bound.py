@@ -176,11 +176,11 @@ def _rate(r: float | None) -> float | None:
 
 def bound(group: str, sig: str, mode: str, *, rtt_s: float, rate_up: float | None, rate_down: float | None,
           mtu: int, cpu, chain_depth: int = 1, registry: Any = None, iw_c: int | None = None,
-          iw_s: int | None = None, transport: str = T.DEFAULT, quic_retry: bool = True,
-          turbo_requests: int | None = None) -> dict:
+          iw_s: int | None = None, transport: str = T.DEFAULT, **settings: Any) -> dict:
     """The lower bound's components in seconds for an achieved (probe) RTT; cpu: a
     handshake_model.Cpu or None (no CPU term); iw_c / iw_s: the client's / server's initial
-    window where the profile sets one. ValueError for an algorithm the registry does not size."""
+    window where the profile sets one; settings: the transports' own (Run.settings). ValueError
+    for an algorithm the registry does not size."""
     from pqshake.experiments import handshake_model as hm
 
     if mode not in hm.MODES:
@@ -194,7 +194,7 @@ def bound(group: str, sig: str, mode: str, *, rtt_s: float, rate_up: float | Non
     prop = propagation_rtt_s(rtt_s, up, down)
     b = hm.handshake_bound(group, sig, prop, mtu=int(mtu), chain_depth=chain_depth, mode=mode, registry=registry,
                            rate_up=up or 0, rate_down=down or 0, cpu=cpu or hm.Cpu(), iw_c=iw_c, iw_s=iw_s,
-                           transport=transport, quic_retry=quic_retry, turbo_requests=turbo_requests)
+                           transport=transport, **settings)
     return {"rtts": b.rtts, "rtt_prop": prop, "t_rtt": b.t_rtt, "t_ser": b.t_ser, "t_cpu": b.t_cpu,
             "cpu_sum": b.cpu_sum, "total": b.total, "client_bytes": b.client_bytes, "server_bytes": b.server_bytes,
             "amp_rounds": b.amp_rounds}

@@ -51,20 +51,9 @@ SAMPLES_OPTIONAL = {
     "tcp_data_segs_in": "segs_down",
     "tcp_total_retrans": "retrans",
     "tcp_rtt_ns": "tcp_srtt_ns",
-    # QUIC connection figures at the end of the handshake (timer --transport quic; null for tcp).
-    "quic_retry": "quic_retry",  # the server made the client go through a Retry
-    "quic_datagrams_sent": "dgrams_up",
-    "quic_datagrams_received": "dgrams_down",
-    "quic_bytes_sent": "quic_bytes_up",
-    "quic_bytes_received": "quic_bytes_down",
-    "quic_pto_count": "pto_count",
-    "quic_packets_lost": "quic_lost",
-    # TurboTLS (timer --transport turbotls; absent or null for the others).
-    "turbo_fallback": "turbo_fallback",  # the client carried on over TCP after its wait
-    "turbo_fallback_cause": "turbo_fallback_cause",  # no_reply / timeout / flight_not_fit
-    "turbo_udp_complete": "turbo_udp_complete",  # the whole first flight came over UDP
-    "turbo_replies_missing": "turbo_replies_missing",  # flight datagrams beyond the requests
-    "turbo_requests": "turbo_requests",
+    # Each transport's own columns (its JSON member, e.g. the timer's quic object; null for the
+    # other transports): the rows' sample_columns (experiments/transports/).
+    **_T.columns("samples"),
     **OPTIONAL_KEY,
 }
 
@@ -86,12 +75,7 @@ SERVER_OPTIONAL = {
     "handshake_done_mono_ns": "handshake_done_mono_ns",
     "first_app_byte_mono_ns": "first_app_byte_mono_ns",
     "tcp_total_retrans": "server_retrans",
-    "first_initial_mono_ns": "first_initial_mono_ns",  # quic: the client's first Initial arrived
-    "quic_retry_sent": "server_retry_sent",
-    "quic_amplification_limited": "server_amp_limited",  # the server waited on the 3x limit
-    "quic_pto_count": "server_pto_count",
-    "quic_datagrams_sent": "server_dgrams_sent",
-    "quic_datagrams_received": "server_dgrams_received",
+    **_T.columns("server"),  # each transport's own (its rows' server_columns)
     **OPTIONAL_KEY,
 }
 
@@ -128,7 +112,7 @@ CELLS_OPTIONAL = {
     "mtu": "cfg_mtu",
     "initcwnd_client": "cfg_initcwnd_client",  # segments; 0 = the kernel default (runs before these: absent)
     "initcwnd_server": "cfg_initcwnd_server",
-    "quic_retry": "cfg_quic_retry",  # quic cells: on / off (DONE)
+    **_T.columns("cells"),  # each transport's settings its cells record (its rows' cell_columns)
     **OPTIONAL_KEY,
 }
 

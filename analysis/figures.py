@@ -8,8 +8,8 @@ per-condition figures (sweeps, ECDF, box, bytes, modes) are drawn once per trans
 <name>-tcp / <name>-quic), the slowdown heatmap gets one panel per transport plus the QUIC / TCP
 ratio, the bound figure one panel per transport, and figure 12 pairs each algorithm's TCP and
 QUIC ECDFs per profile. Figure 13 (onertt, drawn when a run has more than one transport variant:
-tcp, tcp+tfo, turbotls, quic) puts them side by side against RTT, and adds TurboTLS's fallback rate
-against loss when turbotls cells ran under loss."""
+tcp, tcp+tfo, turbotls, quic) puts them side by side against RTT, and adds the fallback rate against
+loss of each transport whose row has a fallback column (TurboTLS) when its cells ran under loss."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from .figs.base import Ctx, FigOut, Skip  # noqa: F401
 from .figs.costs import fig_bound, fig_bytes, fig_cpu, fig_modes  # noqa: F401
 from .figs.distributions import fig_box, fig_ecdf  # noqa: F401
 from .figs.heatmap import fig_heatmap  # noqa: F401
-from .figs.onertt import _onertt_rtt, _turbo_fallback, fig_onertt  # noqa: F401
+from .figs.onertt import _fallback, _onertt_rtt, fig_onertt  # noqa: F401
 from .figs.sweeps import fig_loss, fig_mtu, fig_rate, fig_rtt  # noqa: F401
 from .figs.transport import fig_transport  # noqa: F401
 from .report import Analysis

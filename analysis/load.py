@@ -19,6 +19,7 @@ import pandas as pd
 
 from pqshake import results as fmt
 from pqshake.experiments import modes as M
+from pqshake.experiments import transports as T
 from pqshake.errors import UserError
 
 from . import columns as C
@@ -52,10 +53,9 @@ class Run:
     profiles: pd.DataFrame
     chain_depth: int = 1
     timeout_ns: int | None = None  # per attempt (plan.json); failures count as "not done by then"
-    quic_retry: bool = True  # quic cells ran with Retry (plan.json quic_retry; merged runs: all of them)
-    # turbotls cells' request datagrams (plan.json turbo_requests; None = auto, per cell). Merged runs
-    # that differ: 1024, the most, so the model's flight always fits and its bound stays a bound.
-    turbo_requests: int | None = None
+    # The transports' own settings their bound needs, by keyword (each row's run_settings from
+    # plan.json, merge_settings for runs analysed together; experiments/transports/).
+    settings: dict[str, Any] = field(default_factory=dict)
     n_warmup_dropped: int = 0
     notes: list[str] = field(default_factory=list)
     excluded_suspect: list[str] = field(default_factory=list)  # cell ids left out (--exclude-suspect)
@@ -161,6 +161,10 @@ def _as_bool(s: pd.Series) -> pd.Series:
     return s.map(lambda v: bool(v) if v is not None and v == v else False).astype(bool)
 
 
+# The transports' own count columns (analysis names), numbers like the common ones above.
+TRANSPORT_COUNTS = tuple(c.name for t in T.REGISTRY for c in t.sample_columns if c.kind == "count")
+
+
 def _as_float(s: pd.Series) -> pd.Series:
     return pd.to_numeric(s, errors="coerce").astype("float64")
 
@@ -247,17 +251,14 @@ def load_one(path: Path | str) -> tuple[dict, pd.DataFrame, pd.DataFrame | None,
     warmup_default = int(exp.get("warmup", 0) or 0)
     timeout_ns = exp.get("timeout")
     timeout_ns = int(timeout_ns) if isinstance(timeout_ns, (int, float)) and timeout_ns > 0 else None
-    quic_retry = exp.get("quic_retry", "on") in ("on", True)
-    tr = exp.get("turbo_requests", "auto")
-    turbo_requests = int(tr) if isinstance(tr, int) and not isinstance(tr, bool) else None
+    settings = [t.run_settings(exp) for t in T.REGISTRY]  # each transport's, in registry order
 
     samples["warmup"] = _as_bool(samples["warmup"])
     samples["ok"] = _as_bool(samples["ok"])
     n_w = int(samples["warmup"].sum())
     samples = samples[~samples["warmup"].to_numpy()].drop(columns="warmup")
     for c in ("handshake_ns", "tcp_connect_ns", "server_hello_ns", "ttfb_ns", "ttlb_ns", "bytes_up", "bytes_down",
-              "segs_up", "segs_down", "retrans", "tcp_srtt_ns", "dgrams_up", "dgrams_down", "quic_bytes_up",
-              "quic_bytes_down", "pto_count", "quic_lost"):
+              "segs_up", "segs_down", "retrans", "tcp_srtt_ns", *TRANSPORT_COUNTS):
         samples[c] = _as_float(samples[c])
     # An ok attempt must have a handshake time.
     bad = samples["ok"].to_numpy() & samples["handshake_ns"].isna().to_numpy()
@@ -280,7 +281,7 @@ def load_one(path: Path | str) -> tuple[dict, pd.DataFrame, pd.DataFrame | None,
     else:
         notes.append(f"{path}/server.parquet missing: server-side figures skipped")
     _categorical(cells, C.CELL_KEY + ["cell_id"])
-    return meta, samples, server, cells, chain_depth, n_w, notes, timeout_ns, quic_retry, turbo_requests
+    return meta, samples, server, cells, chain_depth, n_w, notes, timeout_ns, settings
 
 
 def check_merge(metas: list[dict], paths: list[Path], allow: Iterable[str] = ()) -> None:
@@ -352,8 +353,8 @@ def load_runs(paths: Iterable[Path | str], allow_differ: Iterable[str] = (), exc
     run = Run(paths=paths, metas=metas, samples=samples, server=server, cells=cells,
               profiles=_profiles(cells), chain_depth=max(depths), n_warmup_dropped=sum(x[5] for x in loaded),
               notes=notes, timeout_ns=max(timeouts) if timeouts else None,
-              quic_retry=all(x[8] for x in loaded),
-              turbo_requests=loaded[0][9] if len({x[9] for x in loaded}) == 1 else 1024)
+              settings={k: v for i, t in enumerate(T.REGISTRY)
+                        for k, v in t.merge_settings([x[8][i] for x in loaded]).items()})
     if len(depths) > 1:
         run.notes.append(f"runs differ in certificate chain depth {sorted(depths)}: the bound uses {run.chain_depth}")
     if exclude_suspect:

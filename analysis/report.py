@@ -239,23 +239,10 @@ def write_report(a: Analysis, figures: list, skipped: list[tuple[str, str]], sty
         lines += ["### Skipped", ""] + [f"- {k}: {why}" for k, why in skipped] + [""]
     lines += ["## Summary table", "", T.markdown(t), "",
               "LaTeX (booktabs): `summary.tex`; every column: `summary.csv` / `summary.parquet`.", ""]
-    qt = T.quic_markdown(t)
-    if qt:
-        retry = "on" if a.summary.params.get("quic_retry", True) else "off"
-        lines += ["## QUIC cells", "",
-                  f"Client side from the timer's QUIC connection figures, the amplification-limited share from the "
-                  f"server's connections (its flight waited on the 3x limit before the client's address was "
-                  f"validated); 'vs TCP': ratio of medians against the same cell over TCP with its "
-                  f"{int(S.CI_LEVEL * 100)} % bootstrap CI; the bound is the QUIC model's (Retry {retry}; "
-                  f"'Amp. rounds': round trips the amplification limit adds in it).", "", qt, ""]
-    tt = T.turbo_markdown(t)
-    if tt:
-        lines += ["## TurboTLS cells", "",
-                  "From the timer's turbo object: 'Flight over UDP' = attempts whose whole first server flight "
-                  "came over UDP; 'Did not fit' = the server's flight needed more datagrams than the client's "
-                  "requests (the rest came over TCP); 'Fallback' = attempts that carried on over TCP after the "
-                  "fallback wait (UDP blocked or lost), failed attempts included; 'vs TCP' as above; the bound is "
-                  "the TurboTLS model's (docs/methodology.md).", "", tt, ""]
+    for tr in TR.REGISTRY:  # each transport's own section (its row's report)
+        tt = T.transport_markdown(t, tr)
+        if tt:
+            lines += [f"## {tr.report.title}", "", tr.report.text(a.summary.params), "", tt, ""]
     p = od / "report.md"
     p.write_text("\n".join(lines))
     return p

@@ -220,7 +220,7 @@ def summarize(run: Run, *, speed: B.Speed | None = None, cpu_note: str = "", bas
               "ci_method": CI_METHOD_TEXT,
               "baseline": f"{base[0]} / {base[1]}" if base else None, "cpu": cpu_note,
               "chain_depth": run.chain_depth, "transports": list(dict.fromkeys(ctx.keys["transport"])),
-              "quic_retry": run.quic_retry}
+              **run.settings}
     return Summary(table=ctx.out.reset_index(drop=True), baseline=base, notes=run.notes + ctx.notes, cpu_note=cpu_note,
                    params=params, reasons=ctx.reasons)
 
@@ -376,10 +376,11 @@ def _transport_figures(ctx: _Ctx) -> None:
     TCP cells, the connection's UDP payload bytes for datagram transports."""
     s, out, ng = ctx.samples, ctx.out, ctx.ng
     tcp = pd.DataFrame({c: s[c].to_numpy(dtype=float) for c in ("bytes_up", "bytes_down", "segs_up", "segs_down",
-                                                                 "dgrams_up", "dgrams_down", "quic_bytes_up",
-                                                                 "quic_bytes_down")})
-    tcp["bytes_up"] = tcp["bytes_up"].fillna(tcp["quic_bytes_up"])
-    tcp["bytes_down"] = tcp["bytes_down"].fillna(tcp["quic_bytes_down"])
+                                                                 "dgrams_up", "dgrams_down")})
+    for t in T.REGISTRY:  # a transport's own byte counts where TCP_INFO has none
+        if t.payload_bytes:
+            tcp["bytes_up"] = tcp["bytes_up"].fillna(pd.Series(s[t.payload_bytes[0]].to_numpy(dtype=float)))
+            tcp["bytes_down"] = tcp["bytes_down"].fillna(pd.Series(s[t.payload_bytes[1]].to_numpy(dtype=float)))
     tcp["_c"] = ctx.codes
     med = tcp[ctx.ok].groupby("_c").median()
     for c in ("bytes_up", "bytes_down", "segs_up", "segs_down", "dgrams_up", "dgrams_down"):
@@ -447,7 +448,7 @@ def _bound(ctx: _Ctx, speed: B.Speed | None) -> None:
                         rate_down=out.at[i, "rate_down_bps"], mtu=int(mtu) if np.isfinite(mtu) else 1500,
                         cpu=cpu, chain_depth=run.chain_depth, registry=reg,
                         iw_c=_window(out.at[i, "initcwnd_client"]), iw_s=_window(out.at[i, "initcwnd_server"]),
-                        transport=t_, quic_retry=run.quic_retry, turbo_requests=run.turbo_requests)
+                        transport=t_, **run.settings)
         except ValueError as e:  # an algorithm without checked sizes: no bound rather than a wrong one
             unsized.add(str(e).split(" (")[0])
             brows.append({})

@@ -24,8 +24,10 @@ from pqshake.experiments import transports as T
 GROUPS = ["x25519", "X25519MLKEM768", "MLKEM768", "MLKEM1024"]
 SIGS = ["ecdsa-p256", "ml-dsa-44"]
 MODES = [m.name for m in M.REGISTRY if m.synthetic]
-BOOL_NULLABLE = ("quic_retry", "quic_amplification_limited", "quic_retry_sent", "turbo_fallback", "turbo_udp_complete")
-TURBO_FALLBACK_S = 0.010  # the fallback wait of synthetic turbotls cells (the runner's default)
+
+# The columns each transport writes (its row's sample_columns / server_columns that are synthetic).
+def _own(t: T.Transport, table: str) -> list:
+    return [c for c in (t.sample_columns if table == "samples" else t.server_columns) if c.synthetic]
 
 
 def profile(rtt_ms: float, loss: float = 0.0, rate_mbps: float = 0.0, mtu: int = 1500,
@@ -134,7 +136,7 @@ def _cell_arrays(rng: np.random.Generator, spec: Spec, c: dict, prof: dict) -> d
     rates = [r for r in (prof["rate_bps_up"], prof["rate_bps_down"]) if r]
     rate = min(rates) if rates else None
     loss = max(prof["loss_up"], prof["loss_down"])
-    quic = c["transport"] == T.QUIC.name
+    row = T.get(c["transport"])
     b = hm.handshake_bound(c["group"], c["sig"], rtt_s, rate_bps=rate, mtu=prof["mtu"],
                            mode=c["mode"], registry=reg, transport=c["transport"], quic_retry=spec.quic_retry)
     # Slightly above the bound: stack and scheduling overhead, log-normal noise.
@@ -151,18 +153,9 @@ def _cell_arrays(rng: np.random.Generator, spec: Spec, c: dict, prof: dict) -> d
         data = rng.random(n) < p_data
         t += syn * 1.0 + data * max(2 * rtt_s, 0.2)
         retrans += syn.astype(np.int64) + data.astype(np.int64)
-    # TurboTLS: the UDP flight (ClientHello datagrams out, the server's flight back) is lost with
-    # the loss of any of its datagrams; the client then waits out the fallback and finishes over
-    # TCP (the TCP handshake's count of round trips, as the model says on fallback).
-    fallback = np.zeros(n, dtype=bool)
-    if c["transport"] == T.TURBOTLS.name:
-        p_fb = 1 - (1 - loss) ** max(1, b.client_segments + b.server_segments)
-        fallback = rng.random(n) < p_fb
-        t += fallback * (TURBO_FALLBACK_S + rtt_s)
-    # QUIC: datagrams as the model counts them (+ ACKs), the amplification limit when the model
-    # has its round.
-    dg_up = b.client_segments * (2 if quic and spec.quic_retry else 1) + 2
-    dg_down = b.server_segments + (1 if quic and spec.quic_retry else 0)
+    # What the transport's own path adds (TurboTLS: the fallback when its UDP flight is lost).
+    penalty, own = row.synthetic_penalty(rng, b, loss, rtt_s, n)
+    t += penalty
     fail_p = 1.0 if (spec.all_fail or c["cell_id"] in spec.failed_cells) else \
         spec.profile_fail.get(c["profile"], spec.fail_rate + loss * 0.05)
     ok = rng.random(n) >= fail_p
@@ -173,8 +166,15 @@ def _cell_arrays(rng: np.random.Generator, spec: Spec, c: dict, prof: dict) -> d
     up = b.client_bytes + 80
     down = b.server_bytes + (500 if M.certificate(c["mode"]) else 200)
     return {"n": n, "ok": ok, "hs": hs, "conn": conn, "sh": sh, "warm": warm, "retrans": retrans,
-            "up": up, "down": down, "mss": hm.mss(prof["mtu"]), "rtt_s": rtt_s, "is_quic": quic,
-            "dg_up": dg_up, "dg_down": dg_down, "amp": bool(b.amp_rounds), "fallback": fallback}
+            "up": up, "down": down, "mss": hm.mss(prof["mtu"]), "rtt_s": rtt_s, "row": row, "b": b, **own}
+
+
+def _append_own(d: dict[str, list], own: dict, values: dict, n: int) -> None:
+    """A cell's values of the transports' own columns: its row's, null (-1 for counts) in the others'."""
+    for k, c in own.items():
+        v = values.get(k)
+        d[k].append(v if v is not None else np.full(n, -1 if c.kind == "count" else None,
+                                                    dtype=np.int64 if c.kind == "count" else object))
 
 
 def generate(out: Path | str, spec: Spec | None = None) -> Path:
@@ -191,13 +191,17 @@ def generate(out: Path | str, spec: Spec | None = None) -> Path:
         "cell_id", "group", "sig", "profile", "mode", "repetition", "i", "warmup", "ok", "handshake_ns",
         "error", "tcp_connect_ns", "server_hello_ns", "ttfb_ns", "hrr", "resumed", "early_data",
         "tcp_bytes_sent", "tcp_bytes_received", "tcp_data_segs_out", "tcp_data_segs_in",
-        "tcp_total_retrans", "tcp_rtt_ns", "transport", "quic_retry", "quic_datagrams_sent",
-        "quic_datagrams_received", "quic_bytes_sent", "quic_bytes_received", "quic_pto_count", "quic_packets_lost",
-        "turbo_fallback", "turbo_fallback_cause", "turbo_udp_complete")}
+        "tcp_total_retrans", "tcp_rtt_ns", "transport")}
     srv: dict[str, list] = {k: [] for k in ("cell_id", "group", "sig", "profile", "mode", "repetition",
                                             "conn", "ok", "accepted_mono_ns", "handshake_ns",
-                                            "tcp_total_retrans", "error", "transport",
-                                            "quic_amplification_limited", "quic_retry_sent")}
+                                            "tcp_total_retrans", "error", "transport")}
+    # The transports' own columns, of the transports the run has (a run without quic / turbotls
+    # cells has the columns it always had), in the registry's order.
+    present = [t for t in T.REGISTRY if t.name in spec.transports]
+    own_s = {c.raw: c for t in present for c in _own(t, "samples")}
+    own_v = {c.raw: c for t in present for c in _own(t, "server")}
+    cols.update({k: [] for k in own_s})
+    srv.update({k: [] for k in own_v})
     cell_rows = []
     for c in cl:
         prof = spec.profiles[c["profile"]]
@@ -214,21 +218,10 @@ def generate(out: Path | str, spec: Spec | None = None) -> Path:
         err = np.full(n, None, dtype=object)
         err[~ok] = np.where(a["hs"][~ok] % 2 == 0, "timeout", "handshake_failed")
         cols["error"].append(err)
-        q = a["is_quic"]
+        row = a["row"]
+        q = not row.over_tcp  # no TCP_INFO figures
         cols["transport"].append(np.full(n, c["transport"], dtype=object))
-        cols["quic_retry"].append(np.full(n, spec.quic_retry if q else None, dtype=object))
-        cols["quic_datagrams_sent"].append(np.full(n, a["dg_up"] if q else -1, dtype=np.int64))
-        cols["quic_datagrams_received"].append(np.full(n, a["dg_down"] if q else -1, dtype=np.int64))
-        cols["quic_bytes_sent"].append(np.full(n, a["up"] + 1200 if q else -1, dtype=np.int64))
-        cols["quic_bytes_received"].append(np.full(n, a["down"] if q else -1, dtype=np.int64))
-        cols["quic_pto_count"].append(np.where(q, a["retrans"], -1).astype(np.int64))
-        cols["quic_packets_lost"].append(np.where(q, a["retrans"], -1).astype(np.int64))
-        turbo = c["transport"] == T.TURBOTLS.name
-        fb = a["fallback"]
-        cols["turbo_fallback"].append(np.array(fb.tolist() if turbo else [None] * n, dtype=object))
-        cols["turbo_fallback_cause"].append(np.where(fb, "timeout", None).astype(object) if turbo
-                                            else np.full(n, None, dtype=object))
-        cols["turbo_udp_complete"].append(np.array((~fb).tolist() if turbo else [None] * n, dtype=object))
+        _append_own(cols, own_s, row.synthetic_samples(spec, a), n)
         cols["tcp_connect_ns"].append(np.full(n, -1, dtype=np.int64) if q else a["conn"])
         cols["server_hello_ns"].append(np.where(ok, a["sh"], -1))
         cols["ttfb_ns"].append(np.full(n, -1, dtype=np.int64))
@@ -257,9 +250,7 @@ def generate(out: Path | str, spec: Spec | None = None) -> Path:
             srv["tcp_total_retrans"].append(np.concatenate([np.zeros(p, np.int64), a["retrans"]]))
             srv["error"].append(np.concatenate([np.full(p, None, dtype=object), err]))
             srv["transport"].append(np.full(m, c["transport"], dtype=object))
-            srv["quic_amplification_limited"].append(np.full(m, (a["amp"] and not spec.quic_retry) if a["is_quic"] else None,
-                                                             dtype=object))
-            srv["quic_retry_sent"].append(np.full(m, spec.quic_retry if a["is_quic"] else None, dtype=object))
+            _append_own(srv, own_v, row.synthetic_server(spec, a, m), m)
         n_ok = int(ok[~a["warm"]].sum())
         failed = n == 0 or c["cell_id"] in spec.failed_cells or spec.all_fail
         row = dict(c)
@@ -268,23 +259,17 @@ def generate(out: Path | str, spec: Spec | None = None) -> Path:
                     "n_attempts": int(n - a["warm"].sum()), "n_ok": n_ok, "n_warmup": int(a["warm"].sum()),
                     "rtt_p50_ns": int(prof["rtt_ns"] + 60_000), "rtt_p99_ns": int(prof["rtt_ns"] * 1.02 + 120_000),
                     "backend": "synthetic"})
-        if c["transport"] == T.QUIC.name:
-            row["quic_retry"] = "on" if spec.quic_retry else "off"
+        row.update(a["row"].synthetic_cell(spec))
         row.update(prof)
         cell_rows.append(row)
 
-    # A run without quic / turbotls cells has the columns it always had.
-    for tr, prefix in ((T.QUIC.name, "quic_"), (T.TURBOTLS.name, "turbo_")):
-        if tr not in spec.transports:
-            for d in (cols, srv):
-                for k in [k for k in d if k.startswith(prefix)]:
-                    del d[k]
+    own_flags = {k for k, c in {**own_s, **own_v}.items() if c.kind == "flag"}
 
     def table(d: dict[str, list], nullable_ns: Iterable[str]) -> pa.Table:
         arrays = {}
         for k, parts in d.items():
             v = np.concatenate(parts) if parts else np.array([], dtype=object)
-            if k in BOOL_NULLABLE:
+            if k in own_flags:
                 arrays[k] = pa.array(v.tolist(), type=pa.bool_())
             elif k in nullable_ns:
                 arrays[k] = pa.array(v.astype(np.int64), mask=v.astype(np.int64) < 0, type=pa.int64())
@@ -298,8 +283,7 @@ def generate(out: Path | str, spec: Spec | None = None) -> Path:
 
     samples = table(cols, ("handshake_ns", "server_hello_ns", "ttfb_ns", "tcp_connect_ns", "tcp_bytes_sent",
                            "tcp_bytes_received", "tcp_data_segs_out", "tcp_data_segs_in", "tcp_total_retrans",
-                           "tcp_rtt_ns", "quic_datagrams_sent", "quic_datagrams_received", "quic_bytes_sent",
-                           "quic_bytes_received", "quic_pto_count", "quic_packets_lost"))
+                           "tcp_rtt_ns", *(k for k, c in own_s.items() if c.kind == "count")))
     samples = samples.append_column("backend", pa.array(np.full(samples.num_rows, "synthetic", dtype=object), type=pa.string()))
     keep = [c for c in samples.column_names if c not in spec.drop_columns]
     frames = {"samples": samples.select(keep), "cells": pd.DataFrame(cell_rows)}
@@ -319,9 +303,7 @@ def generate(out: Path | str, spec: Spec | None = None) -> Path:
     meta.update(spec.meta)
     plan = {"experiment": {"name": spec.name, "samples": spec.samples, "warmup": spec.warmup, "chain_depth": 1,
                            "repetitions": spec.repetitions, "transports": spec.transports,
-                           "quic_retry": "on" if spec.quic_retry else "off",
-                           **({"turbo_requests": "auto", "turbo_fallback_ns": int(TURBO_FALLBACK_S * 1e9)}
-                              if T.TURBOTLS.name in spec.transports else {})},
+                           **{k: v for t in T.REGISTRY for k, v in t.synthetic_plan(spec, t.name in spec.transports).items()}},
             "seed": spec.seed, "groups": spec.groups, "sigs": spec.sigs, "profiles": list(spec.profiles), "cells": cl}
     # Through the runner's writer (the one owner of the format); raw/ stays empty, so the
     # tables written here are the run's data.

@@ -127,7 +127,8 @@ def _share(v) -> str:
     return f"{100 * v:.0f}" if _ok(v) else "--"
 
 
-# What the QUIC and TurboTLS cell tables begin with: the cell and its median against TCP.
+# What every transport's own cell table (its row's report section) begins with: the cell and
+# its median against TCP.
 _TRANSPORT_CELL_COLUMNS = [
     ("Group", "", lambda r: r.group),
     ("Signature", "", lambda r: r.sig),
@@ -137,26 +138,23 @@ _TRANSPORT_CELL_COLUMNS = [
     ("vs TCP", "x", lambda r: _ci(r.vs_tcp, r.vs_tcp_ci_lo, r.vs_tcp_ci_hi, 2)),
 ]
 
-# The QUIC cells' own figures (report.md): client side from the timer's quic object, the
-# amplification-limited share from the server's conn lines.
-QUIC_COLUMNS = _TRANSPORT_CELL_COLUMNS + [
-    ("Retry", "%", lambda r: _share(r.quic_retry_share)),
-    ("Datagrams up/down", "", lambda r: f"{_num(r.dgrams_up, 0)}/{_num(r.dgrams_down, 0)}"),
-    ("PTO", "mean", lambda r: _num(r.pto_mean, 2)),
-    ("Amp.-limited", "%", lambda r: _share(r.server_amp_limited_share)),
-    ("Bound", "ms", lambda r: _num(r.bound_ms)),
-    ("Amp. rounds", "", lambda r: _num(r.bound_amp_rounds, 0)),
-]
+# How a row's report columns are shown (experiments/transports/ ReportSection formats): each
+# takes the summary row's values of the column's summary columns.
+_FORMATS = {
+    "share": lambda v: _share(v),
+    "count": lambda v: _num(v, 0),
+    "mean": lambda v: _num(v, 2),
+    "ms": lambda v: _num(v),
+    "pair": lambda a, b: f"{_num(a, 0)}/{_num(b, 0)}",
+}
 
 
-# The TurboTLS cells' own figures (report.md), from the timer's turbo object.
-TURBO_COLUMNS = _TRANSPORT_CELL_COLUMNS + [
-    ("Flight over UDP", "%", lambda r: _share(getattr(r, "turbo_udp_complete_share", np.nan))),
-    ("Did not fit", "%", lambda r: _share(getattr(r, "turbo_not_fit_share", np.nan))),
-    ("Fallback", "%", lambda r: _share(getattr(r, "turbo_fallback_rate", np.nan))),
-    ("Bound", "ms", lambda r: _num(r.bound_ms)),
-    ("Bound RTTs", "", lambda r: _num(r.bound_rtts, 0)),
-]
+def report_columns(t: TR.Transport) -> list:
+    """The columns of a transport's own table: the cell's, then its row's report columns."""
+    def cell(fmt: str, cols: tuple[str, ...]):
+        return lambda r: _FORMATS[fmt](*(getattr(r, c, np.nan) for c in cols))
+
+    return _TRANSPORT_CELL_COLUMNS + [(h, u, cell(fmt, cols)) for h, u, fmt, cols in t.report.columns]
 
 
 def _cells_markdown(df: pd.DataFrame, transport: str, columns: list) -> str:
@@ -171,9 +169,7 @@ def _cells_markdown(df: pd.DataFrame, transport: str, columns: list) -> str:
     return "\n".join(out) + "\n"
 
 
-def turbo_markdown(df: pd.DataFrame) -> str:
-    return _cells_markdown(df, TR.TURBOTLS.name, TURBO_COLUMNS)
-
-
-def quic_markdown(df: pd.DataFrame) -> str:
-    return _cells_markdown(df, TR.QUIC.name, QUIC_COLUMNS)
+def transport_markdown(df: pd.DataFrame, t: TR.Transport) -> str:
+    """A transport's own table (its row's report section); empty string when it has none or the
+    run has no cell of it."""
+    return _cells_markdown(df, t.name, report_columns(t)) if t.report else ""

@@ -99,7 +99,7 @@ def check_cmd(
         _print(f"backend {topo.backend} ({topo.backend_reason})")
         ok, rows = run_check(topo, throughput=not no_throughput, rtt_count=rtt_count,
                              log=(lambda m: None) if as_json else _print)
-        counters = topo.counters()
+        counters = topo.counters()  # raw on purpose: the backend's own figures, for the record (rows read LinkCounters)
     if as_json:
         _print(json.dumps({"ok": ok, "rows": rows, "backend": topo.backend, "counters": counters}, indent=1))
     else:

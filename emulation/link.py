@@ -22,6 +22,12 @@ class DirectionCounters:
     queue_dropped: int | None = None  # dropped by a full queue, apart from loss (userspace only)
     late: int | None = None  # sent more than 100 µs after their due time (userspace only)
     overlimits: int | None = None  # the qdisc's overlimits (netem only)
+    rx_frames: int | None = None  # frames that reached the emulator, before loss and queue (userspace only)
+    lateness_p99_ns: int | None = None  # p99 of how late frames left against their due time (userspace only)
+
+
+def _dict(x: Any) -> dict:
+    return x if isinstance(x, dict) else {}
 
 
 def _int(d: dict, key: str) -> int | None:
@@ -32,24 +38,30 @@ def _int(d: dict, key: str) -> int | None:
 @dataclass(frozen=True)
 class LinkCounters:
     """Both directions of a link. queue_apart: the emulator counts queue drops and late frames
-    apart from its loss (pqs-linkemu), so they are judged; netem counts loss and tail drops as
-    one figure and has no notion of late frames."""
+    apart from its loss (pqs-linkemu), so they are judged (and `net check` reports its send
+    timing); netem counts loss and tail drops as one figure and has no notion of late frames."""
 
     up: DirectionCounters = field(default_factory=DirectionCounters)
     down: DirectionCounters = field(default_factory=DirectionCounters)
     queue_apart: bool = True
+    rt_active: bool | None = None  # the emulator runs under real-time scheduling (userspace only)
 
     def way(self, direction: str) -> DirectionCounters:
         return self.up if direction == "up" else self.down
 
     @classmethod
     def from_userspace(cls, counters: dict[str, Any]) -> "LinkCounters":
-        """pqs-linkemu's stats (emulation/linkemu/linkemu.c): forwarded, bytes, lost,
-        queue_dropped, late per direction."""
-        ways = {w: DirectionCounters(**{k: _int(counters.get(w) or {}, k)
-                                        for k in ("forwarded", "bytes", "lost", "queue_dropped", "late")})
-                for w in ("up", "down")}
-        return cls(ways["up"], ways["down"], queue_apart=True)
+        """pqs-linkemu's stats (emulation/linkemu/linkemu.c, write_stats) as the topology gives
+        them: per direction forwarded, bytes, lost, queue_dropped, late, rx_frames and
+        lateness_ns.p99; the emulator's own figures (rt_active, ...) under `emulator`."""
+        ways = {}
+        for w in ("up", "down"):
+            c = _dict(counters.get(w))
+            ways[w] = DirectionCounters(**{k: _int(c, k) for k in ("forwarded", "bytes", "lost", "queue_dropped",
+                                                                    "late", "rx_frames")},
+                                        lateness_p99_ns=_int(_dict(c.get("lateness_ns")), "p99"))
+        rt = _dict(counters.get("emulator")).get("rt_active")
+        return cls(ways["up"], ways["down"], queue_apart=True, rt_active=rt if isinstance(rt, bool) else None)
 
     @classmethod
     def from_netem(cls, counters: dict[str, Any]) -> "LinkCounters":
@@ -57,7 +69,7 @@ class LinkCounters:
         the queue sized from the profile, limit auto, tail drops do not happen)."""
         ways = {}
         for w in ("up", "down"):
-            c = counters.get(w) or {}
+            c = _dict(counters.get(w))
             ways[w] = DirectionCounters(forwarded=_int(c, "forwarded"), bytes=_int(c, "bytes"), lost=_int(c, "dropped"),
                                         overlimits=_int(c, "overlimits"))
         return cls(ways["up"], ways["down"], queue_apart=False)

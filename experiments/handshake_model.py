@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from . import modes as M
 
@@ -393,12 +394,12 @@ def handshake_bound(group: str, sig: str, rtt_s: float, *, rate_bps: float | Non
                     registry=None, cpu_s: float = DEFAULT_CPU_S, rate_up: float | None = None,
                     rate_down: float | None = None, cpu: Cpu | None = None, iw_c: int | None = None,
                     iw_s: int | None = None, client_auth: str | None = None, client_chain_depth: int = 1,
-                    request_bytes: int = 1, transport: str | None = None, quic_retry: bool = True,
-                    turbo_requests: int | None = None) -> Bound:
+                    request_bytes: int = 1, transport: str | None = None, **settings: Any) -> Bound:
     """The bound of the cell's transport (its row's model in experiments/transports/; None = the
-    default transport, TLS over TCP) for algorithm names. quic_retry: QUIC's Retry round trip;
-    turbo_requests: TurboTLS's request datagrams (None = the runner's auto count); client_auth:
-    the client chain's signature algorithm under mutual TLS (TCP only)."""
+    default transport, TLS over TCP) for algorithm names. settings: the transports' own settings
+    (their rows' run_settings(), e.g. whether QUIC's server sends a Retry); each row's bound
+    takes the ones it knows. client_auth: the client chain's signature algorithm under mutual
+    TLS (TCP only)."""
     from . import transports as T
 
     tr = T.find(T.DEFAULT if transport is None else transport)
@@ -408,21 +409,21 @@ def handshake_bound(group: str, sig: str, rtt_s: float, *, rate_bps: float | Non
     return tr.bound(rtt_s, sizes_for(group, sig, registry), rate_bps=rate_bps, mtu=mtu, chain_depth=chain_depth,
                     mode=mode, cpu_s=cpu_s, rate_up=rate_up, rate_down=rate_down, cpu=cpu, iw_c=iw_c, iw_s=iw_s,
                     registry=registry, client_auth=client_auth, client_chain_depth=client_chain_depth,
-                    request_bytes=request_bytes, quic_retry=quic_retry, turbo_requests=turbo_requests)
+                    request_bytes=request_bytes, **settings)
 
 
 def expected_attempt_s(group: str, sig: str, rtt_s: float, *, rate_bps: float | None = None,
                        mtu: int = 1500, loss: float = 0.0, chain_depth: int = 1,
                        mode: str = M.FULL, registry=None, iw_c: int | None = None, iw_s: int | None = None,
                        client_auth: str | None = None, client_chain_depth: int = 1, response: bool = False,
-                       transport: str | None = None, quic_retry: bool = True) -> float:
+                       transport: str | None = None, **settings: Any) -> float:
     """Planning figure for one attempt: bound (to the first response byte when a TCP attempt
     asks for a response) + expected loss penalty + closing the connection (the timer does not
     wait for the server's close; a small constant covers process work). The priming full
     handshake of resume / 0-RTT cells is one per cell, counted in the cell overhead."""
     b = handshake_bound(group, sig, rtt_s, rate_bps=rate_bps, mtu=mtu, chain_depth=chain_depth,
                         mode=mode, registry=registry, iw_c=iw_c, iw_s=iw_s, client_auth=client_auth,
-                        client_chain_depth=client_chain_depth, transport=transport, quic_retry=quic_retry)
+                        client_chain_depth=client_chain_depth, transport=transport, **settings)
     t = b.ttfb if (response and b.ttfb) else b.total
     return t + loss_penalty_s(rtt_s, loss, b.packets) + 0.0003
 

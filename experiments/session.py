@@ -58,6 +58,7 @@ def execute(run: rd.RunDir, plan: Plan, todo: list[Cell], progress: Progress, se
                 backends.add(topo.backend)
                 _record_placement(run, topo)
                 _net_record(run, name, session, "describe", topo.describe())
+                # counters-*: the backend's raw figures on purpose (provenance); judgments read topo.link_counters()
                 _net_record(run, name, session, "counters-before", topo.counters())
                 try:
                     check = dict(measure_rtt(topo, count=100))

@@ -70,10 +70,12 @@ def fig_bytes(ctx: Ctx) -> list[FigOut]:
     _legend(fig, ax, ncol=3)
     fig.tight_layout()
     title = "Handshake bytes per algorithm"
-    quic = set(t0["transport"]) == {T.QUIC.name}  # byte counts of the QUIC connection, not TCP_INFO
-    src = (("UDP payload bytes of the QUIC connection as the timer counts them" if quic
-            else "TLS payload bytes measured with TCP_INFO") + " (median of the loss-free profiles)" if measured
-           else "sizes from the handshake model (the run has no " + ("QUIC" if quic else "TCP_INFO") + " byte counts)")
+    # A transport with byte counts of its own (QUIC's connection), not TCP_INFO's.
+    trs = {T.find(x) for x in set(t0["transport"])}
+    own = next(iter(trs)) if len(trs) == 1 and None not in trs and next(iter(trs)).payload_bytes else None
+    src = ((own.payload_bytes_text if own else "TLS payload bytes measured with TCP_INFO")
+           + " (median of the loss-free profiles)" if measured
+           else "sizes from the handshake model (the run has no " + (own.label if own else "TCP_INFO") + " byte counts)")
     cap = (f"Bytes of a {MODE_LABELS.get(mode, mode)} handshake per algorithm, both directions: key shares and "
            f"certificate chain (chain depth {ctx.a.run.chain_depth}, plus CertificateVerify) from the algorithm "
            f"registry, the rest is the difference to the total ({src}). The stripe left of each bar is the "

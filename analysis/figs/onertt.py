@@ -1,5 +1,6 @@
-"""Figure 13: one round trip fewer: handshake time against RTT per transport variant, and TurboTLS's
-fallback rate against loss."""
+"""Figure 13: one round trip fewer: handshake time against RTT per transport variant, and the
+fallback rate against loss of each transport that falls back to TCP (its row's fallback_column:
+TurboTLS)."""
 
 from __future__ import annotations
 
@@ -58,9 +59,12 @@ def fig_onertt(ctx: Ctx) -> list[FigOut]:
         raise Skip(f"the run has one transport variant ({trs[0] if trs else 'none'}); add transports "
                    f"[tcp, turbotls, quic] or tcp_fastopen: true")
     outs = [_onertt_rtt(ctx)]
-    fb = _turbo_fallback(ctx)
-    if fb is not None:
-        outs.append(fb)
+    first = True
+    for tr in T.REGISTRY:
+        fb = _fallback(ctx, tr, "onertt-fallback" if first else f"onertt-fallback-{tr.name}") if tr.fallback_column else None
+        if fb is not None:
+            outs.append(fb)
+            first = False
     return outs
 
 
@@ -114,22 +118,23 @@ def _onertt_rtt(ctx: Ctx) -> FigOut:
     return FigOut("onertt", fig, title, cap)
 
 
-def _turbo_fallback(ctx: Ctx) -> FigOut | None:
-    """TurboTLS fallback rate vs loss, or None when the run has no turbotls cell under loss."""
-    tt = ctx.t[ctx.t["transport"] == T.TURBOTLS.name]
+def _fallback(ctx: Ctx, tr: T.Transport, name: str) -> FigOut | None:
+    """A transport's fallback rate vs loss (its row's fallback_column), or None when the run has
+    no cell of it under loss."""
+    tt = ctx.t[ctx.t["transport"] == tr.name]
     if tt.empty or not (tt["loss"].fillna(0) > 0).any():
         return None
     s = ctx.a.run.samples
-    if "turbo_fallback" not in s:
+    if tr.fallback_column not in s:
         return None
-    s = s[s["transport"].astype(str) == T.TURBOTLS.name]
-    flag = s["turbo_fallback"].astype("object")
+    s = s[s["transport"].astype(str) == tr.name]
+    flag = s[tr.fallback_column].astype("object")
     known = flag.map(lambda v: isinstance(v, (bool, np.bool_, int, float)) and v == v)
     s = s.assign(_fb=flag.where(known).map(lambda v: bool(v) if v == v and v is not None else False), _k=known)
     s = s[s["_k"].to_numpy(dtype=bool)]
     counts = s.groupby([s[c].astype(str) for c in CELL_KEY])["_fb"].agg(["sum", "count"])
     lossy = tt[tt["loss"].fillna(0) > 0]
-    # One panel per RTT that has lossy turbotls cells; its loss-free cells at that RTT give the 0 % point.
+    # One panel per RTT that has lossy cells of it; its loss-free cells at that RTT give the 0 % point.
     rtts = sorted(lossy["rtt_cfg_ms"].dropna().unique())
     tt = tt[tt["rtt_cfg_ms"].isin(rtts) & (tt["jitter_ms"].fillna(0) == 0)]
     n = len(rtts)
@@ -164,13 +169,12 @@ def _turbo_fallback(ctx: Ctx) -> FigOut | None:
     _legend(fig, axes)
     fig.tight_layout()
     used = tt[tt["profile"].isin(drawn)]
-    title = "TurboTLS fallback rate vs packet loss"
-    cap = (f"Share of TurboTLS attempts (failed ones included) whose UDP first flight did not complete within the "
-           f"fallback wait, so that the client carried on with TLS over its TCP connection, against the configured "
+    title = f"{tr.label} fallback rate vs packet loss"
+    cap = (f"Share of {tr.label} attempts (failed ones included) {tr.fallback_text}, against the configured "
            f"loss per direction; bars: {int(S.CI_LEVEL * 100)} % Wilson score interval (attempts taken as "
            f"independent). One line per algorithm, one panel per RTT. Profiles: "
            f"{_profile_text(ctx.a.run, list(dict.fromkeys(drawn)))}. {n_text(used)}. {ctx.prov}")
-    return FigOut("onertt-fallback", fig, title, cap)
+    return FigOut(name, fig, title, cap)
 
 
 # The kinds of this family, in the order `--only` numbers them (figures.KINDS).

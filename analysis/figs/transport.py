@@ -1,4 +1,5 @@
-"""Figure 12: TCP vs QUIC, paired ECDFs per algorithm and profile."""
+"""Figure 12: the transports side by side (TCP vs QUIC in a run of the two), paired ECDFs per
+algorithm and profile."""
 
 from __future__ import annotations
 
@@ -20,6 +21,20 @@ def _ecdf_kw(tr: str) -> dict:
     """A transport's curve look (its row in experiments/transports/); none for an unknown one."""
     row = T.find(tr)
     return row.ecdf_kw() if row is not None else {}
+
+
+_DASH = {"-": "solid", "--": "dashed", ":": "dotted", "-.": "dash-dotted"}
+
+
+def _short(tr: str) -> str:
+    row = T.find(tr)
+    return row.table_label if row is not None else tr
+
+
+def _timing_text(trs: list[str]) -> str:
+    """What the time covers on each drawn transport (its row's timing_text), as sentences."""
+    parts = [t for t in ((T.find(tr).timing_text if T.find(tr) else "") for tr in trs) if t]
+    return (("; ".join(parts[:1] + [p[0].lower() + p[1:] for p in parts[1:]]) + ". ") if parts else "")
 
 
 def fig_transport(ctx: Ctx) -> list[FigOut]:
@@ -70,11 +85,13 @@ def fig_transport(ctx: Ctx) -> list[FigOut]:
         _legend(fig, axes)
         fig.tight_layout()
         tp = ctx.t[(ctx.t["profile"] == p) & (ctx.t["mode"] == mode)]
-        title = f"TCP vs QUIC per algorithm, profile {p}"
+        drawn = [tr for tr in trs if (d["transport"] == tr).any()]
+        title = f"{' vs '.join(_short(tr) for tr in drawn)} per algorithm, profile {p}"
+        over = [f"{_short(tr)} ({_DASH.get(_ecdf_kw(tr).get('linestyle', '-'), 'solid')})" for tr in drawn]
         cap = (f"Empirical CDFs of {MODE_LABELS.get(mode, mode)} handshake times (client side, every attempt: a curve "
-               f"ends at 1 - failure rate) over TCP (solid) and QUIC (dashed) for each algorithm run on both, profile "
-               f"{_profile_text(ctx.a.run, [p])}. Over TCP the time includes the TCP handshake; over QUIC the "
-               f"handshake is the connection set-up. {n_text(tp)}. {ctx.prov}")
+               f"ends at 1 - failure rate) over {', '.join(over[:-1])} and {over[-1]} for each algorithm run on "
+               f"{'both' if len(drawn) == 2 else 'more than one'}, profile {_profile_text(ctx.a.run, [p])}. "
+               f"{_timing_text(drawn)}{n_text(tp)}. {ctx.prov}")
         outs.append(FigOut(f"transport-{_slug(p)}", fig, title, cap))
     if not outs:
         raise Skip("no algorithm was run over both transports in the same profile")

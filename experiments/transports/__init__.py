@@ -12,10 +12,38 @@ rows; no other module spells a transport's name (tests/test_registry_only.py).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from .. import modes as M
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column a transport's JSON member becomes: `raw` in samples / server / cells.parquet (the
+    runner's flattened name), `name` in the analysis (analysis/columns.py adds it to its maps).
+    kind: "count" (a number; null, or -1 in synthetic data, where it does not apply), "flag" (a
+    boolean, null for the other transports' rows) or "text". synthetic: analysis/synthetic.py
+    writes it (from the row's synthetic_samples / synthetic_server)."""
+
+    raw: str
+    name: str
+    kind: str = "count"
+    synthetic: bool = True
+
+
+@dataclass(frozen=True)
+class ReportSection:
+    """The transport's own table in report.md (analysis/tables.py transport_markdown renders it
+    after the cell, its median and its ratio to TLS/TCP). columns: (head, unit, format, summary
+    columns) with format "share" (a fraction shown in %), "count" (no decimals), "mean" (2
+    decimals), "ms" (1 decimal) or "pair" ("a/b", no decimals). text: the paragraph above the
+    table, given the summary's params (the run's settings are there)."""
+
+    title: str
+    columns: tuple[tuple[str, str, str, tuple[str, ...]], ...]
+    text: Callable[[dict], str]
 
 
 class Transport:
@@ -38,6 +66,25 @@ class Transport:
     bare_cell_id: bool = False
     # No response and no early data: pqs-server refuses those options with this transport.
     handshake_only: bool = False
+    # Its attempts carry the client socket's TCP_INFO figures (the tcp_* columns); QUIC's do not.
+    over_tcp: bool = True
+    # Its own columns in samples / server / cells.parquet (JSON members), in the tables' order.
+    sample_columns: tuple[Column, ...] = ()
+    server_columns: tuple[Column, ...] = ()
+    cell_columns: tuple[Column, ...] = ()
+    # Its attempts' up / down byte counts where TCP_INFO has none (analysis names; the summary's
+    # bytes_up / bytes_down and the bytes figure take them), and what they count, for captions.
+    payload_bytes: tuple[str, str] | None = None
+    payload_bytes_text: str = ""
+    # A flag column: the attempt gave up its own path and carried on over TCP; the fallback
+    # figure (analysis/figs/onertt.py) draws its share against loss. fallback_text says what
+    # the fallback is, for the caption.
+    fallback_column: str | None = None
+    fallback_text: str = ""
+    # What its handshake time covers, for captions that compare transports ("" says nothing).
+    timing_text: str = ""
+    # Its section in report.md (None: the summary table says all).
+    report: ReportSection | None = None
 
     @property
     def modes(self) -> tuple[str, ...]:
@@ -53,8 +100,9 @@ class Transport:
         return {"color": self.colour, "linestyle": self.linestyle, "marker": self.marker}
 
     def ecdf_kw(self) -> dict[str, str]:
-        """Keywords of its curve in the per-transport ECDF figure (analysis/figs/transport.py)."""
-        return {}
+        """Keywords of its curve in the per-transport ECDF figure (analysis/figs/transport.py): its
+        colour and dash (no marker on a step curve)."""
+        return {"linestyle": self.linestyle, "color": self.colour}
 
     # --- the C programs' command lines (experiments/programs.py adds these at the end) ---
     def server_args(self, cell: Any, exp: Any, qlog: Path | None) -> list[str]:
@@ -100,6 +148,39 @@ class Transport:
 
     def summary_server(self, ctx: Any) -> None:
         """Columns from the server's connections, added to ctx.out."""
+
+    # --- a run's settings the analysis needs (analysis/load.py; the bound's keywords) ---
+    def run_settings(self, exp: dict) -> dict[str, Any]:
+        """Its settings from plan.json's experiment section (an older run without them: the
+        defaults), as keywords of its bound()."""
+        return {}
+
+    def merge_settings(self, each: list[dict[str, Any]]) -> dict[str, Any]:
+        """Its settings for runs analysed together, from each run's run_settings()."""
+        return each[0] if each else {}
+
+    # --- synthetic runs (analysis/synthetic.py): plausible values of its own columns ---
+    def synthetic_penalty(self, rng: Any, b: Any, loss: float, rtt_s: float, n: int) -> tuple[Any, dict[str, Any]]:
+        """Time its path adds to n attempts of a cell with bound b (seconds, or 0.0), and what
+        synthetic_samples needs of it. Draws from rng only if it adds something."""
+        return 0.0, {}
+
+    def synthetic_samples(self, spec: Any, a: dict[str, Any]) -> dict[str, Any]:
+        """Arrays of its sample_columns (raw names) for one cell's attempts (a: analysis/synthetic.py
+        _cell_arrays, with the bound as a["b"]); a column left out is null."""
+        return {}
+
+    def synthetic_server(self, spec: Any, a: dict[str, Any], m: int) -> dict[str, Any]:
+        """Arrays of its server_columns for one cell's m server connections."""
+        return {}
+
+    def synthetic_cell(self, spec: Any) -> dict[str, Any]:
+        """Its cell_columns for one of its cells."""
+        return {}
+
+    def synthetic_plan(self, spec: Any, present: bool) -> dict[str, Any]:
+        """Its settings in plan.json's experiment section (present: the run has its cells)."""
+        return {}
 
 
 def refuse_modes(t: Transport, ef: Any, cells: list[Any]) -> None:
@@ -147,6 +228,14 @@ NAMES: tuple[str, ...] = tuple(t.name for t in REGISTRY)
 ORDER: tuple[str, ...] = tuple(t.name for t in sorted(REGISTRY, key=lambda t: t.rank))  # tables, figures
 DEFAULT: str = TCP.name  # runs from before transports existed are tcp; so is a cell that names none
 _BY_NAME = {t.name: t for t in REGISTRY}
+
+
+def columns(table: str) -> dict[str, str]:
+    """Every transport's own columns of one table ("samples", "server", "cells"): raw -> analysis name."""
+    return {c.raw: c.name for t in REGISTRY for c in getattr(t, f"{_TABLE[table]}_columns")}
+
+
+_TABLE = {"samples": "sample", "server": "server", "cells": "cell"}
 
 
 def get(name: str) -> Transport:

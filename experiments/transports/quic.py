@@ -17,7 +17,7 @@ from typing import Any
 from .. import modes as M
 from ..handshake_model import (CV_FIXED, DEFAULT_CPU_S, FIN_MAX, HRR_MIN, RECORD_OVERHEAD, SH_MIN, Bound, Cpu,
                                _in_order, client_hello_bytes, server_flight_bytes)
-from . import Transport, refuse_mode, refuse_small_mtu
+from . import Column, ReportSection, Transport, refuse_mode, refuse_small_mtu
 
 NAME = "quic"
 # The smallest IPv4 MTU that carries a 1200-byte QUIC Initial datagram (RFC 9000 14.1): 1200
@@ -270,6 +270,15 @@ def _flag_share(values) -> Any:
         lambda v: float(v) if isinstance(v, (bool, int, float, np.bool_)) and v == v else np.nan), errors="coerce")
 
 
+def _report_text(params: dict) -> str:
+    retry = "on" if params.get("quic_retry", True) else "off"
+    return (f"Client side from the timer's QUIC connection figures, the amplification-limited share from the "
+            f"server's connections (its flight waited on the 3x limit before the client's address was "
+            f"validated); 'vs TCP': ratio of medians against the same cell over TCP with its "
+            f"{int(params['ci_level'] * 100)} % bootstrap CI; the bound is the QUIC model's (Retry {retry}; "
+            f"'Amp. rounds': round trips the amplification limit adds in it).")
+
+
 class Quic(Transport):
     name = NAME
     label = "QUIC"
@@ -280,9 +289,34 @@ class Quic(Transport):
     refused = QUIC_REFUSED_MODES
     # pqs-server and pqs-timer send no response and no early data over QUIC.
     handshake_only = True
-
-    def ecdf_kw(self) -> dict[str, str]:
-        return {"linestyle": self.linestyle, "color": self.colour}
+    over_tcp = False
+    timing_text = "Over QUIC the handshake is the connection set-up"
+    # The timer's quic object: connection figures at the end of the handshake.
+    sample_columns = (Column("quic_retry", "quic_retry", "flag"),  # the server made the client go through a Retry
+                      Column("quic_datagrams_sent", "dgrams_up"),
+                      Column("quic_datagrams_received", "dgrams_down"),
+                      Column("quic_bytes_sent", "quic_bytes_up"),
+                      Column("quic_bytes_received", "quic_bytes_down"),
+                      Column("quic_pto_count", "pto_count"),
+                      Column("quic_packets_lost", "quic_lost"))
+    # The server's conn lines.
+    server_columns = (Column("first_initial_mono_ns", "first_initial_mono_ns", synthetic=False),  # its first Initial arrived
+                      Column("quic_retry_sent", "server_retry_sent", "flag"),
+                      Column("quic_amplification_limited", "server_amp_limited", "flag"),  # waited on the 3x limit
+                      Column("quic_pto_count", "server_pto_count", synthetic=False),
+                      Column("quic_datagrams_sent", "server_dgrams_sent", synthetic=False),
+                      Column("quic_datagrams_received", "server_dgrams_received", synthetic=False))
+    cell_columns = (Column("quic_retry", "cfg_quic_retry", "text"),)  # on / off (DONE)
+    payload_bytes = ("quic_bytes_up", "quic_bytes_down")
+    payload_bytes_text = "UDP payload bytes of the QUIC connection as the timer counts them"
+    # The client side from the timer's quic object, the amplification-limited share from the
+    # server's conn lines.
+    report = ReportSection("QUIC cells", (("Retry", "%", "share", ("quic_retry_share",)),
+                                          ("Datagrams up/down", "", "pair", ("dgrams_up", "dgrams_down")),
+                                          ("PTO", "mean", "mean", ("pto_mean",)),
+                                          ("Amp.-limited", "%", "share", ("server_amp_limited_share",)),
+                                          ("Bound", "ms", "ms", ("bound_ms",)),
+                                          ("Amp. rounds", "", "count", ("bound_amp_rounds",))), _report_text)
 
     def server_args(self, cell: Any, exp: Any, qlog: Path | None) -> list[str]:
         return ["--transport", NAME, "--quic-retry", exp.quic_retry] + (["--qlog", str(qlog)] if qlog is not None else [])
@@ -324,6 +358,39 @@ class Quic(Transport):
         return quic_lower_bound(rtt_s, share_c=sc, share_s=ss, sig_pk=pk, sig_len=sl, rate_bps=rate_bps, mtu=mtu,
                                 chain_depth=chain_depth, mode=mode, cpu_s=cpu_s, retry=quic_retry,
                                 rate_up=rate_up, rate_down=rate_down, cpu=cpu)
+
+    def run_settings(self, exp: dict) -> dict[str, Any]:
+        return {"quic_retry": exp.get("quic_retry", "on") in ("on", True)}
+
+    def merge_settings(self, each: list[dict[str, Any]]) -> dict[str, Any]:
+        """Retry on only if every run had it (the bound without Retry is the lower)."""
+        return {"quic_retry": all(e["quic_retry"] for e in each)}
+
+    def synthetic_samples(self, spec: Any, a: dict[str, Any]) -> dict[str, Any]:
+        """Datagrams as the model counts them (+ ACKs, a Retry's), bytes from the model's flights."""
+        import numpy as np
+
+        n, b, retry = a["n"], a["b"], spec.quic_retry
+        return {"quic_retry": np.full(n, retry, dtype=object),
+                "quic_datagrams_sent": np.full(n, b.client_segments * (2 if retry else 1) + 2, dtype=np.int64),
+                "quic_datagrams_received": np.full(n, b.server_segments + (1 if retry else 0), dtype=np.int64),
+                "quic_bytes_sent": np.full(n, a["up"] + 1200, dtype=np.int64),
+                "quic_bytes_received": np.full(n, a["down"], dtype=np.int64),
+                "quic_pto_count": a["retrans"].astype(np.int64),
+                "quic_packets_lost": a["retrans"].astype(np.int64)}
+
+    def synthetic_server(self, spec: Any, a: dict[str, Any], m: int) -> dict[str, Any]:
+        """The amplification limit where the model has its round and no Retry validated the address."""
+        import numpy as np
+
+        return {"quic_amplification_limited": np.full(m, bool(a["b"].amp_rounds) and not spec.quic_retry, dtype=object),
+                "quic_retry_sent": np.full(m, spec.quic_retry, dtype=object)}
+
+    def synthetic_cell(self, spec: Any) -> dict[str, Any]:
+        return {"quic_retry": "on" if spec.quic_retry else "off"}
+
+    def synthetic_plan(self, spec: Any, present: bool) -> dict[str, Any]:
+        return {"quic_retry": "on" if spec.quic_retry else "off"}
 
     def summary_attempts(self, ctx: Any) -> None:
         """Share of attempts that went through a Retry, mean PTO expirations and lost packets."""

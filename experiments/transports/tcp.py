@@ -5,6 +5,7 @@ model is the shared timeline of experiments/handshake_model.py (lower_bound)."""
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from . import Transport
 
 NAME = "tcp"
 TFO_NAME = "tcp+tfo"
+_LOWER_BOUND_ARGS = frozenset(inspect.signature(hm.lower_bound).parameters)
 TFO_QUEUE = 64  # pqs-server --tcp-fastopen: the kernel's queue of pending Fast Open requests
 
 
@@ -24,16 +26,13 @@ class Tcp(Transport):
     colour, linestyle, marker = "#0072B2", "-", "o"
     rank = 0
     bare_cell_id = True  # tcp cells keep the ids they had before transports existed
+    timing_text = "Over TCP the time includes the TCP handshake"
     tfo = False
-
-    def ecdf_kw(self) -> dict[str, str]:
-        return {"linestyle": self.linestyle, "color": self.colour}
 
     def bound(self, rtt_s: float, sizes: tuple[int, int, int, int], *, registry=None, client_auth: str | None = None,
               client_chain_depth: int = 1, request_bytes: int = 1, **kw: Any) -> hm.Bound:
         sc, ss, pk, sl = sizes
-        kw.pop("quic_retry", None)
-        kw.pop("turbo_requests", None)
+        kw = {k: v for k, v in kw.items() if k in _LOWER_BOUND_ARGS}  # other transports' settings go
         csig = hm.sig_sizes(client_auth, registry) if client_auth else None
         b = hm.lower_bound(rtt_s, share_c=sc, share_s=ss, sig_pk=pk, sig_len=sl, client_sig=csig,
                            client_chain_depth=client_chain_depth, request_bytes=request_bytes, tfo=self.tfo, **kw)
@@ -54,12 +53,8 @@ class TcpFastOpen(Tcp):
     rank = 1
     bare_cell_id = False
     tfo = True
+    timing_text = ""  # as TCP's, said once
     onertt_modes = (M.FULL, M.RESUME, M.RESUME_PSK, M.ZERO_RTT)
-
-    def ecdf_kw(self) -> dict[str, str]:
-        # The ECDF figure drew only tcp and quic in their colours before the registry (matplotlib's
-        # cycle for the others); kept so figures stay as they were (issue 21: no output changes).
-        return {}
 
     def server_args(self, cell: Any, exp: Any, qlog: Path | None) -> list[str]:
         return ["--tcp-fastopen", str(TFO_QUEUE)]

@@ -13,7 +13,7 @@ from typing import Any
 from .. import modes as M
 from ..handshake_model import (CV_FIXED, DEFAULT_CPU_S, FIN_MAX, IW, SH_MIN, SYN_FRAME, Bound, Cpu, _flight,
                                client_hello_bytes, extra_rounds, segments, serialization_s, server_flight_bytes)
-from . import Transport, refuse_mode, refuse_small_mtu
+from . import Column, ReportSection, Transport, refuse_mode, refuse_small_mtu
 
 NAME = "turbotls"
 # The modes pqs-server / pqs-timer do not run over TurboTLS: the reason, for the plan's message.
@@ -23,6 +23,7 @@ TURBO_REFUSED_MODES = {M.ZERO_RTT: "0-RTT over TurboTLS is not implemented",
                        M.RESUME_PSK: "psk_ke resumption is run over TCP only"}
 TURBO_MODES = tuple(m for m in M.NAMES if m not in TURBO_REFUSED_MODES)
 TURBO_MIN_MTU = 1228  # a 1200-byte datagram + UDP 8 + IPv4 20
+TURBO_FALLBACK_S = 0.010  # the fallback wait of synthetic turbotls cells (the runner's default)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -135,6 +136,13 @@ def requests_for(cell: Any, exp: Any) -> int:
     return turbo_requests_auto(sc, ss, pk, sl, exp.chain_depth, M.RESUME if cell.mode == M.RESUME else M.FULL)
 
 
+_REPORT_TEXT = ("From the timer's turbo object: 'Flight over UDP' = attempts whose whole first server flight "
+                "came over UDP; 'Did not fit' = the server's flight needed more datagrams than the client's "
+                "requests (the rest came over TCP); 'Fallback' = attempts that carried on over TCP after the "
+                "fallback wait (UDP blocked or lost), failed attempts included; 'vs TCP' as above; the bound is "
+                "the TurboTLS model's (docs/methodology.md).")
+
+
 class TurboTls(Transport):
     name = NAME
     label = "TurboTLS"
@@ -143,6 +151,20 @@ class TurboTls(Transport):
     rank = 2
     min_mtu = TURBO_MIN_MTU
     refused = TURBO_REFUSED_MODES
+    # The timer's turbo object.
+    sample_columns = (Column("turbo_fallback", "turbo_fallback", "flag"),  # carried on over TCP after its wait
+                      Column("turbo_fallback_cause", "turbo_fallback_cause", "text"),  # no_reply / timeout / flight_not_fit
+                      Column("turbo_udp_complete", "turbo_udp_complete", "flag"),  # the whole first flight came over UDP
+                      Column("turbo_replies_missing", "turbo_replies_missing", synthetic=False),  # beyond the requests
+                      Column("turbo_requests", "turbo_requests", synthetic=False))
+    fallback_column = "turbo_fallback"
+    fallback_text = ("whose UDP first flight did not complete within the fallback wait, so that the client carried "
+                     "on with TLS over its TCP connection")
+    report = ReportSection("TurboTLS cells", (("Flight over UDP", "%", "share", ("turbo_udp_complete_share",)),
+                                              ("Did not fit", "%", "share", ("turbo_not_fit_share",)),
+                                              ("Fallback", "%", "share", ("turbo_fallback_rate",)),
+                                              ("Bound", "ms", "ms", ("bound_ms",)),
+                                              ("Bound RTTs", "", "count", ("bound_rtts",))), lambda params: _REPORT_TEXT)
 
     def server_args(self, cell: Any, exp: Any, qlog: Path | None) -> list[str]:
         return ["--transport", NAME]
@@ -179,6 +201,35 @@ class TurboTls(Transport):
         return turbo_lower_bound(rtt_s, share_c=sc, share_s=ss, sig_pk=pk, sig_len=sl, rate_bps=rate_bps, mtu=mtu,
                                  chain_depth=chain_depth, mode=mode, cpu_s=cpu_s, requests=turbo_requests,
                                  rate_up=rate_up, rate_down=rate_down, cpu=cpu, iw=iw_s or IW)
+
+    def run_settings(self, exp: dict) -> dict[str, Any]:
+        """The request datagrams (None: auto, sized per cell by the model)."""
+        tr = exp.get("turbo_requests", "auto")
+        return {"turbo_requests": int(tr) if isinstance(tr, int) and not isinstance(tr, bool) else None}
+
+    def merge_settings(self, each: list[dict[str, Any]]) -> dict[str, Any]:
+        """Runs that differ: 1024, the most, so the model's flight always fits and its bound stays a bound."""
+        vals = {e["turbo_requests"] for e in each}
+        return {"turbo_requests": each[0]["turbo_requests"] if len(vals) == 1 else 1024}
+
+    def synthetic_penalty(self, rng: Any, b: Any, loss: float, rtt_s: float, n: int) -> tuple[Any, dict[str, Any]]:
+        """The UDP flight (ClientHello datagrams out, the server's flight back) is lost with the
+        loss of any of its datagrams; the client then waits out the fallback and finishes over
+        TCP (the TCP handshake's count of round trips, as the model says on fallback)."""
+        p_fb = 1 - (1 - loss) ** max(1, b.client_segments + b.server_segments)
+        fallback = rng.random(n) < p_fb
+        return fallback * (TURBO_FALLBACK_S + rtt_s), {"fallback": fallback}
+
+    def synthetic_samples(self, spec: Any, a: dict[str, Any]) -> dict[str, Any]:
+        import numpy as np
+
+        fb = a["fallback"]
+        return {"turbo_fallback": np.array(fb.tolist(), dtype=object),
+                "turbo_fallback_cause": np.where(fb, "timeout", None).astype(object),
+                "turbo_udp_complete": np.array((~fb).tolist(), dtype=object)}
+
+    def synthetic_plan(self, spec: Any, present: bool) -> dict[str, Any]:
+        return {"turbo_requests": "auto", "turbo_fallback_ns": int(TURBO_FALLBACK_S * 1e9)} if present else {}
 
     def summary_attempts(self, ctx: Any) -> None:
         """Share of attempts (all, failed ones included: a fallback is a property of the path, not

@@ -1,6 +1,6 @@
 /* test_quicrx.c - the server's classification of received QUIC datagrams: the header rules
  * (pqs_quic_rx_classify, mirroring OpenSSL 3.6's listener) on hand-built datagrams, and the
- * connection-ID table of quicobs.c (adds and removes at half load, where probe chains are
+ * connection-ID table of quicrx.c (adds and removes at half load, where probe chains are
  * long and removal must move entries back). */
 #include <stdint.h>
 #include <stdlib.h>

@@ -7,6 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from pqshake.experiments import transports as T
+
 from pqshake.analysis import figures as F
 from pqshake.analysis import report as R
 from pqshake.analysis import stats as S
@@ -79,7 +81,7 @@ def test_fallback_rates_are_the_samples_with_wilson_bounds(tmp_path):
     a, _, _ = _render(tmp_path / "run", ALL)
     ctx = F.context(a, "thesis")
     with plt.rc_context(F.ST.rc("thesis")):
-        fo = F._turbo_fallback(ctx)
+        fo = F._fallback(ctx, T.TURBOTLS, "onertt-fallback")
     ax = fo.fig.axes[0]
     s = a.run.samples
     for cont, g in zip(ax.containers, [g for g, _ in ctx.pal.order([("x25519", "ecdsa-p256"),

@@ -10,13 +10,13 @@ import json
 import os
 import secrets
 import shutil
-import signal
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 from needs import need
+from procs import stop
 
 REPO = Path(__file__).resolve().parents[2]
 LINKEMU_DIR = REPO / "emulation" / "linkemu"
@@ -102,14 +102,7 @@ class DevNet:
             info["ready"] = json.loads(p.stdout.readline())
             yield info
         finally:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-            info["rc"] = p.returncode
+            info["rc"] = stop(p)
             info["stderr"] = p.stderr.read()
             if stats.exists():
                 info["stats"] = json.loads(stats.read_text())

@@ -7,7 +7,6 @@ $PQS_BUILD/asan/bin. All traffic stays on 127.0.0.1.
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import time
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from needs import need
+from procs import stop
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("PQS_BUILD", REPO / "build")).resolve()
@@ -88,12 +88,7 @@ class Server:
     def stop(self, timeout=30):
         if self.records is not None:
             return self.records
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.returncode = self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.returncode = self.proc.wait()
+        self.returncode = stop(self.proc, timeout)
         self._err.close()
         self.records = parse_lines(self.log.read_text())
         return self.records
