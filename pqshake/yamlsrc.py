@@ -316,14 +316,30 @@ def _nested_model(ann: Any) -> type[BaseModel] | None:
 
 
 # A union's members appear in pydantic's locations by type: "literal['auto','off']", "str",
-# "dict[str,any]", or a model's class name (ours are CamelCase; field names are snake_case).
-_UNION_MEMBER = re.compile(r"^(literal\[.*|str|int|float|bool|none|dict\[.*|list\[.*|[A-Z][A-Za-z0-9]*)$")
+# "dict[str,any]", or a model's class name. A class name is skipped only when it is one of the
+# models' names: a user's key ("Samples: 30", an unknown field) is CamelCase too and must stay.
+_UNION_MEMBER = re.compile(r"^(literal\[.*|str|int|float|bool|none|dict\[.*|list\[.*)$")
 
 
-def _skipped(part: Any) -> bool:
+def _model_names() -> set[str]:
+    """The class names of every pydantic model defined so far (ours among them)."""
+    from pydantic import BaseModel
+
+    out: set[str] = set()
+    todo = [BaseModel]
+    while todo:
+        for sub in todo.pop().__subclasses__():
+            if sub.__name__ not in out:
+                out.add(sub.__name__)
+                todo.append(sub)
+    return out
+
+
+def _skipped(part: Any, models: frozenset[str] | set[str] = frozenset()) -> bool:
     """Location parts pydantic adds that name no field: validator functions, union tags and
-    members."""
-    return isinstance(part, str) and (part.startswith(("function-", "tag:")) or bool(_UNION_MEMBER.match(part)))
+    members (a type, or a model's class name in `models`)."""
+    return isinstance(part, str) and (part.startswith(("function-", "tag:")) or bool(_UNION_MEMBER.match(part))
+                                      or part in models)
 
 
 _SCALAR_ERRORS = ("literal_error", "string_type", "int_type", "int_parsing", "float_type", "float_parsing",
@@ -346,8 +362,15 @@ def clean_errors(e: ValidationError) -> list[dict[str, Any]]:
     """A ValidationError's errors as users should see them: locations without the parts that
     name no field, and without a union's members complaining about what the user meant for
     another member. Profiles and experiments both report through here."""
-    return union_misses_dropped([{**err, "loc": tuple(p for p in err.get("loc", ()) if not _skipped(p))}
-                                 for err in e.errors()])
+    models = _model_names()
+
+    def loc(err: dict[str, Any]) -> tuple:
+        parts = tuple(err.get("loc", ()))
+        # An unknown field's last part is the user's key, whatever it looks like.
+        keep = len(parts) - 1 if err.get("type") == "extra_forbidden" else -1
+        return tuple(p for i, p in enumerate(parts) if i == keep or not _skipped(p, models))
+
+    return union_misses_dropped([{**err, "loc": loc(err)} for err in e.errors()])
 
 
 def one_line(rows: list[str]) -> str:
@@ -380,6 +403,20 @@ def _field_names(model: type[BaseModel], loc: Loc) -> list[str] | None:
     return None
 
 
+def _near(key: Any, allowed: list[str]) -> str | None:
+    """The allowed field a mistyped key most likely meant: the same name in other case, else a
+    close spelling."""
+    if not isinstance(key, str):
+        return None
+    same = [a for a in allowed if a.lower() == key.lower()]
+    if same:
+        return same[0]
+    import difflib
+
+    close = difflib.get_close_matches(key.lower(), allowed, n=1, cutoff=0.8)
+    return close[0] if close else None
+
+
 def describe(err: dict[str, Any], model: type[BaseModel]) -> str:
     """The message part of one pydantic error, with the fix."""
     loc = tuple(err.get("loc", ()))
@@ -387,7 +424,8 @@ def describe(err: dict[str, Any], model: type[BaseModel]) -> str:
     if kind == "extra_forbidden":
         allowed = _field_names(model, loc[:-1])
         hint = f"; allowed: {', '.join(allowed)}" if allowed else ""
-        return f"unknown field{hint}"
+        near = _near(loc[-1] if loc else None, allowed or [])
+        return f"unknown field{f' (did you mean {near}?)' if near else ''}{hint}"
     if kind == "missing":
         return "required field is missing (add it)"
     if kind in ("model_type", "dict_type", "model_attributes_type"):

@@ -61,7 +61,7 @@ def test_error_in_included_file_points_there(write_exp, tmp_path):
     p = write_exp("include: d.yaml\nname: t\ngroups: [x25519]\nprofiles: [lan]\n")
     with pytest.raises(UserError) as e:
         load_experiment(p)
-    assert re.match(rf"^{re.escape(str(tmp_path / 'd.yaml'))}:2 warmpu: unknown field; allowed: .*warmup", one_line(e))
+    assert re.match(rf"^{re.escape(str(tmp_path / 'd.yaml'))}:2 warmpu: unknown field \(did you mean warmup\?\); allowed: .*warmup", one_line(e))
 
 
 def test_circular_include(write_exp, tmp_path):

@@ -279,6 +279,24 @@ def test_experiment_value_out_of_range(pqs_in, tmp_path, change, needle):
     assert wall < IN_PROCESS_S
 
 
+@pytest.mark.parametrize("key,meant,where", [("Samples", "samples", "experiment"), ("Loss", "loss", "profile"),
+                                             ("Profile", "profiles", "experiment"), ("Uplink", "uplink", "profile"),
+                                             ("Xyzzy", None, "profile")])
+def test_an_unknown_key_is_named_whatever_its_case(pqs_in, tmp_path, key, meant, where):
+    """A key in CamelCase (or one spelt like a model's class name) is the user's, not a union
+    member pydantic adds to locations: the message names it at its line, with the field meant."""
+    if where == "experiment":
+        f = write(tmp_path / "e.yaml", dump({**EXPERIMENT, key: 3}))
+        rc, out, _ = pqs_in("plan", f)
+    else:
+        f = write(tmp_path / "p.yaml", f"name: p\nrtt: 10ms\n{key}: 1%\n")
+        rc, out, _ = pqs_in("net", "show", f)
+    line = check_one_line(rc, out, [f], [f"{key}: unknown field"])
+    n = len((tmp_path / f.name).read_text().splitlines())
+    assert f"{f}:{n} {key}: unknown field" in line, line
+    assert (f"(did you mean {meant}?)" in line) if meant else ("did you mean" not in line), line
+
+
 # --------------------------------------------------------------- files that are no YAML --
 
 def _deep_block(n: int) -> str:
