@@ -20,7 +20,7 @@ help:
 	@echo "make figures RUN=results/<name>/<id>    summary tables and figures of a run"
 	@echo "make test    install what is missing, build, run every test"
 	@echo "make bench   benchmarks (configured vs achieved, ratios vs a reference)"
-	@echo "make deps    system packages + the pinned OpenSSL/liboqs (cached outside the clone)"
+	@echo "make deps    system packages + the pinned OpenSSL/liboqs/oqs-provider, relic/bfe-bf (cached outside the clone)"
 	@echo "make build   the C programs into build/bin"
 	@echo "make clean   remove build/ (not the cache); 'pqshake clean' removes dead runs' leftovers"
 

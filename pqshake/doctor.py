@@ -196,6 +196,60 @@ def stack_item() -> Item:
     return Item("crypto stack", OK, detail + (" (as pinned)" if pins else ""))
 
 
+def _deps_mk(path: Path) -> dict[str, str] | None:
+    """The NAME := value lines of build/deps.mk (testbed/deps/build-stack.sh writes it), or None."""
+    try:
+        text = path.read_text()
+    except OSError:
+        return None
+    return {m.group(1): m.group(2).strip() for m in re.finditer(r"^([A-Z][A-Z0-9_]*) :=[ \t]*(.*)$", text, re.M)}
+
+
+def _home(p: str) -> str:
+    home = str(Path.home())
+    return "~" + p[len(home):] if p == home or p.startswith(home + "/") else p
+
+
+def bfe_item(build: Path | None = None, versions: Path | None = None) -> Item:
+    """relic and bfe-bf, Bloom Filter Encryption's libraries (issue 22): the builds build/deps.mk
+    names, whether the cache has them, their versions against testbed/deps/versions.env. Runs do
+    not need them yet (only the C tests link them): never a FAIL."""
+    from pqshake.paths import REPO, build_dir
+
+    name, fix = "bfe stack", f"make deps (in {REPO})"
+    mk = _deps_mk((build or build_dir()) / "deps.mk")
+    if mk is None:
+        return Item(name, INFO, "relic, bfe-bf: not built (no build/deps.mk)", fix)
+    if "BFE_PREFIX" not in mk:
+        return Item(name, INFO, "relic, bfe-bf: not built (build/deps.mk predates them)", fix)
+    if not mk["BFE_PREFIX"] or not mk.get("RELIC_PREFIX"):
+        return Item(name, INFO, f"relic {mk.get('RELIC_VERSION', '?')}, bfe-bf {mk.get('BFE_VERSION', '?')}: not part "
+                    "of this build (the container image leaves them out; only their C tests link them)")
+    pins: dict[str, str] = {}
+    vf = versions or REPO / "testbed" / "deps" / "versions.env"
+    if vf.is_file():
+        pins = dict(re.findall(r"^(RELIC|BFE)_VERSION=(\S+)", vf.read_text(), re.M))
+    got, absent, off = [], [], []
+    for comp, label in (("RELIC", "relic"), ("BFE", "bfe-bf")):
+        prefix = mk[f"{comp}_PREFIX"]
+        try:
+            first = (Path(prefix) / "PQS-BUILD-INFO").read_text().split("\n", 1)[0].split()
+        except OSError:
+            absent.append(f"{label} {mk.get(f'{comp}_VERSION', '?')} ({_home(prefix)})")
+            continue
+        ver = first[1] if len(first) > 1 else "?"
+        got.append(f"{label} {ver}")
+        if comp in pins and ver != pins[comp]:
+            off.append(f"{label} {ver} != pinned {pins[comp]}")
+    if absent:
+        return Item(name, INFO, f"not in the cache: {', '.join(absent)}" + (f"; cached: {', '.join(got)}" if got else ""), fix)
+    cache = _home(str(Path(mk["BFE_PREFIX"]).parent))
+    detail = f"{', '.join(got)} (static, cached in {cache}); pairing-based, not post-quantum"
+    if off:
+        return Item(name, WARN, f"{detail}; {'; '.join(off)}", fix)
+    return Item(name, OK, detail + (" (as pinned)" if pins else ""))
+
+
 def tools_item() -> Item:
     missing, found = [], []
     for t, pkg in TOOLS.items():
@@ -368,7 +422,7 @@ def run_checks() -> list[Item]:
         items += rootless_kernel_items()
     else:
         items += kernel_items(priv.status != FAIL)
-    checks: list[Callable[[], Item]] = [stack_item, tools_item, mininet_item, disk_item, cpu_item, placement_item,
+    checks: list[Callable[[], Item]] = [stack_item, bfe_item, tools_item, mininet_item, disk_item, cpu_item, placement_item,
                                         leftovers_item]
     for fn in checks:
         try:

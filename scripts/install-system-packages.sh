@@ -45,6 +45,10 @@ if [ "$mode" = all ]; then
     # tests: the provider module's symbols and dependencies (tests/oqsprov; binutils comes with
     # gcc, named here all the same); TurboTLS's fallback test drops UDP with iptables
     "nm:binutils" "readelf:binutils" "iptables:iptables"
+    # Bloom Filter Encryption (issue 22): bfe-bf and what links it (testbed/deps/build-stack.sh,
+    # testbed/Makefile) need libsodium and GMP (-lsodium -lgmp: the .so the linker looks for);
+    # bfe-bf's CMake project declares C++ as well (its benchmark), so CMake wants a C++ compiler
+    "/usr/lib/*/libsodium.so:libsodium-dev" "/usr/lib/*/libgmp.so:libgmp-dev" "g++:g++"
     # the oqs-provider release tarball's download when no local copy has it (testbed/deps/common.sh),
     # and cargo's crate fetches: https needs the CA bundle (minimal images lack it)
     "curl:curl" "/usr/sbin/update-ca-certificates:ca-certificates"

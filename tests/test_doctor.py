@@ -16,7 +16,7 @@ from pqshake.doctor import FAIL, INFO, OK, WARN, Item
 REPO = Path(__file__).resolve().parents[1]
 PQS = [sys.executable, "-m", "pqshake.cli"]
 ITEMS = ("privileges", "network namespaces", "veth", "tbf/htb", "AF_PACKET", "netem / backend", "crypto stack",
-         "tools", "mininet", "disk for results", "cpu frequency", "cpu placement", "leftovers")
+         "bfe stack", "tools", "mininet", "disk for results", "cpu frequency", "cpu placement", "leftovers")
 
 
 def test_capabilities_parsed_and_missing_ones_named(monkeypatch):
@@ -71,6 +71,46 @@ def test_missing_stack_is_a_failure(tmp_path, monkeypatch):
     monkeypatch.setenv("PQS_BUILD", str(tmp_path))
     it = doctor.stack_item()
     assert it.status == FAIL and "make build" in it.fix and "pqs-timer" in it.detail
+
+
+def _bfe_build(tmp_path: Path, relic: str | None = "0.6.0", bfe: str | None = "26f58aa", mk_extra: str = "") -> Path:
+    """A build folder whose deps.mk names relic and bfe-bf builds in tmp_path/cache (None: absent)."""
+    build, cache = tmp_path / "build", tmp_path / "cache"
+    build.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for comp, label, ver in (("RELIC", "relic", relic), ("BFE", "bfe-bf", bfe)):
+        prefix = cache / f"{label}-x-0123456789ab"
+        if ver is not None:
+            prefix.mkdir(parents=True, exist_ok=True)
+            (prefix / "PQS-BUILD-INFO").write_text(f"{label} {ver}\nsource: test\n")
+        lines += [f"{comp}_VERSION := {ver or '0.6.0'}", f"{comp}_PREFIX := {prefix}"]
+    (build / "deps.mk").write_text("OPENSSL_VERSION := 3.6.3\n" + "\n".join(lines) + "\n" + mk_extra)
+    return build
+
+
+def test_bfe_stack_versions_and_cache(tmp_path):
+    """relic and bfe-bf: versions from their builds in the cache, compared with the pins; absent
+    or older builds name make deps; never a FAIL (runs do not need them yet)."""
+    pins = tmp_path / "versions.env"
+    pins.write_text("RELIC_VERSION=0.6.0\nBFE_VERSION=26f58aa\n")
+    it = doctor.bfe_item(_bfe_build(tmp_path), pins)
+    assert it.status == OK and "relic 0.6.0, bfe-bf 26f58aa" in it.detail and "(as pinned)" in it.detail, it
+    assert "not post-quantum" in it.detail and doctor._home(str(tmp_path / "cache")) in it.detail
+    it = doctor.bfe_item(_bfe_build(tmp_path / "old", bfe="1234567"), pins)
+    assert it.status == WARN and "bfe-bf 1234567 != pinned 26f58aa" in it.detail and "make deps" in it.fix
+    it = doctor.bfe_item(_bfe_build(tmp_path / "gone", relic=None), pins)
+    assert it.status == INFO and it.detail.startswith("not in the cache: relic 0.6.0") and "make deps" in it.fix
+    older = tmp_path / "older"
+    older.mkdir()
+    (older / "deps.mk").write_text("OPENSSL_VERSION := 3.6.3\nOPENSSL_PREFIX := /x\n")
+    it = doctor.bfe_item(older, pins)
+    assert it.status == INFO and "predates" in it.detail and "make deps" in it.fix
+    assert doctor.bfe_item(tmp_path / "none", pins).status == INFO
+    image = tmp_path / "image"
+    image.mkdir()
+    (image / "deps.mk").write_text("RELIC_VERSION := 0.6.0\nRELIC_PREFIX := \nBFE_VERSION := 26f58aa\nBFE_PREFIX := \n")
+    it = doctor.bfe_item(image, pins)
+    assert it.status == INFO and "not part of this build" in it.detail, it
 
 
 def test_dead_run_is_reported_with_clean_as_fix(tmp_path, monkeypatch):

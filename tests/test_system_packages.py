@@ -1094,6 +1094,46 @@ def test_table_parses_and_matches_the_script_text(pairs):
     assert set(table(runtime=True)) < set(pairs)
 
 
+# Libraries the C build links by name (-lNAME in a Makefile): the C library's and the compiler's
+# come with gcc (libc6-dev, libgcc-12-dev: libgomp for -fopenmp); every other one needs an entry
+# of the table for the file the linker looks for, lib/*/libNAME.so (or .a), which is the package
+# of its development files (-lsodium: libsodium-dev, for bfe-bf; issue 22).
+WITH_THE_COMPILER = {"c", "m", "dl", "pthread", "rt", "gomp"}
+LINK_RE = re.compile(r"(?<![\w-])-l([A-Za-z0-9_+.-]+)")
+
+
+def linked_libraries(root: Path) -> dict[str, list[str]]:
+    """-lNAME of the Makefiles (comments aside): name -> where (file:line)."""
+    out: dict[str, list[str]] = {}
+    for p in source_files(root)["make"]:
+        for n, line in enumerate(p.read_text(errors="replace").splitlines(), 1):
+            for m in LINK_RE.finditer(line.split("#", 1)[0]):
+                out.setdefault(m.group(1), []).append(f"{p.relative_to(root)}:{n}")
+    return out
+
+
+def libraries_without_package(found: dict[str, list[str]], pairs: list[tuple[str, str]]) -> list[str]:
+    files = {Path(w).name for w, _ in pairs if w.startswith("/")}
+    return [f"-l{lib}: linked by {', '.join(where[:3])}; add '/usr/lib/*/lib{lib}.so:PACKAGE' (its -dev package) to "
+            "scripts/install-system-packages.sh" for lib, where in sorted(found.items())
+            if lib not in WITH_THE_COMPILER and not {f"lib{lib}.so", f"lib{lib}.a"} & files]
+
+
+def test_every_linked_library_is_installed(pairs):
+    found = linked_libraries(REPO)
+    assert {"sodium", "gmp", "m"} <= set(found), f"the scan lost the -l flags of testbed/Makefile: {sorted(found)}"
+    problems = libraries_without_package(found, pairs)
+    assert not problems, "libraries linked by name that no install step provides:\n  " + "\n  ".join(problems)
+
+
+def test_linked_library_scan_reports_a_missing_package(tmp_path):
+    root = _tree(tmp_path, {"Makefile": "# -lcomment is not a flag\nLIBS := -lfrob -lm -lsodium\n"})
+    found = linked_libraries(root)
+    assert set(found) == {"frob", "m", "sodium"} and found["frob"] == ["Makefile:2"]
+    problems = libraries_without_package(found, [("/usr/lib/*/libsodium.so", "libsodium-dev")])
+    assert len(problems) == 1 and problems[0].startswith("-lfrob: linked by Makefile:2"), problems
+
+
 def _installed(pkg: str) -> bool:
     r = subprocess.run(["dpkg-query", "-W", "-f", "${Status}", pkg], capture_output=True, text=True)
     return r.returncode == 0 and r.stdout.strip().endswith(" installed")

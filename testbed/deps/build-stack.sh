@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Build the pinned OpenSSL, liboqs and oqs-provider once into $PQS_CACHE and write build/deps.mk, which the
-# testbed Makefile includes. A second run finds the builds and only rewrites deps.mk.
+# Build the pinned OpenSSL, liboqs and oqs-provider, then relic and bfe-bf (Bloom Filter Encryption),
+# once into $PQS_CACHE and write build/deps.mk, which the testbed Makefile includes. A second run
+# finds the builds and only rewrites deps.mk.
 # Usage: testbed/deps/build-stack.sh OUT_MK
 . "$(dirname "$0")/common.sh"
 
@@ -12,6 +13,28 @@ OPENSSL_OPTS="no-shared no-module no-legacy no-tests no-docs"
 # its tests and examples are not built (BUILD_TESTING=OFF).
 OQSPROVIDER_OPTS="-DCMAKE_BUILD_TYPE=Release -DOQS_PROVIDER_BUILD_STATIC=ON -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DBUILD_TESTING=OFF"
 LIBOQS_OPTS="-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DOQS_BUILD_ONLY_LIB=ON -DOQS_USE_OPENSSL=OFF -DOQS_DIST_BUILD=ON -DOQS_ENABLE_KEM_HQC=ON"
+# relic 0.6.0 for bfe-bf: BLS12-381 (FP_PRIME=381) with the x64 assembly for 6-limb fields
+# (ARITH=x64-asm-6l), lazy-reduction pairings (close to relic's own BLS12-381 preset); static and
+# position-independent; no tests, benchmarks or timers. Not the crate's build.rs options: it asks
+# for ARITH=x64-asm-382, which 0.6.0 lacks, and relic silently falls back to portable C (about 3x
+# slower). CHECK=OFF is required: with CHECK=ON bfe-bf's core.c does not compile (RLC_TRY without
+# RLC_CATCH). Semicolons are CMake list separators inside one value.
+RELIC_OPTS="-DCMAKE_BUILD_TYPE=Release -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DWSIZE=64 -DRAND=UDEV -DSHLIB=OFF \
+-DSTLIB=ON -DSTBIN=OFF -DTIMER= -DCHECK=OFF -DBENCH=0 -DTESTS=0 -DVERBS=OFF -DFP_PRIME=381 \
+-DFP_METHD=INTEG;INTEG;INTEG;MONTY;LOWER;LOWER;SLIDE -DFP_PMERS=off -DFP_QNRES=on -DFPX_METHD=INTEG;INTEG;LAZYR \
+-DEP_PLAIN=off -DEP_SUPER=off -DPP_METHD=LAZYR;OATEP -DARCH=X64 -DARITH=x64-asm-6l"
+# bfe-bf: only its static library (target bfe_static), position-independent; its tests (cgreen,
+# not in Debian), benchmark (cxxopts) and documentation (Doxygen) are not looked for.
+# BFE_PATCH: its CMakeLists.txt turns on link-time optimisation for the library when gcc can;
+# the archive would then hold GCC bytecode only, which clang (the sanitizer and fuzz builds)
+# cannot link. build_bfe switches it off in the unpacked copy (after the tree is verified).
+BFE_OPTS="-DCMAKE_BUILD_TYPE=Release -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DCMAKE_DISABLE_FIND_PACKAGE_cgreen=ON \
+-DCMAKE_DISABLE_FIND_PACKAGE_cxxopts=ON -DCMAKE_DISABLE_FIND_PACKAGE_Doxygen=ON"
+BFE_PATCH="LTO off (check_ipo_supported replaced by LTO_SUPPORTED OFF)"
+# So far only the C tests link relic and bfe-bf (testbed/tests/test_bfe.c); the container image
+# (PQS_IMAGE_BUILD) runs no tests and skips them until its programs link BFE.
+WITH_BFE=1
+[ -z "${PQS_IMAGE_BUILD:-}" ] || WITH_BFE=
 
 mkdir -p "$PQS_CACHE"
 exec 9>"$PQS_CACHE/.lock"
@@ -72,23 +95,71 @@ build_oqsprovider() {
   rm -rf "$work"
 }
 
+build_relic() {
+  local prefix=$1 work
+  work=$(mktemp -d "$PQS_CACHE/work.XXXXXX")
+  unpack_source RELIC "$work"
+  say "building relic $RELIC_VERSION from $SOURCE_DESC (under a minute, once)"
+  (
+    # relic takes $CFLAGS from the environment instead of its -O2 defaults: not from ours.
+    # shellcheck disable=SC2086
+    env -u CFLAGS cmake -S "$SRC_ROOT" -B "$work/build" -G Ninja -DCMAKE_INSTALL_PREFIX="$prefix.tmp" \
+      $RELIC_OPTS >"$work/configure.log" 2>&1
+    ninja -C "$work/build" -j"$JOBS" >"$work/build.log" 2>&1
+    ninja -C "$work/build" install >>"$work/build.log" 2>&1
+  ) || { tail -n 30 "$work"/*.log >&2; die "relic build failed; logs in $work"; }
+  [ -f "$prefix.tmp/lib/librelic_s.a" ] && [ -f "$prefix.tmp/include/relic/relic.h" ] \
+    || die "relic build installed no lib/librelic_s.a + include/relic/relic.h; logs in $work"
+  printf 'relic %s\nsource: %s\noptions: %s\n' "$RELIC_VERSION" "$SOURCE_DESC" "$RELIC_OPTS" >"$prefix.tmp/PQS-BUILD-INFO"
+  mv "$prefix.tmp" "$prefix"
+  rm -rf "$work"
+}
+
+build_bfe() {
+  local prefix=$1 work
+  work=$(mktemp -d "$PQS_CACHE/work.XXXXXX")
+  unpack_release BFE "$work"
+  say "building bfe-bf $BFE_VERSION from $SOURCE_DESC (under a minute, once)"
+  local ipo='check_ipo_supported(RESULT LTO_SUPPORTED)'
+  grep -qxF "$ipo" "$SRC_ROOT/CMakeLists.txt" || die "bfe-bf's CMakeLists.txt has no line '$ipo' to switch LTO off (BFE_PATCH)"
+  sed -i "s/^check_ipo_supported(RESULT LTO_SUPPORTED)\$/set(LTO_SUPPORTED OFF)/" "$SRC_ROOT/CMakeLists.txt"
+  (
+    # relic 0.6.0 installs no pkg-config file and names its library librelic_s.a: both given.
+    # shellcheck disable=SC2086
+    cmake -S "$SRC_ROOT" -B "$work/build" -G Ninja -DRELIC_INCLUDE_DIR="$relic_prefix/include" \
+      -DRELIC_LIBRARY="$relic_prefix/lib/librelic_s.a" $BFE_OPTS >"$work/configure.log" 2>&1
+    ninja -C "$work/build" -j"$JOBS" bfe_static >"$work/build.log" 2>&1
+    # upstream's install step installs the shared library only: the static one by hand, with
+    # the public headers where upstream installs them (include/bfe/).
+    mkdir -p "$prefix.tmp/lib" "$prefix.tmp/include/bfe"
+    cp "$work/build/libbfe_static.a" "$prefix.tmp/lib/"
+    cp "$SRC_ROOT"/include/*.h "$prefix.tmp/include/bfe/"
+  ) || { tail -n 30 "$work"/*.log >&2; die "bfe-bf build failed; logs in $work"; }
+  printf 'bfe-bf %s\nsource: %s\noptions: %s\npatch: %s\nagainst: %s\n' "$BFE_VERSION" "$SOURCE_DESC" "$BFE_OPTS" \
+    "$BFE_PATCH" "$(basename "$relic_prefix")" >"$prefix.tmp/PQS-BUILD-INFO"
+  mv "$prefix.tmp" "$prefix"
+  rm -rf "$work"
+}
+
 ossl_prefix="$PQS_CACHE/$(cache_key openssl "$OPENSSL_VERSION" "$OPENSSL_OPTS")"
 oqs_prefix="$PQS_CACHE/$(cache_key liboqs "$LIBOQS_VERSION" "$LIBOQS_OPTS")"
 # Keyed by the two builds it links against too: a new OpenSSL or liboqs build means a new one.
 oqsprov_prefix="$PQS_CACHE/$(cache_key oqs-provider "$OQSPROVIDER_VERSION" "$OQSPROVIDER_OPTS" \
   "$(basename "$ossl_prefix")" "$(basename "$oqs_prefix")")"
+relic_prefix="$PQS_CACHE/$(cache_key relic "$RELIC_VERSION" "$RELIC_OPTS")"
+bfe_prefix="$PQS_CACHE/$(cache_key bfe-bf "$BFE_VERSION" "$BFE_OPTS" "$BFE_PATCH" "$(basename "$relic_prefix")")"
 
 # PQS_DEPS_VERIFY_ONLY=1: fetch/unpack and verify the sources, build nothing (tests use it);
 # a list of components (e.g. OQSPROVIDER) verifies only those.
 if [ -n "${PQS_DEPS_VERIFY_ONLY:-}" ]; then
   comps=$PQS_DEPS_VERIFY_ONLY
-  [ "$comps" = 1 ] && comps="OPENSSL LIBOQS OQSPROVIDER"
+  [ "$comps" = 1 ] && comps="OPENSSL LIBOQS OQSPROVIDER${WITH_BFE:+ RELIC BFE}"
   for comp in $comps; do
     work=$(mktemp -d "$PQS_CACHE/work.XXXXXX")
     case $comp in
-      OPENSSL|LIBOQS) unpack_source "$comp" "$work" ;;
-      OQSPROVIDER) unpack_release "$comp" "$work" ;;
-      *) die "PQS_DEPS_VERIFY_ONLY: unknown component $comp (OPENSSL, LIBOQS, OQSPROVIDER or 1)" ;;
+      OPENSSL|LIBOQS|RELIC) unpack_source "$comp" "$work" ;;
+      OQSPROVIDER|BFE) unpack_release "$comp" "$work" ;;
+      *) die "PQS_DEPS_VERIFY_ONLY: unknown component $comp (OPENSSL, LIBOQS, OQSPROVIDER, RELIC, BFE or 1)" ;;
     esac
     say "$comp: $SOURCE_DESC -> $SRC_ROOT"
     rm -rf "$work"
@@ -96,7 +167,8 @@ if [ -n "${PQS_DEPS_VERIFY_ONLY:-}" ]; then
   exit 0
 fi
 
-for pair in "openssl:$ossl_prefix" "liboqs:$oqs_prefix" "oqsprovider:$oqsprov_prefix"; do
+for pair in "openssl:$ossl_prefix" "liboqs:$oqs_prefix" "oqsprovider:$oqsprov_prefix" \
+  ${WITH_BFE:+"relic:$relic_prefix" "bfe:$bfe_prefix"}; do
   comp=${pair%%:*} prefix=${pair#*:}
   if [ -f "$prefix/PQS-BUILD-INFO" ]; then
     say "$comp: cached build $prefix"
@@ -116,5 +188,10 @@ OPENSSL_PREFIX := $ossl_prefix
 LIBOQS_PREFIX := $oqs_prefix
 OQSPROVIDER_VERSION := $OQSPROVIDER_VERSION
 OQSPROVIDER_PREFIX := $oqsprov_prefix
+# Empty in the container image's build (PQS_IMAGE_BUILD): relic and bfe-bf are not built there.
+RELIC_VERSION := $RELIC_VERSION
+RELIC_PREFIX := ${WITH_BFE:+$relic_prefix}
+BFE_VERSION := $BFE_VERSION
+BFE_PREFIX := ${WITH_BFE:+$bfe_prefix}
 MK
 mv "$out_mk.tmp" "$out_mk"

@@ -78,8 +78,8 @@ tree_sha256() {
 # ${COMPONENT}_TARBALL_SHA256 (the archive's bytes) when one is pinned, else by
 # ${COMPONENT}_TREE_SHA256 over the unpacked tree; sets SRC_ROOT and SOURCE_DESC.
 unpack_tarball() {
-  local comp=$1 f=$2 dest=$3 tar_sub tar_sha tree_sha tree_paths got
-  eval "tar_sub=\$${comp}_TARBALL_SUBDIR tar_sha=\${${comp}_TARBALL_SHA256:-}"
+  local comp=$1 f=$2 dest=$3 tar_sub tar_sha tree_sha tree_paths got url_sub
+  eval "tar_sub=\$${comp}_TARBALL_SUBDIR tar_sha=\${${comp}_TARBALL_SHA256:-} url_sub=\${${comp}_URL_SUBDIR:-}"
   eval "tree_sha=\${${comp}_TREE_SHA256:-} tree_paths=\${${comp}_TREE_PATHS:-}"
   mkdir -p "$dest"
   if [ -n "$tar_sha" ]; then
@@ -88,6 +88,11 @@ unpack_tarball() {
     SOURCE_DESC="$f (sha256 verified)"
   elif [ -n "$tree_sha" ]; then
     tar -xzf "$f" -C "$dest" || die "$f: not a gzip tarball"
+    # A code host's archive of a commit (not a tag) names its top folder after the full commit
+    # id (${COMPONENT}_URL_SUBDIR): the same tree under the short name.
+    if [ ! -d "$dest/$tar_sub" ] && [ -n "$url_sub" ] && [ -d "$dest/$url_sub" ]; then
+      mv "$dest/$url_sub" "$dest/$tar_sub"
+    fi
     [ -d "$dest/$tar_sub" ] || die "$f: has no top-level folder $tar_sub/ (is it the $comp release tarball?)"
     # shellcheck disable=SC2086
     got=$(tree_sha256 "$dest/$tar_sub" $tree_paths)
@@ -99,7 +104,7 @@ unpack_tarball() {
   SRC_ROOT="$dest/$tar_sub"
 }
 
-# unpack_release COMPONENT DEST: a component no package registry carries (oqs-provider). Its
+# unpack_release COMPONENT DEST: a component no package registry carries (oqs-provider, bfe-bf). Its
 # release tarball is looked for in $PQS_SOURCES_DIR, then in ../shared/sources next to the
 # clone (machines without access to code hosting keep it there), else downloaded from
 # ${COMPONENT}_URL into the cache; always verified by its source tree (unpack_tarball).
@@ -128,7 +133,7 @@ unpack_release() {
   unpack_tarball "$comp" "$f" "$dest"
 }
 
-# unpack_source COMPONENT DEST: unpacks the verified source tree of COMPONENT (OPENSSL|LIBOQS)
+# unpack_source COMPONENT DEST: unpacks the verified source tree of COMPONENT (OPENSSL|LIBOQS|RELIC)
 # into DEST; sets SRC_ROOT (the source root) and SOURCE_DESC (where it came from).
 unpack_source() {
   local comp=$1 dest=$2
