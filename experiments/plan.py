@@ -28,9 +28,6 @@ from . import handshake_model as hm
 from . import modes as M
 from . import transports as T
 from .model import SEED_MAX, ExperimentFile, load_experiment
-# Moved to the transports' rows (issue 21); still found here for callers that import them.
-from .transports.quic import QUIC_MIN_MTU, QUIC_REFUSED_MODES  # noqa: E402,F401
-from .transports.turbotls import TURBO_REFUSED_MODES  # noqa: E402,F401
 
 # Fixed costs (seconds) for the estimate; bench/runner_bench.py measures the real ones.
 PROFILE_SETUP_S = 1.5  # namespaces + link up + check + teardown
@@ -408,16 +405,6 @@ def build_plan(ef: ExperimentFile | Path | str, *, seed: int | None = None,
     if m.order in ("shuffled", "interleaved"):  # interleaved: each round's turns are shuffled again
         cells = shuffle_cells(cells, seed)
     return Plan(ef, groups, sigs, profs, cells, seed, excluded, notes, hops)
-
-
-def check_quic(ef: ExperimentFile, cells: list[Cell], profs: dict[str, Any]) -> None:
-    """The quic row's plan checks (experiments/transports/quic.py), for callers of the old name."""
-    _check_one(T.QUIC, ef, cells, profs)
-
-
-def check_turbo(ef: ExperimentFile, cells: list[Cell], profs: dict[str, Any]) -> None:
-    """The turbotls row's plan checks (experiments/transports/turbotls.py)."""
-    _check_one(T.TURBOTLS, ef, cells, profs)
 
 
 def _check_one(t: T.Transport, ef: ExperimentFile, cells: list[Cell], profs: dict[str, Any]) -> None:

@@ -33,7 +33,7 @@ def _short(tr: str) -> str:
 
 def _timing_text(trs: list[str]) -> str:
     """What the time covers on each drawn transport (its row's timing_text), as sentences."""
-    parts = [t for t in ((T.find(tr).timing_text if T.find(tr) else "") for tr in trs) if t]
+    parts = [row.timing_text for row in map(T.find, trs) if row is not None and row.timing_text]
     return (("; ".join(parts[:1] + [p[0].lower() + p[1:] for p in parts[1:]]) + ". ") if parts else "")
 
 
