@@ -7,6 +7,7 @@ Left: the column in samples.parquet / server.parquet / cells.parquet. Right: the
 
 from __future__ import annotations
 
+from pqshake.experiments import modes as _M
 from pqshake.experiments import transports as _T
 
 # The cell key: one summary row per (group, sig, profile, mode, transport); repetitions are
@@ -54,6 +55,7 @@ SAMPLES_OPTIONAL = {
     # Each transport's own columns (its JSON member, e.g. the timer's quic object; null for the
     # other transports): the rows' sample_columns (experiments/transports/).
     **_T.columns("samples"),
+    **_M.columns("samples"),  # each mode's own (its row's columns: fs0rtt's encapsulation)
     **OPTIONAL_KEY,
 }
 
@@ -75,7 +77,9 @@ SERVER_OPTIONAL = {
     "handshake_done_mono_ns": "handshake_done_mono_ns",
     "first_app_byte_mono_ns": "first_app_byte_mono_ns",
     "tcp_total_retrans": "server_retrans",
+    "cpu_ns": "server_cpu_ns",  # the worker thread's CPU for the connection (TCP, TurboTLS servers)
     **_T.columns("server"),  # each transport's own (its rows' server_columns)
+    **_M.columns("server"),  # each mode's own (fs0rtt's decapsulation and puncture)
     **OPTIONAL_KEY,
 }
 
@@ -113,6 +117,7 @@ CELLS_OPTIONAL = {
     "initcwnd_client": "cfg_initcwnd_client",  # segments; 0 = the kernel default (runs before these: absent)
     "initcwnd_server": "cfg_initcwnd_server",
     **_T.columns("cells"),  # each transport's settings its cells record (its rows' cell_columns)
+    **_M.columns("cells"),  # each mode's (fs0rtt: its key and the server's key after the cell)
     **OPTIONAL_KEY,
 }
 

@@ -215,7 +215,7 @@ def _drop_server_warmups(server: pd.DataFrame, cells: pd.DataFrame, warmup_defau
     lut = {c: float(nw.get(str(c), np.nan)) for c in cid.cat.categories}  # per cell, not per row
     skip = np.array([lut[c] for c in cid.cat.categories] + [np.nan])[cid.cat.codes.to_numpy()]
     skip = np.where(np.isnan(skip), warmup_default, skip)
-    # the runner primes every resumable mode (experiments/modes.py; DONE blocks record `prime`)
+    # the runner primes every resumable mode (experiments/modes/; DONE blocks record `prime`)
     modes = server["mode"].astype(str)
     prime = modes.map({m: int(M.resumable(m)) for m in modes.unique()}).to_numpy()
     keep = rank >= skip + prime

@@ -104,7 +104,7 @@ def cells(spec: Spec) -> list[dict]:
                 for s in spec.sigs:
                     for tr in spec.transports:
                         row = T.find(tr)
-                        if row is not None and (mode in row.refused or spec.profiles[pname]["mtu"] < row.min_mtu):
+                        if row is not None and (row.why_refused(mode) is not None or spec.profiles[pname]["mtu"] < row.min_mtu):
                             continue
                         for r in range(spec.repetitions):
                             out.append({"cell_id": cell_id(pname, g, s, mode, r, tr), "profile": pname,

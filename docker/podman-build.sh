@@ -45,13 +45,16 @@ if ! "${podman[@]}" image exists "$base"; then
 fi
 
 # The pinned stack's sources, when this machine has them (verified by the same sha256 checks
-# inside): staged and mounted read-only for the build steps only (PQS_SOURCES_DIR), so the image
-# builds without reaching a crate registry or code hosting. Missing any: the build fetches.
-# The lookup is testbed/deps/common.sh's (find_source), as for `make deps`.
+# inside): the OpenSSL, liboqs and relic crates and the oqs-provider and bfe-bf tarballs, staged
+# and mounted read-only for the build steps only (PQS_SOURCES_DIR), so the image builds without
+# reaching a crate registry or code hosting. All five or none: missing any, none is mounted and
+# the build fetches them all. The lookup is testbed/deps/common.sh's (find_source), as for
+# `make deps`.
 # shellcheck disable=SC1091
 PQS_CACHE=$cache . "$top/testbed/deps/common.sh"
 die() { echo "podman-build: $*" >&2; exit 1; }  # ours again, not common.sh's "deps:" one
-want=("$OPENSSL_CRATE-$OPENSSL_CRATE_VERSION.crate" "$LIBOQS_CRATE-$LIBOQS_CRATE_VERSION.crate" "$OQSPROVIDER_TARBALL")
+want=("$OPENSSL_CRATE-$OPENSSL_CRATE_VERSION.crate" "$LIBOQS_CRATE-$LIBOQS_CRATE_VERSION.crate" "$OQSPROVIDER_TARBALL"
+  "$RELIC_CRATE-$RELIC_CRATE_VERSION.crate" "$BFE_TARBALL")
 stage=$store/sources
 rm -rf "$stage"; mkdir -p "$stage"
 for f in "${want[@]}"; do
@@ -61,6 +64,10 @@ done
 srcs=()
 if [ "$(ls "$stage" | wc -l)" = "${#want[@]}" ]; then
   srcs=(--volume "$stage:/pqs-sources:ro" --build-arg PQS_SOURCES_DIR=/pqs-sources)
+else
+  missing=()
+  for f in "${want[@]}"; do [ -f "$stage/$f" ] || missing+=("$f"); done
+  echo "podman-build: not staged (${missing[*]} not found): the build fetches the sources" >&2
 fi
 # The host's CA bundle for pip, when the host names one (a local CA in front of the index).
 cert=${PIP_CERT:-${SSL_CERT_FILE:-}}

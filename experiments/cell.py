@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pqshake.errors import UserError
+from pqshake.results.jsonl import JsonLines
 
 from . import modes as M
 from . import rundir as rd
@@ -26,6 +27,7 @@ from .processes import (POLL_S, READY_TIMEOUT_S, _count, _dead_companion, _first
                         open_gate, spawn)
 # The programs' command lines (experiments/programs.py); imported into this module, where the
 # cell runner looks them up (tests replace them here).
+from .modes import fs0rtt as FS
 from .programs import server_argv, timer_argv
 from .progress import Progress
 
@@ -186,6 +188,11 @@ class CellRunner:
         info["rtt_probes"] = exp.rtt_probes
         topo.flush_tcp_metrics()
 
+        if M.get(cell.mode).bfe_key:  # fs0rtt: the server's BFE key, generated once per (n, p) and kept
+            from pqshake.paths import binary, build_dir
+
+            key = FS.ensure_key(exp.bfe_n, exp.bfe_p, build_dir(), binary("pqs-bfe-keygen"))
+            info.update(FS.cell_info(key))
         cert_dir = d / "certs"
         cert_dir.mkdir()
         try:
@@ -309,6 +316,8 @@ class CellRunner:
         counts = _count(cr.timer_out)
         header = counts.pop("header")
         info.update(counts)
+        if M.get(cell.mode).bfe_key:  # the key after the cell: punctures, bytes left, refusals
+            info.update(FS.server_summary(list(JsonLines(cr.server_log).of_type("summary"))))
         reason = cr.reason
         if reason is None and header is None:
             reason = "timer wrote no header line"

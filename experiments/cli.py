@@ -52,12 +52,18 @@ def register(app: typer.Typer) -> None:
         for name, prof in p.profiles.items():
             f = profile_figures(prof)
             n = sum(1 for c in p.cells if c.profile == name)
-            est = p.estimate_s([c for c in p.cells if c.profile == name])
+            est = p.estimate_s([c for c in p.cells if c.profile == name], keygen=False)
             rate = min([r for r in (f["rate_bps_up"], f["rate_bps_down"]) if r], default=0)
             print(f"    {name:<28} rtt {f['rtt_ns'] / 1e6:8.2f} ms  rate {rate / 1e6 if rate else float('inf'):>8.2f} Mbit/s"
                   f"  loss {max(f['loss_up'], f['loss_down']) * 100:5.2f} %  mtu {f['mtu']:>5}  {n:>4} cells  ~{fmt_seconds(est)}")
         for note in p.notes:
             print(f"  note: {note}")
+        key = s.get("bfe_key")
+        if key:
+            from .modes.fs0rtt import p_text
+
+            print(f"  fs0rtt key: n {key['n']}, p {p_text(key['p'])} ({key['slots']} slots): "
+                  + ("in the cache" if key["cached"] else f"generated first (~{fmt_seconds(key['keygen_estimate_s'])})"))
         est = p.estimate_s()
         from .runner import LONG_RUN_S
 

@@ -14,7 +14,7 @@ Sizes are in bytes, times in seconds, rates in bit/s.
 
 Every other transport's model lives in its own module (experiments/transports/: QUIC's and
 TurboTLS's bounds build on the timeline here); handshake_bound() asks the transport registry
-which one a cell uses. Modes are the rows of experiments/modes.py.
+which one a cell uses. Modes are the rows of experiments/modes/.
 """
 
 from __future__ import annotations
@@ -295,7 +295,7 @@ def lower_bound(rtt_s: float, *, share_c: int, share_s: int, sig_pk: int, sig_le
             cpu = dataclasses.replace(cpu, server_kex=0.0, client_kex=0.0, client_keygen=0.0)
     if mode not in MODES:
         raise ValueError(f"mode {mode!r}: one of {', '.join(MODES)}")
-    ch = client_hello_bytes(share_c)
+    ch = client_hello_bytes(share_c) + M.get(mode).client_hello_extra
     sf = server_flight_bytes(share_s, sig_pk, sig_len, chain_depth, mode)
     if mode == M.TLS12:
         # TLS 1.2: CH -> SH/Cert/SKE/SHD; CKE/CCS/Fin -> CCS/Fin: one more round trip; the

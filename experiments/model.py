@@ -9,16 +9,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_validator, model_validator
+from pydantic import (BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, ValidationInfo, field_validator,
+                      model_validator)
 
 from pqshake.errors import UserError
 from pqshake.yamlsrc import Budget, Doc, clean_errors, describe, dotted, load_docs, short
 from pqshake.yamlsrc import one_line as yamlsrc_one_line
 
 from . import modes as M
+from .modes import fs0rtt as FS
 from . import transports as T
 
-# The allowed values come from the registries (experiments/modes.py, experiments/transports/),
+# The allowed values come from the registries (experiments/modes/, experiments/transports/),
 # in their order, so pydantic's message lists them as before: "Input should be 'tcp', ...".
 Mode = Literal[M.NAMES]  # type: ignore[valid-type]
 MODES: tuple[str, ...] = M.NAMES
@@ -163,6 +165,10 @@ class Experiment(BaseModel):
     adaptive: Adaptive | None = Field(default=None, description="samples: auto: min, max and the CI target")
     block: int = Field(default=20, ge=1, le=1_000_000, description="attempts per block (interleaved order, samples: auto)")
     warmup: int = Field(default=5, ge=0, le=100_000)
+    bfe_n: int = Field(default=FS.DEFAULT_N, ge=FS.N_MIN, le=FS.N_MAX, description="fs0rtt cells: connections "
+                       "one Bloom Filter Encryption key serves (each cell's server starts from a fresh key)")
+    bfe_p: float = Field(default=FS.DEFAULT_P, description="fs0rtt cells: the key's false-positive probability "
+                         "after bfe_n connections (0.001, or '2^-10')")
     repetitions: int = Field(default=1, ge=1, le=1000)
     concurrency: int = Field(default=1, ge=1, le=256)
     response_bytes: int = Field(default=0, ge=0, le=1 << 34)
@@ -207,6 +213,26 @@ class Experiment(BaseModel):
                 raise ValueError("profiles: a chain takes its profiles from topology.hops (remove profiles)")
             data = {**data, "profiles": [CHAIN_PROFILES_PLACEHOLDER]}
         return data
+
+    @field_validator("bfe_p", mode="before")
+    @classmethod
+    def _bfe_p(cls, v: Any) -> float:
+        return FS.parse_p(v)
+
+    @field_validator("bfe_n")
+    @classmethod
+    def _bfe_key_lasts_a_cell(cls, v: int, info: ValidationInfo) -> int:
+        """A cell's server starts from the unpunctured key and refuses connections past bfe_n
+        (a deployment rotates its key then): every attempt of a cell must fit. Declared after
+        modes, samples, adaptive and warmup, which info.data then holds."""
+        d = info.data
+        if any(M.get(m).bfe_key for m in d.get("modes") or ()) and "samples" in d and "warmup" in d:
+            top = (d.get("adaptive") or Adaptive()).max if d["samples"] == "auto" else d["samples"]
+            most = int(top) + d["warmup"]
+            if most > v:
+                raise ValueError(f"{v} connections per key, but a cell makes up to {most} (samples + warmup): "
+                                 f"raise bfe_n to at least {most}, or lower samples")
+        return v
 
     @model_validator(mode="after")
     def _adaptive(self) -> "Experiment":

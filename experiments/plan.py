@@ -26,6 +26,7 @@ from pqshake.registry import load_registry
 
 from . import handshake_model as hm
 from . import modes as M
+from .modes import fs0rtt as FS
 from . import transports as T
 from .model import SEED_MAX, ExperimentFile, load_experiment
 
@@ -286,9 +287,26 @@ class Plan:
         probes = (m.rtt_probes * 0.001 + rtt + 0.05) if m.rtt_probes else 0.0
         return hs + CELL_SETUP_S + probes
 
-    def estimate_s(self, cells: list[Cell] | None = None) -> float:
+    def bfe_key(self, cells: list[Cell] | None = None) -> dict[str, Any] | None:
+        """fs0rtt cells' BFE key: its parameters, whether the cache has it, and if not the key
+        generation the run starts with (experiments/modes/fs0rtt.py)."""
+        cells = self.cells if cells is None else cells
+        if not any(M.get(c.mode).bfe_key for c in cells):
+            return None
+        from pqshake.paths import build_dir
+
+        m = self.model
+        have = FS.cached(m.bfe_n, m.bfe_p, build_dir())
+        return {"n": m.bfe_n, "p": m.bfe_p, "slots": FS.slots(m.bfe_n, m.bfe_p), "cached": have,
+                "keygen_estimate_s": 0.0 if have else round(FS.keygen_estimate_s(m.bfe_n, m.bfe_p), 1)}
+
+    def estimate_s(self, cells: list[Cell] | None = None, keygen: bool = True) -> float:
+        """keygen: count the BFE key generation these cells start with (not for a part of a run
+        that shares it, such as one profile's line)."""
         cells = self.cells if cells is None else cells
         total = sum(self.cell_estimate_s(c) for c in cells)
+        key = self.bfe_key(cells) if keygen else None
+        total += key["keygen_estimate_s"] if key else 0.0
         blocks = {c.profile for c in cells}
         for name in blocks:
             rtt = profile_figures(self.profiles[name])["rtt_ns"] / 1e9
@@ -314,6 +332,7 @@ class Plan:
             "attempts": len(self.cells) * self.attempts_per_cell(),
             "order": m.order,
             "seed": self.seed,
+            "bfe_key": self.bfe_key(),
             "estimate_s": round(self.estimate_s(), 1),
             "engine": m.engine,
             "topology": m.topology.model_dump(mode="json") if m.topology is not None else None,

@@ -1,6 +1,6 @@
 """Command lines of the C programs (the interface of testbed/README.md in one place): what every
 cell passes to pqs-server and pqs-timer, then what its transport adds (its row in
-experiments/transports/) and what its mode asks for (experiments/modes.py)."""
+experiments/transports/) and what its mode asks for (experiments/modes/)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 
 from . import modes as M
 from . import sampling
+from .modes import fs0rtt as FS
 from . import transports as T
 from .plan import Cell
 
@@ -26,6 +27,20 @@ def turbo_requests(cell: Cell, exp) -> int:
     return requests_for(cell, exp)
 
 
+def bfe_key(exp) -> Path:
+    """The BFE key folder of an fs0rtt cell (made beforehand by CellRunner, FS.ensure_key)."""
+    from pqshake.paths import build_dir
+
+    return FS.key_dir(exp.bfe_n, exp.bfe_p, build_dir())
+
+
+def mode_args(cell: Cell, exp, server: bool) -> list[str]:
+    """What the cell's mode adds (its row in experiments/modes/): the BFE key for fs0rtt."""
+    if not M.get(cell.mode).bfe_key:
+        return []
+    return FS.server_args(bfe_key(exp)) if server else FS.timer_args(bfe_key(exp))
+
+
 def server_argv(binary: Path, listen: str, cell: Cell, exp, cert_dir: Path, log: Path,
                 qlog: Path | None = None) -> list[str]:
     mode = M.get(cell.mode)
@@ -40,7 +55,7 @@ def server_argv(binary: Path, listen: str, cell: Cell, exp, cert_dir: Path, log:
             "--tickets", "2" if mode.resumable else "0", *tcp_only[2:],
             "--threads", str(max(8, min(256, exp.concurrency * 2)))] + (
         ["--client-auth", exp.client_auth, "--client-chain-depth", str(exp.client_chain_depth)]
-        if exp.client_auth else []) + transport_args(cell, exp, qlog, server=True)
+        if exp.client_auth else []) + mode_args(cell, exp, server=True) + transport_args(cell, exp, qlog, server=True)
 
 
 def timer_argv(binary: Path, connect: str, cell: Cell, exp, ca: Path, out: Path,
@@ -56,4 +71,4 @@ def timer_argv(binary: Path, connect: str, cell: Cell, exp, ca: Path, out: Path,
         argv += ["--response-bytes", str(exp.response_bytes)]
     if exp.client_auth:  # pqs-server --client-auth writes the client credentials next to ca.pem
         argv += ["--client-cert", str(Path(ca).parent)]
-    return argv + transport_args(cell, exp, qlog, server=False)
+    return argv + mode_args(cell, exp, server=False) + transport_args(cell, exp, qlog, server=False)

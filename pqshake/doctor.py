@@ -212,8 +212,8 @@ def _home(p: str) -> str:
 
 def bfe_item(build: Path | None = None, versions: Path | None = None) -> Item:
     """relic and bfe-bf, Bloom Filter Encryption's libraries (issue 22): the builds build/deps.mk
-    names, whether the cache has them, their versions against testbed/deps/versions.env. Runs do
-    not need them yet (only the C tests link them): never a FAIL."""
+    names, whether the cache has them, their versions against testbed/deps/versions.env. Every
+    program links them (the mode fs0rtt, testbed/fs0rtt/): a build without them is a FAIL."""
     from pqshake.paths import REPO, build_dir
 
     name, fix = "bfe stack", f"make deps (in {REPO})"
@@ -221,10 +221,10 @@ def bfe_item(build: Path | None = None, versions: Path | None = None) -> Item:
     if mk is None:
         return Item(name, INFO, "relic, bfe-bf: not built (no build/deps.mk)", fix)
     if "BFE_PREFIX" not in mk:
-        return Item(name, INFO, "relic, bfe-bf: not built (build/deps.mk predates them)", fix)
+        return Item(name, FAIL, "relic, bfe-bf: not built (build/deps.mk predates them; the programs link them)", fix)
     if not mk["BFE_PREFIX"] or not mk.get("RELIC_PREFIX"):
-        return Item(name, INFO, f"relic {mk.get('RELIC_VERSION', '?')}, bfe-bf {mk.get('BFE_VERSION', '?')}: not part "
-                    "of this build (the container image leaves them out; only their C tests link them)")
+        return Item(name, FAIL, f"relic {mk.get('RELIC_VERSION', '?')}, bfe-bf {mk.get('BFE_VERSION', '?')}: not part "
+                    "of this build (an image or build from before the mode fs0rtt; the programs link them)", fix)
     pins: dict[str, str] = {}
     vf = versions or REPO / "testbed" / "deps" / "versions.env"
     if vf.is_file():
@@ -242,7 +242,7 @@ def bfe_item(build: Path | None = None, versions: Path | None = None) -> Item:
         if comp in pins and ver != pins[comp]:
             off.append(f"{label} {ver} != pinned {pins[comp]}")
     if absent:
-        return Item(name, INFO, f"not in the cache: {', '.join(absent)}" + (f"; cached: {', '.join(got)}" if got else ""), fix)
+        return Item(name, FAIL, f"not in the cache: {', '.join(absent)}" + (f"; cached: {', '.join(got)}" if got else ""), fix)
     cache = _home(str(Path(mk["BFE_PREFIX"]).parent))
     detail = f"{', '.join(got)} (static, cached in {cache}); pairing-based, not post-quantum"
     if off:

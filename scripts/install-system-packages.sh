@@ -21,6 +21,10 @@ runtime=(
   "flock:util-linux" "python3:python3" "sysctl:procps"
   # engine: mininet (Debian's package; --no-install-recommends: no Open vSwitch, Linux bridges)
   "mnexec:mininet"
+  # the shared libraries the programs in build/bin load (testbed/Makefile links relic and bfe-bf
+  # statically, and with them -lsodium -lgmp -lgomp): libsodium, GMP, gcc's OpenMP runtime
+  # (tests/test_system_packages.py checks each library a built program needs against this list)
+  "/usr/lib/*/libsodium.so.23:libsodium23" "/usr/lib/*/libgmp.so.10:libgmp10" "/usr/lib/*/libgomp.so.1:libgomp1"
 )
 needs=("${runtime[@]}")
 if [ "$mode" = all ]; then
@@ -45,6 +49,8 @@ if [ "$mode" = all ]; then
     # tests: the provider module's symbols and dependencies (tests/oqsprov; binutils comes with
     # gcc, named here all the same); TurboTLS's fallback test drops UDP with iptables
     "nm:binutils" "readelf:binutils" "iptables:iptables"
+    # testbed/Makefile renames bfe-bf's copy of the Keccak symbols (nm, objcopy) in its archive
+    "objcopy:binutils"
     # Bloom Filter Encryption (issue 22): bfe-bf and what links it (testbed/deps/build-stack.sh,
     # testbed/Makefile) need libsodium and GMP (-lsodium -lgmp: the .so the linker looks for);
     # bfe-bf's CMake project declares C++ as well (its benchmark), so CMake wants a C++ compiler

@@ -43,6 +43,7 @@ typedef struct server_cfg {
     const char *log_path;
     bool tls12;
     bool psk_ke;             /* --psk-ke on|off: resume without a key share when the client offers it */
+    const char *bfe_key;     /* --bfe-key DIR: open fs0rtt identities with this BFE key */
 } server_cfg;
 
 typedef struct server {
@@ -84,6 +85,10 @@ static void usage(FILE *f)
 "                         before the client's Finished (default on)\n"
 "  --psk-ke on|off        resumption without a key share (psk_ke, no forward secrecy) when the\n"
 "                         client offers it (default off: OpenSSL's psk_dhe_ke only)\n"
+"  --bfe-key DIR          fs0rtt: the Bloom Filter Encryption key pqs-bfe-keygen wrote in DIR\n"
+"                         (verified against DIR/key.json); a ClientHello whose PSK identity is\n"
+"                         a ciphertext under it is decapsulated, the key punctured, its early\n"
+"                         data accepted; replays and a used-up key fall back to a full handshake\n"
 "  --tcp-fastopen N       TCP Fast Open on the listener with a queue of N (default 0 = off;\n"
 "                         the namespace's net.ipv4.tcp_fastopen must have bit 2 set)\n"
 "  --tickets N            TLS 1.3 session tickets sent after each handshake (default 2)\n"
@@ -117,7 +122,7 @@ static void parse_args(int argc, char **argv, server_cfg *cfg)
 {
     enum { OPT_LISTEN = 1, OPT_SIG, OPT_CA_SIG, OPT_DEPTH, OPT_CERTDIR, OPT_EARLY, OPT_TICKETS, OPT_CACHE,
            OPT_NOTLS12, OPT_THREADS, OPT_BACKLOG, OPT_IDLE, OPT_LOG, OPT_CLIENTAUTH, OPT_CLIENTDEPTH,
-           OPT_EARLYRESP, OPT_PSKKE, OPT_TFO };
+           OPT_EARLYRESP, OPT_PSKKE, OPT_TFO, OPT_BFEKEY };
     /* pqs-server's own rows; the shared ones are pqs_cli_rows, the transports' their own. */
     static const struct option rows[] = {
         {"listen", required_argument, 0, OPT_LISTEN},
@@ -132,7 +137,7 @@ static void parse_args(int argc, char **argv, server_cfg *cfg)
         {"client-auth", required_argument, 0, OPT_CLIENTAUTH},
         {"client-chain-depth", required_argument, 0, OPT_CLIENTDEPTH},
         {"early-response", required_argument, 0, OPT_EARLYRESP}, {"psk-ke", required_argument, 0, OPT_PSKKE},
-        {"tcp-fastopen", required_argument, 0, OPT_TFO},
+        {"tcp-fastopen", required_argument, 0, OPT_TFO}, {"bfe-key", required_argument, 0, OPT_BFEKEY},
         {0, 0, 0, 0}};
     pqs_cli *cli = &cfg->cli;
     static pqs_optset os;
@@ -213,6 +218,7 @@ static void parse_args(int argc, char **argv, server_cfg *cfg)
                 pqs_usage_error(PROG, "bad --tcp-fastopen '%s': a queue length 0..65535 (0 = off)", optarg);
             p->tcp_fastopen = (int)v;
             break;
+        case OPT_BFEKEY: cfg->bfe_key = optarg; break;
         }
     }
     p->response_bytes = cli->response_bytes;
@@ -221,8 +227,13 @@ static void parse_args(int argc, char **argv, server_cfg *cfg)
     pqs_cli_check_server(cli, PROG, early_set, p->tcp_fastopen);
     if (cli->transport->tls13_only)
         cfg->tls12 = false;
+    if (cfg->bfe_key != NULL && cli->transport->early_data_why != NULL)
+        pqs_usage_error(PROG, "--bfe-key with --transport %s: %s (fs0rtt sends early data)", cli->transport->name,
+                        cli->transport->early_data_why);
     if (cli->transport->early_data_why != NULL)
         p->max_early_data = 0;
+    if (cfg->bfe_key != NULL && p->max_early_data == 0)
+        pqs_usage_error(PROG, "--bfe-key needs early data: drop --max-early-data 0");
     const char *why = NULL;
     if (!pqs_parse_hostport(listen, true, &p->listen, &why))
         pqs_usage_error(PROG, "bad --listen '%s': %s", listen, why);
@@ -284,6 +295,8 @@ static SSL_CTX *make_ctx(server *s, char *why, size_t whylen, char *groups_out, 
     }
     if (s->cfg.psk_ke) /* psk_ke when the client offers it: no key share, no forward secrecy */
         SSL_CTX_set_options(ctx, SSL_OP_ALLOW_NO_DHE_KEX | SSL_OP_PREFER_NO_DHE_KEX);
+    if (s->cfg.p.fs0rtt != NULL)
+        pqs_fs0rtt_server_install(ctx, s->cfg.p.fs0rtt);
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER);
     SSL_CTX_sess_set_cache_size(ctx, s->cfg.session_cache);
     SSL_CTX_set_session_id_context(ctx, (const unsigned char *)"pqshake", 7);
@@ -312,8 +325,17 @@ int main(int argc, char **argv)
     if (rc >= 0)
         return rc;
 
-    char why[4096], groups[4096];
+    char why[4400], groups[4096];
     if (strlen(s->cfg.cert_dir) > 4000) pqs_usage_error(PROG, "--cert-dir path too long");
+    pqs_fs0rtt_key *bfe_key = NULL;
+    if (s->cfg.bfe_key != NULL) {
+        if ((bfe_key = pqs_fs0rtt_key_load(s->cfg.bfe_key, why, sizeof why)) == NULL)
+            pqs_usage_error(PROG, "bad --bfe-key: %s", why);
+        if ((s->cfg.p.fs0rtt = pqs_fs0rtt_server_new(bfe_key, (uint32_t)s->cfg.p.max_early_data)) == NULL) {
+            fprintf(stderr, PROG ": out of memory\n");
+            return PQS_EXIT_ENV;
+        }
+    }
     s->ctx = make_ctx(s, why, sizeof why, groups, sizeof groups);
     if (s->ctx == NULL) {
         if (strncmp(why, "unknown group", 13) == 0 || strncmp(why, "empty", 5) == 0)
@@ -408,6 +430,10 @@ int main(int argc, char **argv)
     pqs_json_str(&j, "transport", tr->name);
     if (tr->ready_json != NULL)
         tr->ready_json(&j, sv);
+    if (s->cfg.p.fs0rtt != NULL)
+        pqs_fs0rtt_server_ready_json(&j, s->cfg.p.fs0rtt);
+    else
+        pqs_json_null(&j, "fs0rtt");
     pqs_json_int(&j, "ready_mono_ns", pqs_mono_ns());
     pqs_json_end(&j);
     pqs_sink_write(&s->log, &j);
@@ -425,9 +451,15 @@ int main(int argc, char **argv)
     pqs_json_uint(&j, "ok", sv->ok);
     pqs_json_uint(&j, "failed", sv->failed);
     pqs_json_int(&j, "stop_mono_ns", pqs_mono_ns());
+    if (s->cfg.p.fs0rtt != NULL)
+        pqs_fs0rtt_server_summary_json(&j, s->cfg.p.fs0rtt);
+    else
+        pqs_json_null(&j, "fs0rtt");
     pqs_json_end(&j);
     pqs_sink_write(&s->log, &j);
     SSL_CTX_free(s->ctx);
+    pqs_fs0rtt_server_free(s->cfg.p.fs0rtt);
+    pqs_fs0rtt_key_free(bfe_key);
     pqs_unload_providers();
     pqs_cli_free(&s->cfg.cli);
     if (pqs_sink_close(&s->log) != 0) {

@@ -1,4 +1,6 @@
-/* speed_json.c - pqs-speed: the JSON line of a timing, kex/sig/aead and kex_direct; see speed.h. */
+/* speed_json.c - pqs-speed: the JSON line of a timing, kex/sig/aead, kex_direct and bfe; see speed.h. */
+#include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <openssl/err.h>
@@ -76,6 +78,30 @@ void speed_emit_direct(pqs_sink *out, const pqs_oqs_group *row, const char *op, 
         else
             pqs_json_null(&j, "direct_alloc_ns");
     }
+    pqs_json_end(&j);
+    pqs_sink_write(out, &j);
+}
+
+void speed_emit_bfe(pqs_sink *out, const speed_bfe_param *bp, const char *op, const timing *t, const char *message,
+                    const speed_kv *kv, int nkv)
+{
+    pqs_json j;
+    pqs_json_begin(&j, "bfe");
+    pqs_json_str(&j, "name", bp->name);
+    pqs_json_str(&j, "op", op);
+    pqs_json_bool(&j, "ok", t->ok);
+    if (t->ok)
+        timing_json(&j, t);
+    else
+        pqs_json_str(&j, "message", message ? message : "operation failed");
+    pqs_json_int(&j, "n", bp->n);
+    /* all the digits of p (pqs_json_double keeps 6): 2^-10 is 0.0009765625, not 0.000976562 */
+    pqs_json_double_exact(&j, "p", bp->p);
+    pqs_json_double(&j, "p_log2", log2(bp->p));
+    pqs_json_int(&j, "slots", bp->m);
+    pqs_json_int(&j, "hash_count", bp->k);
+    for (int i = 0; i < nkv; i++)
+        pqs_json_int(&j, kv[i].key, kv[i].val);
     pqs_json_end(&j);
     pqs_sink_write(out, &j);
 }

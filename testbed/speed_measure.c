@@ -11,6 +11,24 @@ static int cmp_i64(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
+timing speed_timing_of(int64_t *per, int n, long iters)
+{
+    timing t;
+    memset(&t, 0, sizeof t);
+    if (n < 1)
+        return t;
+    qsort(per, (size_t)n, sizeof per[0], cmp_i64);
+    t.samples = n;
+    t.iters = iters;
+    t.min_ns = per[0];
+    t.max_ns = per[n - 1];
+    t.median_ns = (n % 2) ? per[n / 2] : (per[n / 2 - 1] + per[n / 2]) / 2;
+    t.p10_ns = per[(int)(0.1 * (n - 1) + 0.5)];
+    t.p90_ns = per[(int)(0.9 * (n - 1) + 0.5)];
+    t.ok = true;
+    return t;
+}
+
 timing speed_measure(const speed_cfg *cfg, op_fn fn, void *arg)
 {
     timing t;
@@ -46,16 +64,7 @@ timing speed_measure(const speed_cfg *cfg, op_fn fn, void *arg)
         if (n >= 3 && b - start > cfg->budget_ns)
             break;
     }
-    qsort(per, (size_t)n, sizeof per[0], cmp_i64);
-    t.samples = n;
-    t.iters = iters;
-    t.min_ns = per[0];
-    t.max_ns = per[n - 1];
-    t.median_ns = (n % 2) ? per[n / 2] : (per[n / 2 - 1] + per[n / 2]) / 2;
-    t.p10_ns = per[(int)(0.1 * (n - 1) + 0.5)];
-    t.p90_ns = per[(int)(0.9 * (n - 1) + 0.5)];
-    t.ok = true;
-    return t;
+    return speed_timing_of(per, n, iters);
 }
 
 /* Like speed_measure() for several operations at once, their batches interleaved (A B C A B C ...)
@@ -100,17 +109,7 @@ int speed_measure_interleaved(const speed_cfg *cfg, int nf, op_fn fn[], void *ar
         if (n >= 3 && b - start > cfg->budget_ns * nf)
             break;
     }
-    for (int f = 0; f < nf; f++) {
-        qsort(per[f], (size_t)n, sizeof per[f][0], cmp_i64);
-        timing *t = &out[f];
-        t->samples = n;
-        t->iters = iters[f];
-        t->min_ns = per[f][0];
-        t->max_ns = per[f][n - 1];
-        t->median_ns = (n % 2) ? per[f][n / 2] : (per[f][n / 2 - 1] + per[f][n / 2]) / 2;
-        t->p10_ns = per[f][(int)(0.1 * (n - 1) + 0.5)];
-        t->p90_ns = per[f][(int)(0.9 * (n - 1) + 0.5)];
-        t->ok = true;
-    }
+    for (int f = 0; f < nf; f++)
+        out[f] = speed_timing_of(per[f], n, iters[f]);
     return 1;
 }

@@ -51,6 +51,7 @@ typedef struct timer_cfg {
     uint64_t early_bytes;
     const char *out;
     bool start_gate;         /* --start-gate: wait for stdin after the header line */
+    const char *bfe_public;  /* --bfe-public FILE (--mode fs0rtt) */
 } timer_cfg;
 
 struct timer;
@@ -108,9 +109,14 @@ static void usage(FILE *f)
 "                         resume_psk: resume offering psk_ke (no key exchange, no forward\n"
 "                           secrecy; pqs-server --psk-ke on picks it); the ClientHello still\n"
 "                           carries a key share (OpenSSL always sends one)\n"
+"                         fs0rtt: forward-secure 0-RTT: a fresh Bloom Filter Encryption\n"
+"                           ciphertext under --bfe-public as an external PSK, --early-data\n"
+"                           bytes as early data (testbed/README.md, fs0rtt)\n"
+"  --bfe-public FILE      fs0rtt mode: the server's BFE public key (pqs-bfe-keygen's public.bin;\n"
+"                         its key.json beside it)\n"
 "  --hrr-decoy GROUP      hrr mode: the group given the key share (default: first of x25519,\n"
 "                         secp256r1, x448, secp384r1 not in --groups)\n"
-"  --early-data N         0rtt mode: early data bytes (the request; default 64, min 24)\n"
+"  --early-data N         0rtt, fs0rtt modes: early data bytes (the request; default 64, min 24)\n"
 "  --response-bytes N     ask the server for N bytes after the handshake (ttfb/ttlb)\n"
 "  --request-bytes N      pad the request to N bytes (implies a request)\n"
 "  --concurrency N        parallel connections (threads) (default 1, max 1024)\n"
@@ -166,6 +172,12 @@ static void check_mode(const pqs_client_params *cfg, pqs_attempt *a)
                      && strcmp(a->info.psk_mode, "psk_ke") != 0)
                 pqs_attempt_fail(a, PQS_ERR_RESUME_FAILED, "mode", 0,
                                  "server resumed with %s, not psk_ke (pqs-server --psk-ke on)", a->info.psk_mode);
+        } else if (cfg->mode == PQS_MODE_FS0RTT) {
+            /* the server's conn line says why it refused (fs0rtt.outcome: replay, exhausted, ...) */
+            if (!a->info.resumed || strcmp(a->info.early_data, "accepted") != 0)
+                pqs_attempt_fail(a, PQS_ERR_EARLY_DATA_REJECTED, "mode", 0, a->fs0rtt.offered
+                                 ? "server refused the fs0rtt identity: full handshake, early data not delivered"
+                                 : "no fs0rtt identity was offered");
         } else if (cfg->mode == PQS_MODE_HRR && cfg->instrument && !a->obs.hrr) {
             pqs_attempt_fail(a, PQS_ERR_HRR_MISSING, "mode", 0, "no HelloRetryRequest (server picked %s)",
                              a->info.group ? a->info.group : "?");
@@ -274,6 +286,10 @@ static void log_attempt(tworker *w, const pqs_attempt *a)
         pqs_json_int(&j, "tcp_info_ns", a->tcp_info_ns);
         pqs_tcpinfo_json(&j, &a->tcp);
     }
+    if (p->mode == PQS_MODE_FS0RTT)
+        pqs_fs0rtt_attempt_json(&j, &a->fs0rtt);
+    else
+        pqs_json_null(&j, "fs0rtt");
     own_member m = {.tr = cfg->cli.transport, .c = &w->c, .a = a};
     pqs_transport_members_json(&j, cfg->cli.transport, own_json, &m);
     pqs_json_end(&j);
@@ -429,7 +445,7 @@ static void parse_args(int argc, char **argv, timer_cfg *cfg)
 {
     enum { OPT_CONNECT = 1, OPT_CA, OPT_NOVERIFY, OPT_SNI, OPT_SIGALGS, OPT_CIPHERS, OPT_SAMPLES, OPT_DURATION,
            OPT_WARMUP, OPT_MODE, OPT_DECOY, OPT_EARLY, OPT_REQ, OPT_CONC, OPT_TIMEOUT, OPT_TICKETWAIT,
-           OPT_NOINSTR, OPT_OUT, OPT_CLIENTCERT, OPT_TFO, OPT_GATE };
+           OPT_NOINSTR, OPT_OUT, OPT_CLIENTCERT, OPT_TFO, OPT_GATE, OPT_BFEPUB };
     /* pqs-timer's own rows; the shared ones are pqs_cli_rows, the transports' their own. */
     static const struct option rows[] = {
         {"connect", required_argument, 0, OPT_CONNECT}, {"client-cert", required_argument, 0, OPT_CLIENTCERT},
@@ -444,6 +460,7 @@ static void parse_args(int argc, char **argv, timer_cfg *cfg)
         {"ticket-wait", required_argument, 0, OPT_TICKETWAIT},
         {"no-instrument", no_argument, 0, OPT_NOINSTR}, {"out", required_argument, 0, OPT_OUT},
         {"tcp-fastopen", no_argument, 0, OPT_TFO}, {"start-gate", no_argument, 0, OPT_GATE},
+        {"bfe-public", required_argument, 0, OPT_BFEPUB},
         {0, 0, 0, 0}};
     pqs_cli *cli = &cfg->cli;
     static pqs_optset os;
@@ -490,7 +507,8 @@ static void parse_args(int argc, char **argv, timer_cfg *cfg)
                     found = true;
                 }
             if (!found)
-                pqs_usage_error(PROG, "unknown --mode '%s'; available: full,resume,0rtt,hrr,tls12,resume_psk", optarg);
+                pqs_usage_error(PROG, "unknown --mode '%s'; available: full,resume,0rtt,hrr,tls12,resume_psk,fs0rtt",
+                                optarg);
             break;
         }
         case OPT_DECOY: cfg->hrr_decoy = optarg; break;
@@ -519,12 +537,13 @@ static void parse_args(int argc, char **argv, timer_cfg *cfg)
         case OPT_OUT: cfg->out = optarg; break;
         case OPT_TFO: p->tfo = true; break;
         case OPT_GATE: cfg->start_gate = true; break;
+        case OPT_BFEPUB: cfg->bfe_public = optarg; break;
         }
     }
     bool groups_set = cli->groups != NULL;
     cfg->groups = groups_set ? cli->groups : "X25519MLKEM768";
     p->response_bytes = cli->response_bytes;
-    p->request = p->mode == PQS_MODE_0RTT || p->response_bytes > 0 || cfg->request_bytes > 0;
+    p->request = pqs_mode_early(p->mode) || p->response_bytes > 0 || cfg->request_bytes > 0;
     if (cli->list)
         return; /* --list-*: nothing else is needed */
     pqs_cli_check_client(cli, PROG, p->mode, p->tfo);
@@ -541,6 +560,13 @@ static void parse_args(int argc, char **argv, timer_cfg *cfg)
         pqs_usage_error(PROG, "bad --ca '%s': %s", cfg->ca, strerror(errno));
     if (p->mode == PQS_MODE_HRR && !p->instrument)
         pqs_usage_error(PROG, "--mode hrr needs the message callback: drop --no-instrument");
+    if ((p->mode == PQS_MODE_FS0RTT) != (cfg->bfe_public != NULL))
+        pqs_usage_error(PROG, p->mode == PQS_MODE_FS0RTT
+                        ? "--mode fs0rtt needs --bfe-public FILE (the public.bin pqs-bfe-keygen wrote)"
+                        : "--bfe-public is for --mode fs0rtt");
+    if (p->mode == PQS_MODE_FS0RTT && cfg->early_bytes > 16384)
+        pqs_usage_error(PROG, "bad --early-data %" PRIu64 " with --mode fs0rtt: at most 16384 (the early data an "
+                        "fs0rtt key allows)", cfg->early_bytes);
 }
 
 int main(int argc, char **argv)
@@ -555,6 +581,12 @@ int main(int argc, char **argv)
     if (rc >= 0)
         return rc;
     const pqs_transport *tr = cfg->cli.transport;
+    if (cfg->bfe_public != NULL) {
+        char kwhy[4400];
+        cfg->p.fs0rtt_key = pqs_fs0rtt_public_load(cfg->bfe_public, kwhy, sizeof kwhy);
+        if (cfg->p.fs0rtt_key == NULL)
+            pqs_usage_error(PROG, "bad --bfe-public: %s", kwhy);
+    }
     t->ctx = SSL_CTX_new_ex(NULL, pqs_propq(), tr->client_method());
     if (t->ctx == NULL) {
         fprintf(stderr, PROG ": SSL_CTX_new failed\n");
@@ -663,7 +695,8 @@ int main(int argc, char **argv)
     pqs_json_int(&j, "concurrency", cfg->concurrency);
     pqs_json_int(&j, "timeout_ns", cfg->p.timeout_ns);
     pqs_json_uint(&j, "response_bytes", cfg->p.response_bytes);
-    pqs_json_uint(&j, "early_data_bytes", cfg->p.mode == PQS_MODE_0RTT ? cfg->early_bytes : 0);
+    pqs_json_uint(&j, "early_data_bytes", pqs_mode_early(cfg->p.mode) ? cfg->early_bytes : 0);
+    pqs_fs0rtt_key_json(&j, "fs0rtt", cfg->p.fs0rtt_key);
     pqs_json_bool(&j, "instrument", cfg->p.instrument);
     pqs_json_str(&j, "close", tr->close);
     pqs_json_bool(&j, "tcp_fastopen", cfg->p.tfo);
@@ -689,7 +722,7 @@ int main(int argc, char **argv)
             return PQS_EXIT_ENV;
         }
         if (cfg->p.request) {
-            size_t len = cfg->p.mode == PQS_MODE_0RTT ? cfg->early_bytes : cfg->request_bytes;
+            size_t len = pqs_mode_early(cfg->p.mode) ? cfg->early_bytes : cfg->request_bytes;
             char hdr[64];
             int hl = snprintf(hdr, sizeof hdr, "PQS %zu %" PRIu64 "\n", (size_t)0, cfg->p.response_bytes);
             if (len < (size_t)hl + 8)
@@ -742,6 +775,7 @@ int main(int argc, char **argv)
         free(t->workers[k].hs);
     }
     SSL_CTX_free(ctx);
+    pqs_fs0rtt_key_free((pqs_fs0rtt_key *)cfg->p.fs0rtt_key);
     pqs_unload_providers();
     pqs_cli_free(&cfg->cli);
     if (pqs_sink_close(&t->out) != 0) {

@@ -20,6 +20,7 @@
 #include <openssl/ssl.h>
 
 #include "common.h"
+#include "fs0rtt.h"
 #include "tcpinfo.h"
 #include "tlsobs.h"
 
@@ -33,9 +34,14 @@ typedef enum {
     PQS_MODE_HRR,
     PQS_MODE_TLS12,
     PQS_MODE_RESUME_PSK,
+    PQS_MODE_FS0RTT,            /* forward-secure 0-RTT with Bloom Filter Encryption (fs0rtt/) */
     PQS_MODE__COUNT
 } pqs_mode;
 extern const char *const pqs_mode_names[PQS_MODE__COUNT];
+
+/* Modes whose request rides in the ClientHello as early data: a transport with early_data_why
+ * refuses them with that reason (no row needs to name each such mode). */
+static inline bool pqs_mode_early(pqs_mode m) { return m == PQS_MODE_0RTT || m == PQS_MODE_FS0RTT; }
 
 /* Modes that offer the previous connection's ticket. */
 static inline bool pqs_mode_resumes(pqs_mode m)
@@ -58,6 +64,7 @@ typedef struct pqs_client_params {
     bool request;            /* a request follows the handshake (0rtt, --response-bytes, --request-bytes) */
     bool tfo;                /* --tcp-fastopen: a flag of the tcp transport; the others refuse it
                               * (tfo_why) but every line records it, so it is parsed with the rest */
+    const pqs_fs0rtt_key *fs0rtt_key; /* --mode fs0rtt: the server's BFE public key (--bfe-public) */
 } pqs_client_params;
 
 /* The common record of one attempt: every member of the attempt line that is not one
@@ -81,6 +88,7 @@ typedef struct pqs_attempt {
     const char *stage;
     uint64_t early_sent, req_sent, resp_bytes;
     SSL_SESSION *new_sess;      /* from the new-session callback (pqs_attempt_of) */
+    pqs_fs0rtt_attempt fs0rtt;  /* --mode fs0rtt: its encapsulation (the line's "fs0rtt" member) */
 } pqs_attempt;
 
 /* Records a failure; the first one wins (later ones are consequences). */
@@ -126,6 +134,17 @@ static inline void pqs_attempt_prepare(SSL *ssl, const pqs_client *c, pqs_attemp
         SSL_set_session(ssl, c->sess);
         a->session_offered = true;
     }
+    if (cfg->mode == PQS_MODE_FS0RTT)
+        pqs_fs0rtt_client_use(ssl, cfg->fs0rtt_key, &a->fs0rtt);
+}
+
+/* The client will write early data: 0rtt with a ticket that allows it, or fs0rtt (its PSK
+ * always does). */
+static inline bool pqs_attempt_early(const pqs_client *c, const pqs_attempt *a)
+{
+    if (c->p->mode == PQS_MODE_FS0RTT)
+        return true;
+    return c->p->mode == PQS_MODE_0RTT && a->session_offered && SSL_SESSION_get_max_early_data(c->sess) > 0;
 }
 
 /* ---------------- the server side (pqs-server) ---------------- */
@@ -141,6 +160,7 @@ typedef struct pqs_server_params {
     uint64_t max_early_data;
     bool early_response;
     int tcp_fastopen;            /* TFO queue on a TCP listener, 0 = off */
+    pqs_fs0rtt_server *fs0rtt;   /* --bfe-key: fs0rtt identities are opened (NULL: not) */
 } pqs_server_params;
 
 typedef struct pqs_srv {

@@ -50,12 +50,25 @@ def test_image_help_and_doctor(image):
     cp = prun(image, [], ["doctor", "--json"])
     items = {i["name"]: i for i in map(json.loads, cp.stdout.splitlines())}
     assert cp.returncode == 0, cp.stdout + cp.stderr
-    for name in ("privileges", "network namespaces", "veth", "AF_PACKET", "crypto stack", "tools"):
+    for name in ("privileges", "network namespaces", "veth", "AF_PACKET", "crypto stack", "bfe stack", "tools"):
         assert items[name]["status"] in ("ok", "warn"), items[name]
     pins = dict(line.split("=", 1) for line in (REPO / "testbed/deps/versions.env").read_text().splitlines()
                 if line[:1].isalpha() and "=" in line)
     detail = items["crypto stack"]["detail"]  # the image holds no versions.env: compare here
     assert f"OpenSSL {pins['OPENSSL_VERSION']}," in detail and f"liboqs {pins['LIBOQS_VERSION']}," in detail, detail
+
+
+def test_programs_load_and_start(image):
+    """The programs link relic and bfe-bf statically and load libsodium, GMP and libgomp: every
+    shared library they need is in the runtime image (ldd finds each), and they start."""
+    script = ('set -e; for p in /pqshake/build/bin/pqs-*; do echo "== $p"; ldd "$p"; done; '
+              'for p in pqs-server pqs-timer pqs-speed; do /pqshake/build/bin/$p --version; done')
+    cp = prun(image, ["--entrypoint", "/bin/sh"], ["-c", script])
+    assert cp.returncode == 0, cp.stdout[-3000:] + cp.stderr[-3000:]
+    assert "not found" not in cp.stdout, cp.stdout
+    assert "== /pqshake/build/bin/pqs-server" in cp.stdout
+    for prog in ("pqs-server", "pqs-timer", "pqs-speed"):
+        assert any(line.startswith(f"{prog} ") and "OpenSSL" in line for line in cp.stdout.splitlines()), cp.stdout
 
 
 def test_two_cells_inside(image, tmp_path):

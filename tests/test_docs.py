@@ -13,7 +13,7 @@ import pytest
 from pqshake.paths import build_dir
 
 REPO = Path(__file__).resolve().parent.parent
-PROGRAMS = ["pqs-server", "pqs-timer", "pqs-speed", "pqs-linkemu", "pqs-probe"]
+PROGRAMS = ["pqs-server", "pqs-timer", "pqs-speed", "pqs-bfe-keygen", "pqs-linkemu", "pqs-probe"]
 
 
 @pytest.mark.parametrize("program", PROGRAMS)

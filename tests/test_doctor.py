@@ -90,7 +90,7 @@ def _bfe_build(tmp_path: Path, relic: str | None = "0.6.0", bfe: str | None = "2
 
 def test_bfe_stack_versions_and_cache(tmp_path):
     """relic and bfe-bf: versions from their builds in the cache, compared with the pins; absent
-    or older builds name make deps; never a FAIL (runs do not need them yet)."""
+    or older builds are a FAIL naming make deps (every program links them, for fs0rtt)."""
     pins = tmp_path / "versions.env"
     pins.write_text("RELIC_VERSION=0.6.0\nBFE_VERSION=26f58aa\n")
     it = doctor.bfe_item(_bfe_build(tmp_path), pins)
@@ -99,18 +99,18 @@ def test_bfe_stack_versions_and_cache(tmp_path):
     it = doctor.bfe_item(_bfe_build(tmp_path / "old", bfe="1234567"), pins)
     assert it.status == WARN and "bfe-bf 1234567 != pinned 26f58aa" in it.detail and "make deps" in it.fix
     it = doctor.bfe_item(_bfe_build(tmp_path / "gone", relic=None), pins)
-    assert it.status == INFO and it.detail.startswith("not in the cache: relic 0.6.0") and "make deps" in it.fix
+    assert it.status == FAIL and it.detail.startswith("not in the cache: relic 0.6.0") and "make deps" in it.fix
     older = tmp_path / "older"
     older.mkdir()
     (older / "deps.mk").write_text("OPENSSL_VERSION := 3.6.3\nOPENSSL_PREFIX := /x\n")
     it = doctor.bfe_item(older, pins)
-    assert it.status == INFO and "predates" in it.detail and "make deps" in it.fix
+    assert it.status == FAIL and "predates" in it.detail and "make deps" in it.fix
     assert doctor.bfe_item(tmp_path / "none", pins).status == INFO
     image = tmp_path / "image"
     image.mkdir()
     (image / "deps.mk").write_text("RELIC_VERSION := 0.6.0\nRELIC_PREFIX := \nBFE_VERSION := 26f58aa\nBFE_PREFIX := \n")
     it = doctor.bfe_item(image, pins)
-    assert it.status == INFO and "not part of this build" in it.detail, it
+    assert it.status == FAIL and "not part of this build" in it.detail and "make deps" in it.fix, it
 
 
 def test_dead_run_is_reported_with_clean_as_fix(tmp_path, monkeypatch):

@@ -1,5 +1,5 @@
 """Issue 21: transport and mode names live in their registries (experiments/transports/,
-experiments/modes.py). Every other Python module reads the rows; a name written as a string
+experiments/modes/). Every other Python module reads the rows; a name written as a string
 literal anywhere else fails here, unless the allow-list below says why it is not a transport or
 mode (or why it is not ours to change yet).
 
@@ -15,8 +15,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SCANNED = ("pqshake", "emulation", "experiments", "analysis", "bench")
-REGISTRY_MODULES = ("experiments/modes.py", "experiments/transports/")
-NAMES = frozenset({"tcp", "tcp+tfo", "quic", "turbotls", "full", "resume", "resume_psk", "0rtt", "hrr", "tls12"})
+REGISTRY_MODULES = ("experiments/modes/", "experiments/transports/")
+NAMES = frozenset({"tcp", "tcp+tfo", "quic", "turbotls", "full", "resume", "resume_psk", "0rtt", "hrr", "tls12", "fs0rtt"})
 
 # (file, name): why that literal there is not a transport or mode listed outside the registry.
 ALLOWED = {
@@ -63,7 +63,7 @@ def findings(root: Path, allowed: dict = ALLOWED) -> list[str]:
                 continue
             for line, name in literal_names(p):
                 if (rel, name) not in allowed:
-                    out.append(f"{rel}:{line}: {name!r} (read it from experiments/transports/ or experiments/modes.py)")
+                    out.append(f"{rel}:{line}: {name!r} (read it from experiments/transports/ or experiments/modes/)")
     return out
 
 
@@ -86,7 +86,7 @@ def test_a_planted_literal_fails(tmp_path):
     (tmp_path / "experiments" / "transports").mkdir(parents=True)
     (tmp_path / "experiments" / "transports" / "mine.py").write_text('NAME = "turbotls"\n')  # a registry module
     assert findings(tmp_path) == ["analysis/bad.py:2: 'turbotls' (read it from experiments/transports/ or "
-                                  "experiments/modes.py)"]
+                                  "experiments/modes/)"]
 
 
 @pytest.mark.parametrize("src", ['M = {"0rtt": 1}\n', 'x = f(mode="hrr")\n', 'y = ("full", "tls12")\n'])

@@ -1134,6 +1134,55 @@ def test_linked_library_scan_reports_a_missing_package(tmp_path):
     assert len(problems) == 1 and problems[0].startswith("-lfrob: linked by Makefile:2"), problems
 
 
+# Shared libraries the built programs load at run time. The container image's runtime stage
+# installs only the --runtime list (docker/Dockerfile), so each library a program in build/bin
+# needs (its ELF NEEDED entries: what ldd lists first-hand; the libraries' own dependencies come
+# with their packages) must be a file of that list, or the C library's own (libc6, which every
+# Debian system has: the Essential packages depend on it).
+WITH_THE_C_LIBRARY = {"libc.so.6", "libm.so.6", "libdl.so.2", "libpthread.so.0", "librt.so.1", "libresolv.so.2",
+                      "libutil.so.1", "ld-linux-x86-64.so.2", "ld-linux-aarch64.so.1"}
+NEEDED_RE = re.compile(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]")
+
+
+def needed_libraries(programs: list[Path]) -> dict[str, list[str]]:
+    """soname -> the programs that need it (readelf -d: the NEEDED entries)."""
+    out: dict[str, list[str]] = {}
+    for p in programs:
+        r = subprocess.run(["readelf", "-d", str(p)], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, f"{p}: {r.stderr}"
+        for so in NEEDED_RE.findall(r.stdout):
+            out.setdefault(so, []).append(p.name)
+    return out
+
+
+def libraries_not_at_runtime(needed: dict[str, list[str]], runtime_pairs: list[tuple[str, str]]) -> list[str]:
+    files = [Path(w).name for w, _ in runtime_pairs if w.startswith("/")]
+    return [f"{so}: needed by {', '.join(progs[:3])}; add '/usr/lib/*/{so}:PACKAGE' (the package shipping it) to "
+            "the runtime list of scripts/install-system-packages.sh" for so, progs in sorted(needed.items())
+            if so not in WITH_THE_C_LIBRARY and not any(fnmatch.fnmatch(so, f) for f in files)]
+
+
+def test_every_shared_library_of_a_built_program_is_a_runtime_package():
+    """The image's programs start: every shared library build/bin's programs need is installed by
+    `install-system-packages.sh --runtime` (the runtime stage of docker/Dockerfile)."""
+    need(shutil.which("readelf") is not None, "readelf missing: apt-get install binutils")
+    bindir = REPO / "build" / "bin"
+    programs = sorted(p for p in bindir.glob("pqs-*") if p.is_file() and p.read_bytes()[:4] == b"\x7fELF")
+    need(bool(programs), f"no programs in {bindir}: make build")
+    needed = needed_libraries(programs)
+    assert "libc.so.6" in needed, f"the scan found no NEEDED entries: {needed}"
+    problems = libraries_not_at_runtime(needed, table(runtime=True))
+    assert not problems, "shared libraries the programs load that the runtime image lacks:\n  " + "\n  ".join(problems)
+
+
+def test_runtime_library_check_reports_a_missing_package():
+    runtime = [("ip", "iproute2"), ("/usr/lib/*/libsodium.so.23", "libsodium23")]
+    needed = {"libc.so.6": ["pqs-server"], "libm.so.6": ["pqs-server"], "libsodium.so.23": ["pqs-server"],
+              "libgmp.so.10": ["pqs-server", "pqs-timer"]}
+    problems = libraries_not_at_runtime(needed, runtime)
+    assert len(problems) == 1 and problems[0].startswith("libgmp.so.10: needed by pqs-server, pqs-timer"), problems
+
+
 def _installed(pkg: str) -> bool:
     r = subprocess.run(["dpkg-query", "-W", "-f", "${Status}", pkg], capture_output=True, text=True)
     return r.returncode == 0 and r.stdout.strip().endswith(" installed")

@@ -60,6 +60,9 @@ class Transport:
     min_mtu: int = 0  # the smallest link MTU it runs on (plan refusal, synthetic cells)
     # Modes the programs cannot run over it, each with the reason the plan gives.
     refused: dict[str, str] = {}
+    # It carries no early data: every mode whose request rides in the ClientHello (a row with
+    # early_data, e.g. 0rtt, fs0rtt) is refused for this reason, unless refused names it.
+    early_data_why: str = ""
     # The modes the one-round-trip figure compares for it (analysis/figs/onertt.py).
     onertt_modes: tuple[str, ...] = (M.FULL,)
     # Its cells' ids have no transport part (cells that predate transports keep their ids).
@@ -86,10 +89,18 @@ class Transport:
     # Its section in report.md (None: the summary table says all).
     report: ReportSection | None = None
 
+    def why_refused(self, mode: str) -> str | None:
+        """Why it does not run mode (None: it does)."""
+        if mode in self.refused:
+            return self.refused[mode]
+        if self.early_data_why and mode in M.NAMES and M.get(mode).early_data:
+            return self.early_data_why
+        return None
+
     @property
     def modes(self) -> tuple[str, ...]:
         """The modes it runs, in the modes registry's order."""
-        return tuple(m for m in M.NAMES if m not in self.refused)
+        return tuple(m for m in M.NAMES if self.why_refused(m) is None)
 
     @property
     def table_label(self) -> str:
@@ -192,8 +203,8 @@ def refuse_mode(t: Transport, ef: Any, c: Any) -> None:
     """A cell whose mode the transport does not run: the reason, and the three ways out."""
     from pqshake.errors import UserError
 
-    if c.mode in t.refused or c.mode not in t.modes:
-        why = t.refused.get(c.mode, f"{t.name} runs {', '.join(t.modes)} only")
+    if c.mode not in t.modes:
+        why = t.why_refused(c.mode) or f"{t.name} runs {', '.join(t.modes)} only"
         raise UserError(f"{ef.where('transports')}: mode {c.mode} cannot run over {t.name} ({why}); remove "
                         f"{c.mode} from modes or {t.name} from transports, or add the exclude rule "
                         f"{{transport: {t.name}, mode: {c.mode}}}")

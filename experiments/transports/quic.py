@@ -27,7 +27,7 @@ QUIC_MIN_MTU = 1228
 QUIC_REFUSED_MODES = {M.ZERO_RTT: "QUIC 0-RTT is not supported by pqs-server/pqs-timer",
                       M.TLS12: "QUIC requires TLS 1.3",
                       M.RESUME_PSK: "psk_ke resumption is run over TCP only"}
-QUIC_MODES = tuple(m for m in M.NAMES if m not in QUIC_REFUSED_MODES)
+QUIC_MODES = tuple(m for m in M.NAMES if m not in QUIC_REFUSED_MODES and not M.get(m).early_data)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -287,6 +287,7 @@ class Quic(Transport):
     rank = 3
     min_mtu = QUIC_MIN_MTU
     refused = QUIC_REFUSED_MODES
+    early_data_why = "0-RTT is not in OpenSSL's QUIC server"
     # pqs-server and pqs-timer send no response and no early data over QUIC.
     handshake_only = True
     over_tcp = False

@@ -21,7 +21,7 @@ TURBO_REFUSED_MODES = {M.ZERO_RTT: "0-RTT over TurboTLS is not implemented",
                        M.HRR: "a HelloRetryRequest would make the UDP first flight not final",
                        M.TLS12: "TurboTLS carries TLS 1.3 first flights",
                        M.RESUME_PSK: "psk_ke resumption is run over TCP only"}
-TURBO_MODES = tuple(m for m in M.NAMES if m not in TURBO_REFUSED_MODES)
+TURBO_MODES = tuple(m for m in M.NAMES if m not in TURBO_REFUSED_MODES and not M.get(m).early_data)
 TURBO_MIN_MTU = 1228  # a 1200-byte datagram + UDP 8 + IPv4 20
 TURBO_FALLBACK_S = 0.010  # the fallback wait of synthetic turbotls cells (the runner's default)
 
@@ -151,6 +151,7 @@ class TurboTls(Transport):
     rank = 2
     min_mtu = TURBO_MIN_MTU
     refused = TURBO_REFUSED_MODES
+    early_data_why = "0-RTT over TurboTLS is not implemented"
     # The timer's turbo object.
     sample_columns = (Column("turbo_fallback", "turbo_fallback", "flag"),  # carried on over TCP after its wait
                       Column("turbo_fallback_cause", "turbo_fallback_cause", "text"),  # no_reply / timeout / flight_not_fit

@@ -184,6 +184,8 @@ void pqs_cli_check_client(pqs_cli *cli, const char *prog, pqs_mode mode, bool tf
         }
         if (t->mode_why[mode] != NULL)
             pqs_usage_error(prog, "--mode %s --transport %s: %s", pqs_mode_names[mode], t->name, t->mode_why[mode]);
+        if (pqs_mode_early(mode) && t->early_data_why != NULL)
+            pqs_usage_error(prog, "--mode %s --transport %s: %s", pqs_mode_names[mode], t->name, t->early_data_why);
         if (tfo && t->client_tfo_why != NULL)
             pqs_usage_error(prog, "--tcp-fastopen with --transport %s: %s", t->name, t->client_tfo_why);
     }

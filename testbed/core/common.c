@@ -147,7 +147,7 @@ void pqs_json_uint(pqs_json *j, const char *key, uint64_t val)
     jput(j, p, (size_t)(e - p));
 }
 
-void pqs_json_double(pqs_json *j, const char *key, double val)
+static void json_double_fmt(pqs_json *j, const char *key, double val, const char *fmt)
 {
     char t[48];
     pqs_json_key(j, key);
@@ -155,9 +155,13 @@ void pqs_json_double(pqs_json *j, const char *key, double val)
         jputs(j, "null");
         return;
     }
-    int n = snprintf(t, sizeof t, "%.6g", val);
+    int n = snprintf(t, sizeof t, fmt, val);
     jput(j, t, (size_t)n);
 }
+
+void pqs_json_double(pqs_json *j, const char *key, double val) { json_double_fmt(j, key, val, "%.6g"); }
+
+void pqs_json_double_exact(pqs_json *j, const char *key, double val) { json_double_fmt(j, key, val, "%.17g"); }
 
 void pqs_json_bool(pqs_json *j, const char *key, bool val)
 {

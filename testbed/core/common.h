@@ -68,7 +68,9 @@ void pqs_json_begin(pqs_json *j, const char *type); /* {"type":"<type>" */
 void pqs_json_str(pqs_json *j, const char *key, const char *val); /* NULL -> null */
 void pqs_json_int(pqs_json *j, const char *key, int64_t val);
 void pqs_json_uint(pqs_json *j, const char *key, uint64_t val);
-void pqs_json_double(pqs_json *j, const char *key, double val);
+void pqs_json_double(pqs_json *j, const char *key, double val); /* 6 significant digits */
+/* every digit (%.17g: reads back as the same double), for parameters such as 2^-10 */
+void pqs_json_double_exact(pqs_json *j, const char *key, double val);
 void pqs_json_bool(pqs_json *j, const char *key, bool val);
 void pqs_json_null(pqs_json *j, const char *key);
 void pqs_json_key(pqs_json *j, const char *key); /* member name + ':' ; value follows raw */

@@ -31,10 +31,10 @@ RELIC_OPTS="-DCMAKE_BUILD_TYPE=Release -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DWS
 BFE_OPTS="-DCMAKE_BUILD_TYPE=Release -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DCMAKE_DISABLE_FIND_PACKAGE_cgreen=ON \
 -DCMAKE_DISABLE_FIND_PACKAGE_cxxopts=ON -DCMAKE_DISABLE_FIND_PACKAGE_Doxygen=ON"
 BFE_PATCH="LTO off (check_ipo_supported replaced by LTO_SUPPORTED OFF)"
-# So far only the C tests link relic and bfe-bf (testbed/tests/test_bfe.c); the container image
-# (PQS_IMAGE_BUILD) runs no tests and skips them until its programs link BFE.
-WITH_BFE=1
-[ -z "${PQS_IMAGE_BUILD:-}" ] || WITH_BFE=
+# relic and bfe-bf are built everywhere, the container image's build (PQS_IMAGE_BUILD) included:
+# every program links them (testbed/Makefile, the mode fs0rtt), statically, so the image's
+# runtime stage needs none of their libraries (only libsodium, GMP and libgomp: the --runtime
+# list of scripts/install-system-packages.sh), just their PQS-BUILD-INFO for `pqshake doctor`.
 
 mkdir -p "$PQS_CACHE"
 exec 9>"$PQS_CACHE/.lock"
@@ -153,7 +153,7 @@ bfe_prefix="$PQS_CACHE/$(cache_key bfe-bf "$BFE_VERSION" "$BFE_OPTS" "$BFE_PATCH
 # a list of components (e.g. OQSPROVIDER) verifies only those.
 if [ -n "${PQS_DEPS_VERIFY_ONLY:-}" ]; then
   comps=$PQS_DEPS_VERIFY_ONLY
-  [ "$comps" = 1 ] && comps="OPENSSL LIBOQS OQSPROVIDER${WITH_BFE:+ RELIC BFE}"
+  [ "$comps" = 1 ] && comps="OPENSSL LIBOQS OQSPROVIDER RELIC BFE"
   for comp in $comps; do
     work=$(mktemp -d "$PQS_CACHE/work.XXXXXX")
     case $comp in
@@ -168,7 +168,7 @@ if [ -n "${PQS_DEPS_VERIFY_ONLY:-}" ]; then
 fi
 
 for pair in "openssl:$ossl_prefix" "liboqs:$oqs_prefix" "oqsprovider:$oqsprov_prefix" \
-  ${WITH_BFE:+"relic:$relic_prefix" "bfe:$bfe_prefix"}; do
+  "relic:$relic_prefix" "bfe:$bfe_prefix"; do
   comp=${pair%%:*} prefix=${pair#*:}
   if [ -f "$prefix/PQS-BUILD-INFO" ]; then
     say "$comp: cached build $prefix"
@@ -188,10 +188,11 @@ OPENSSL_PREFIX := $ossl_prefix
 LIBOQS_PREFIX := $oqs_prefix
 OQSPROVIDER_VERSION := $OQSPROVIDER_VERSION
 OQSPROVIDER_PREFIX := $oqsprov_prefix
-# Empty in the container image's build (PQS_IMAGE_BUILD): relic and bfe-bf are not built there.
+# relic and bfe-bf (static libraries), linked into every program (the mode fs0rtt), the
+# container image's included; testbed/Makefile refuses to link with these empty.
 RELIC_VERSION := $RELIC_VERSION
-RELIC_PREFIX := ${WITH_BFE:+$relic_prefix}
+RELIC_PREFIX := $relic_prefix
 BFE_VERSION := $BFE_VERSION
-BFE_PREFIX := ${WITH_BFE:+$bfe_prefix}
+BFE_PREFIX := $bfe_prefix
 MK
 mv "$out_mk.tmp" "$out_mk"

@@ -196,8 +196,7 @@ bool pqs_tcp_client_setup(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a)
         SSL_set0_wbio(ssl, flight);
     }
     pqs_attempt_prepare(ssl, c, a, want_resume, pqs_tlsobs_msg_cb, &a->obs);
-    a->early_offered = cfg->mode == PQS_MODE_0RTT && a->session_offered
-                       && SSL_SESSION_get_max_early_data(c->sess) > 0;
+    a->early_offered = pqs_attempt_early(c, a);
     tc->ssl = ssl;
     tc->fd = fd;
     tc->flight = flight;

@@ -16,6 +16,7 @@ typedef struct conn_rec {
     uint64_t id;
     char peer[64];
     int64_t accepted_ns, hs_done_ns, first_app_ns, request_done_ns, response_done_ns, closed_ns;
+    int64_t cpu_ns;        /* the worker thread's CPU for this connection, accept to close */
     pqs_tlsobs obs;
     pqs_tlsinfo info;
     bool hs_ok;
@@ -28,6 +29,7 @@ typedef struct conn_rec {
     bool early_response;   /* the response went out as 0.5-RTT data, before the client's Finished */
     const char *close_kind;
     pqs_tcpinfo tcp;
+    pqs_fs0rtt_conn fs0rtt;  /* with --bfe-key: what became of the ClientHello's fs0rtt identity */
     _Alignas(max_align_t) unsigned char ext[PQS_TCP_EXT_REC_MAX]; /* the extension's record */
 } conn_rec;
 
@@ -82,6 +84,7 @@ static void log_conn(pqs_tcp_server *ts, pqs_tcp_worker *w, const conn_rec *c)
     pqs_json_str(&j, "peer", c->peer);
     pqs_json_bool(&j, "ok", c->hs_ok && c->err == PQS_ERR_NONE);
     pqs_json_int(&j, "accepted_mono_ns", c->accepted_ns);
+    pqs_json_int(&j, "cpu_ns", c->cpu_ns);
 #define MONO(k, v) do { if ((v) != 0) pqs_json_int(&j, k, (v)); else pqs_json_null(&j, k); } while (0)
     MONO("client_hello_mono_ns", c->obs.client_hello_ns);
     MONO("client_hello2_mono_ns", c->obs.client_hello2_ns);
@@ -113,6 +116,10 @@ static void log_conn(pqs_tcp_server *ts, pqs_tcp_worker *w, const conn_rec *c)
         pqs_json_str(&j, "stage", c->stage);
     }
     pqs_tcpinfo_json(&j, &c->tcp);
+    if (ts->s->p->fs0rtt != NULL)
+        pqs_fs0rtt_conn_json(&j, &c->fs0rtt);
+    else
+        pqs_json_null(&j, "fs0rtt");
     ext_member m = {.ext = ext, .c = c};
     pqs_transport_members_json(&j, ext != NULL ? ts->s->transport : NULL, ext_json, &m);
     pqs_json_end(&j);
@@ -140,6 +147,9 @@ static void serve(pqs_tcp_server *ts, pqs_tcp_worker *w, int fd, const struct so
     conn_rec c;
     memset(&c, 0, sizeof c);
     c.accepted_ns = pqs_mono_ns();
+    /* A worker serves one connection at a time: its thread CPU over serve() is this connection's
+     * (TLS, the key exchange, signing, fs0rtt's decapsulation; not the kernel's TCP work). */
+    int64_t cpu0 = pqs_clock_ns(CLOCK_THREAD_CPUTIME_ID);
     c.id = atomic_fetch_add(&ts->conn_seq, 1);
     c.request_len = -1;
     c.close_kind = "none";
@@ -163,6 +173,7 @@ static void serve(pqs_tcp_server *ts, pqs_tcp_worker *w, int fd, const struct so
     }
     SSL_set_msg_callback(ssl, pqs_tlsobs_msg_cb);
     SSL_set_msg_callback_arg(ssl, &c.obs);
+    pqs_fs0rtt_conn_attach(ssl, &c.fs0rtt);
 
     int64_t resp_len = -1;
     bool have_header = false;
@@ -306,6 +317,7 @@ done:
     close(fd);
     pthread_mutex_unlock(&w->mu);
     ERR_clear_error();
+    c.cpu_ns = pqs_clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
     w->conns++;
     if (c.hs_ok && c.err == PQS_ERR_NONE)
         w->ok++;

@@ -306,7 +306,7 @@ def test_no_other_module_spells_the_name(added):
     finally:
         plant.unlink()
     assert p["findings"] == ["analysis/planted_loop.py:2: 'loop' (read it from experiments/transports/ or "
-                             "experiments/modes.py)"], p["findings"]
+                             "experiments/modes/)"], p["findings"]
 
 
 def _wait_line(path: Path, type_: str, proc: subprocess.Popen, timeout: float = 15.0) -> dict:

@@ -70,3 +70,33 @@ def test_sanitized_oqsprovider_mutual_tls(tmp_path, asan_built):
     err = srv.stderr()
     assert srv.returncode == 0, err[-3000:]
     assert not any(b in err for b in BAD), err[-3000:]
+
+
+def test_sanitized_fs0rtt_accepted_replayed_and_used_up(tmp_path, asan_built):
+    """fs0rtt (testbed/fs0rtt/, issue 22) through the sanitizers: two clients at once on a key of
+    n = 24 (the relic lock, the punctures), then past n (the used-up key's refusals), a damaged
+    identity and a replay (test_fs0rtt.py's relay), with leak checking on exit."""
+    from test_fs0rtt import Relay, _identity_at, keygen, send_raw
+
+    key = keygen(tmp_path / "key", n=24)
+    srv = Server(tmp_path, "--groups", "X25519MLKEM768", "--bfe-key", key, "--threads", "4", asan=True, env=SAN_ENV)
+    args = ("--connect", srv.addr, "--ca", srv.ca, "--groups", "X25519MLKEM768", "--mode", "fs0rtt",
+            "--bfe-public", key / "public.bin")
+    r = run_timer(*args, "--samples", 20, "--concurrency", 2, "--response-bytes", 100, asan=True, env=SAN_ENV)
+    assert r.returncode == 0 and not any(b in r.stderr for b in BAD), r.stderr[-3000:]
+    assert r.summary["ok"] == 20, r.summary
+    relay = Relay(("127.0.0.1", srv.port))
+    run_timer(*args[2:], "--connect", f"127.0.0.1:{relay.port}", "--samples", 1, asan=True, env=SAN_ENV)
+    relay.thread.join(10)
+    flight = bytearray(relay.client_bytes)
+    send_raw(srv.addr, bytes(flight))  # a replay
+    flight[_identity_at(bytes(flight), srv.ready["fs0rtt"]["k"])] ^= 0xFF  # a length that lies
+    send_raw(srv.addr, bytes(flight))
+    r = run_timer(*args, "--samples", 6, asan=True, env=SAN_ENV)  # 21 punctures so far: 3 left
+    assert r.returncode == 0 and not any(b in r.stderr for b in BAD), r.stderr[-3000:]
+    assert r.summary["ok"] == 3 and r.summary["errors"] == {"early_data_rejected": 3}, r.summary
+    recs = srv.stop()
+    err = srv.stderr()
+    assert srv.returncode == 0 and not any(b in err for b in BAD), err[-3000:]
+    fs = recs[-1]["fs0rtt"]
+    assert (fs["accepted"], fs["replay"], fs["malformed"], fs["exhausted"]) == (24, 1, 1, 3), fs

@@ -1,10 +1,15 @@
-"""pqs-speed: JSON lines with medians for kex, sig and AEAD operations."""
+"""pqs-speed: JSON lines with medians for kex, sig, AEAD and Bloom Filter Encryption operations."""
+import math
+
+import pytest
+
 from testbed_helpers import parse_lines, run_tool
 
 
 def test_speed_small_selection():
-    p = run_tool("pqs-speed", "--groups", "x25519:X25519MLKEM768", "--sigs", "ed25519:ml-dsa-44",
-                 "--samples", 5, "--budget", "200ms", "--min-sample", "200us")
+    # --only: the default run also times BFE (seconds of key generation), not needed here
+    p = run_tool("pqs-speed", "--only", "kex,sig,aead", "--groups", "x25519:X25519MLKEM768",
+                 "--sigs", "ed25519:ml-dsa-44", "--samples", 5, "--budget", "200ms", "--min-sample", "200us")
     assert p.returncode == 0, p.stderr
     recs = parse_lines(p.stdout)
     assert recs[0]["type"] == "header" and recs[0]["liboqs_version"] == "0.13.0"
@@ -30,3 +35,67 @@ def test_speed_only_aead():
     p = run_tool("pqs-speed", "--only", "aead", "--samples", 3, "--min-sample", "100us")
     recs = parse_lines(p.stdout)
     assert {r["type"] for r in recs[1:]} == {"aead"} and len(recs) == 1 + 12
+
+
+BFE_OPS = ("keygen", "encaps", "decaps", "puncture", "refuse_replay")
+EP_BYTES, EP2_BYTES = 97, 193  # BLS12-381 G1 / G2 points as bfe-bf writes them (uncompressed)
+
+
+def bfe_sk_bytes(m, live):
+    """bfe-bf's secret key on the wire: hash count and size (2 x 4 bytes), the filter's 64-bit
+    words, then one G2 point per slot not punctured."""
+    return 8 + 8 * math.ceil(m / 64) + EP2_BYTES * live
+
+
+def test_speed_bfe_small():
+    """n = 64, p = 2^-5: 462 slots, key generation ~0.2 s. Every operation, sizes that agree with
+    the filter, the secret key as it is really serialized (bfe_bf_secret_key_size over-reports
+    once punctured: sk_bytes_lib), and costs in the right order without tight bounds."""
+    p = run_tool("pqs-speed", "--only", "bfe", "--bfe", "64:2^-5", "--samples", 5, "--budget", "200ms",
+                 "--min-sample", "200us")
+    assert p.returncode == 0, p.stderr
+    recs = parse_lines(p.stdout)
+    assert recs[0]["type"] == "header" and {r["type"] for r in recs[1:]} == {"bfe"}
+    by = {r["op"]: r for r in recs[1:]}
+    assert sorted(by) == sorted(BFE_OPS) and len(recs) == 1 + len(BFE_OPS)
+    for r in by.values():
+        assert r["ok"], r
+        assert r["name"] == "64:2^-5" and r["n"] == 64 and r["p"] == 2 ** -5 and r["p_log2"] == -5
+        assert r["threads"] == 1
+        assert 0 < r["min_ns"] <= r["p10_ns"] <= r["median_ns"] <= r["p90_ns"] <= r["max_ns"]
+    # the filter bfe-bf derives: m = ceil(n log2(1/p) / ln 2) slots, k = ceil(m/n ln 2) hashes
+    m = math.ceil(64 * 5 / math.log(2))
+    k = math.ceil(m / 64 * math.log(2))
+    assert all(r["slots"] == m and r["hash_count"] == k for r in by.values())
+    kg, enc, dec, pun, ref = (by[o] for o in BFE_OPS)
+    assert kg["samples"] == 1 and kg["median_ns"] == kg["wall_ns"] and kg["cpu_ns"] > 0
+    assert kg["cpu_ns_per_slot"] == kg["cpu_ns"] // m
+    assert kg["pk_bytes"] == 3 * 4 + EP_BYTES
+    assert kg["sk_bytes"] == bfe_sk_bytes(m, m)
+    assert enc["ct_bytes"] == 4 + EP_BYTES + k * 32 and enc["ss_bytes"] == 32
+    assert dec["ct_bytes"] == ref["ct_bytes"] == enc["ct_bytes"]
+    # puncture: one call per sample, each on a fresh ciphertext; k slots each, some shared
+    assert pun["iters_per_sample"] == 1 and pun["punctures"] == pun["samples"] >= 3
+    assert k <= pun["punctured_slots"] <= k * pun["punctures"]
+    assert pun["sk_bytes"] == bfe_sk_bytes(m, m - pun["punctured_slots"]) < kg["sk_bytes"]
+    assert pun["sk_bytes_lib"] >= pun["sk_bytes"]
+    # decaps re-encrypts (k pairings, like encaps); a replay is refused before any pairing
+    assert dec["median_ns"] > enc["median_ns"] / 10
+    assert ref["median_ns"] < dec["median_ns"]
+
+
+@pytest.mark.parametrize("value,needle", [("64", "64"), ("0:0.1", "'0'"), ("64:0.6", "0.6"),
+                                          ("64:2^-16", "2^-16"), ("2^25:2^-5", "2^25"),
+                                          ("64:x", "'x'"), ("", "N:P")])
+def test_speed_bfe_bad_value(value, needle):
+    """Checked before anything is measured: exit 2, one line naming --bfe and the value."""
+    p = run_tool("pqs-speed", "--only", "bfe", "--bfe", value, timeout=20)
+    assert p.returncode == 2, (p.returncode, p.stderr)
+    assert p.stdout == ""
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--bfe" in lines[0] and needle in lines[0], p.stderr
+
+
+def test_speed_only_lists_bfe():
+    p = run_tool("pqs-speed", "--only", "nothing", timeout=20)
+    assert p.returncode == 2 and "bfe" in p.stderr

@@ -1,4 +1,5 @@
-"""The handshake modes: one row each (issue 21). The experiment model's allowed values, the
+"""The handshake modes: one row each (issue 21); a mode with code of its own has its module here
+(fs0rtt.py) and its row names it. The experiment model's allowed values, the
 programs' command lines, the handshake model, the summary's order and labels and the synthetic
 data read this table; no other module spells a mode's name (tests/test_registry_only.py).
 
@@ -10,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from . import fs0rtt as _fs0rtt
+
 # The names, as experiment files, cell ids and the programs' --mode spell them. Constants so a
 # module that branches on one mode names it without a literal.
 FULL = "full"
@@ -18,6 +21,7 @@ RESUME_PSK = "resume_psk"
 ZERO_RTT = "0rtt"
 HRR = "hrr"
 TLS12 = "tls12"
+FS0RTT = "fs0rtt"
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,14 @@ class Mode:
     early_data: bool = False  # the client's request rides in the ClientHello (--max-early-data)
     # Planned by default in synthetic data (analysis/synthetic.py Spec.modes).
     synthetic: bool = True
+    # Bytes the mode adds to the ClientHello beyond the key share (the handshake model's size).
+    client_hello_extra: int = 0
+    # The server needs a Bloom Filter Encryption key (experiments/modes/fs0rtt.py): made or found
+    # before the cell's server starts, passed to pqs-server --bfe-key / pqs-timer --bfe-public.
+    bfe_key: bool = False
+    # Its own columns in the run tables: (table, column as written, analysis name), table one of
+    # samples, server, cells (analysis/columns.py merges them).
+    columns: tuple[tuple[str, str, str], ...] = ()
 
 
 REGISTRY: tuple[Mode, ...] = (
@@ -44,6 +56,8 @@ REGISTRY: tuple[Mode, ...] = (
     Mode(ZERO_RTT, "0-RTT", resumable=True, certificate=False, early_data=True),
     Mode(HRR, "HRR", tcp_rtts=3),
     Mode(TLS12, "TLS 1.2", tcp_rtts=3),
+    Mode(FS0RTT, "FS 0-RTT (BFE)", certificate=False, early_data=True, synthetic=False,
+         client_hello_extra=_fs0rtt.CH_EXTRA_BYTES, bfe_key=True, columns=_fs0rtt.COLUMNS),
 )
 
 NAMES: tuple[str, ...] = tuple(m.name for m in REGISTRY)  # also the order of tables and figures
@@ -54,6 +68,11 @@ _BY_NAME = {m.name: m for m in REGISTRY}
 def get(name: str) -> Mode:
     """The row of a mode; KeyError for a name the registry does not have."""
     return _BY_NAME[name]
+
+
+def columns(table: str) -> dict[str, str]:
+    """The modes' own columns of a run table: {column as written: analysis name}."""
+    return {raw: name for m in REGISTRY for t, raw, name in m.columns if t == table}
 
 
 def resumable(name: str) -> bool:
