@@ -1,4 +1,4 @@
-"""The fourteen figure kinds. Each takes the analysis (summary + samples) and returns figures with
+"""The fifteen figure kinds. Each takes the analysis (summary + samples) and returns figures with
 a title and a caption built from the metadata, or raises Skip with a one-line reason (the
 experiment has no data for it). Files: <out>/figures/<name>.pdf (vector) and .png. The kinds live in
 analysis/figs/ by family, each declaring its KINDS; this module composes them and draws.
@@ -11,7 +11,10 @@ QUIC ECDFs per profile. Figure 13 (onertt, drawn when a run has more than one tr
 tcp, tcp+tfo, turbotls, quic) puts them side by side against RTT, and adds the fallback rate against
 loss of each transport whose row has a fallback column (TurboTLS) when its cells ran under loss.
 Figure 14 (fs0rtt, drawn when a run has fs0rtt cells): forward-secure 0-RTT beside 0-RTT and full,
-server CPU, key memory and time to first byte (analysis/figs/fs0rtt.py)."""
+server CPU, key memory and time to first byte (analysis/figs/fs0rtt.py). Figure 15 (quic_engines,
+drawn when a run has the cells of more than one QUIC engine): QUIC handshake times per engine and
+algorithm, one panel per profile, with the model's bound and each engine's ratio to TCP
+(analysis/figs/quic_engines.py)."""
 
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ from pqshake.experiments import transports as T
 
 from . import style as ST
 from .columns import CELL_KEY
-from .figs import costs, distributions, fs0rtt, heatmap, onertt, sweeps, transport
+from .figs import costs, distributions, fs0rtt, heatmap, onertt, quic_engines, sweeps, transport
 from .figs.base import Ctx, FigOut, Skip  # noqa: F401
 from .figs.costs import fig_bound, fig_bytes, fig_cpu, fig_modes  # noqa: F401
 from .figs.distributions import fig_box, fig_ecdf  # noqa: F401
@@ -36,9 +39,9 @@ from .figs.sweeps import fig_loss, fig_mtu, fig_rate, fig_rtt  # noqa: F401
 from .figs.transport import fig_transport  # noqa: F401
 from .report import Analysis
 
-# The families (analysis/figs/), in figure order: each declares its kinds; `--only 1-13` numbers
+# The families (analysis/figs/), in figure order: each declares its kinds; `--only 1-15` numbers
 # them in this order.
-FAMILIES = (sweeps, distributions, heatmap, costs, transport, onertt, fs0rtt)
+FAMILIES = (sweeps, distributions, heatmap, costs, transport, onertt, fs0rtt, quic_engines)
 KINDS: dict[str, Callable[[Ctx], list[FigOut]]] = {k: f for fam in FAMILIES for k, f in fam.KINDS.items()}
 # Drawn once per transport when a run has more than one (the other kinds handle transport inside).
 PER_TRANSPORT = ("loss", "rate", "mtu", "rtt", "ecdf", "box", "bytes", "modes")

@@ -1,20 +1,21 @@
 #!/usr/bin/env python3
-"""QUIC vs TCP handshakes per second on loopback, same groups, one run: pqs-timer --transport
-quic against pqs-server --transport quic, and pqs-timer over TCP against a TCP pqs-server, in
-adjacent runs; plus the cost of the message callback per QUIC handshake (instrumented vs
---no-instrument).
+"""QUIC vs TCP handshakes per second on loopback, same groups, one run, per QUIC engine (OpenSSL's
+own QUIC stack and ngtcp2 over the same OpenSSL): pqs-timer --transport quic --quic-engine E
+against pqs-server --transport quic --quic-engine E, and pqs-timer over TCP against a TCP
+pqs-server, in adjacent runs; plus each engine's instrumentation cost per QUIC handshake (the TLS
+message callback and the engine's own counting: instrumented vs --no-instrument).
 
 Usage: bench/quic_bench.py [--rounds N (5)] [--seconds S (2)] [--groups x25519,X25519MLKEM768]
-                           [--retry on|off (off)] [--json FILE]
+                           [--engines openssl,ngtcp2] [--retry on|off (off)] [--json FILE]
 Environment: PQS_BUILD (default <repo>/build). Not a test: it prints configured vs achieved
 numbers; it exits non-zero if a tool fails or a configuration achieves no handshake.
 
-Fairness: one connection at a time for both, same certificate chain type (ecdsa-p256, depth
-1), one server per transport and group accepting only that group, chain verified by both;
-rates are ok handshakes / wall time of the timer process. Each round runs TCP, QUIC and QUIC
-uninstrumented back to back (order reversed every other round); the QUIC/TCP ratio is the
-median of the per-round ratios. Both TCP and QUIC attempts include their close (TCP: deferred
-RST; QUIC: CONNECTION_CLOSE after the server's HANDSHAKE_DONE).
+Fairness: one connection at a time for all, same certificate chain type (ecdsa-p256, depth 1),
+one server per transport, engine and group accepting only that group, chain verified by all;
+rates are ok handshakes / wall time of the timer process. Each round runs TCP, then each engine
+instrumented and uninstrumented, back to back (order reversed every other round); an engine's
+QUIC/TCP ratio is the median of the per-round ratios. Every attempt includes its close (TCP:
+deferred RST; QUIC: CONNECTION_CLOSE after the server's HANDSHAKE_DONE).
 """
 import argparse
 import json
@@ -39,20 +40,22 @@ def fail(msg):
     sys.exit(1)
 
 
-def start_server(workdir, group, transport, retry):
-    """pqs-server for one transport and group, certificates in their own folder."""
-    workdir = workdir / transport
+def start_server(workdir, group, transport, retry, engine=None):
+    """pqs-server for one transport (and QUIC engine) and group, certificates in their own folder."""
+    workdir = workdir / (transport if engine is None else f"{transport}-{engine}")
     workdir.mkdir()
-    extra = ["--transport", "quic", "--quic-retry", retry] if transport == "quic" else []
+    extra = ["--transport", "quic", "--quic-retry", retry, "--quic-engine", engine] if transport == "quic" else []
     return testbed_bench.start_server(workdir, group, *extra)
 
 
-def run_timer(addr, ca, group, seconds, transport, instrument, workdir):
+def run_timer(addr, ca, group, seconds, transport, instrument, workdir, engine=None):
     out = workdir / "timer.jsonl"
     if out.exists():
         out.unlink()
     cmd = [str(BUILD / "bin" / "pqs-timer"), "--transport", transport, "--connect", addr, "--ca", ca,
            "--groups", group, "--duration", f"{seconds}s", "--out", str(out), "--fsync", "0"]
+    if engine is not None:
+        cmd += ["--quic-engine", engine]
     if not instrument:
         cmd.append("--no-instrument")
     t0 = time.monotonic()
@@ -63,7 +66,7 @@ def run_timer(addr, ca, group, seconds, transport, instrument, workdir):
     recs = [json.loads(ln) for ln in out.read_text().splitlines()]
     summ = recs[-1]
     if summ.get("type") != "summary" or summ["ok"] == 0:
-        fail(f"no handshake completed ({transport}, {group}): {summ}")
+        fail(f"no handshake completed ({transport} {engine or ''}, {group}): {summ}")
     if summ.get("failed"):
         print(f"  warning: {summ['failed']} failed attempts: {summ['errors']}", file=sys.stderr)
     att = [r for r in recs if r["type"] == "attempt" and r["ok"]]
@@ -80,65 +83,78 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seconds", type=int, default=2)
     ap.add_argument("--groups", default="x25519,X25519MLKEM768")
+    ap.add_argument("--engines", default="openssl,ngtcp2")
     ap.add_argument("--retry", choices=["on", "off"], default="off")
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args()
     for b in ("pqs-server", "pqs-timer"):
         if not (BUILD / "bin" / b).exists():
             fail(f"{BUILD / 'bin' / b} not built (make build)")
-    print(f"configured: groups {args.groups}, {args.rounds} rounds x {args.seconds} s per run "
-          f"(tcp, quic, quic --no-instrument), QUIC Retry {args.retry}, one connection at a time")
+    engines = args.engines.split(",")
+    print(f"configured: groups {args.groups}, engines {args.engines}, {args.rounds} rounds x {args.seconds} s per run "
+          f"(tcp, then per engine quic and quic --no-instrument), QUIC Retry {args.retry}, one connection at a time")
     results = []
     with tempfile.TemporaryDirectory(prefix="pqs-quicbench-") as td:
         for group in args.groups.split(","):
             wd = Path(td) / group
             wd.mkdir()
-            tcp_proc, tcp_addr, tcp_ca = start_server(wd, group, "tcp", args.retry)
-            quic_proc, quic_addr, ca = start_server(wd, group, "quic", args.retry)
+            procs = []
             try:
-                got = testbed_bench.paired_rounds(args.rounds, f"{group:16s}", [
-                    ("tcp", "tcp", lambda: run_timer(tcp_addr, tcp_ca, group, args.seconds, "tcp", True, wd)),
-                    ("quic", "quic", lambda: run_timer(quic_addr, ca, group, args.seconds, "quic", True, wd)),
-                    ("bare", "quic-uninstrumented", lambda: run_timer(quic_addr, ca, group, args.seconds, "quic", False, wd))])
-                tcp, quic, bare = got["tcp"], got["quic"], got["bare"]
+                tcp_proc, tcp_addr, tcp_ca = start_server(wd, group, "tcp", args.retry)
+                procs.append(tcp_proc)
+                runs = [("tcp", "tcp", lambda: run_timer(tcp_addr, tcp_ca, group, args.seconds, "tcp", True, wd))]
+                for e in engines:
+                    qp, qa, qca = start_server(wd, group, "quic", args.retry, e)
+                    procs.append(qp)
+                    runs += [(e, f"quic-{e}", lambda a=qa, c=qca, e=e: run_timer(a, c, group, args.seconds, "quic", True, wd, e)),
+                             (f"{e}-bare", f"quic-{e}-uninstrumented",
+                              lambda a=qa, c=qca, e=e: run_timer(a, c, group, args.seconds, "quic", False, wd, e))]
+                got = testbed_bench.paired_rounds(args.rounds, f"{group:16s}", runs)
             finally:
-                for p in (tcp_proc, quic_proc):
+                for p in procs:
                     p.send_signal(signal.SIGTERM)
                     p.wait(timeout=30)
-            ratios = [q["rate"] / t["rate"] for q, t in zip(quic, tcp)]
+            tcp = got["tcp"]
             r_tcp = statistics.median(t["rate"] for t in tcp)
-            r_quic = statistics.median(q["rate"] for q in quic)
-            r_bare = statistics.median(b["rate"] for b in bare)
-            res = {"group": group, "tcp_per_s": round(r_tcp, 1), "quic_per_s": round(r_quic, 1),
-                   "quic_over_tcp": round(statistics.median(ratios), 3), "ratio_min": round(min(ratios), 3),
-                   "ratio_max": round(max(ratios), 3), "quic_uninstrumented_per_s": round(r_bare, 1),
-                   # cost of the message callback per QUIC handshake: measured inside the callback
-                   # (msg_callback_ns of each attempt), and from the throughput difference
-                   # (noisy on a shared machine: a negative value means below the noise)
-                   "callback_us_per_quic_handshake": round(statistics.median(q["callback_us"] for q in quic), 2),
-                   "throughput_diff_us_per_quic_handshake": round((1 / r_quic - 1 / r_bare) * 1e6, 1),
-                   "msg_callbacks_per_quic_handshake": statistics.median(q["msg_callbacks"] for q in quic),
-                   "tcp_median_handshake_us": round(statistics.median(t["median_handshake_us"] for t in tcp), 1),
-                   "quic_median_handshake_us": round(statistics.median(q["median_handshake_us"] for q in quic), 1),
-                   "handshakes": {"tcp": sum(t["n"] for t in tcp), "quic": sum(q["n"] for q in quic),
-                                  "quic_uninstrumented": sum(b["n"] for b in bare)},
-                   "rounds": args.rounds, "seconds": args.seconds, "retry": args.retry}
-            results.append(res)
+            for e in engines:
+                quic, bare = got[e], got[f"{e}-bare"]
+                ratios = [q["rate"] / t["rate"] for q, t in zip(quic, tcp)]
+                r_quic = statistics.median(q["rate"] for q in quic)
+                r_bare = statistics.median(b["rate"] for b in bare)
+                cb = [q["callback_us"] for q in quic if q["callback_us"] is not None]
+                calls = [q["msg_callbacks"] for q in quic if q["msg_callbacks"] is not None]
+                results.append({
+                    "group": group, "engine": e, "tcp_per_s": round(r_tcp, 1), "quic_per_s": round(r_quic, 1),
+                    "quic_over_tcp": round(statistics.median(ratios), 3), "ratio_min": round(min(ratios), 3),
+                    "ratio_max": round(max(ratios), 3), "quic_uninstrumented_per_s": round(r_bare, 1),
+                    # the instrumentation's cost per QUIC handshake: measured inside the message
+                    # callback (msg_callback_ns of each attempt), and from the throughput difference
+                    # (noisy on a shared machine: a negative value means below the noise)
+                    "callback_us_per_quic_handshake": round(statistics.median(cb), 2) if cb else None,
+                    "throughput_diff_us_per_quic_handshake": round((1 / r_quic - 1 / r_bare) * 1e6, 1),
+                    "msg_callbacks_per_quic_handshake": statistics.median(calls) if calls else None,
+                    "tcp_median_handshake_us": round(statistics.median(t["median_handshake_us"] for t in tcp), 1),
+                    "quic_median_handshake_us": round(statistics.median(q["median_handshake_us"] for q in quic), 1),
+                    "handshakes": {"tcp": sum(t["n"] for t in tcp), "quic": sum(q["n"] for q in quic),
+                                   "quic_uninstrumented": sum(b["n"] for b in bare)},
+                    "rounds": args.rounds, "seconds": args.seconds, "retry": args.retry})
     print()
-    print(f"{'group':16s} {'tcp/s':>9s} {'quic/s':>9s} {'quic/tcp':>8s} {'quic bare/s':>11s} "
+    print(f"{'group':16s} {'engine':8s} {'tcp/s':>9s} {'quic/s':>9s} {'quic/tcp':>8s} {'quic bare/s':>11s} "
           f"{'cb us':>7s} {'diff us':>8s} {'cb calls':>8s} {'tcp us':>8s} {'quic us':>8s}")
+    na = lambda v, f: format(v, f) if v is not None else "-"  # noqa: E731
     for r in results:
-        print(f"{r['group']:16s} {r['tcp_per_s']:9.1f} {r['quic_per_s']:9.1f} {r['quic_over_tcp']:7.2f}x "
-              f"{r['quic_uninstrumented_per_s']:11.1f} {r['callback_us_per_quic_handshake']:7.2f} "
+        print(f"{r['group']:16s} {r['engine']:8s} {r['tcp_per_s']:9.1f} {r['quic_per_s']:9.1f} {r['quic_over_tcp']:7.2f}x "
+              f"{r['quic_uninstrumented_per_s']:11.1f} {na(r['callback_us_per_quic_handshake'], '7.2f')} "
               f"{r['throughput_diff_us_per_quic_handshake']:8.1f} "
-              f"{r['msg_callbacks_per_quic_handshake']:8.0f} {r['tcp_median_handshake_us']:8.1f} "
+              f"{na(r['msg_callbacks_per_quic_handshake'], '8.0f')} {r['tcp_median_handshake_us']:8.1f} "
               f"{r['quic_median_handshake_us']:8.1f}")
-    print(f"achieved: {sum(r['handshakes']['tcp'] + r['handshakes']['quic'] + r['handshakes']['quic_uninstrumented'] for r in results)} "
-          f"handshakes in {len(results)} groups x {args.rounds} rounds x 3 runs of {args.seconds} s. "
+    total = sum(sum(r["handshakes"].values()) for r in results)
+    print(f"achieved: {total} handshakes in {len(args.groups.split(','))} groups x {len(engines)} engines x "
+          f"{args.rounds} rounds of {args.seconds} s runs. "
           "quic/tcp = median over rounds of the adjacent runs' rate ratio; cb us = message callback "
-          "cost per QUIC handshake measured inside it; diff us = the same from the instrumented vs "
-          "--no-instrument rates (noisy); tcp/quic us = "
-          "median handshake interval inside the timer.")
+          "cost per QUIC handshake measured inside it; diff us = the instrumentation's cost from the "
+          "instrumented vs --no-instrument rates (noisy); tcp/quic us = median handshake interval "
+          "inside the timer.")
     for r in results:
         print(json.dumps({"type": "bench", "bench": "quic", **r}))
     if args.json:

@@ -25,6 +25,7 @@ from . import transports as T
 Mode = Literal[M.NAMES]  # type: ignore[valid-type]
 MODES: tuple[str, ...] = M.NAMES
 Transport = Literal[T.NAMES]  # type: ignore[valid-type]
+QuicEngine = Literal[tuple(T.QUIC_ENGINES)]  # type: ignore[valid-type]
 TRANSPORTS: tuple[str, ...] = T.NAMES
 SEED_MAX = 2**63 - 1  # the order seed, in the file or as --seed
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -152,6 +153,15 @@ class Experiment(BaseModel):
     quic_retry: Literal["on", "off"] = Field(default="on", description="quic cells: the server validates "
                                              "the client's address with a Retry round trip (on) or not (off)")
     qlog: bool = Field(default=False, description="quic cells: keep qlog traces under raw/<cell>/qlog/")
+    quic_engines: list[QuicEngine] = Field(default_factory=lambda: [T.QUIC_ENGINE_DEFAULT], min_length=1,
+                                           description="quic cells: the QUIC implementations to run each on "
+                                           "(openssl: OpenSSL's own; ngtcp2: ngtcp2 over the same OpenSSL)")
+    quic_cc: Literal["reno", "cubic", "bbr"] | None = Field(default=None, description="ngtcp2 quic cells: "
+                                                            "congestion control (default cubic)")
+    quic_initial_rtt: int | None = Field(default=None, description="ngtcp2 quic cells: the RTT assumed before "
+                                         "the first sample, ns ('100ms' in YAML; default 333ms)")
+    quic_max_udp_payload: Annotated[int, Field(ge=1200, le=65527)] | None = Field(
+        default=None, description="ngtcp2 quic cells: the largest UDP payload sent (default 1200)")
     turbo_requests: Annotated[int, Field(ge=1, le=1024)] | Literal["auto"] = Field(
         default="auto", description="turbotls cells: request datagrams per handshake (the most reply datagrams "
                                     "the server may send); auto = the model's server flight + 25 %")
@@ -202,6 +212,26 @@ class Experiment(BaseModel):
         if self.tcp_fastopen and tfo not in self.transports:
             i = self.transports.index(tcp)
             self.transports = self.transports[:i + 1] + [tfo] + self.transports[i + 1:]
+        return self
+
+    @model_validator(mode="after")
+    def _quic_engines(self) -> "Experiment":
+        """quic_engines: each quic cell runs once per engine, as that engine's row (quic for
+        OpenSSL's, the default: its cells keep their ids; quic+ngtcp2 for ngtcp2)."""
+        quic = T.QUIC.name
+        rows = [T.QUIC_ENGINES[e].name for e in dict.fromkeys(self.quic_engines)]
+        if rows != [quic] and not any(t in self.transports for t in (quic, *rows)):
+            raise ValueError(f"quic_engines: {', '.join(self.quic_engines)} chooses the engines of the {quic} cells, but "
+                             f"transports has no {quic} (add {quic} to transports, or remove quic_engines)")
+        if quic in self.transports:
+            i = self.transports.index(quic)
+            rest = [t for t in self.transports if t not in rows and t != quic]
+            self.transports = rest[:i] + rows + rest[i:]
+        knobs = [k for k in ("quic_cc", "quic_initial_rtt", "quic_max_udp_payload") if getattr(self, k) is not None]
+        if knobs and not any(getattr(T.get(t), "engine_args", None) and T.get(t).quic_engine != T.QUIC_ENGINE_DEFAULT
+                             for t in self.transports):
+            raise ValueError(f"{', '.join(knobs)}: settings of the ngtcp2 QUIC engine, but no cell runs it "
+                             f"(add quic_engines: [{T.QUIC_ENGINE_DEFAULT}, ngtcp2], or remove them)")
         return self
 
     @model_validator(mode="before")
@@ -281,6 +311,16 @@ class Experiment(BaseModel):
         if v == "auto" or (type(v) is int and 1 <= v <= 1024):
             return v
         raise ValueError(f"{short(v)}: allowed values are a positive integer (1 to 1024) or auto")
+
+    @field_validator("quic_initial_rtt", mode="before")
+    @classmethod
+    def _quic_initial_rtt(cls, v: Any) -> int | None:
+        if v is None:
+            return None
+        ns = _parse_duration_ns(v)
+        if ns < 1_000_000 or ns > 10_000_000_000:
+            raise ValueError(f"{v!r}: 1ms to 10s (e.g. 100ms)")
+        return ns
 
     @field_validator("turbo_fallback", mode="before")
     @classmethod

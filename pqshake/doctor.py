@@ -210,27 +210,32 @@ def _home(p: str) -> str:
     return "~" + p[len(home):] if p == home or p.startswith(home + "/") else p
 
 
-def bfe_item(build: Path | None = None, versions: Path | None = None) -> Item:
-    """relic and bfe-bf, Bloom Filter Encryption's libraries (issue 22): the builds build/deps.mk
-    names, whether the cache has them, their versions against testbed/deps/versions.env. Every
-    program links them (the mode fs0rtt, testbed/fs0rtt/): a build without them is a FAIL."""
+def _cached_libs_item(name: str, comps: tuple[tuple[str, str], ...], why: str, note: str,
+                      build: Path | None, versions: Path | None) -> Item:
+    """Static libraries of the pinned stack that every program links: the builds build/deps.mk
+    names (COMP_PREFIX), whether the cache has them, their versions against versions.env. A build
+    without them is a FAIL; why says what needs them, note what the OK line adds."""
     from pqshake.paths import REPO, build_dir
 
-    name, fix = "bfe stack", f"make deps (in {REPO})"
+    fix = f"make deps (in {REPO})"
+    labels = ", ".join(label for _, label in comps)
     mk = _deps_mk((build or build_dir()) / "deps.mk")
     if mk is None:
-        return Item(name, INFO, "relic, bfe-bf: not built (no build/deps.mk)", fix)
-    if "BFE_PREFIX" not in mk:
-        return Item(name, FAIL, "relic, bfe-bf: not built (build/deps.mk predates them; the programs link them)", fix)
-    if not mk["BFE_PREFIX"] or not mk.get("RELIC_PREFIX"):
-        return Item(name, FAIL, f"relic {mk.get('RELIC_VERSION', '?')}, bfe-bf {mk.get('BFE_VERSION', '?')}: not part "
-                    "of this build (an image or build from before the mode fs0rtt; the programs link them)", fix)
+        return Item(name, INFO, f"{labels}: not built (no build/deps.mk)", fix)
+    if any(f"{comp}_PREFIX" not in mk for comp, _ in comps):
+        return Item(name, FAIL, f"{labels}: not built (build/deps.mk predates them; the programs link them)", fix)
+    if any(not mk[f"{comp}_PREFIX"] for comp, _ in comps):
+        have = ", ".join(f"{label} {mk.get(f'{comp}_VERSION', '?')}" for comp, label in comps)
+        return Item(name, FAIL, f"{have}: not part of this build (an image or build from before {why}; "
+                    "the programs link them)", fix)
     pins: dict[str, str] = {}
     vf = versions or REPO / "testbed" / "deps" / "versions.env"
     if vf.is_file():
-        pins = dict(re.findall(r"^(RELIC|BFE)_VERSION=(\S+)", vf.read_text(), re.M))
+        text = vf.read_text()
+        pins = {comp: m.group(1) for comp, _ in comps
+                if (m := re.search(rf"^{comp}_VERSION=(\S+)", text, re.M))}
     got, absent, off = [], [], []
-    for comp, label in (("RELIC", "relic"), ("BFE", "bfe-bf")):
+    for comp, label in comps:
         prefix = mk[f"{comp}_PREFIX"]
         try:
             first = (Path(prefix) / "PQS-BUILD-INFO").read_text().split("\n", 1)[0].split()
@@ -243,11 +248,24 @@ def bfe_item(build: Path | None = None, versions: Path | None = None) -> Item:
             off.append(f"{label} {ver} != pinned {pins[comp]}")
     if absent:
         return Item(name, FAIL, f"not in the cache: {', '.join(absent)}" + (f"; cached: {', '.join(got)}" if got else ""), fix)
-    cache = _home(str(Path(mk["BFE_PREFIX"]).parent))
-    detail = f"{', '.join(got)} (static, cached in {cache}); pairing-based, not post-quantum"
+    cache = _home(str(Path(mk[f"{comps[-1][0]}_PREFIX"]).parent))
+    detail = f"{', '.join(got)} (static, cached in {cache}){note}"
     if off:
         return Item(name, WARN, f"{detail}; {'; '.join(off)}", fix)
     return Item(name, OK, detail + (" (as pinned)" if pins else ""))
+
+
+def bfe_item(build: Path | None = None, versions: Path | None = None) -> Item:
+    """relic and bfe-bf, Bloom Filter Encryption's libraries (issue 22); every program links them
+    (the mode fs0rtt, testbed/fs0rtt/)."""
+    return _cached_libs_item("bfe stack", (("RELIC", "relic"), ("BFE", "bfe-bf")), "the mode fs0rtt",
+                             "; pairing-based, not post-quantum", build, versions)
+
+
+def ngtcp2_item(build: Path | None = None, versions: Path | None = None) -> Item:
+    """ngtcp2, the second QUIC engine (issue 23, --quic-engine ngtcp2); every program links it."""
+    return _cached_libs_item("quic engines", (("NGTCP2", "ngtcp2"),), "the QUIC engine ngtcp2",
+                             "; beside OpenSSL's own QUIC", build, versions)
 
 
 def tools_item() -> Item:
@@ -422,7 +440,7 @@ def run_checks() -> list[Item]:
         items += rootless_kernel_items()
     else:
         items += kernel_items(priv.status != FAIL)
-    checks: list[Callable[[], Item]] = [stack_item, bfe_item, tools_item, mininet_item, disk_item, cpu_item, placement_item,
+    checks: list[Callable[[], Item]] = [stack_item, bfe_item, ngtcp2_item, tools_item, mininet_item, disk_item, cpu_item, placement_item,
                                         leftovers_item]
     for fn in checks:
         try:

@@ -3,9 +3,12 @@
  * kex:  per TLS group keygen, encaps, decaps (KEM) or keygen, derive (ECDH/DH)
  * sig:  per signature algorithm keygen, sign, verify (over a 128-byte message, like TLS 1.3
  *       CertificateVerify; RSA with PSS as rsa_pss_rsae_* does)
- * aead: AES-128-GCM, AES-256-GCM, ChaCha20-Poly1305 at 64 and 1500 bytes: "encrypt"
- *       (seal N bytes of plaintext) vs "auth_only" (N bytes of AAD, empty plaintext: the
- *       shape of the QUIC Retry integrity tag).
+ * aead: AES-128-GCM, AES-256-GCM, ChaCha20-Poly1305 at 64 and 1500 bytes: "encrypt" and
+ *       "decrypt" (N bytes of plaintext) vs "auth_only" and "verify_only" (N bytes of AAD,
+ *       empty plaintext: the shape of the QUIC Retry integrity tag).
+ * retry: the QUIC Retry integrity tag itself (RFC 9001 5.8), made ("create") and checked
+ *       ("check") through each QUIC engine's own code path (openssl, ngtcp2) and a context
+ *       keyed once (evp-prepared), after each is checked against RFC 9001's test vector.
  * bfe:  Bloom Filter Encryption (bfe-bf on relic, BLS12-381: pairings, not post-quantum; the KEM
  *       of --mode fs0rtt) per --bfe parameter set N:P (n connections per key, false-positive
  *       probability p; m = -n ln p / ln^2 2 slots, k = ceil(m/n ln 2) hash functions): keygen
@@ -38,13 +41,13 @@ static void usage(FILE *f)
 {
     fprintf(f,
 "usage: " PROG " [options]\n"
-"CPU cost of key exchange, signatures and AEADs through OpenSSL EVP, and of Bloom Filter\n"
-"Encryption (bfe-bf); JSON lines.\n"
+"CPU cost of key exchange, signatures and AEADs through OpenSSL EVP, of the QUIC Retry\n"
+"integrity tag per QUIC engine, and of Bloom Filter Encryption (bfe-bf); JSON lines.\n"
 "\n"
 "  --groups LIST      TLS groups, ':'-separated (default: every TLS 1.3 group)\n"
 "  --sigs LIST        signature algorithms, ':'-separated (default: all, see below)\n"
 "  --aeads LIST       AEADs (default AES-128-GCM:AES-256-GCM:ChaCha20-Poly1305)\n"
-"  --only KINDS       run only these of kex,sig,aead,bfe (comma separated; default all)\n"
+"  --only KINDS       run only these of kex,sig,aead,retry,bfe (comma separated; default all)\n"
 "  --bfe LIST         BFE parameter sets N:P, comma separated (default " SPEED_BFE_DEFAULT "):\n"
 "                     n elements (connections per key) 1..2^24, as 4096 or 2^12; false-positive\n"
 "                     probability p in (0, 0.5], as 0.0009765625 or 2^-10 (at most 16 hash\n"
@@ -72,7 +75,8 @@ int main(int argc, char **argv)
     speed_cfg cfg = {.samples = 21, .min_sample_ns = 2000000, .budget_ns = 2000000000LL,
                      .aeads = "AES-128-GCM:AES-256-GCM:ChaCha20-Poly1305",
                      .bfe = SPEED_BFE_DEFAULT,
-                     .do_kex = true, .do_sig = true, .do_aead = true, .do_bfe = true, .do_direct = true};
+                     .do_kex = true, .do_sig = true, .do_aead = true, .do_retry = true, .do_bfe = true,
+                     .do_direct = true};
     enum { OPT_GROUPS = 256, OPT_SIGS, OPT_AEADS, OPT_ONLY, OPT_SAMPLES, OPT_MIN, OPT_BUDGET, OPT_OUT, OPT_HELP,
            OPT_PROVIDER, OPT_OQS_NATIVE, OPT_NO_DIRECT, OPT_VERSION, OPT_BFE };
     static const struct option opts[] = {
@@ -95,9 +99,10 @@ int main(int argc, char **argv)
             cfg.do_kex = strstr(optarg, "kex") != NULL;
             cfg.do_sig = strstr(optarg, "sig") != NULL;
             cfg.do_aead = strstr(optarg, "aead") != NULL;
+            cfg.do_retry = strstr(optarg, "retry") != NULL;
             cfg.do_bfe = strstr(optarg, "bfe") != NULL;
-            if (!cfg.do_kex && !cfg.do_sig && !cfg.do_aead && !cfg.do_bfe)
-                pqs_usage_error(PROG, "bad --only '%s'; available: kex,sig,aead,bfe", optarg);
+            if (!cfg.do_kex && !cfg.do_sig && !cfg.do_aead && !cfg.do_retry && !cfg.do_bfe)
+                pqs_usage_error(PROG, "bad --only '%s'; available: kex,sig,aead,retry,bfe", optarg);
             break;
         case OPT_BFE: cfg.bfe = optarg; break;
         case OPT_SAMPLES:
@@ -217,6 +222,8 @@ int main(int argc, char **argv)
         for (char *tok = strtok_r(aeads, ":,", &save); tok; tok = strtok_r(NULL, ":,", &save))
             speed_bench_aead(&cfg, &out, tok);
     }
+    if (cfg.do_retry)
+        speed_bench_retry(&cfg, &out);
     if (cfg.do_bfe) {
         for (int i = 0; i < nbfe; i++)
             speed_bench_bfe(&cfg, &out, &bfe[i]);

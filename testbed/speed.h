@@ -1,7 +1,8 @@
 /* speed.h - pqs-speed's parts: its configuration, the timing of one operation (speed_measure.c),
  * the JSON line of a timing (speed_json.c), and one bench per kind of primitive: key exchange
  * and the same KEM called directly (speed_kex.c), signatures (speed_sig.c), AEADs
- * (speed_aead.c), Bloom Filter Encryption (speed_bfe.c). speed.c holds the options and the run. */
+ * (speed_aead.c), the QUIC Retry integrity tag per QUIC engine (speed_retry.c), Bloom Filter
+ * Encryption (speed_bfe.c). speed.c holds the options and the run. */
 #ifndef PQS_SPEED_H
 #define PQS_SPEED_H
 
@@ -19,7 +20,7 @@ typedef struct speed_cfg {
     const char *sigs;
     const char *aeads;
     const char *bfe; /* --bfe, parsed by speed_bfe_parse() */
-    bool do_kex, do_sig, do_aead, do_bfe, do_direct;
+    bool do_kex, do_sig, do_aead, do_retry, do_bfe, do_direct;
     int samples;
     int64_t min_sample_ns;
     int64_t budget_ns;
@@ -89,6 +90,9 @@ void speed_bench_direct(const speed_cfg *cfg, pqs_sink *out, const pqs_group_inf
 void speed_bench_sig(const speed_cfg *cfg, pqs_sink *out, const pqs_sig_alg *alg);
 /* speed_aead.c: aead lines of one AEAD (by OpenSSL cipher name). */
 void speed_bench_aead(const speed_cfg *cfg, pqs_sink *out, const char *name);
+/* speed_retry.c: retry lines, the QUIC Retry integrity tag made (create) and checked (check) by
+ * each QUIC engine's code path (openssl, ngtcp2) and by a context keyed once (evp-prepared). */
+void speed_bench_retry(const speed_cfg *cfg, pqs_sink *out);
 /* speed_bfe.c: the --bfe list into out[0..max): the number of parameter sets, or 0 and why (a
  * usage message naming the value and what is allowed). */
 int speed_bfe_parse(const char *list, speed_bfe_param *out, int max, char *why, size_t whylen);

@@ -96,9 +96,11 @@ void pqs_attempt_fail(pqs_attempt *a, pqs_err e, const char *stage, int err_no, 
     __attribute__((format(printf, 5, 6)));
 
 /* The attempt an SSL object belongs to (the program's new-session callback finds it here).
- * app_data, not an ex_data index: no process-wide index to keep. */
-static inline void pqs_attempt_attach(SSL *ssl, pqs_attempt *a) { SSL_set_app_data(ssl, a); }
-static inline pqs_attempt *pqs_attempt_of(const SSL *ssl) { return SSL_get_app_data(ssl); }
+ * An ex_data index of its own (pqs_attempt_ex_idx, created once): app_data is not ours to take,
+ * since a QUIC engine library (ngtcp2's OpenSSL backend) keeps its connection reference there. */
+int pqs_attempt_ex_idx(void);
+static inline void pqs_attempt_attach(SSL *ssl, pqs_attempt *a) { SSL_set_ex_data(ssl, pqs_attempt_ex_idx(), a); }
+static inline pqs_attempt *pqs_attempt_of(const SSL *ssl) { return SSL_get_ex_data(ssl, pqs_attempt_ex_idx()); }
 
 /* One pqs-timer worker as its transport sees it; attempts of one worker run one at a time. */
 typedef struct pqs_client {
@@ -203,6 +205,11 @@ typedef struct pqs_transport {
      * NULL: supported. */
     const char *mode_why[PQS_MODE__COUNT];
     const char *client_tfo_why, *server_tfo_why, *early_data_why;
+    /* A transport with more than one engine (quic: --quic-engine): after its options are
+     * parsed, the table that runs the chosen engine. That table has the same name, options
+     * struct and JSON member, and its own operations, method and refusals (checked in its
+     * place). NULL op: the transport runs itself. */
+    const struct pqs_transport *(*engine)(const void *opts);
     bool tls13_only;             /* the server offers TLS 1.3 only (no --no-tls12 needed) */
     bool method_tls13;           /* its SSL_METHOD is TLS 1.3 by construction: no version bounds,
                                   * no early-data sizes on the context */

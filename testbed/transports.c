@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -33,6 +34,17 @@ const char *const pqs_mode_names[PQS_MODE__COUNT] = {
     [PQS_MODE_FS0RTT] = "fs0rtt",
 };
 
+static pthread_once_t attempt_idx_once = PTHREAD_ONCE_INIT;
+static int attempt_idx = -1;
+
+static void attempt_idx_new(void) { attempt_idx = SSL_get_ex_new_index(0, "pqs_attempt", NULL, NULL, NULL); }
+
+int pqs_attempt_ex_idx(void)
+{
+    pthread_once(&attempt_idx_once, attempt_idx_new);
+    return attempt_idx;
+}
+
 const pqs_transport *pqs_transport_find(const char *prog, const char *name)
 {
     char avail[256] = "";
@@ -53,8 +65,9 @@ void pqs_transport_members_json(pqs_json *j, const pqs_transport *self,
         const pqs_transport *t = pqs_transports[k];
         if (t->json_member == NULL)
             continue;
-        if (t == self)
-            own(j, arg);
+        if (self != NULL
+            && (t == self || (self->json_member != NULL && strcmp(t->json_member, self->json_member) == 0)))
+            own(j, arg); /* an engine's table (transport.h, engine) writes its transport's member */
         else
             pqs_json_null(j, t->json_member);
     }

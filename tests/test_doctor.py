@@ -16,7 +16,8 @@ from pqshake.doctor import FAIL, INFO, OK, WARN, Item
 REPO = Path(__file__).resolve().parents[1]
 PQS = [sys.executable, "-m", "pqshake.cli"]
 ITEMS = ("privileges", "network namespaces", "veth", "tbf/htb", "AF_PACKET", "netem / backend", "crypto stack",
-         "bfe stack", "tools", "mininet", "disk for results", "cpu frequency", "cpu placement", "leftovers")
+         "bfe stack", "quic engines", "tools", "mininet", "disk for results", "cpu frequency", "cpu placement",
+         "leftovers")
 
 
 def test_capabilities_parsed_and_missing_ones_named(monkeypatch):
@@ -111,6 +112,33 @@ def test_bfe_stack_versions_and_cache(tmp_path):
     (image / "deps.mk").write_text("RELIC_VERSION := 0.6.0\nRELIC_PREFIX := \nBFE_VERSION := 26f58aa\nBFE_PREFIX := \n")
     it = doctor.bfe_item(image, pins)
     assert it.status == FAIL and "not part of this build" in it.detail and "make deps" in it.fix, it
+
+
+def test_ngtcp2_engine_versions_and_cache(tmp_path):
+    """ngtcp2 (the QUIC engine of --quic-engine ngtcp2): the same checks as the BFE stack, by its
+    own deps.mk names."""
+    pins = tmp_path / "versions.env"
+    pins.write_text("NGTCP2_VERSION=1.25.0\n")
+
+    def build(where: Path, ver: str | None) -> Path:
+        b, prefix = where / "build", where / "cache" / "ngtcp2-1.25.0-0123456789ab"
+        b.mkdir(parents=True)
+        if ver is not None:
+            prefix.mkdir(parents=True)
+            (prefix / "PQS-BUILD-INFO").write_text(f"ngtcp2 {ver}\nsource: test\n")
+        (b / "deps.mk").write_text(f"NGTCP2_VERSION := 1.25.0\nNGTCP2_PREFIX := {prefix}\n")
+        return b
+
+    it = doctor.ngtcp2_item(build(tmp_path / "ok", "1.25.0"), pins)
+    assert it.status == OK and it.detail.startswith("ngtcp2 1.25.0 (static") and "(as pinned)" in it.detail, it
+    it = doctor.ngtcp2_item(build(tmp_path / "old", "1.24.0"), pins)
+    assert it.status == WARN and "ngtcp2 1.24.0 != pinned 1.25.0" in it.detail
+    it = doctor.ngtcp2_item(build(tmp_path / "gone", None), pins)
+    assert it.status == FAIL and it.detail.startswith("not in the cache: ngtcp2 1.25.0") and "make deps" in it.fix
+    older = tmp_path / "older"
+    older.mkdir()
+    (older / "deps.mk").write_text("OPENSSL_VERSION := 3.6.3\n")
+    assert doctor.ngtcp2_item(older, pins).status == FAIL
 
 
 def test_dead_run_is_reported_with_clean_as_fix(tmp_path, monkeypatch):

@@ -69,7 +69,7 @@ def fig_transport(ctx: Ctx) -> list[FigOut]:
                             & (ctx.t["mode"] == mode) & (ctx.t["transport"] == tr)]
                 if len(row) and row["n_attempts"].iloc[0] > 0:  # failures never finish (as figure 5)
                     ys = ys * row["n_ok"].iloc[0] / row["n_attempts"].iloc[0]
-                ax.plot(xs, ys, drawstyle="steps-post", label=tr.upper(), **_ecdf_kw(tr))
+                ax.plot(xs, ys, drawstyle="steps-post", label=_short(tr), **_ecdf_kw(tr))
             ax.set_title(ctx.pal.label(g, sg).replace(" / ", "\n"), color=ctx.pal.look(g, sg).colour,
                          fontsize=max(5, plt.rcParams["font.size"] - 1.5))
             if logx:

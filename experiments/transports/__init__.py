@@ -229,16 +229,22 @@ def refuse_small_mtu(t: Transport, ef: Any, cells: list[Any], profs: dict[str, A
 
 # The rows, in the order experiment files and messages list them (the Literal of
 # experiments/model.py is built from it). Imported here, after Transport, which they subclass.
-from .quic import QUIC  # noqa: E402
+from .quic import QUIC, QUIC_NGTCP2  # noqa: E402
 from .tcp import TCP, TCP_TFO  # noqa: E402
 from .turbotls import TURBOTLS  # noqa: E402
 
-REGISTRY: tuple[Transport, ...] = (TCP, TCP_TFO, QUIC, TURBOTLS)
+REGISTRY: tuple[Transport, ...] = (TCP, TCP_TFO, QUIC, QUIC_NGTCP2, TURBOTLS)
 
 NAMES: tuple[str, ...] = tuple(t.name for t in REGISTRY)
 ORDER: tuple[str, ...] = tuple(t.name for t in sorted(REGISTRY, key=lambda t: t.rank))  # tables, figures
 DEFAULT: str = TCP.name  # runs from before transports existed are tcp; so is a cell that names none
 _BY_NAME = {t.name: t for t in REGISTRY}
+
+
+# The QUIC engines (experiment key quic_engines): engine name -> its row; the first is quic's
+# default, whose cells keep the ids and argv they had before engines existed.
+QUIC_ENGINES: dict[str, Transport] = {t.quic_engine: t for t in REGISTRY if getattr(t, "quic_engine", None)}
+QUIC_ENGINE_DEFAULT: str = QUIC.quic_engine
 
 
 def columns(table: str) -> dict[str, str]:

@@ -280,11 +280,16 @@ def _report_text(params: dict) -> str:
 
 
 class Quic(Transport):
+    """QUIC on OpenSSL's own QUIC stack (the engine --quic-engine openssl, the programs' default).
+    Its engine variants (QuicNgtcp2 below) are rows of their own: the same model, columns and
+    refusals, other programs' arguments; the experiment key quic_engines chooses them."""
+
     name = NAME
     label = "QUIC"
     short = "QUIC"
     colour, linestyle, marker = "#D55E00", "--", "D"
     rank = 3
+    quic_engine = "openssl"  # --quic-engine: the implementation under both programs
     min_mtu = QUIC_MIN_MTU
     refused = QUIC_REFUSED_MODES
     early_data_why = "0-RTT is not in OpenSSL's QUIC server"
@@ -307,7 +312,8 @@ class Quic(Transport):
                       Column("quic_pto_count", "server_pto_count", synthetic=False),
                       Column("quic_datagrams_sent", "server_dgrams_sent", synthetic=False),
                       Column("quic_datagrams_received", "server_dgrams_received", synthetic=False))
-    cell_columns = (Column("quic_retry", "cfg_quic_retry", "text"),)  # on / off (DONE)
+    cell_columns = (Column("quic_retry", "cfg_quic_retry", "text"),  # on / off (DONE)
+                    Column("quic_engine", "cfg_quic_engine", "text"))  # openssl / ngtcp2
     payload_bytes = ("quic_bytes_up", "quic_bytes_down")
     payload_bytes_text = "UDP payload bytes of the QUIC connection as the timer counts them"
     # The client side from the timer's quic object, the amplification-limited share from the
@@ -319,11 +325,16 @@ class Quic(Transport):
                                           ("Bound", "ms", "ms", ("bound_ms",)),
                                           ("Amp. rounds", "", "count", ("bound_amp_rounds",))), _report_text)
 
+    def engine_args(self, exp: Any) -> list[str]:
+        """Both programs' engine options (none for OpenSSL's, the programs' default)."""
+        return []
+
     def server_args(self, cell: Any, exp: Any, qlog: Path | None) -> list[str]:
-        return ["--transport", NAME, "--quic-retry", exp.quic_retry] + (["--qlog", str(qlog)] if qlog is not None else [])
+        return (["--transport", NAME, "--quic-retry", exp.quic_retry] + self.engine_args(exp)
+                + (["--qlog", str(qlog)] if qlog is not None else []))
 
     def timer_args(self, cell: Any, exp: Any, qlog: Path | None) -> list[str]:
-        return ["--transport", NAME] + (["--qlog", str(qlog)] if qlog is not None else [])
+        return ["--transport", NAME] + self.engine_args(exp) + (["--qlog", str(qlog)] if qlog is not None else [])
 
     def check(self, ef: Any, cells: list[Any], profs: dict[str, Any]) -> None:
         """A mode QUIC does not have, a response (handshake only), a profile whose MTU cannot
@@ -344,7 +355,7 @@ class Quic(Transport):
         return f" (quic: Retry {m.quic_retry}, qlog {'kept' if m.qlog else 'off'})"
 
     def cell_info(self, exp: Any) -> dict[str, Any]:
-        return {"quic_retry": exp.quic_retry, "qlog": exp.qlog}
+        return {"quic_retry": exp.quic_retry, "qlog": exp.qlog, "quic_engine": self.quic_engine}
 
     def keeps_qlog(self, exp: Any) -> bool:
         return bool(exp.qlog)
@@ -388,7 +399,7 @@ class Quic(Transport):
                 "quic_retry_sent": np.full(m, spec.quic_retry, dtype=object)}
 
     def synthetic_cell(self, spec: Any) -> dict[str, Any]:
-        return {"quic_retry": "on" if spec.quic_retry else "off"}
+        return {"quic_retry": "on" if spec.quic_retry else "off", "quic_engine": self.quic_engine}
 
     def synthetic_plan(self, spec: Any, present: bool) -> dict[str, Any]:
         return {"quic_retry": "on" if spec.quic_retry else "off"}
@@ -418,4 +429,47 @@ class Quic(Transport):
                                                    .reindex(range(ctx.ng)).to_numpy())
 
 
+# ngtcp2's defaults where the experiment sets none (pqs-server / pqs-timer --quic-*): RFC 9002's
+# initial RTT, CUBIC, 1200-byte datagrams (no path MTU discovery during the handshake).
+NGTCP2_DEFAULTS = {"quic_cc": "cubic", "quic_initial_rtt": 333_000_000, "quic_max_udp_payload": 1200}
+
+
+class QuicNgtcp2(Quic):
+    """QUIC on ngtcp2 (--quic-engine ngtcp2) over the same OpenSSL, providers and certificates:
+    only the QUIC implementation differs from the quic row. Its own settings (experiment keys
+    quic_cc, quic_initial_rtt, quic_max_udp_payload) go to both programs and into each cell's
+    record; OpenSSL's engine has none of them."""
+
+    name = "quic+ngtcp2"
+    label = "QUIC (ngtcp2)"
+    short = "QUIC/ngtcp2"
+    colour, linestyle, marker = "#CC79A7", ":", "v"
+    rank = 4
+    quic_engine = "ngtcp2"
+    timing_text = ""  # as QUIC's, said once
+
+    @staticmethod
+    def settings(exp: Any) -> dict[str, Any]:
+        """The engine settings in force: the experiment's, else ngtcp2's defaults."""
+        return {k: (getattr(exp, k, None) if getattr(exp, k, None) is not None else v) for k, v in NGTCP2_DEFAULTS.items()}
+
+    def engine_args(self, exp: Any) -> list[str]:
+        st = self.settings(exp)
+        return ["--quic-engine", self.quic_engine, "--quic-cc", st["quic_cc"],
+                "--quic-initial-rtt", f"{st['quic_initial_rtt'] // 1000}us",
+                "--quic-max-udp-payload", str(st["quic_max_udp_payload"])]
+
+    def cell_info(self, exp: Any) -> dict[str, Any]:
+        return {**super().cell_info(exp), **self.settings(exp)}
+
+    def plan_settings(self, m: Any, present: bool) -> dict[str, Any]:
+        return {k: (v if present else None) for k, v in self.settings(m).items()}
+
+    def plan_note(self, m: Any) -> str:
+        st = self.settings(m)
+        return (f" (quic+ngtcp2: cc {st['quic_cc']}, initial RTT {st['quic_initial_rtt'] / 1e6:g} ms, "
+                f"datagrams up to {st['quic_max_udp_payload']} B)")
+
+
 QUIC = Quic()
+QUIC_NGTCP2 = QuicNgtcp2()

@@ -174,14 +174,26 @@ static void others_given(const pqs_cli *cli, const char *prog, size_t k, bool cl
         pqs_usage_error(prog, "%s", client ? t->client_opts_need : t->server_opts_need);
 }
 
+/* The chosen transport's engine (transport.h, engine), which the checks and the program use
+ * from here on. */
+static void choose_engine(pqs_cli *cli)
+{
+    const pqs_transport *t = cli->transport;
+    if (t->engine != NULL)
+        cli->transport = t->engine(cli->opts[cli->transport_idx]);
+}
+
 void pqs_cli_check_client(pqs_cli *cli, const char *prog, pqs_mode mode, bool tfo)
 {
+    const pqs_transport *chosen = cli->transport;
+    choose_engine(cli);
     for (size_t k = 0; k < pqs_transport_count; k++) {
         const pqs_transport *t = pqs_transports[k];
-        if (t != cli->transport) {
+        if (t != chosen) {
             others_given(cli, prog, k, true);
             continue;
         }
+        t = cli->transport;
         if (t->mode_why[mode] != NULL)
             pqs_usage_error(prog, "--mode %s --transport %s: %s", pqs_mode_names[mode], t->name, t->mode_why[mode]);
         if (pqs_mode_early(mode) && t->early_data_why != NULL)
@@ -195,12 +207,15 @@ void pqs_cli_check_client(pqs_cli *cli, const char *prog, pqs_mode mode, bool tf
 
 void pqs_cli_check_server(pqs_cli *cli, const char *prog, bool early_data_set, int tfo)
 {
+    const pqs_transport *chosen = cli->transport;
+    choose_engine(cli);
     for (size_t k = 0; k < pqs_transport_count; k++) {
         const pqs_transport *t = pqs_transports[k];
-        if (t != cli->transport) {
+        if (t != chosen) {
             others_given(cli, prog, k, false);
             continue;
         }
+        t = cli->transport;
         if (early_data_set && t->early_data_why != NULL)
             pqs_usage_error(prog, "--max-early-data with --transport %s: %s", t->name, t->early_data_why);
         if (tfo > 0 && t->server_tfo_why != NULL)

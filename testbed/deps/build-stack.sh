@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Build the pinned OpenSSL, liboqs and oqs-provider, then relic and bfe-bf (Bloom Filter Encryption),
+# Build the pinned OpenSSL, liboqs and oqs-provider, then relic and bfe-bf (Bloom Filter Encryption)
+# and ngtcp2 (the second QUIC engine),
 # once into $PQS_CACHE and write build/deps.mk, which the testbed Makefile includes. A second run
 # finds the builds and only rewrites deps.mk.
 # Usage: testbed/deps/build-stack.sh OUT_MK
@@ -31,6 +32,12 @@ RELIC_OPTS="-DCMAKE_BUILD_TYPE=Release -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DWS
 BFE_OPTS="-DCMAKE_BUILD_TYPE=Release -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DCMAKE_DISABLE_FIND_PACKAGE_cgreen=ON \
 -DCMAKE_DISABLE_FIND_PACKAGE_cxxopts=ON -DCMAKE_DISABLE_FIND_PACKAGE_Doxygen=ON"
 BFE_PATCH="LTO off (check_ipo_supported replaced by LTO_SUPPORTED OFF)"
+# ngtcp2: libngtcp2.a and its OpenSSL backend libngtcp2_crypto_ossl.a (OpenSSL >= 3.5's QUIC TLS
+# interface), static and position-independent, against the pinned OpenSSL (static); no examples
+# (they need nghttp3 and libev), no tests (the tag's archive lacks the munit submodule).
+NGTCP2_OPTS="-DCMAKE_BUILD_TYPE=Release -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DENABLE_OPENSSL=ON -DENABLE_LIB_ONLY=ON \
+-DENABLE_STATIC_LIB=ON -DENABLE_SHARED_LIB=OFF -DBUILD_TESTING=OFF -DENABLE_GNUTLS=OFF -DENABLE_BORINGSSL=OFF \
+-DENABLE_PICOTLS=OFF -DENABLE_WOLFSSL=OFF -DENABLE_JEMALLOC=OFF"
 # relic and bfe-bf are built everywhere, the container image's build (PQS_IMAGE_BUILD) included:
 # every program links them (testbed/Makefile, the mode fs0rtt), statically, so the image's
 # runtime stage needs none of their libraries (only libsodium, GMP and libgomp: the --runtime
@@ -141,6 +148,27 @@ build_bfe() {
   rm -rf "$work"
 }
 
+build_ngtcp2() {
+  local prefix=$1 work
+  work=$(mktemp -d "$PQS_CACHE/work.XXXXXX")
+  unpack_release NGTCP2 "$work"
+  say "building ngtcp2 $NGTCP2_VERSION from $SOURCE_DESC (under a minute, once)"
+  (
+    # shellcheck disable=SC2086
+    cmake -S "$SRC_ROOT" -B "$work/build" -G Ninja -DCMAKE_INSTALL_PREFIX="$prefix.tmp" \
+      -DCMAKE_INSTALL_LIBDIR=lib -DOPENSSL_ROOT_DIR="$ossl_prefix" -DOPENSSL_USE_STATIC_LIBS=TRUE \
+      $NGTCP2_OPTS >"$work/configure.log" 2>&1
+    ninja -C "$work/build" -j"$JOBS" >"$work/build.log" 2>&1
+    ninja -C "$work/build" install >>"$work/build.log" 2>&1
+  ) || { tail -n 30 "$work"/*.log >&2; die "ngtcp2 build failed; logs in $work"; }
+  [ -f "$prefix.tmp/lib/libngtcp2.a" ] && [ -f "$prefix.tmp/lib/libngtcp2_crypto_ossl.a" ] \
+    || die "ngtcp2 build installed no lib/libngtcp2.a + lib/libngtcp2_crypto_ossl.a (is the OpenSSL backend on?); logs in $work"
+  printf 'ngtcp2 %s\nsource: %s\noptions: %s\nagainst: %s\n' "$NGTCP2_VERSION" "$SOURCE_DESC" "$NGTCP2_OPTS" \
+    "$(basename "$ossl_prefix")" >"$prefix.tmp/PQS-BUILD-INFO"
+  mv "$prefix.tmp" "$prefix"
+  rm -rf "$work"
+}
+
 ossl_prefix="$PQS_CACHE/$(cache_key openssl "$OPENSSL_VERSION" "$OPENSSL_OPTS")"
 oqs_prefix="$PQS_CACHE/$(cache_key liboqs "$LIBOQS_VERSION" "$LIBOQS_OPTS")"
 # Keyed by the two builds it links against too: a new OpenSSL or liboqs build means a new one.
@@ -148,18 +176,20 @@ oqsprov_prefix="$PQS_CACHE/$(cache_key oqs-provider "$OQSPROVIDER_VERSION" "$OQS
   "$(basename "$ossl_prefix")" "$(basename "$oqs_prefix")")"
 relic_prefix="$PQS_CACHE/$(cache_key relic "$RELIC_VERSION" "$RELIC_OPTS")"
 bfe_prefix="$PQS_CACHE/$(cache_key bfe-bf "$BFE_VERSION" "$BFE_OPTS" "$BFE_PATCH" "$(basename "$relic_prefix")")"
+# Keyed by the OpenSSL build it links against.
+ngtcp2_prefix="$PQS_CACHE/$(cache_key ngtcp2 "$NGTCP2_VERSION" "$NGTCP2_OPTS" "$(basename "$ossl_prefix")")"
 
 # PQS_DEPS_VERIFY_ONLY=1: fetch/unpack and verify the sources, build nothing (tests use it);
 # a list of components (e.g. OQSPROVIDER) verifies only those.
 if [ -n "${PQS_DEPS_VERIFY_ONLY:-}" ]; then
   comps=$PQS_DEPS_VERIFY_ONLY
-  [ "$comps" = 1 ] && comps="OPENSSL LIBOQS OQSPROVIDER RELIC BFE"
+  [ "$comps" = 1 ] && comps="OPENSSL LIBOQS OQSPROVIDER RELIC BFE NGTCP2"
   for comp in $comps; do
     work=$(mktemp -d "$PQS_CACHE/work.XXXXXX")
     case $comp in
       OPENSSL|LIBOQS|RELIC) unpack_source "$comp" "$work" ;;
-      OQSPROVIDER|BFE) unpack_release "$comp" "$work" ;;
-      *) die "PQS_DEPS_VERIFY_ONLY: unknown component $comp (OPENSSL, LIBOQS, OQSPROVIDER, RELIC, BFE or 1)" ;;
+      OQSPROVIDER|BFE|NGTCP2) unpack_release "$comp" "$work" ;;
+      *) die "PQS_DEPS_VERIFY_ONLY: unknown component $comp (OPENSSL, LIBOQS, OQSPROVIDER, RELIC, BFE, NGTCP2 or 1)" ;;
     esac
     say "$comp: $SOURCE_DESC -> $SRC_ROOT"
     rm -rf "$work"
@@ -168,7 +198,7 @@ if [ -n "${PQS_DEPS_VERIFY_ONLY:-}" ]; then
 fi
 
 for pair in "openssl:$ossl_prefix" "liboqs:$oqs_prefix" "oqsprovider:$oqsprov_prefix" \
-  "relic:$relic_prefix" "bfe:$bfe_prefix"; do
+  "relic:$relic_prefix" "bfe:$bfe_prefix" "ngtcp2:$ngtcp2_prefix"; do
   comp=${pair%%:*} prefix=${pair#*:}
   if [ -f "$prefix/PQS-BUILD-INFO" ]; then
     say "$comp: cached build $prefix"
@@ -194,5 +224,8 @@ RELIC_VERSION := $RELIC_VERSION
 RELIC_PREFIX := $relic_prefix
 BFE_VERSION := $BFE_VERSION
 BFE_PREFIX := $bfe_prefix
+# ngtcp2 (static libraries), the QUIC engine of --quic-engine ngtcp2, linked into every program.
+NGTCP2_VERSION := $NGTCP2_VERSION
+NGTCP2_PREFIX := $ngtcp2_prefix
 MK
 mv "$out_mk.tmp" "$out_mk"

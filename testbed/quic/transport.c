@@ -20,49 +20,72 @@
 
 #include "quic_client.h"
 #include "quic_server.h"
+#include "quic_opts.h"
 #include "quicobs.h"
 #include "transport.h"
 
 #define SETTLE_MIN_NS 25000000LL /* 25 ms: least wait for the server to show it has our Finished */
 
-/* ---------------- options ---------------- */
+/* ---------------- options (quic_opts.h: every engine's) ---------------- */
 
-typedef struct quic_opts {
-    const char *alpn;        /* --alpn NAME (default pqshake) */
-    unsigned char alpn_wire[256];
-    size_t alpn_wire_len;
-    const char *qlog;        /* --qlog DIR */
-    bool retry;              /* server --quic-retry on|off */
-    bool retry_set;
-} quic_opts;
+enum { OPT_ALPN = 1, OPT_QLOG, OPT_RETRY, OPT_ENGINE, OPT_CC, OPT_INITIAL_RTT, OPT_MAX_UDP };
 
-enum { OPT_ALPN = 1, OPT_QLOG, OPT_RETRY };
-
+/* Both programs take the engine and its settings; --quic-retry is the server's. */
+#define ENGINE_ROWS                                                                                \
+    {"quic-engine", required_argument, 0, OPT_ENGINE}, {"quic-cc", required_argument, 0, OPT_CC},   \
+        {"quic-initial-rtt", required_argument, 0, OPT_INITIAL_RTT},                                \
+        {"quic-max-udp-payload", required_argument, 0, OPT_MAX_UDP}
 static const struct option client_rows[] = {
-    {"alpn", required_argument, 0, OPT_ALPN}, {"qlog", required_argument, 0, OPT_QLOG}, {0, 0, 0, 0}};
+    {"alpn", required_argument, 0, OPT_ALPN}, {"qlog", required_argument, 0, OPT_QLOG}, ENGINE_ROWS, {0, 0, 0, 0}};
 static const struct option server_rows[] = {
     {"quic-retry", required_argument, 0, OPT_RETRY}, {"alpn", required_argument, 0, OPT_ALPN},
-    {"qlog", required_argument, 0, OPT_QLOG}, {0, 0, 0, 0}};
+    {"qlog", required_argument, 0, OPT_QLOG}, ENGINE_ROWS, {0, 0, 0, 0}};
 
+#define ENGINE_USAGE \
+"  --quic-engine E        QUIC: the implementation, openssl (default: OpenSSL's own QUIC stack)\n" \
+"                         or ngtcp2 (ngtcp2 over the same OpenSSL's TLS); both ends may differ\n" \
+"  --quic-cc ALG          QUIC, ngtcp2 only: congestion control reno, cubic (default) or bbr\n" \
+"  --quic-initial-rtt DUR QUIC, ngtcp2 only: the RTT assumed before the first sample (default\n" \
+"                         333ms, RFC 9002's; sets the first PTO)\n" \
+"  --quic-max-udp-payload N  QUIC, ngtcp2 only: the largest UDP payload sent, 1200..65527\n" \
+"                         (default 1200: no path MTU discovery in the handshake)\n"
 /* The --transport row names tcp, the default, before quic's own description. */
 #define CLIENT_USAGE \
-"  --transport T          tcp (default) or quic (OpenSSL's QUIC client over UDP; TLS 1.3 only,\n" \
-"                         modes full, resume and hrr; a request goes on one bidirectional stream)\n" \
+"  --transport T          tcp (default) or quic (QUIC over UDP; TLS 1.3 only, modes full,\n" \
+"                         resume and hrr; a request goes on one bidirectional stream)\n" \
 "  --alpn NAME            QUIC: the ALPN protocol offered (default pqshake; QUIC requires one)\n" \
-"  --qlog DIR             QUIC: write OpenSSL's qlog traces into DIR (sets QLOGDIR)\n"
+"  --qlog DIR             QUIC: write qlog traces into DIR (OpenSSL's: sets QLOGDIR; ngtcp2's:\n" \
+"                         one file per connection)\n" ENGINE_USAGE
 #define SERVER_USAGE \
-"  --transport T          tcp (default) or quic: OpenSSL's QUIC server on UDP at the same\n" \
-"                         --listen address (TLS 1.3 only, no 0-RTT, one thread; the request\n" \
-"                         protocol on the client's first bidirectional stream)\n" \
+"  --transport T          tcp (default) or quic: a QUIC server on UDP at the same --listen\n" \
+"                         address (TLS 1.3 only, no 0-RTT, one thread; the request protocol on\n" \
+"                         the client's first bidirectional stream)\n" \
 "  --quic-retry on|off    QUIC address validation with a Retry round trip (default on,\n" \
-"                         OpenSSL's default; off = SSL_LISTENER_FLAG_NO_VALIDATE)\n" \
+"                         OpenSSL's default; off = no Retry)\n" \
 "  --alpn NAME            QUIC: the one ALPN protocol accepted (default pqshake)\n" \
-"  --qlog DIR             QUIC: write OpenSSL's qlog traces into DIR (sets QLOGDIR)\n"
+"  --qlog DIR             QUIC: write qlog traces into DIR\n" ENGINE_USAGE
+
+const char *const pqs_quic_cc_names[] = {[PQS_QCC_DEFAULT] = "default", [PQS_QCC_RENO] = "reno",
+                                         [PQS_QCC_CUBIC] = "cubic", [PQS_QCC_BBR] = "bbr"};
 
 static void opts_init(void *p)
 {
     quic_opts *o = p;
     o->retry = true;
+    o->engine = &pqs_quic_engines[0];
+}
+
+static const pqs_quic_engine *engine_find(const char *prog, const char *name)
+{
+    char avail[128] = "";
+    size_t n = 0;
+    for (size_t k = 0; k < pqs_quic_engine_count; k++) {
+        if (strcmp(name, pqs_quic_engines[k].name) == 0)
+            return &pqs_quic_engines[k];
+        n += (size_t)snprintf(avail + n, n < sizeof avail ? sizeof avail - n : 0, "%s%s", k ? ", " : "",
+                              pqs_quic_engines[k].name);
+    }
+    pqs_usage_error(prog, "unknown --quic-engine '%s'; available: %s", name, avail);
 }
 
 static void opt(void *p, const char *prog, int id, const char *arg)
@@ -77,13 +100,36 @@ static void opt(void *p, const char *prog, int id, const char *arg)
         o->retry = strcmp(arg, "on") == 0;
         o->retry_set = true;
         break;
+    case OPT_ENGINE:
+        o->engine = engine_find(prog, arg);
+        o->engine_set = true;
+        break;
+    case OPT_CC:
+        o->cc = PQS_QCC_DEFAULT;
+        for (int k = PQS_QCC_RENO; k <= PQS_QCC_BBR; k++)
+            if (strcmp(arg, pqs_quic_cc_names[k]) == 0)
+                o->cc = (pqs_quic_cc)k;
+        if (o->cc == PQS_QCC_DEFAULT)
+            pqs_usage_error(prog, "bad --quic-cc '%s': reno, cubic or bbr", arg);
+        break;
+    case OPT_INITIAL_RTT:
+        if (!pqs_parse_duration_ns(arg, &o->initial_rtt_ns) || o->initial_rtt_ns < 1000000 /* 1 ms */
+            || o->initial_rtt_ns > 10000000000LL)
+            pqs_usage_error(prog, "bad --quic-initial-rtt '%s': a duration from 1ms to 10s (e.g. 100ms)", arg);
+        break;
+    case OPT_MAX_UDP:
+        /* RFC 9000: at least 1200; 65527 is the largest UDP payload over IPv4 */
+        if (!pqs_parse_u64(arg, 1200, 65527, &o->max_udp_payload))
+            pqs_usage_error(prog, "bad --quic-max-udp-payload '%s': bytes from 1200 to 65527", arg);
+        break;
     }
 }
 
 static bool opts_given(const void *p)
 {
     const quic_opts *o = p;
-    return o->retry_set || o->alpn != NULL || o->qlog != NULL;
+    return o->retry_set || o->alpn != NULL || o->qlog != NULL || o->engine_set || o->cc != PQS_QCC_DEFAULT
+           || o->initial_rtt_ns != 0 || o->max_udp_payload != 0;
 }
 
 /* --qlog DIR: DIR must be a writable directory; sets QLOGDIR (and, unless already set,
@@ -99,7 +145,7 @@ static void qlog_dir(const char *prog, const char *dir)
     setenv("OSSL_QFILTER", "*", 0);
 }
 
-static void opts_finish(void *p, const char *prog)
+void pqs_quic_opts_finish(void *p, const char *prog)
 {
     quic_opts *o = p;
     if (o->alpn == NULL)
@@ -108,10 +154,65 @@ static void opts_finish(void *p, const char *prog)
         pqs_usage_error(prog, "bad --alpn '%s': 1..255 bytes", o->alpn);
     if (o->qlog != NULL)
         qlog_dir(prog, o->qlog);
+    const char *given = o->cc != PQS_QCC_DEFAULT ? "--quic-cc"
+                        : o->initial_rtt_ns != 0 ? "--quic-initial-rtt"
+                        : o->max_udp_payload != 0 ? "--quic-max-udp-payload"
+                                                  : NULL;
+    if (given != NULL && o->engine->knobs_why != NULL) {
+        /* name the engines that have the setting, so the message says what to use instead */
+        char with[128] = "";
+        size_t n = 0;
+        for (size_t k = 0; k < pqs_quic_engine_count; k++)
+            if (pqs_quic_engines[k].knobs_why == NULL)
+                n += (size_t)snprintf(with + n, n < sizeof with ? sizeof with - n : 0, "%s--quic-engine %s",
+                                      n ? " or " : "", pqs_quic_engines[k].name);
+        pqs_usage_error(prog, "%s with --quic-engine %s: %s%s%s", given, o->engine->name, o->engine->knobs_why,
+                        n ? "; it needs " : "", with);
+    }
 }
 
-static const char *alpn(const void *p) { return ((const quic_opts *)p)->alpn; }
-static const char *qlog(const void *p) { return ((const quic_opts *)p)->qlog; }
+const char *pqs_quic_cc_name(const quic_opts *o)
+{
+    if (o->engine->knobs_why != NULL)
+        return NULL;
+    return o->cc != PQS_QCC_DEFAULT ? pqs_quic_cc_names[o->cc] : o->engine->cc_default;
+}
+
+int64_t pqs_quic_initial_rtt_ns(const quic_opts *o)
+{
+    if (o->engine->knobs_why != NULL)
+        return 0;
+    return o->initial_rtt_ns != 0 ? o->initial_rtt_ns : o->engine->initial_rtt_default_ns;
+}
+
+uint64_t pqs_quic_max_udp_payload(const quic_opts *o)
+{
+    if (o->engine->knobs_why != NULL)
+        return 0;
+    return o->max_udp_payload != 0 ? o->max_udp_payload : o->engine->max_udp_payload_default;
+}
+
+void pqs_quic_engine_json(pqs_json *j, const quic_opts *o)
+{
+    pqs_json_str(j, "quic_engine", o->engine->name);
+    pqs_json_str(j, "quic_engine_version", o->engine->version());
+    /* null: the engine has no such setting (OpenSSL's: its own fixed behaviour) */
+    pqs_json_str(j, "quic_cc", pqs_quic_cc_name(o));
+    if (o->engine->knobs_why != NULL) {
+        pqs_json_null(j, "quic_initial_rtt_ns");
+        pqs_json_null(j, "quic_max_udp_payload");
+    } else {
+        pqs_json_int(j, "quic_initial_rtt_ns", pqs_quic_initial_rtt_ns(o));
+        pqs_json_uint(j, "quic_max_udp_payload", pqs_quic_max_udp_payload(o));
+    }
+}
+
+const char *pqs_quic_alpn(const void *p) { return ((const quic_opts *)p)->alpn; }
+const char *pqs_quic_qlog(const void *p) { return ((const quic_opts *)p)->qlog; }
+
+static const pqs_transport *engine(const void *p) { return ((const quic_opts *)p)->engine->table; }
+
+static void header_json(pqs_json *j, const void *p) { pqs_quic_engine_json(j, p); }
 
 /* ---------------- client ---------------- */
 
@@ -297,13 +398,38 @@ static void client_close(pqs_client *c, pqs_attempt *a)
     q->fd = -1;
 }
 
+void pqs_quic_attempt_json(pqs_json *j, const pqs_quic_attempt_obs *o)
+{
+    pqs_json_obj_begin(j, "quic");
+    pqs_json_bool(j, "retry", o->retry);
+    pqs_json_uint(j, "datagrams_sent", o->datagrams_sent);
+    pqs_json_uint(j, "datagrams_received", o->datagrams_received);
+    pqs_json_uint(j, "bytes_sent", o->bytes_sent);
+    pqs_json_uint(j, "bytes_received", o->bytes_received);
+    pqs_json_int(j, "pto_count", o->pto_count);
+#define INT_OR_NULL(k, v) do { if ((v) >= 0) pqs_json_int(j, k, (v)); else pqs_json_null(j, k); } while (0)
+    INT_OR_NULL("pto_unmatched_datagrams", o->pto_unmatched);
+    INT_OR_NULL("packets_lost", o->packets_lost);
+    INT_OR_NULL("smoothed_rtt_ns", o->smoothed_rtt_ns);
+    INT_OR_NULL("min_rtt_ns", o->min_rtt_ns);
+    INT_OR_NULL("cwnd", o->cwnd);
+#undef INT_OR_NULL
+    pqs_json_obj_end(j);
+}
+
 static void attempt_json(pqs_json *j, const pqs_client *c, const pqs_attempt *a)
 {
     (void)a;
     const quic_client *q = c->state;
     if (c->p->instrument)
         pqs_json_int(j, "msg_callback_ns", q->cb_ns);
-    pqs_quic_json(j, &q->qst, q->pto, q->unmatched, false);
+    /* OpenSSL 3.6 exposes no loss count, RTT estimate or congestion window */
+    pqs_quic_attempt_obs o = {.retry = q->qst.retry, .datagrams_sent = q->qst.dgrams_tx,
+                              .datagrams_received = q->qst.dgrams_rx, .bytes_sent = q->qst.bytes_tx,
+                              .bytes_received = q->qst.bytes_rx, .pto_count = q->pto,
+                              .pto_unmatched = q->unmatched, .packets_lost = -1, .smoothed_rtt_ns = -1,
+                              .min_rtt_ns = -1, .cwnd = -1};
+    pqs_quic_attempt_json(j, &o);
 }
 
 /* ---------------- server ---------------- */
@@ -332,12 +458,13 @@ static int server_listen(pqs_srv *s, char *why, size_t whylen)
     return 0;
 }
 
-static void ready_json(pqs_json *j, const pqs_srv *s)
+void pqs_quic_ready_json(pqs_json *j, const pqs_srv *s)
 {
     const quic_opts *o = s->opts;
     pqs_json_bool(j, "quic_retry", o->retry);
     pqs_json_str(j, "alpn", o->alpn);
     pqs_json_str(j, "qlog", o->qlog);
+    pqs_quic_engine_json(j, o);
 }
 
 static int server_serve(pqs_srv *s, char *why, size_t whylen)
@@ -355,9 +482,10 @@ static int server_serve(pqs_srv *s, char *why, size_t whylen)
 const pqs_transport pqs_transport_quic = {
     .name = "quic",
     PQS_TRANSPORT_OPTIONS(quic_opts, client_rows, server_rows, CLIENT_USAGE, SERVER_USAGE),
-    .client_opts_need = "--alpn and --qlog need --transport quic",
-    .server_opts_need = "--quic-retry, --alpn and --qlog need --transport quic",
-    .opts_finish = opts_finish,
+    .client_opts_need = "--alpn, --qlog and --quic-* need --transport quic",
+    .server_opts_need = "--quic-retry, --alpn, --qlog and --quic-* need --transport quic",
+    .opts_finish = pqs_quic_opts_finish,
+    .engine = engine,
     .mode_why = {[PQS_MODE_0RTT] = "0-RTT is not in OpenSSL's QUIC server",
                  [PQS_MODE_TLS12] = "QUIC is TLS 1.3 only"},
     .client_tfo_why = "TCP Fast Open is a TCP option",
@@ -366,10 +494,11 @@ const pqs_transport pqs_transport_quic = {
     .tls13_only = true,
     .method_tls13 = true,
     PQS_TRANSPORT_CLIENT(OSSL_QUIC_client_method, quic_client, "quic_rapid"),
-    .alpn = alpn,
-    .qlog = qlog,
+    .alpn = pqs_quic_alpn,
+    .qlog = pqs_quic_qlog,
+    .header_json = header_json,
     .json_member = "quic",
     .attempt_json = attempt_json,
     PQS_TRANSPORT_SERVER(OSSL_QUIC_server_method, pqs_quic_server),
-    .ready_json = ready_json,
+    .ready_json = pqs_quic_ready_json,
 };

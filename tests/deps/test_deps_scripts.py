@@ -4,6 +4,8 @@ import os
 import subprocess
 from functools import partial
 from pathlib import Path
+
+import pytest
 from needs import need
 
 REPO = Path(__file__).resolve().parents[2]
@@ -128,49 +130,55 @@ def test_upstream_liboqs_tarball_is_verified_by_its_source_tree(tmp_path):
     assert str(tarball) in last and v["LIBOQS_TREE_SHA256"] in last and "got " in last, last
 
 
-def _oqsprovider_tarball(v: dict[str, str]) -> Path:
-    """The release tarball where `make deps` finds it: $PQS_SOURCES_DIR, ../shared/sources next to
-    the clone, or the cache's downloads."""
+def _release_tarball(v: dict[str, str], comp: str) -> Path:
+    """A component's release tarball where `make deps` finds it: $PQS_SOURCES_DIR,
+    ../shared/sources next to the clone, or the cache's downloads."""
     cache = Path(os.environ.get("PQS_CACHE", Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "pqshake"))
     dirs = [os.environ.get("PQS_SOURCES_DIR"), REPO.parent / "shared" / "sources", cache / "downloads"]
     for d in dirs:
-        if d and (Path(d) / v["OQSPROVIDER_TARBALL"]).is_file():
-            return Path(d) / v["OQSPROVIDER_TARBALL"]
-    need(False, f"{v['OQSPROVIDER_TARBALL']} missing: `make deps` fetches it before the tests")
+        if d and (Path(d) / v[f"{comp}_TARBALL"]).is_file():
+            return Path(d) / v[f"{comp}_TARBALL"]
+    need(False, f"{v[f'{comp}_TARBALL']} missing: `make deps` fetches it before the tests")
 
 
-def test_oqsprovider_tarball_is_verified_by_its_source_tree(tmp_path):
-    """oqs-provider's tarball, repacked (other bytes, same tree), passes; one changed byte in one
-    source file stops the build with one line naming the file and both tree hashes."""
+# The components no registry carries, each with a source file and a word in it to change.
+RELEASES = [("OQSPROVIDER", "oqsprov/oqs_kem.c", b"OQS_KEM"), ("NGTCP2", "lib/ngtcp2_conn.c", b"ngtcp2_conn")]
+
+
+@pytest.mark.parametrize("comp,victim_path,word", RELEASES, ids=[c for c, _, _ in RELEASES])
+def test_release_tarball_is_verified_by_its_source_tree(tmp_path, comp, victim_path, word):
+    """A release tarball (oqs-provider, ngtcp2), repacked (other bytes, same tree), passes; one
+    changed byte in one source file stops the build with one line naming the file and both tree
+    hashes."""
     import tarfile
 
     v = versions()
-    orig = _oqsprovider_tarball(v)
+    orig = _release_tarball(v, comp)
     tree = tmp_path / "tree"
     with tarfile.open(orig) as t:
         t.extractall(tree, filter="data")
     src = tmp_path / "src"
     src.mkdir()
 
-    tarball = src / v["OQSPROVIDER_TARBALL"]
-    pack_and_verify = partial(_pack_and_verify, tmp_path, tree, v["OQSPROVIDER_TARBALL_SUBDIR"], tarball, 9, "OQSPROVIDER")
+    tarball = src / v[f"{comp}_TARBALL"]
+    pack_and_verify = partial(_pack_and_verify, tmp_path, tree, v[f"{comp}_TARBALL_SUBDIR"], tarball, 9, comp)
 
     r = pack_and_verify()
     assert r.returncode == 0, r.stderr
     assert tarball.read_bytes() != orig.read_bytes()
     assert f"{tarball} (source tree sha256 verified)" in r.stderr
 
-    victim = tree / v["OQSPROVIDER_TARBALL_SUBDIR"] / "oqsprov" / "oqs_kem.c"
+    victim = tree / v[f"{comp}_TARBALL_SUBDIR"] / victim_path
     data = victim.read_bytes()
-    i = data.index(b"OQS_KEM")
+    i = data.index(word)
     victim.write_bytes(data[:i] + b"X" + data[i + 1 :])
     r = pack_and_verify()
     assert r.returncode != 0
     lines = r.stderr.strip().splitlines()
     last = lines[-1]
-    assert str(tarball) in last and v["OQSPROVIDER_TREE_SHA256"] in last and "got " in last, last
+    assert str(tarball) in last and v[f"{comp}_TREE_SHA256"] in last and "got " in last, last
     got = last.split("got ")[1].split()[0]
-    assert len(got) == 64 and got != v["OQSPROVIDER_TREE_SHA256"]
+    assert len(got) == 64 and got != v[f"{comp}_TREE_SHA256"]
     assert not (tmp_path / "deps.mk").exists()
 
 
@@ -180,6 +188,14 @@ def test_oqsprovider_pin_and_upstream_url():
     assert len(sha) == 64 and all(c in "0123456789abcdef" for c in sha)
     assert v["OQSPROVIDER_URL"].endswith(f"/open-quantum-safe/oqs-provider/archive/refs/tags/{v['OQSPROVIDER_VERSION']}.tar.gz")
     assert v["OQSPROVIDER_TARBALL_SUBDIR"] == f"oqs-provider-{v['OQSPROVIDER_VERSION']}"
+
+
+def test_ngtcp2_pin_and_upstream_url():
+    v = versions()
+    sha = v["NGTCP2_TREE_SHA256"]
+    assert len(sha) == 64 and all(c in "0123456789abcdef" for c in sha)
+    assert v["NGTCP2_URL"].endswith(f"/ngtcp2/ngtcp2/archive/refs/tags/v{v['NGTCP2_VERSION']}.tar.gz")
+    assert v["NGTCP2_TARBALL_SUBDIR"] == f"ngtcp2-{v['NGTCP2_VERSION']}"
 
 
 def test_install_script_names_slurm_and_munge_and_is_idempotent():

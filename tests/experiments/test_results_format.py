@@ -53,12 +53,12 @@ def test_v1_fixture_gives_the_tables_v1_gave(v1_run):
     # other column is what v1 gave, and the fixture (no verdicts) has none.
     assert run.cells["reasons"].isna().all()
     run.cells = run.cells.drop(columns="reasons")
-    # Columns added since (the server's per-connection CPU, the mode fs0rtt's own): empty in a
-    # v1 run, and everything else as v1 gave it.
+    # Columns added since (the server's per-connection CPU, the mode fs0rtt's own, the QUIC engine
+    # of a quic cell): empty in a v1 run, and everything else as v1 gave it.
     from pqshake.experiments import modes as M
 
     for k, new in (("samples", M.columns("samples")), ("server", {"cpu_ns": "server_cpu_ns", **M.columns("server")}),
-                   ("cells", M.columns("cells"))):
+                   ("cells", {**M.columns("cells"), "quic_engine": "cfg_quic_engine"})):
         df = getattr(run, k)
         added = [c for c in new.values() if c in df.columns]
         assert added and df[added].isna().all().all(), (k, added)

@@ -100,3 +100,36 @@ def test_sanitized_fs0rtt_accepted_replayed_and_used_up(tmp_path, asan_built):
     assert srv.returncode == 0 and not any(b in err for b in BAD), err[-3000:]
     fs = recs[-1]["fs0rtt"]
     assert (fs["accepted"], fs["replay"], fs["malformed"], fs["exhausted"]) == (24, 1, 1, 3), fs
+
+
+def test_sanitized_ngtcp2_quic(tmp_path, asan_built):
+    """The ngtcp2 QUIC engine (testbed/ngtcp2/) at both ends under the sanitizers: Retry, full
+    handshakes with a response, resumption, two connections at once, a failed handshake and
+    datagrams that open nothing, with leak checking at exit."""
+    import socket
+    srv = Server(tmp_path, "--transport", "quic", "--quic-engine", "ngtcp2", "--quic-retry", "on",
+                 "--groups", "X25519MLKEM768:x25519", asan=True, env=SAN_ENV)
+
+    def timer(*args):
+        return run_timer("--transport", "quic", "--quic-engine", "ngtcp2", "--connect", srv.addr, "--ca", srv.ca,
+                         *args, asan=True, env=SAN_ENV)
+
+    for mode, n, extra in (("full", 10, ["--response-bytes", 30000]), ("resume", 6, [])):
+        r = timer("--groups", "X25519MLKEM768", "--mode", mode, "--samples", n, "--concurrency", 2, *extra)
+        assert r.returncode == 0, r.stderr[-3000:]
+        assert not any(b in r.stderr for b in BAD), r.stderr[-3000:]
+        assert r.summary["ok"] == n, (mode, r.records[-1])
+        assert all(a["quic"]["retry"] for a in r.attempts)
+        assert mode != "resume" or all(a["resumed"] for a in r.attempts)
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    for d in (b"", b"\x40" * 30, bytes([0xc0, 0, 0, 0, 1, 8]) + b"\x11" * 8 + b"\0" * 1300,
+              bytes([0xc0, 0x1a, 0x2a, 0x3a, 0x4a, 8]) + b"\x11" * 8 + b"\0" * 1300):
+        s.sendto(d, ("127.0.0.1", srv.port))
+    s.close()
+    r = timer("--groups", "MLKEM1024", "--samples", 2, "--timeout", "3s")
+    assert r.returncode == 0 and r.summary["failed"] == 2, r.records[-1]
+    recs = srv.stop()
+    err = srv.stderr()
+    assert srv.returncode == 0, err[-3000:]
+    assert not any(b in err for b in BAD), err[-3000:]
+    assert sum(1 for c in recs if c["type"] == "conn" and c["ok"]) == 10 + 6 + 2  # a prime per worker

@@ -1,0 +1,121 @@
+"""Figure quic_engines: protocol or implementation? QUIC handshake times per engine (OpenSSL's own
+QUIC stack, ngtcp2 over the same OpenSSL) and algorithm, one panel per profile, each engine's bar
+beside the QUIC model's bound; where the run has TCP cells of the same algorithms, a second row
+gives each engine's median over TCP's. Drawn when a run has the cells of more than one QUIC
+engine (experiment key quic_engines; the engines are the transport rows with a quic_engine)."""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from pqshake.experiments import transports as T
+
+from .. import style as ST
+from ..report import _profile_text, n_text
+from ..summary import MODE_LABELS
+from .base import Ctx, FigOut, Skip, _legend
+
+
+def _engines(ctx: Ctx) -> list[str]:
+    """The run's QUIC engine rows, in table order."""
+    return [tr for tr in ctx.transports if getattr(T.find(tr), "quic_engine", None)]
+
+
+def _label(tr: str) -> str:
+    """The engine's row label, with the engine named where the label does not say it ("QUIC")."""
+    row = T.get(tr)
+    return row.label if row.quic_engine in row.label.lower() else f"{row.label} ({row.quic_engine})"
+
+
+def fig_quic_engines(ctx: Ctx) -> list[FigOut]:
+    engines = _engines(ctx)
+    if len(engines) < 2:
+        raise Skip("the run has one QUIC engine; add quic_engines: [openssl, ngtcp2]")
+    mode = ctx.main_mode(ctx.t[ctx.t["transport"].isin(engines)])
+    t = ctx.t[(ctx.t["mode"] == mode) & (ctx.t["n_ok"] > 0)]
+    tq = t[t["transport"].isin(engines)]
+    tcp = T.DEFAULT
+    profiles = ctx.profile_list(tq)
+    if not profiles:
+        raise Skip("no profile has QUIC cells")
+    algos = [q for q in ctx.pal.order(zip(tq["group"], tq["sig"]))]
+    with_tcp = (t["transport"] == tcp).any()
+    nrow = 2 if with_tcp else 1
+    ncol = len(profiles)
+    w = ST.TEXT_WIDTH
+    fig, axes = plt.subplots(nrow, ncol, figsize=ST.size(ctx.style, w, 0.3 * nrow + 0.1), squeeze=False)
+    x = np.arange(len(algos))
+    bw = 0.8 / len(engines)
+    hi_all = tq["vs_tcp_ci_hi"].to_numpy(dtype=float) if "vs_tcp_ci_hi" in tq else np.array([])
+    rmax = max(1.2, float(np.nanmax(hi_all)) * 1.1) if np.isfinite(hi_all).any() else 1.2
+
+    def at(d, tr, g, sg, col):
+        v = d.loc[(d["transport"] == tr) & (d["group"] == g) & (d["sig"] == sg), col]
+        return float(v.iloc[0]) if len(v) and v.iloc[0] == v.iloc[0] else np.nan
+
+    for j, p in enumerate(profiles):
+        d = t[t["profile"] == p]
+        ax = axes[0, j]
+        for k, tr in enumerate(engines):
+            row = T.get(tr)
+            ys = np.array([at(d, tr, g, sg, "p50_ms") for g, sg in algos])
+            lo = np.array([at(d, tr, g, sg, "p50_ci_lo_ms") for g, sg in algos])
+            hi = np.array([at(d, tr, g, sg, "p50_ci_hi_ms") for g, sg in algos])
+            err = np.vstack([np.clip(ys - lo, 0, None), np.clip(hi - ys, 0, None)])
+            ax.bar(x + (k - (len(engines) - 1) / 2) * bw, ys, width=bw, color=row.colour, edgecolor="black",
+                   linewidth=0.4, label=_label(tr), yerr=np.nan_to_num(err), capsize=1.5, error_kw={"linewidth": 0.6})
+        bound = np.array([np.nanmin([at(d, tr, g, sg, "bound_ms") for tr in engines]) if any(
+            at(d, tr, g, sg, "bound_ms") == at(d, tr, g, sg, "bound_ms") for tr in engines) else np.nan
+            for g, sg in algos])
+        ax.scatter(x, bound, marker="_", s=120, color="black", zorder=5, label="QUIC model bound")
+        ax.set_title(f"{p}", fontsize=plt.rcParams["font.size"])
+        # each profile its own scale (RTTs differ by orders); the ratios below share theirs
+        top = np.nanmax(np.concatenate([[at(d, tr, g, sg, "p50_ci_hi_ms") for g, sg in algos for tr in engines],
+                                        bound, [1e-3]]))
+        ax.set_ylim(0, top * 1.12)
+        ax.set_xticks(x)
+        ax.set_xticklabels([ctx.pal.label(g, sg).replace(" / ", "\n") for g, sg in algos],
+                           fontsize=max(4.5, plt.rcParams["font.size"] - 2.5), rotation=30, ha="right")
+        if j == 0:
+            ax.set_ylabel(f"{MODE_LABELS.get(mode, mode)} median (ms)")
+        if with_tcp:
+            ax2 = axes[1, j]
+            for k, tr in enumerate(engines):
+                row = T.get(tr)
+                r = np.array([at(d, tr, g, sg, "vs_tcp") for g, sg in algos])  # summary: ratio of medians
+                lo = np.array([at(d, tr, g, sg, "vs_tcp_ci_lo") for g, sg in algos])
+                hi = np.array([at(d, tr, g, sg, "vs_tcp_ci_hi") for g, sg in algos])
+                err = np.vstack([np.clip(r - lo, 0, None), np.clip(hi - r, 0, None)])
+                ax2.bar(x + (k - (len(engines) - 1) / 2) * bw, r, width=bw, color=row.colour, edgecolor="black",
+                        linewidth=0.4, yerr=np.nan_to_num(err), capsize=1.5, error_kw={"linewidth": 0.6})
+            ax2.axhline(1.0, color="black", linewidth=0.6, linestyle=":")
+            ax2.set_xticks(x)
+            ax2.set_xticklabels([ctx.pal.label(g, sg).replace(" / ", "\n") for g, sg in algos],
+                                fontsize=max(4.5, plt.rcParams["font.size"] - 2.5), rotation=30, ha="right")
+            ax2.set_ylim(0, rmax)
+            if j == 0:
+                ax2.set_ylabel("median / TCP's")
+    if with_tcp:
+        for ax in axes[0, :]:
+            ax.set_xticklabels([])
+    _legend(fig, axes)
+    fig.tight_layout()
+    tp = t[t["transport"].isin(engines)]
+    labels = [_label(tr) for tr in engines]
+    retry = "on" if ctx.a.run.settings.get("quic_retry", True) else "off"
+    cap = (f"{MODE_LABELS.get(mode, mode)} handshake time over QUIC per engine ({', '.join(labels)}; the same "
+           f"OpenSSL, providers and certificates under each, only the QUIC implementation differs) and algorithm, "
+           f"median with its bootstrap CI, one panel per profile ({_profile_text(ctx.a.run, profiles)}); the black "
+           f"tick is the QUIC model's lower bound (Retry {retry}), the same for every engine: a gap between engines "
+           f"is the implementation's, a gap both engines share with the bound is the protocol's."
+           + (" Bottom: each engine's median over TLS/TCP's for the same cell, with its bootstrap CI (dotted: equal)."
+              if with_tcp else "")
+           + f" {n_text(tp)}. {ctx.prov}")
+    title = f"QUIC engines: {' vs '.join(labels)} per algorithm and profile"
+    return [FigOut("quic-engines", fig, title, cap)]
+
+
+KINDS = {"quic_engines": fig_quic_engines}
