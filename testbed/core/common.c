@@ -462,3 +462,30 @@ bool pqs_parse_request_header(const unsigned char *buf, size_t n, int64_t *req_l
     return true;
 }
 
+void pqs_stream_req_feed(pqs_stream_req *r, const unsigned char *data, size_t n)
+{
+    if (n == 0)
+        return;
+    if (r->first_app_ns == 0)
+        r->first_app_ns = pqs_mono_ns();
+    r->request_bytes += n;
+    size_t room = sizeof r->hdr - 1 - r->hdr_len, take = n < room ? n : room;
+    memcpy(r->hdr + r->hdr_len, data, take);
+    r->hdr_len += take;
+    if (!r->have_header)
+        r->have_header = pqs_parse_request_header(r->hdr, r->hdr_len, &r->req_len, &r->resp_len);
+}
+
+bool pqs_stream_req_complete(const pqs_stream_req *r, bool fin)
+{
+    if (fin)
+        return true;
+    if (r->have_header)
+        return (int64_t)r->request_bytes >= r->req_len;
+    return r->hdr_len >= sizeof r->hdr - 1 || memchr(r->hdr, '\n', r->hdr_len) != NULL;
+}
+
+uint64_t pqs_stream_req_response(const pqs_stream_req *r, uint64_t dflt)
+{
+    return r->have_header && r->resp_len >= 0 ? (uint64_t)r->resp_len : dflt;
+}

@@ -114,6 +114,23 @@ bool pqs_parse_duration_ns(const char *s, int64_t *out_ns);
 #define PQS_MAX_REQUEST_HEADER 64
 bool pqs_parse_request_header(const unsigned char *buf, size_t n, int64_t *req_len, int64_t *resp_len);
 
+/* A request read off a stream in pieces (the QUIC servers: a stream's data as it comes): its
+ * bytes, when the first came, and its header once whole. One implementation for both engines. */
+typedef struct pqs_stream_req {
+    unsigned char hdr[PQS_MAX_REQUEST_HEADER + 1];
+    size_t hdr_len;
+    bool have_header;
+    int64_t req_len, resp_len;  /* from the header (resp_len -1: none asked) */
+    uint64_t request_bytes;
+    int64_t first_app_ns;       /* CLOCK_MONOTONIC of the first request byte (0: none yet) */
+} pqs_stream_req;
+void pqs_stream_req_feed(pqs_stream_req *r, const unsigned char *data, size_t n);
+/* Whole: the stream ended (fin), the header's length has arrived, or without a header a line
+ * (or a full header's worth) has. */
+bool pqs_stream_req_complete(const pqs_stream_req *r, bool fin);
+/* Bytes to answer: what the header asks, else dflt (--response-bytes). */
+uint64_t pqs_stream_req_response(const pqs_stream_req *r, uint64_t dflt);
+
 /* "on" -> true, "off" -> false; false return for anything else. */
 bool pqs_parse_on_off(const char *s, bool *out);
 /* This network namespace's net.ipv4.tcp_fastopen as text ("3"), NULL if unreadable: TCP

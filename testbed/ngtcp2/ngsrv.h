@@ -44,12 +44,9 @@ typedef struct sconn {
      * 1 answering, 2 answered */
     int64_t stream_id;          /* -1: none yet */
     int phase;
-    unsigned char hdr[PQS_MAX_REQUEST_HEADER + 1];
-    size_t hdr_len;
-    bool have_header;
-    int64_t req_len, resp_len;
-    uint64_t request_bytes, response_bytes, response_want;
-    int64_t first_app_ns, request_done_ns, response_done_ns;
+    pqs_stream_req rq;          /* the request as read so far */
+    uint64_t response_bytes, response_want;
+    int64_t request_done_ns, response_done_ns;
     pqs_err err;
     char msg[256];
     const char *stage;

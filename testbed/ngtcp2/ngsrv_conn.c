@@ -123,22 +123,11 @@ static int on_stream_data(ngtcp2_conn *conn, uint32_t flags, int64_t stream_id, 
         c->stream_id = stream_id;
     if (stream_id != c->stream_id || c->phase != 0)
         return 0;
-    if (datalen > 0) {
-        if (c->first_app_ns == 0)
-            c->first_app_ns = pqs_mono_ns();
-        c->request_bytes += datalen;
-        size_t room = sizeof c->hdr - 1 - c->hdr_len, take = datalen < room ? datalen : room;
-        memcpy(c->hdr + c->hdr_len, data, take);
-        c->hdr_len += take;
-        if (!c->have_header)
-            c->have_header = pqs_parse_request_header(c->hdr, c->hdr_len, &c->req_len, &c->resp_len);
-    }
-    bool fin = (flags & NGTCP2_STREAM_DATA_FLAG_FIN) && c->request_bytes > 0;
-    bool complete = fin || (c->have_header ? (int64_t)c->request_bytes >= c->req_len
-                                           : c->hdr_len >= sizeof c->hdr - 1 || memchr(c->hdr, '\n', c->hdr_len));
-    if (complete) {
+    pqs_stream_req_feed(&c->rq, data, datalen);
+    bool fin = (flags & NGTCP2_STREAM_DATA_FLAG_FIN) && c->rq.request_bytes > 0;
+    if (pqs_stream_req_complete(&c->rq, fin)) {
         c->request_done_ns = pqs_mono_ns();
-        c->response_want = c->have_header && c->resp_len >= 0 ? (uint64_t)c->resp_len : c->t->s->response_bytes;
+        c->response_want = pqs_stream_req_response(&c->rq, c->t->s->response_bytes);
         c->phase = 1;
     }
     return 0;
@@ -416,12 +405,12 @@ static void log_conn(sconn *c)
         pqs_json_null(&j, "handshake_ns");
     pqs_tlsinfo_json(&j, &info);
     pqs_json_bool(&j, "hrr", c->obs.hrr);
-    MONO("first_app_byte_mono_ns", c->first_app_ns);
+    MONO("first_app_byte_mono_ns", c->rq.first_app_ns);
     MONO("request_done_mono_ns", c->request_done_ns);
     MONO("response_done_mono_ns", c->response_done_ns);
 #undef MONO
     pqs_json_uint(&j, "early_data_bytes", 0);
-    pqs_json_uint(&j, "request_bytes", c->request_bytes);
+    pqs_json_uint(&j, "request_bytes", c->rq.request_bytes);
     pqs_json_uint(&j, "response_bytes", c->response_bytes);
     pqs_json_str(&j, "close", c->close_kind ? c->close_kind : c->err == PQS_ERR_TIMEOUT ? "timeout" : "none");
     if (c->err != PQS_ERR_NONE) {

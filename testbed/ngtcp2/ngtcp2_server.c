@@ -226,24 +226,7 @@ static void on_datagram(srv_state *t, const uint8_t *d, size_t n, const struct s
  * OpenSSL engine's (quic/quic_server.c; testbed/README.md), by this engine's rules. */
 static void write_stats(srv_state *t, bool final)
 {
-    const pqs_qrx_counters *c = &t->cnt;
-    pqs_json j;
-    pqs_json_begin(&j, "quic_stats");
-    pqs_json_uint(&j, "datagrams", c->datagrams);
-    pqs_json_uint(&j, "to_connection", c->to_connection);
-    pqs_json_uint(&j, "new_connections", c->new_connections);
-    pqs_json_uint(&j, "retry_sent", c->retry_sent);
-    pqs_json_uint(&j, "version_negotiation_sent", c->version_negotiation_sent);
-    pqs_json_uint(&j, "dropped_malformed", c->dropped_malformed);
-    pqs_json_uint(&j, "dropped_unknown_connection", c->dropped_unknown_connection);
-    pqs_json_uint(&j, "dropped_version", c->dropped_version);
-    pqs_json_uint(&j, "dropped_initial_short", c->dropped_initial_short);
-    pqs_json_uint(&j, "dropped_initial_invalid", c->dropped_initial_invalid);
-    pqs_json_uint(&j, "dropped_token_invalid", c->dropped_token_invalid);
-    pqs_json_uint(&j, "untracked_connections", c->untracked_connections);
-    pqs_json_bool(&j, "final", final);
-    pqs_json_end(&j);
-    pqs_sink_write(t->s->log, &j);
+    pqs_qrx_stats_line(t->s->log, &t->cnt, final);
 }
 
 static void read_datagrams(srv_state *t)

@@ -31,12 +31,9 @@ typedef struct qconn {
     bool hs_ok, done;
     /* request protocol on the client's stream: 0 reading, 1 answering, 2 answered */
     int phase;
-    unsigned char hdr[PQS_MAX_REQUEST_HEADER + 1];
-    size_t hdr_len;
-    bool have_header;
-    int64_t req_len, resp_len;
-    uint64_t request_bytes, response_bytes, response_want;
-    int64_t first_app_ns, request_done_ns, response_done_ns;
+    pqs_stream_req rq;          /* the request as read so far */
+    uint64_t response_bytes, response_want;
+    int64_t request_done_ns, response_done_ns;
     pqs_err err;
     char msg[256];
     int err_errno;
@@ -124,11 +121,11 @@ static void log_conn(pqs_quic_server *qs, qconn *c)
         pqs_json_null(&j, "handshake_ns");
     pqs_tlsinfo_json(&j, &info);
     pqs_json_bool(&j, "hrr", o ? o->tls.hrr : false);
-    MONO("first_app_byte_mono_ns", c->first_app_ns);
+    MONO("first_app_byte_mono_ns", c->rq.first_app_ns);
     MONO("request_done_mono_ns", c->request_done_ns);
     MONO("response_done_mono_ns", c->response_done_ns);
     pqs_json_uint(&j, "early_data_bytes", 0);
-    pqs_json_uint(&j, "request_bytes", c->request_bytes);
+    pqs_json_uint(&j, "request_bytes", c->rq.request_bytes);
     pqs_json_uint(&j, "response_bytes", c->response_bytes);
     SSL_CONN_CLOSE_INFO ci;
     memset(&ci, 0, sizeof ci);
@@ -167,26 +164,17 @@ static void conn_request(pqs_quic_server *qs, qconn *c)
         int r = SSL_read_ex(c->ssl, buf, bufsize, &rd);
         bool fin = false;
         if (r == 1) {
-            if (c->first_app_ns == 0)
-                c->first_app_ns = pqs_mono_ns();
-            c->request_bytes += rd;
-            size_t room = sizeof c->hdr - 1 - c->hdr_len, take = rd < room ? rd : room;
-            memcpy(c->hdr + c->hdr_len, buf, take);
-            c->hdr_len += take;
-            if (!c->have_header)
-                c->have_header = pqs_parse_request_header(c->hdr, c->hdr_len, &c->req_len, &c->resp_len);
+            pqs_stream_req_feed(&c->rq, buf, rd);
         } else {
             int e = SSL_get_error(c->ssl, r);
             ERR_clear_error();
-            if (e != SSL_ERROR_ZERO_RETURN || c->request_bytes == 0)
+            if (e != SSL_ERROR_ZERO_RETURN || c->rq.request_bytes == 0)
                 return; /* nothing (yet); a closed connection is noticed by the caller */
             fin = true;
         }
-        bool complete = fin || (c->have_header ? (int64_t)c->request_bytes >= c->req_len
-                                               : c->hdr_len >= sizeof c->hdr - 1 || memchr(c->hdr, '\n', c->hdr_len));
-        if (complete) {
+        if (pqs_stream_req_complete(&c->rq, fin)) {
             c->request_done_ns = pqs_mono_ns();
-            c->response_want = c->have_header && c->resp_len >= 0 ? (uint64_t)c->resp_len : qs->response_bytes;
+            c->response_want = pqs_stream_req_response(&c->rq, qs->response_bytes);
             c->phase = 1;
         }
     }
@@ -263,24 +251,7 @@ static void conn_progress(pqs_quic_server *qs, qconn *c, int64_t now)
 static void write_stats(pqs_quic_server *qs, bool final)
 {
     pqs_qrx_settle(&qs->rx);
-    const pqs_qrx_counters *c = &qs->rx.cnt;
-    pqs_json j;
-    pqs_json_begin(&j, "quic_stats");
-    pqs_json_uint(&j, "datagrams", c->datagrams);
-    pqs_json_uint(&j, "to_connection", c->to_connection);
-    pqs_json_uint(&j, "new_connections", c->new_connections);
-    pqs_json_uint(&j, "retry_sent", c->retry_sent);
-    pqs_json_uint(&j, "version_negotiation_sent", c->version_negotiation_sent);
-    pqs_json_uint(&j, "dropped_malformed", c->dropped_malformed);
-    pqs_json_uint(&j, "dropped_unknown_connection", c->dropped_unknown_connection);
-    pqs_json_uint(&j, "dropped_version", c->dropped_version);
-    pqs_json_uint(&j, "dropped_initial_short", c->dropped_initial_short);
-    pqs_json_uint(&j, "dropped_initial_invalid", c->dropped_initial_invalid);
-    pqs_json_uint(&j, "dropped_token_invalid", c->dropped_token_invalid);
-    pqs_json_uint(&j, "untracked_connections", c->untracked_connections);
-    pqs_json_bool(&j, "final", final);
-    pqs_json_end(&j);
-    pqs_sink_write(qs->log, &j);
+    pqs_qrx_stats_line(qs->log, &qs->rx.cnt, final);
 }
 
 int pqs_quic_server_run(pqs_quic_server *qs, char *why, size_t whylen)

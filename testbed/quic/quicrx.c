@@ -293,3 +293,24 @@ bool pqs_qrx_rx(pqs_qwire *w, const BIO_MSG *m)
     }
     return true;
 }
+
+void pqs_qrx_stats_line(pqs_sink *log, const pqs_qrx_counters *c, bool final)
+{
+    pqs_json j;
+    pqs_json_begin(&j, "quic_stats");
+    pqs_json_uint(&j, "datagrams", c->datagrams);
+    pqs_json_uint(&j, "to_connection", c->to_connection);
+    pqs_json_uint(&j, "new_connections", c->new_connections);
+    pqs_json_uint(&j, "retry_sent", c->retry_sent);
+    pqs_json_uint(&j, "version_negotiation_sent", c->version_negotiation_sent);
+    pqs_json_uint(&j, "dropped_malformed", c->dropped_malformed);
+    pqs_json_uint(&j, "dropped_unknown_connection", c->dropped_unknown_connection);
+    pqs_json_uint(&j, "dropped_version", c->dropped_version);
+    pqs_json_uint(&j, "dropped_initial_short", c->dropped_initial_short);
+    pqs_json_uint(&j, "dropped_initial_invalid", c->dropped_initial_invalid);
+    pqs_json_uint(&j, "dropped_token_invalid", c->dropped_token_invalid);
+    pqs_json_uint(&j, "untracked_connections", c->untracked_connections);
+    pqs_json_bool(&j, "final", final);
+    pqs_json_end(&j);
+    pqs_sink_write(log, &j);
+}
