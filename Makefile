@@ -37,11 +37,13 @@ venv: system
 build: deps
 	@$(MAKE) --no-print-directory -C testbed BUILD=$(BUILD)
 	@$(MAKE) --no-print-directory -C emulation/linkemu BUILD=$(BUILD)
+	@$(MAKE) --no-print-directory -C emulation/capture BUILD=$(BUILD)
 	@$(MAKE) --no-print-directory -C emulation/uml BUILD=$(BUILD)
 
 asan: deps
 	@$(MAKE) --no-print-directory -C testbed BUILD=$(BUILD) asan
 	@$(MAKE) --no-print-directory -C emulation/linkemu BUILD=$(BUILD) asan
+	@$(MAKE) --no-print-directory -C emulation/capture BUILD=$(BUILD) asan
 
 test: build asan venv
 	@$(MAKE) --no-print-directory test-c

@@ -7,6 +7,7 @@ Left: the column in samples.parquet / server.parquet / cells.parquet. Right: the
 
 from __future__ import annotations
 
+from pqshake import results as _R
 from pqshake.experiments import modes as _M
 from pqshake.experiments import transports as _T
 
@@ -15,6 +16,14 @@ from pqshake.experiments import transports as _T
 CELL_KEY = ["group", "sig", "profile", "mode", "transport"]
 TRANSPORT_DEFAULT = _T.DEFAULT
 TRANSPORT_ORDER = _T.ORDER  # the rows' rank (experiments/transports/)
+
+# The timer's "msgs" member (pqshake/results MSGS_COLUMNS; testbed/README.md, "Message sizes from
+# the wire"): msg_<message> bytes (the handshake message with its 4-byte header),
+# flight_<flight>_<field> (client1, hrr, client1_retry, server, client2: handshake_bytes, records,
+# record_bytes, segments, datagrams, datagram_bytes) and the in-callback TCP_INFO reads' time.
+MSG_COLUMNS = {f"msgs_{m}": f"msg_{m}" for m in _R.MSGS_MESSAGES}
+FLIGHT_COLUMNS = {f"msgs_flights_{f}_{k}": f"flight_{f}_{k}" for f in _R.MSGS_FLIGHTS for k in _R.MSGS_FLIGHT_FIELDS}
+MSGS_OPTIONAL = {**MSG_COLUMNS, **FLIGHT_COLUMNS, "msgs_tcp_info_cb_ns": "msg_tcp_info_cb_ns"}
 
 # --- samples.parquet (client side, one row per timer attempt) -------------------------------
 # Columns without which no statistic can be computed.
@@ -56,6 +65,7 @@ SAMPLES_OPTIONAL = {
     # other transports): the rows' sample_columns (experiments/transports/).
     **_T.columns("samples"),
     **_M.columns("samples"),  # each mode's own (its row's columns: fs0rtt's encapsulation)
+    **MSGS_OPTIONAL,  # message sizes and flights (runs from before them: empty)
     **OPTIONAL_KEY,
 }
 

@@ -1,4 +1,4 @@
-"""The fifteen figure kinds. Each takes the analysis (summary + samples) and returns figures with
+"""The seventeen figure kinds. Each takes the analysis (summary + samples) and returns figures with
 a title and a caption built from the metadata, or raises Skip with a one-line reason (the
 experiment has no data for it). Files: <out>/figures/<name>.pdf (vector) and .png. The kinds live in
 analysis/figs/ by family, each declaring its KINDS; this module composes them and draws.
@@ -14,7 +14,11 @@ Figure 14 (fs0rtt, drawn when a run has fs0rtt cells): forward-secure 0-RTT besi
 server CPU, key memory and time to first byte (analysis/figs/fs0rtt.py). Figure 15 (quic_engines,
 drawn when a run has the cells of more than one QUIC engine): QUIC handshake times per engine and
 algorithm, one panel per profile, with the model's bound and each engine's ratio to TCP
-(analysis/figs/quic_engines.py)."""
+(analysis/figs/quic_engines.py). Figure 16 (msgsizes, drawn when a run's attempts carry their
+message sizes): bytes per handshake message per algorithm, stacked, with the initial windows
+marked (analysis/figs/msgsizes.py). Figure 17 (trace_bursts, drawn when a run has a trace-driven
+profile beside a constant one): what delivery bursts do to each algorithm's handshake times
+(analysis/figs/traces.py)."""
 
 from __future__ import annotations
 
@@ -29,7 +33,7 @@ from pqshake.experiments import transports as T
 
 from . import style as ST
 from .columns import CELL_KEY
-from .figs import costs, distributions, fs0rtt, heatmap, onertt, quic_engines, sweeps, transport
+from .figs import costs, distributions, fs0rtt, heatmap, msgsizes, onertt, quic_engines, sweeps, traces, transport
 from .figs.base import Ctx, FigOut, Skip  # noqa: F401
 from .figs.costs import fig_bound, fig_bytes, fig_cpu, fig_modes  # noqa: F401
 from .figs.distributions import fig_box, fig_ecdf  # noqa: F401
@@ -39,9 +43,9 @@ from .figs.sweeps import fig_loss, fig_mtu, fig_rate, fig_rtt  # noqa: F401
 from .figs.transport import fig_transport  # noqa: F401
 from .report import Analysis
 
-# The families (analysis/figs/), in figure order: each declares its kinds; `--only 1-15` numbers
+# The families (analysis/figs/), in figure order: each declares its kinds; `--only 1-17` numbers
 # them in this order.
-FAMILIES = (sweeps, distributions, heatmap, costs, transport, onertt, fs0rtt, quic_engines)
+FAMILIES = (sweeps, distributions, heatmap, costs, transport, onertt, fs0rtt, quic_engines, msgsizes, traces)
 KINDS: dict[str, Callable[[Ctx], list[FigOut]]] = {k: f for fam in FAMILIES for k, f in fam.KINDS.items()}
 # Drawn once per transport when a run has more than one (the other kinds handle transport inside).
 PER_TRANSPORT = ("loss", "rate", "mtu", "rtt", "ecdf", "box", "bytes", "modes")

@@ -169,6 +169,68 @@ def _cell_arrays(rng: np.random.Generator, spec: Spec, c: dict, prof: dict) -> d
             "up": up, "down": down, "mss": hm.mss(prof["mtu"]), "rtt_s": rtt_s, "row": row, "b": b, **own}
 
 
+def _msgs(rng: np.random.Generator, c: dict, a: dict, n: int) -> dict[str, np.ndarray]:
+    """Plausible values of the timer's msgs columns (pqshake.results.MSGS_COLUMNS; -1 = null) for
+    a cell's attempts: each message's size from the handshake model's sizes (key shares,
+    certificate, signature; the model's ClientHello and certificate overheads), records and
+    TCP segments per flight over TCP, datagrams over QUIC (1200 bytes each) and TurboTLS's UDP."""
+    from pqshake import results as R
+    from pqshake.experiments import handshake_model as hm
+
+    row, mode = a["row"], c["mode"]
+    quic, turbo = not row.over_tcp, row.name == T.TURBOTLS.name
+    share_c, share_s, pk, sig = hm.sizes_for(c["group"], c["sig"])
+    m: dict[str, int] = {}
+    ch = hm.client_hello_bytes(share_c) - 5 + (35 if quic else 0)  # the model's record; QUIC's parameters
+    m["client_hello"] = ch
+    if mode == M.HRR:
+        m["hello_retry_request"], m["client_hello2"] = 88, ch + 2
+    m["server_hello"] = 58 + (0 if quic else 32) + (0 if M.get(mode).psk_ke else share_s)
+    m["encrypted_extensions"] = 101 if quic else 6
+    enc = ["encrypted_extensions"]
+    if M.certificate(mode):
+        m["certificate"] = 13 + hm.cert_der_bytes(pk, sig)
+        m["certificate_verify"] = 8 + sig
+        enc += ["certificate", "certificate_verify"]
+    m["server_finished"] = m["client_finished"] = 52
+    enc.append("server_finished")
+    if M.get(mode).early_data:
+        m["end_of_early_data"] = 4
+    if M.resumable(mode):
+        m["new_session_ticket"] = 249 if quic else 65
+    out = {f"msgs_{k}": np.full(n, m.get(k, -1), dtype=np.int64) for k in R.MSGS_MESSAGES}
+    if "certificate_verify" in m and hm.sig_sizes(c["sig"])[1] and c["sig"].startswith("ecdsa"):
+        out["msgs_certificate_verify"] = out["msgs_certificate_verify"] - rng.integers(0, 3, n)  # DER: varies
+
+    def flight(name: str, hs: int, records: int, record_bytes: int, dgrams: int, dgram_bytes: int) -> None:
+        vals = {"handshake_bytes": hs, "records": -1 if quic else records, "record_bytes": -1 if quic else record_bytes,
+                "segments": -1 if quic else (0 if turbo and name in ("client1", "server") else
+                                             max(1, math.ceil(record_bytes / a["mss"]))),
+                "datagrams": dgrams if (quic or turbo) else -1, "datagram_bytes": dgram_bytes if (quic or turbo) else -1}
+        for k, v in vals.items():
+            out[f"msgs_flights_{name}_{k}"] = np.full(n, v, dtype=np.int64)
+
+    def udp(b: int) -> tuple[int, int]:
+        k = max(1, math.ceil(b / 1150))
+        return k, (k * 1200 if quic else b + 16 * k)
+
+    flight("client1", ch, 1, ch + 5, *udp(ch))
+    if mode == M.HRR:
+        flight("hello_retry", 88, 2, 99, 1, 1200)
+        flight("client1_retry", ch + 2, 2, ch + 13, *udp(ch + 2))
+    srv = sum(m[k] for k in ("server_hello", *enc))
+    nrec = 2 + len(enc)
+    srv_rec = srv + 5 * nrec + 1 + 17 * len(enc)
+    flight("server", srv, nrec, srv_rec, *udp(srv_rec))
+    flight("client2", 52 + (4 if M.get(mode).early_data else 0), 2 if mode != M.HRR else 1,
+           80 if mode != M.HRR else 74, (1 if quic else 0), (97 if quic else 0))
+    for f in R.MSGS_FLIGHTS:
+        for k in R.MSGS_FLIGHT_FIELDS:
+            out.setdefault(f"msgs_flights_{f}_{k}", np.full(n, -1, dtype=np.int64))
+    out["msgs_tcp_info_cb_ns"] = np.full(n, -1, dtype=np.int64) if quic else rng.integers(1500, 4000, n)
+    return out
+
+
 def _append_own(d: dict[str, list], own: dict, values: dict, n: int) -> None:
     """A cell's values of the transports' own columns: its row's, null (-1 for counts) in the others'."""
     for k, c in own.items():
@@ -200,7 +262,11 @@ def generate(out: Path | str, spec: Spec | None = None) -> Path:
     present = [t for t in T.REGISTRY if t.name in spec.transports]
     own_s = {c.raw: c for t in present for c in _own(t, "samples")}
     own_v = {c.raw: c for t in present for c in _own(t, "server")}
+    from pqshake import results as R
+
     cols.update({k: [] for k in own_s})
+    cols.update({k: [] for k in R.MSGS_COLUMNS})
+    mrng = np.random.default_rng([spec.seed, 24])  # the msgs columns' own: the other draws stay as they were
     srv.update({k: [] for k in own_v})
     cell_rows = []
     for c in cl:
@@ -235,6 +301,8 @@ def generate(out: Path | str, spec: Spec | None = None) -> Path:
         cols["tcp_data_segs_in"].append(neg if q else np.full(n, math.ceil(a["down"] / a["mss"]), dtype=np.int64))
         cols["tcp_total_retrans"].append(neg if q else a["retrans"])
         cols["tcp_rtt_ns"].append(neg if q else np.full(n, int(a["rtt_s"] * 1e9 + 50_000), dtype=np.int64))
+        for k, v in _msgs(mrng, c, a, n).items():
+            cols[k].append(v)
         if spec.server:
             # Resumption / 0-RTT cells start with a priming full handshake the server also logs.
             p = 1 if (n and M.resumable(c["mode"])) else 0  # the runner primes every resumable mode
@@ -283,7 +351,7 @@ def generate(out: Path | str, spec: Spec | None = None) -> Path:
 
     samples = table(cols, ("handshake_ns", "server_hello_ns", "ttfb_ns", "tcp_connect_ns", "tcp_bytes_sent",
                            "tcp_bytes_received", "tcp_data_segs_out", "tcp_data_segs_in", "tcp_total_retrans",
-                           "tcp_rtt_ns", *(k for k, c in own_s.items() if c.kind == "count")))
+                           "tcp_rtt_ns", *(k for k, c in own_s.items() if c.kind == "count"), *R.MSGS_COLUMNS))
     samples = samples.append_column("backend", pa.array(np.full(samples.num_rows, "synthetic", dtype=object), type=pa.string()))
     keep = [c for c in samples.column_names if c not in spec.drop_columns]
     frames = {"samples": samples.select(keep), "cells": pd.DataFrame(cell_rows)}

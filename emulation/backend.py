@@ -54,12 +54,19 @@ def netem_available(run_id: str | None = None) -> tuple[bool, str]:
     return result
 
 
-def resolve(requested: str, run_id: str | None = None) -> tuple[BackendName, str]:
-    """(backend, why). UserError for netem on a kernel without it."""
+def resolve(requested: str, run_id: str | None = None, profile=None) -> tuple[BackendName, str]:
+    """(backend, why). UserError for netem on a kernel without it. A profile only the userspace
+    emulator can run (a trace, a delay series, episodes: Profile.netem_problem) makes auto pick
+    userspace, and netem an error naming the userspace backend."""
     if requested not in CHOICES:
         raise UserError(f"--backend {requested!r}: choose auto, netem or userspace")
     if requested == "userspace":
         return "userspace", "requested"
+    needs = profile.netem_problem() if hasattr(profile, "netem_problem") else None
+    if needs and requested == "auto":
+        return "userspace", f"auto: the profile needs the userspace emulator ({needs.split(':')[0]})"
+    if needs:
+        raise UserError(f"--backend netem: profile '{profile.name}': {needs}", exit_code=2)
     ok, detail = netem_available(run_id)
     if requested == "netem":
         if not ok:

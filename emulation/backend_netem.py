@@ -18,6 +18,10 @@ from typing import Any
 
 from pqshake.emulation import netns, units
 from pqshake.emulation.profiles import Link, Profile
+from pqshake.errors import UserError
+
+NETEM_REFUSES = ("netem cannot replay traces, delay series or episodes; use the userspace backend "
+                 "(--backend userspace, or backend: userspace in the experiment)")
 
 
 @lru_cache(maxsize=1)
@@ -28,7 +32,11 @@ def tc_supports_seed() -> bool:
 
 
 def netem_args(link: Link, seed: int | None = None, with_seed: bool = False) -> list[str]:
-    """The netem options for one direction, in tc's own order."""
+    """The netem options for one direction, in tc's own order. A trace, delay series or episode
+    has no netem form (netem's `slot` is no replay of a delivery schedule, and it cannot act per
+    flow or per attempt): refused in one line naming the userspace backend."""
+    if link.trace is not None or link.delay_series is not None or link.episodes:
+        raise UserError(NETEM_REFUSES)
     a = ["limit", str(link.limit)]
     if link.delay_ns or link.jitter_ns:
         a += ["delay", units.fmt_duration_tc(link.delay_ns)]
@@ -62,6 +70,9 @@ def netem_args(link: Link, seed: int | None = None, with_seed: bool = False) -> 
 
 def render(profile: Profile, names: netns.Names, seed: int | None = None, with_seed: bool | None = None) -> list[list[str]]:
     """Every command (argv) that sets the link up, in order."""
+    why = profile.netem_problem()
+    if why:
+        raise UserError(f"profile '{profile.name}' ({profile.source}): {why}")
     if with_seed is None:
         with_seed = tc_supports_seed()
     cmds = []

@@ -23,9 +23,13 @@ def _prob(x: float) -> str:
 
 
 def spec(link: Link) -> str:
-    """SPEC for --up/--down: only keys that differ from the emulator's defaults, plus limit."""
+    """SPEC for --up/--down: only keys that differ from the emulator's defaults, plus limit. A
+    trace replaces rate_bps (the Link's rate is then the trace's mean, for the records), a delay
+    series replaces delay_ns (the Link's delay is its mean); files go by absolute path."""
     kv: list[tuple[str, str]] = []
-    if link.delay_ns:
+    if link.delay_series is not None:
+        kv.append(("delay_series", link.delay_series.path))
+    elif link.delay_ns:
         kv.append(("delay_ns", str(link.delay_ns)))
     if link.jitter_ns:
         kv += [("jitter_ns", str(link.jitter_ns)), ("dist", link.dist)]
@@ -36,7 +40,13 @@ def spec(link: Link) -> str:
         kv.append(("loss", _prob(link.loss)))
         if link.loss_corr:
             kv.append(("loss_corr", _prob(link.loss_corr)))
-    if link.rate_bps:
+        if link.loss_burst_max:
+            kv.append(("loss_burst_max", str(link.loss_burst_max)))
+    if link.trace is not None:
+        kv.append(("trace", link.trace.path))
+        if link.trace_rule != "packet":
+            kv.append(("trace_rule", link.trace_rule))
+    elif link.rate_bps:
         kv.append(("rate_bps", str(link.rate_bps)))
         if link.overhead:
             kv.append(("overhead", str(link.overhead)))
@@ -50,6 +60,7 @@ def spec(link: Link) -> str:
         if link.gap > 1:
             kv.append(("gap", str(link.gap)))
     kv.append(("keep_order", "1" if link.keep_order else "0"))
+    kv += [tuple(e.spec().split("=", 1)) for e in link.episodes]  # type: ignore[misc]
     return ",".join(f"{k}={v}" for k, v in kv)
 
 

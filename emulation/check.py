@@ -13,6 +13,20 @@
   of the configured rate and <= the rate (loss-free, rate-limited directions only).
 - Path MTU: a DF probe of MTU-28 bytes of UDP payload (an IP packet of exactly MTU) must pass,
   MTU-27 must fail.
+- Trace directions (a Mahimahi delivery trace, userspace backend): the trace's mean rate and the
+  rate achieved by iperf3 UDP offered at 1.25 x the trace's busiest 100 ms (so the queue never
+  empties and every opportunity carries one full packet): it must lie within the fewest and the
+  most opportunities any window of the measured length holds (whatever the trace's phase when
+  iperf3 starts), widened by 2 frames and 50 ms of the peak rate (a VM stall of up to ~40 ms, seen
+  here, moves frames across one window edge). And the delivery error the emulator records per
+  frame against its scheduled opportunity (+ delay): p50 <= 0.2 ms and p90 <= 1 ms (p99 and max
+  are shown, not judged: the VM's stalls reach them; the bounds are ~10x the lateness measured
+  here). TCP goodput over a trace is shown, not judged (TCP's response to bursts is the thing the
+  experiments measure).
+- A link that varies in time (trace, delay series, outages, handovers) has no one expected RTT:
+  the RTT rows are shown, not judged; probes lost to episodes make the round-trip loss row
+  information too (the emulator's own per-direction loss counters leave episode drops out and are
+  still judged).
 """
 
 from __future__ import annotations
@@ -23,6 +37,7 @@ import random
 import subprocess
 import time
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Iterator
 
 import numpy as np
@@ -55,10 +70,22 @@ def dist_quantile(dist: str, q: np.ndarray) -> np.ndarray:
 
 
 def delay_samples(link: Link, n: int, rng: np.random.Generator) -> np.ndarray:
-    if not link.jitter_ns:
-        return np.full(n, float(link.delay_ns))
-    x = dist_quantile(link.dist, rng.random(n))
-    return np.maximum(link.delay_ns + link.jitter_ns * x, 0.0)
+    """One-way delays a sparse probe sees, as configured: delay (a delay series: its value at a
+    uniformly random time) + jitter, plus the wait for a trace's next opportunity."""
+    from pqshake.emulation import traces
+
+    if link.delay_series is not None:
+        (t_ms, d_ns), _ = traces.load_series(Path(link.delay_series.path))
+        base = traces.series_at(t_ms, d_ns, (rng.random(n) * int(t_ms[-1]) * 1e6).astype(np.int64)).astype(float)
+    else:
+        base = np.full(n, float(link.delay_ns))
+    if link.jitter_ns:
+        x = dist_quantile(link.dist, rng.random(n))
+        base = np.maximum(base + link.jitter_ns * x, 0.0)
+    if link.trace is not None:
+        ms, _ = traces.load_trace(Path(link.trace.path))
+        base = base + traces.waiting_samples(ms, n, rng)
+    return base
 
 
 # UDP payload of the RTT probes the runner records per cell (cells.parquet rtt_p50_ns): the
@@ -73,7 +100,8 @@ def probe_serialization_ns(size: int, rate_bps: float, overhead: int = 0) -> flo
 
 
 def serialization_ns(link: Link, size: int) -> float:
-    return probe_serialization_ns(size, link.rate_bps, link.overhead)
+    # a trace direction's wait for its opportunity is in delay_samples
+    return 0.0 if link.trace is not None else probe_serialization_ns(size, link.rate_bps, link.overhead)
 
 
 def expected_rtt(profile: Profile, n: int = 200_000, seed: int = 1, size: int = RTT_PROBE_PAYLOAD) -> dict[str, float]:
@@ -91,11 +119,13 @@ def rtt_tolerance_ns(expected_p50: float, sd: float, n: int) -> float:
 
 def probe_interval_us(profile: Profile, size: int = RTT_PROBE_PAYLOAD) -> int:
     """Spacing: >= 2.5 x the widest jitter spread (no probe waits behind another), and probes
-    use <= 10 % of the slowest rate-limited direction."""
+    use <= 10 % of the slowest rate-limited direction (of a trace's delivery opportunities)."""
     spread = max(l.max_jitter_ns() for l in (profile.up, profile.down)) * 2
     iv = max(1000.0, 2.5 * spread / 1e3)
     for l in (profile.up, profile.down):
-        if l.rate_bps:
+        if l.trace is not None:  # a probe, however small, uses a whole delivery opportunity
+            iv = max(iv, 10 * 1e6 * l.trace.period_ms / 1e3 / l.trace.lines)
+        elif l.rate_bps:
             bits = (size + 28 + 14 + l.overhead) * 8
             iv = max(iv, 10 * bits / l.rate_bps * 1e6)
     return int(min(iv, 200_000))
@@ -308,6 +338,79 @@ def measure_link_rate(topo, rate_bps: int, seconds: int = 6) -> dict[str, Any]:
             "want": rate_bps * payload / (payload + 42), "intervals": rcv["intervals"]}
 
 
+# ------------------------------------------------------------------ traces --
+TRACE_PAYLOAD = 1472  # UDP payload of a full 1500-byte IP packet: one opportunity each
+TRACE_OFFER = 1.25  # x the trace's busiest 100 ms: the queue never empties
+TRACE_EDGE_S = 0.05  # of the peak rate, plus 2 frames: a stall moving frames across a window edge
+DELIVERY_P50_MAX_NS = 200_000
+DELIVERY_P90_MAX_NS = 1_000_000
+
+
+def measure_trace_rate(topo, direction: str, seconds: int = 4, omit: int = 1) -> dict[str, Any]:
+    """The delivery rate of a trace direction ('up': the client sends; 'down': the server, iperf3
+    -R), with UDP offered above the trace's peak so the emulator's queue never empties: every
+    opportunity then carries one full packet. Returns the achieved and the trace's mean payload
+    rate and the window bounds (bit/s of UDP payload)."""
+    from pqshake.emulation import traces
+
+    link = getattr(topo.profile, direction)
+    ms, info = traces.load_trace(Path(link.trace.path))
+    pps = info.peak_bps / (traces.OPP_BYTES * 8) * TRACE_OFFER
+    offer = int(pps * TRACE_PAYLOAD * 8)
+    args = ["-u", "-b", str(offer), "-l", str(TRACE_PAYLOAD)] + (["-R"] if direction == "down" else [])
+    j = _iperf3(topo, args, seconds, omit, server_json=direction == "up")
+    rcv = j["server_output_json"]["intervals"] if direction == "up" else j["intervals"]
+    iv = [i["sum"] for i in rcv if not i["sum"].get("omitted") and i["sum"]["seconds"] >= 0.5]
+    w = sum(i["seconds"] for i in iv)
+    got = sum(i["bytes"] for i in iv)
+    lo, hi = traces.opportunities_in_window(ms, w * 1000)
+    peak_opps = info.peak_bps / (traces.OPP_BYTES * 8)
+    slack = 2 + TRACE_EDGE_S * peak_opps
+    per = TRACE_PAYLOAD * 8 / w if w else 0.0
+    return {"bps": got * 8 / w if w else 0.0, "seconds": w, "offered_bps": offer,
+            "mean_bps": info.mean_bps * TRACE_PAYLOAD / traces.OPP_BYTES,
+            "window_bps": [lo * per, hi * per], "tolerance_bps": [max(0.0, (lo - slack) * per), (hi + slack) * per],
+            "trace_mean_bps": info.mean_bps}
+
+
+def delivery_error(counters: dict[str, Any], direction: str) -> dict[str, Any] | None:
+    """The emulator's per-frame lateness against the trace's schedule (its stats' trace block)."""
+    t = (counters.get(direction) or {}).get("trace")
+    return t.get("delivery_error_ns") if isinstance(t, dict) else None
+
+
+def trace_rows(topo, log=print, seconds: int = 4) -> list[dict[str, Any]]:
+    """The rows of each trace direction: mean vs achieved rate, and the delivery error."""
+    rows = []
+    p: Profile = topo.profile
+    for d in ("up", "down"):
+        link = getattr(p, d)
+        if link.trace is None:
+            continue
+        r = measure_trace_rate(topo, d, seconds=seconds)
+        lossy = link.expected_loss() > 0 or bool(link.episodes)
+        lo, hi = r["tolerance_bps"]
+        rows.append({"what": "trace rate (UDP payload)", "dir": d,
+                     "configured": f"{r['mean_bps'] / 1e6:.3f}Mbit mean ({Path(link.trace.path).name})",
+                     "achieved": f"{r['bps'] / 1e6:.3f}Mbit over {r['seconds']:.2f}s",
+                     "tolerance": f"{lo / 1e6:.3f}..{hi / 1e6:.3f}Mbit (any phase, +-2 frames + 50 ms of peak)"
+                     if not lossy else "(info: lossy direction)",
+                     "ok": (lo <= r["bps"] <= hi) if not lossy else None})
+        log(f"  trace {d}: {r['bps'] / 1e6:.3f} of {r['mean_bps'] / 1e6:.3f} Mbit/s")
+        try:
+            err = delivery_error(topo.counters(), d)
+        except Exception:  # noqa: BLE001 - a netem or stand-in link: no emulator stats
+            err = None
+        if err and err.get("count"):
+            ok = err["p50"] <= DELIVERY_P50_MAX_NS and err["p90"] <= DELIVERY_P90_MAX_NS
+            rows.append({"what": "trace delivery error", "dir": d, "configured": "0 (on the scheduled opportunity)",
+                         "achieved": f"p50 {err['p50'] / 1e3:.0f}us p90 {err['p90'] / 1e3:.0f}us "
+                                     f"p99 {err['p99'] / 1e3:.0f}us max {err['max'] / 1e3:.0f}us ({err['count']} frames)",
+                         "tolerance": f"p50 <= {DELIVERY_P50_MAX_NS / 1e3:.0f}us, p90 <= {DELIVERY_P90_MAX_NS / 1e3:.0f}us",
+                         "ok": ok})
+    return rows
+
+
 # ------------------------------------------------------------------ check --
 
 
@@ -328,9 +431,11 @@ def run_check(topo, throughput: bool = True, rtt_count: int = 200, log=print) ->
                      "achieved": f"{r['received']}/{rtt_count} answered", "ok": False, "tolerance": ""})
     else:
         tol = rtt_tolerance_ns(exp["p50_ns"], exp["sd_ns"], r["received"])
+        varying = p.up.time_varying or p.down.time_varying
         rows.append({"what": "RTT p50", "dir": "both", "configured": units.fmt_duration_human(exp["p50_ns"]),
-                     "achieved": units.fmt_duration_human(r["p50_ns"]), "tolerance": "+-" + units.fmt_duration_human(tol),
-                     "ok": abs(r["p50_ns"] - exp["p50_ns"]) <= tol})
+                     "achieved": units.fmt_duration_human(r["p50_ns"]),
+                     "tolerance": "(info: the link varies in time)" if varying else "+-" + units.fmt_duration_human(tol),
+                     "ok": None if varying else abs(r["p50_ns"] - exp["p50_ns"]) <= tol})
         rows.append({"what": "RTT p99", "dir": "both", "configured": units.fmt_duration_human(exp["p99_ns"]),
                      "achieved": units.fmt_duration_human(r["p99_ns"]), "tolerance": "(info)", "ok": None})
     log(f"  rtt: {r['received']} samples every {r['interval_us']} us")
@@ -338,9 +443,11 @@ def run_check(topo, throughput: bool = True, rtt_count: int = 200, log=print) ->
     before = topo.link_counters()
     lo = measure_loss(topo)
     after = topo.link_counters()
+    episodic = bool(p.up.episodes or p.down.episodes)
     rows.append({"what": "loss", "dir": "round trip", "configured": units.fmt_percent(lo["expected"]),
                  "achieved": f"{units.fmt_percent(lo['ratio'])} ({lo['lost']}/{lo['count']})",
-                 "tolerance": f"{lo['interval_999'][0]}..{lo['interval_999'][1]} lost (99.9 %)", "ok": lo["ok"]})
+                 "tolerance": "(info: episodes drop probes too)" if episodic else
+                 f"{lo['interval_999'][0]}..{lo['interval_999'][1]} lost (99.9 %)", "ok": None if episodic else lo["ok"]})
     for d, link in (("up", p.up), ("down", p.down)):  # where the emulator counts the frames it saw (pqs-linkemu)
         now, was = after.way(d), before.way(d)
         if None not in (now.lost, was.lost, now.rx_frames, was.rx_frames):
@@ -361,14 +468,18 @@ def run_check(topo, throughput: bool = True, rtt_count: int = 200, log=print) ->
                  "tolerance": "exact", "ok": m["ok"]})
 
     if throughput:
+        rows += trace_rows(topo, log)
         for d, link in (("up", p.up), ("down", p.down)):
             t = measure_throughput(topo, d)
-            judged = link.rate_bps > 0 and link.expected_loss() == 0 and expected_roundtrip_loss(p) == 0
+            judged = (link.rate_bps > 0 and link.expected_loss() == 0 and expected_roundtrip_loss(p) == 0
+                      and link.trace is None and not link.episodes and not p.up.episodes and not p.down.episodes)
             ok = (0.9 * link.rate_bps <= t["bps"] <= 1.01 * link.rate_bps) if judged else None
             rows.append({"what": "TCP goodput", "dir": d,
-                         "configured": units.fmt_rate(link.rate_bps) if link.rate_bps else "unlimited",
+                         "configured": (f"trace mean {link.rate_bps / 1e6:.3f}Mbit" if link.trace is not None
+                                        else units.fmt_rate(link.rate_bps) if link.rate_bps else "unlimited"),
                          "achieved": f"{t['bps'] / 1e6:.3f}Mbit ({t['retransmits']} retr)",
-                         "tolerance": ">= 90 % of rate" if judged else "(info: lossy or unlimited)", "ok": ok})
+                         "tolerance": ">= 90 % of rate" if judged else "(info: lossy, unlimited, a trace or episodes)",
+                         "ok": ok})
             log(f"  throughput {d}: {t['bps'] / 1e6:.2f} Mbit/s")
     if after.queue_apart:  # the emulator times its own sends (pqs-linkemu); netem has no notion of late frames
         c = topo.link_counters()

@@ -37,7 +37,7 @@ class RunLifecycle:
             from pqshake.emulation.clean import clean_dead
 
             clean_dead()
-        self.backend, self.backend_reason = backend_mod.resolve(self.requested_backend)
+        self.backend, self.backend_reason = backend_mod.resolve(self.requested_backend, profile=getattr(self, "profile", None))
         self._signals.install()
         try:
             self._record = self._claim()

@@ -7,13 +7,23 @@
     downlink: {delay: 20ms, jitter: 4ms, rate: 40Mbit, loss: 0.2%}
     mtu: 1500
 
-Shorthands: `rtt: 40ms` (20 ms each way), top-level `rate`, `loss`, `jitter` (both directions).
+    downlink: {trace: traces/synthetic-onoff-12mbit.trace, delay: 20ms}    # a delivery trace
+    uplink:   {delay: 20ms, episodes: [{drop: {packet: 2, payload: true}}]}
+
+Shorthands: `rtt: 40ms` (20 ms each way), top-level `rate`, `loss`, `jitter`, `episodes` (both
+directions).
 Giving a quantity both at the top and in a direction is an error (no silent precedence), and a
 profile that has one direction must have the other.
 
 Internally every quantity is an exact integer or a fraction: delay/jitter in ns, rate in bit/s,
 probabilities 0..1. `Profile.up` / `Profile.down` are the resolved per-direction `Link`s the
 backends render (up = client -> server, down = server -> client).
+
+Files a profile names (`trace`, `delay_series`; relative paths are relative to the profile's
+file) are read and checked while the profile loads (emulation/traces.py), so a bad one is one
+line `profile.yaml:LINE downlink.trace: FILE:LINE: problem` before any namespace exists. Traces,
+delay series and episodes need the userspace emulator: under netem they are refused in one line
+(`netem_problem`).
 """
 
 from __future__ import annotations
@@ -21,6 +31,7 @@ from __future__ import annotations
 import difflib
 import json
 import math
+import os
 import re
 import sys
 from dataclasses import asdict, dataclass
@@ -35,13 +46,14 @@ from pydantic import (
     Field,
     PrivateAttr,
     Tag,
+    ValidationInfo,
     WithJsonSchema,
     field_validator,
     model_validator,
 )
 
 from pqshake import yamlsrc
-from pqshake.emulation import host, units
+from pqshake.emulation import host, traces, units
 from pqshake.errors import UserError
 
 LIBRARY_DIR = Path(__file__).resolve().parent / "profiles"
@@ -94,7 +106,23 @@ def _pct(v: Any) -> float:
     return units.parse_percent(v)
 
 
+def _signed_dur(v: Any) -> int:
+    if isinstance(v, str) and v.strip().startswith("-"):
+        return -units.parse_duration(v.strip()[1:])
+    return units.parse_duration(v)
+
+
+_SIGNED_DUR_SCHEMA = {
+    "anyOf": [
+        {"type": "string", "pattern": r"^\s*-?\s*([0-9]+(\.[0-9]*)?|\.[0-9]+)\s*(ns|us|ms|s)\s*$"},
+        {"const": 0},
+    ],
+    "description": "duration with a unit, may be negative: 30ms, -10ms",
+    "examples": ["30ms"],
+}
+
 Duration = Annotated[int, BeforeValidator(_dur), WithJsonSchema(_DUR_SCHEMA)]
+SignedDuration = Annotated[int, BeforeValidator(_signed_dur), WithJsonSchema(_SIGNED_DUR_SCHEMA)]
 Rate = Annotated[int, BeforeValidator(_rate), WithJsonSchema(_RATE_SCHEMA)]
 Percent = Annotated[float, BeforeValidator(_pct), WithJsonSchema(_PCT_SCHEMA)]
 Dist = Literal["uniform", "normal", "pareto", "paretonormal"]
@@ -120,6 +148,148 @@ class GEModel(_Strict):
     one_minus_k: Percent = Field(0.0, alias="1-k", description="loss probability in the good state (default 0%)")
 
 
+Clock = Literal["attempt", "run"]
+Protocol = Literal["any", "tcp", "udp"]
+
+
+class Outage(_Strict):
+    """The link carries nothing (a blackhole) for `duration`, from `at` after the clock's start;
+    with `every`, again every period."""
+
+    at: Duration = Field(description="when the outage starts, after the clock's start")
+    duration: Duration = Field(description="how long nothing passes")
+    every: Duration | None = Field(None, description="repeat with this period (longer than duration)")
+    clock: Clock = Field(description="attempt: from each attempt's first packet (a client's new flow); run: from the link's start")
+    protocol: Protocol = Field("any", description="attempt clock: whose new flows start an attempt")
+
+
+class Handover(_Strict):
+    """A handover: from `at` the delay steps by `delay_step` (held for `hold`, else until the
+    clock restarts), and the first `loss_burst` frames from `at` on are lost."""
+
+    at: Duration = Field(description="when the handover happens, after the clock's start")
+    delay_step: SignedDuration = Field(0, description="added to the one-way delay (may be negative)")
+    loss_burst: int = Field(0, ge=0, le=1_000_000, description="frames lost from `at` on")
+    hold: Duration | None = Field(None, description="how long the step lasts (default: on)")
+    every: Duration | None = Field(None, description="repeat with this period (longer than hold)")
+    clock: Clock = Field(description="attempt: from each attempt's first packet (a client's new flow); run: from the link's start")
+    protocol: Protocol = Field("any", description="attempt clock: whose new flows start an attempt")
+
+
+class TargetedDrop(_Strict):
+    """Drop the k-th packet of every flow (a 5-tuple) in this direction, counted from the flow's
+    first packet in this direction (with payload: true, only packets carrying payload count, so
+    SYNs and pure ACKs are skipped)."""
+
+    packet: int = Field(ge=1, le=1_000_000_000, description="k: which packet of the flow (1 = the first)")
+    payload: bool = Field(False, description="count only packets with payload (skip SYNs and pure ACKs)")
+    protocol: Protocol = Field("any", description="which flows: tcp, udp or any")
+
+
+class Episode(_Strict):
+    """One episode: exactly one of outage, handover, drop."""
+
+    outage: Outage | None = None
+    handover: Handover | None = None
+    drop: TargetedDrop | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> "Episode":
+        given = [k for k in ("outage", "handover", "drop") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError("an episode is one of outage, handover or drop (write one per list item)")
+        return self
+
+
+@dataclass(frozen=True)
+class EpisodeSpec:
+    """One resolved episode (what the emulator gets)."""
+
+    kind: str  # outage | handover | drop
+    clock: str  # attempt | run | flow (drop: counted per flow)
+    protocol: str
+    at_ns: int = 0
+    duration_ns: int = 0  # outage: its length; handover: how long the step holds (0 = on)
+    every_ns: int = 0
+    step_ns: int = 0
+    burst: int = 0
+    packet: int = 0
+    payload: bool = False
+
+    def spec(self) -> str:
+        """The emulator's form (emulation/linkemu/README.md, SPEC keys)."""
+        p = f"/proto:{self.protocol}" if self.protocol != "any" else ""
+        e = f"/every:{self.every_ns}" if self.every_ns else ""
+        if self.kind == "drop":
+            return f"drop=nth:{self.packet}" + ("/payload:1" if self.payload else "") + p
+        if self.kind == "outage":
+            return f"outage=clock:{self.clock}/at:{self.at_ns}/dur:{self.duration_ns}{e}{p}"
+        h = f"/hold:{self.duration_ns}" if self.duration_ns else ""
+        return f"handover=clock:{self.clock}/at:{self.at_ns}/step:{self.step_ns}/burst:{self.burst}{h}{e}{p}"
+
+    def describe(self) -> str:
+        d = units.fmt_duration
+        if self.kind == "drop":
+            flows = "flow" if self.protocol == "any" else f"{self.protocol} flow"
+            return f"drop packet {self.packet}{' with payload' if self.payload else ''} of each {flows}"
+        every = f" every {d(self.every_ns)}" if self.every_ns else ""
+        if self.kind == "outage":
+            return f"outage {d(self.duration_ns)} at {d(self.at_ns)}{every} ({self.clock} clock)"
+        sign = "-" if self.step_ns < 0 else "+"
+        return (f"handover at {d(self.at_ns)}{every}: delay {sign}{d(abs(self.step_ns))}"
+                f"{f' for {d(self.duration_ns)}' if self.duration_ns else ''}, {self.burst} frames lost ({self.clock} clock)")
+
+
+def _episode_specs(items: list[Episode], where: str) -> tuple[EpisodeSpec, ...]:
+    out = []
+    for i, ep in enumerate(items):
+        if ep.drop is not None:
+            out.append(EpisodeSpec("drop", "flow", ep.drop.protocol, packet=ep.drop.packet, payload=ep.drop.payload))
+        elif ep.outage is not None:
+            o = ep.outage
+            if o.duration <= 0:
+                raise ValueError(f"{where}.{i}.outage.duration: must be > 0 (an outage of no time does nothing)")
+            if o.every is not None and o.every <= o.duration:
+                raise ValueError(f"{where}.{i}.outage.every: {units.fmt_duration(o.every)} is not longer than the duration "
+                                 f"{units.fmt_duration(o.duration)} (the link would never come back)")
+            out.append(EpisodeSpec("outage", o.clock, o.protocol, at_ns=o.at, duration_ns=o.duration, every_ns=o.every or 0))
+        else:
+            h = ep.handover
+            assert h is not None
+            if h.every is not None and h.every <= (h.hold or 0):
+                raise ValueError(f"{where}.{i}.handover.every: {units.fmt_duration(h.every)} is not longer than hold "
+                                 f"{units.fmt_duration(h.hold or 0)}")
+            if h.every is not None and h.every <= 0:
+                raise ValueError(f"{where}.{i}.handover.every: must be > 0 (or leave it out for one handover)")
+            if h.delay_step == 0 and h.loss_burst == 0:
+                raise ValueError(f"{where}.{i}.handover: neither delay_step nor loss_burst given (a handover that does nothing)")
+            out.append(EpisodeSpec("handover", h.clock, h.protocol, at_ns=h.at, duration_ns=h.hold or 0,
+                                   every_ns=h.every or 0, step_ns=h.delay_step, burst=h.loss_burst))
+    if len(out) > MAX_EPISODES:
+        raise ValueError(f"{where}: {len(out)} episodes, at most {MAX_EPISODES} per direction")
+    return tuple(out)
+
+
+MAX_EPISODES = 16  # per direction (the emulator's PQS_MAX_EPISODES)
+
+
+def _read_input(value: str, base: Any, where: str, loader: Any) -> Any:
+    """A file a profile names (trace, delay series), relative to the profile file's folder (else
+    the working directory), read and checked now: ValueError `where: FILE:LINE: problem`."""
+    p = Path(value).expanduser()
+    if not p.is_absolute():
+        p = Path(base or ".") / p
+    p = Path(os.path.abspath(p))
+    if "," in str(p):
+        raise ValueError(f"{where}: {value!r}: the path has a comma, which the emulator's SPEC cannot carry (rename the file)")
+    if len(str(p)) > traces.PATH_MAX:
+        raise ValueError(f"{where}: the path is longer than {traces.PATH_MAX} characters (move the file)")
+    try:
+        return loader(p, shown=value)[1]
+    except traces.InputError as e:
+        raise ValueError(f"{where}: {e}") from None
+
+
 class Direction(_Strict):
     """One direction of the link, applied on that direction's egress in the link namespace."""
 
@@ -137,6 +307,12 @@ class Direction(_Strict):
     reorder: Percent = Field(0.0, description="netem reorder: sent at once instead of delayed")
     reorder_gap: int | None = Field(None, ge=1, le=1_000_000)
     keep_order: bool = Field(True, description="jitter never reorders (frames wait for earlier ones)")
+    loss_burst_max: int | None = Field(None, ge=1, le=1_000_000, description="with loss: never more than this many frames lost in a row")
+    trace: str | None = Field(None, min_length=1, description="packet-delivery trace (Mahimahi's format) instead of rate; userspace backend only")
+    trace_rule: Literal["packet", "bytes"] = Field(
+        "packet", description="packet: one packet (<= 1500 B) per opportunity; bytes: 1504 B per opportunity shared by queued packets (Mahimahi's LinkQueue)")
+    delay_series: str | None = Field(None, min_length=1, description="one-way delay series ('TIME_MS DELAY_MS' lines) instead of delay; userspace backend only")
+    episodes: list[Episode] | None = Field(None, description="outages, handovers, targeted drops; userspace backend only")
 
     @field_validator("limit")
     @classmethod
@@ -210,10 +386,29 @@ class Link:
     reorder: float = 0.0
     gap: int = 0
     keep_order: bool = True
+    loss_burst_max: int = 0  # 0 = no cap
+    # A trace direction: rate_bps is the trace's mean rate (what analysis records); the emulator
+    # replays the trace. A delay-series direction: delay_ns is the series' time-weighted mean.
+    trace: traces.TraceInfo | None = None
+    trace_rule: str = "packet"
+    delay_series: traces.SeriesInfo | None = None
+    episodes: tuple[EpisodeSpec, ...] = ()
+
+    @property
+    def time_varying(self) -> bool:
+        """The delay or the delivery changes with time (trace, series, handover steps or outages):
+        a short probe sample cannot be judged against one expected figure."""
+        return (self.trace is not None or self.delay_series is not None
+                or any(e.kind in ("outage", "handover") for e in self.episodes))
 
     def expected_loss(self) -> float:
-        """Steady-state loss probability (Bernoulli, or the GE chain's stationary mix)."""
+        """Steady-state loss probability (Bernoulli, or the GE chain's stationary mix; with
+        loss_burst_max N, Bernoulli runs cut at N: (S-1)/S, S = 1 + p + ... + p^N). Episodes'
+        drops are counted apart and not part of it."""
         if self.ge is None:
+            if self.loss_burst_max and self.loss > 0:
+                s = sum(self.loss ** i for i in range(self.loss_burst_max + 1))
+                return (s - 1) / s
             return self.loss
         p, r, one_h, one_k = self.ge
         if p + r == 0:
@@ -227,6 +422,7 @@ class Link:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["ge"] = list(self.ge) if self.ge else None
+        d["episodes"] = [dict(e) for e in d["episodes"]]
         return d
 
 
@@ -241,6 +437,7 @@ class Profile(_Strict):
     rate: Rate | None = Field(None, description="both directions")
     loss: Percent | None = Field(None, description="both directions")
     jitter: Duration | None = Field(None, description="both directions")
+    episodes: list[Episode] | None = Field(None, description="both directions: outages, handovers, targeted drops")
     uplink: Direction | None = Field(None, description="client -> server")
     downlink: Direction | None = Field(None, description="server -> client")
     mtu: int = Field(1500, ge=576, le=65535, description="MTU of every interface of the path")
@@ -267,7 +464,9 @@ class Profile(_Strict):
         return v.strip() if v else v
 
     @model_validator(mode="after")
-    def _resolve(self) -> "Profile":
+    def _resolve(self, info: ValidationInfo) -> "Profile":
+        ctx = info.context if isinstance(info.context, dict) else {}
+        base = ctx.get("base_dir")
         given_dirs = [d for d in ("uplink", "downlink") if getattr(self, d) is not None]
         if len(given_dirs) == 1:
             missing = "downlink" if given_dirs[0] == "uplink" else "uplink"
@@ -280,7 +479,7 @@ class Profile(_Strict):
             set_ = d.model_fields_set
             if self.rtt is not None and "delay" in set_:
                 raise ValueError(f"{name}.delay: also set by top-level rtt (keep one)")
-            for top in ("rate", "loss", "jitter"):
+            for top in ("rate", "loss", "jitter", "episodes"):
                 if getattr(self, top) is not None and top in set_:
                     raise ValueError(f"{name}.{top}: also set at top level (keep one)")
         if self.rtt is not None and self.rtt % 2:
@@ -302,26 +501,57 @@ class Profile(_Strict):
                 raise ValueError(f"{name}.reorder: needs a delay (reordered frames skip the delay; add delay)")
             if d.reorder_gap is not None and d.reorder == 0:
                 raise ValueError(f"{name}.reorder_gap: set without reorder (add reorder or remove it)")
-            if "overhead" in d.model_fields_set and rate == 0:
+            if "overhead" in d.model_fields_set and rate == 0 and d.trace is None:
                 raise ValueError(f"{name}.overhead: only counts with a rate (add rate or remove it)")
             ge = None
             if d.gemodel is not None:
                 g = d.gemodel
                 ge = (g.p, g.r if g.r is not None else 1.0 - g.p, g.one_minus_h, g.one_minus_k)
+            if d.loss_burst_max is not None:
+                if loss == 0:
+                    raise ValueError(f"{name}.loss_burst_max: set without loss (add loss or remove it)")
+                if d.loss_correlation > 0:
+                    raise ValueError(f"{name}.loss_burst_max: caps Bernoulli loss, not with loss_correlation (keep one)")
+            trace = series = None
+            if d.trace is not None:
+                if rate:
+                    raise ValueError(f"{name}.trace: also a rate given (the trace is the rate; remove one)")
+                if "overhead" in d.model_fields_set:
+                    raise ValueError(f"{name}.overhead: only counts with a rate, not with a trace (remove it)")
+                trace = _read_input(d.trace, base, f"{name}.trace", traces.load_trace)
+                rate = int(round(trace.mean_bps))
+            elif "trace_rule" in d.model_fields_set:
+                raise ValueError(f"{name}.trace_rule: set without trace (add trace or remove it)")
+            if d.delay_series is not None:
+                if "delay" in d.model_fields_set or self.rtt is not None:
+                    raise ValueError(f"{name}.delay_series: also a delay given (the series is the delay; remove one)")
+                series = _read_input(d.delay_series, base, f"{name}.delay_series", traces.load_series)
+                delay = series.mean_delay_ns
+            eps = _episode_specs(self.episodes if self.episodes is not None else (d.episodes or []),
+                                 "episodes" if self.episodes is not None else f"{name}.episodes")
             pre[name] = dict(
                 delay_ns=delay, jitter_ns=jitter, dist=d.distribution, loss=loss,
                 loss_corr=d.loss_correlation, ge=ge, rate_bps=rate, overhead=d.overhead,
                 dup=d.duplicate, corrupt=d.corrupt, reorder=d.reorder,
                 gap=(d.reorder_gap or 1) if d.reorder > 0 else 0, keep_order=d.keep_order,
+                loss_burst_max=d.loss_burst_max or 0, trace=trace, trace_rule=d.trace_rule,
+                delay_series=series, episodes=eps,
             )
         # Queue limit: frames in the delay line plus one bandwidth-delay product of buffer,
-        # x2 margin, at least MIN_LIMIT (see README "queue limit").
-        rtt_max = sum(p["delay_ns"] + p["jitter_ns"] * DIST_CLIP[p["dist"]] for p in pre.values())
-        rmax = max((p["rate_bps"] or NOMINAL_UNLIMITED_BPS) for p in pre.values())
+        # x2 margin, at least MIN_LIMIT (see README "queue limit"). A trace counts with its
+        # busiest 100 ms, a delay series with its largest delay.
+        def top_delay(p: dict[str, Any]) -> float:
+            d = p["delay_series"].max_delay_ns if p["delay_series"] is not None else p["delay_ns"]
+            return d + max((e.step_ns for e in p["episodes"] if e.kind == "handover"), default=0) \
+                + p["jitter_ns"] * DIST_CLIP[p["dist"]]
+
+        rtt_max = sum(top_delay(p) for p in pre.values())
+        rmax = max(((p["trace"].peak_bps if p["trace"] is not None else p["rate_bps"]) or NOMINAL_UNLIMITED_BPS)
+                   for p in pre.values())
         frame_bits = 8 * (self.mtu + 14)
         for name, d in dirs.items():
             p = pre[name]
-            own = p["delay_ns"] + p["jitter_ns"] * DIST_CLIP[p["dist"]]
+            own = top_delay(p)
             auto = max(MIN_LIMIT, math.ceil(2 * rmax * (own + rtt_max) / 1e9 / frame_bits))
             auto = min(auto, MAX_LIMIT)
             limit_auto = d.limit == "auto"
@@ -354,6 +584,17 @@ class Profile(_Strict):
         why = host.congestion_control_problem(cc) if cc else None
         return f"tcp.congestion_control {why}; pick an available one or load its module (modprobe tcp_{cc})" if why else None
 
+    def netem_problem(self) -> str | None:
+        """Why the netem backend cannot run this profile (`field: problem (fix)`), or None: netem
+        cannot replay a delivery trace or a delay series, nor act per flow or per attempt."""
+        for name, l in (("uplink", self.up), ("downlink", self.down)):
+            what = ("trace" if l.trace is not None else "delay_series" if l.delay_series is not None
+                    else "episodes" if l.episodes else None)
+            if what:
+                return (f"{name}.{what}: netem cannot replay traces, delay series or episodes; "
+                        "use the userspace backend (--backend userspace, or backend: userspace in the experiment)")
+        return None
+
     def tcp_buffers(self) -> dict[str, dict[str, list[int]]]:
         """tcp_rmem / tcp_wmem per endpoint namespace.
 
@@ -372,15 +613,22 @@ class Profile(_Strict):
 
     def summary(self) -> str:
         def one(l: Link) -> str:
-            parts = [f"delay {units.fmt_duration(l.delay_ns)}"]
+            if l.delay_series is not None:
+                parts = [f"delay series {Path(l.delay_series.path).name} (mean {units.fmt_duration_human(l.delay_ns)})"]
+            else:
+                parts = [f"delay {units.fmt_duration(l.delay_ns)}"]
             if l.jitter_ns:
                 parts.append(f"jitter {units.fmt_duration(l.jitter_ns)} {l.dist}")
-            parts.append(f"rate {units.fmt_rate(l.rate_bps) if l.rate_bps else 'unlimited'}")
+            if l.trace is not None:
+                parts.append(f"trace {Path(l.trace.path).name} (mean {l.trace.mean_bps / 1e6:.3f}Mbit)")
+            else:
+                parts.append(f"rate {units.fmt_rate(l.rate_bps) if l.rate_bps else 'unlimited'}")
             if l.ge:
                 parts.append("loss GE(" + ",".join(units.fmt_percent(x) for x in l.ge) + ")")
             elif l.loss:
                 parts.append(f"loss {units.fmt_percent(l.loss)}")
             parts.append(f"limit {l.limit}")
+            parts += [e.describe() for e in l.episodes]
             return ", ".join(parts)
 
         return f"{self.name}: up [{one(self.up)}] down [{one(self.down)}] mtu {self.mtu}"
@@ -415,7 +663,10 @@ class Profile(_Strict):
         if not isinstance(data, dict):
             raise UserError(f"{source}:{line} {yamlsrc.dotted(loc_prefix)}: a profile must be a mapping (name: ..., rtt: ...)")
         doc = yamlsrc.Doc(data=data, source=source, lines=dict(lines or {}), start_line=line)
-        prof = yamlsrc.validate(cls, doc, loc_prefix=loc_prefix, data=data)
+        # files the profile names are relative to the folder of the file it is written in
+        src = Path(source)
+        base = src.parent if src.suffix in (".yaml", ".yml") or src.is_file() else None
+        prof = yamlsrc.validate(cls, doc, loc_prefix=loc_prefix, data=data, base_dir=base)
         prof._source = source
         prof._line = doc.line_of(loc_prefix)
         return prof
@@ -435,7 +686,7 @@ def load_profiles_file(path: Path | str) -> list[Profile]:
     for doc in docs:
         if not isinstance(doc.data, dict):
             raise UserError(f"{doc.source}:{doc.start_line} (top level): a profile must be a mapping (name: ..., rtt: ...)")
-        prof = yamlsrc.validate(Profile, doc)
+        prof = yamlsrc.validate(Profile, doc, base_dir=Path(path).parent)
         prof._source = str(path)
         prof._line = doc.start_line
         if prof.name in seen:

@@ -66,6 +66,9 @@ class CellRunner:
         # Attempts per block: one block per cell unless the order interleaves cells or the
         # sample count is adaptive (engine: mininet: one block, its companions run alongside).
         self.block_size = sampling.block_size(self.exp)
+        # capture: true: each cell's flows on the link (pqs-capture) and the client's TLS key log
+        self.capture_bin = binary("pqs-capture") if self.exp.capture else None
+        run.update_meta(capture=rd.capture_meta(self.exp))
 
     def kill_all(self) -> None:
         for p in self.procs:
@@ -216,6 +219,8 @@ class CellRunner:
             if ready is not None:
                 cr.port = ready.get("port") or int(str(ready.get("listen", ":0")).rsplit(":", 1)[1])
                 cr.ca = Path(ready.get("ca") or Path(cert_dir.name) / "ca.pem")  # relative to the cell folder
+                if self.capture_bin is not None:
+                    self._start_capture(topo, cr)
         except BaseException:
             self._stop_server(cr)
             raise
@@ -237,7 +242,8 @@ class CellRunner:
             if not cr.blocks[:-1]:
                 companions = self._start_companions(topo, cell, d)
             targv = timer_argv(self.timer_bin, f"{topo.server_addr}:{cr.port}", cell, exp, cr.ca, Path(cr.timer_out.name),
-                               cr.qlog_c, samples=n, warmup=warm) + (["--start-gate"] if companions else [])
+                               cr.qlog_c, samples=n, warmup=warm, **({"keylog": cr.keylog} if cr.keylog else {})
+                               ) + (["--start-gate"] if companions else [])
             rd.write_json(d / "timer.argv.json", topo.ns_argv("client", targv), root=self.run.path)
             pos = cr.timer_out.stat().st_size if cr.timer_out.exists() else 0
             timer = self._spawn(topo.ns_argv("client", targv), d / "timer.stdout", d / "timer.stderr", gate=bool(companions))
@@ -289,6 +295,57 @@ class CellRunner:
         if cr.reason is None:
             cr.judge_target()
 
+    def _start_capture(self, topo: Link, cr: "CellState") -> None:
+        """capture: true: pqs-capture in the link namespace on both link-side interfaces, keeping
+        the frames from or to the cell's server (address and port, TCP and UDP: other cells' flows
+        and the RTT probes stay out), ready before the first attempt. The timer's key log goes
+        beside it. Sets cr.reason when it cannot record."""
+        d, cell = cr.d, cr.cell
+        where = _capture_point(topo)
+        if where is None:
+            cr.reason = "capture: true, but this network has no link namespace to record in"
+            return
+        role, ifaces = where
+        pcap, keys = rd.capture_paths(cell.cell_id)
+        argv = topo.ns_argv(role, [str(self.capture_bin), *[a for i in ifaces for a in ("--iface", i)], "--out", pcap,
+                                   "--host", topo.server_addr, "--port", str(cr.port),
+                                   "--max-bytes", str(self.exp.capture_max_bytes)])
+        rd.write_json(d / "capture.argv.json", argv, root=self.run.path)
+        cr.capture = self._spawn(argv, d / "capture.stdout", d / "capture.stderr")
+        cr.keylog = Path(keys)  # relative to the cell folder, where the timer runs
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while _first_line(d / "capture.stdout", "ready") is None:
+            if cr.capture.poll() is not None:
+                cr.reason = (f"pqs-capture exited with status {cr.capture.returncode} before it was ready: "
+                             f"{_tail(d / 'capture.stderr')}")
+                return
+            if time.monotonic() > deadline:
+                cr.reason = f"pqs-capture not ready after {READY_TIMEOUT_S:.0f}s"
+                return
+            time.sleep(0.01)
+
+    def _stop_capture(self, cr: "CellState") -> None:
+        """SIGTERM: pqs-capture writes what its sockets still hold, flushes and prints its stats
+        (one that stopped at the cap has done so already). DONE `capture`: the files and counts,
+        `capped` when the cap ended the recording (not a failure: the cell's numbers stand)."""
+        if self.capture_bin is None:
+            cr.info["capture"] = {"enabled": False}
+            return
+        rec: dict[str, Any] = {"enabled": True, "max_bytes": self.exp.capture_max_bytes}
+        if cr.capture is not None:
+            rc = _kill(cr.capture, grace=5.0)
+            out = cr.d / "capture.stdout"
+            ready = _first_line(out, "ready") or {}
+            stats = ([None] + list(JsonLines(out).of_type("stats")))[-1]
+            pcap, keys = rd.capture_paths(cr.cell.cell_id)
+            rec.update(pcapng=pcap, keylog=keys if (cr.d / keys).exists() else None, rc=rc,
+                       ifaces=[i.get("name") for i in ready.get("ifaces", [])], filter=ready.get("filter"))
+            rec.update({k: v for k, v in (stats or {}).items() if k != "type"})
+            if cr.reason is None and (rc != 0 or stats is None):
+                cr.reason = f"pqs-capture exited with status {rc}: {_tail(cr.d / 'capture.stderr') or 'no stats line'}"
+        cr.info["capture"] = rec
+        self.procs = [p for p in self.procs if p.poll() is None]
+
     def _stop_server(self, cr: "CellState") -> None:
         if cr.server is None:
             return
@@ -310,6 +367,7 @@ class CellRunner:
                 cr.link_down = why
                 cr.reason = cr.reason or why
         self._stop_server(cr)
+        self._stop_capture(cr)
         for f in d.iterdir():
             if f.is_file():
                 rd.fsync_file(f)
@@ -350,6 +408,25 @@ class CellRunner:
         return info
 
 
+def _capture_point(topo: Link) -> tuple[str, list[str]] | None:
+    """Where a cell's flows are recorded: the single link's namespace and its two interfaces
+    (lc faces the client, ls the server: each frame is seen once, as it enters the link), or
+    None for a network without one (the model refuses capture with engine: mininet)."""
+    names = getattr(topo, "names", None)
+    if names is None or not hasattr(names, "link_c_if"):
+        return None
+    return "link", [names.link_c_if, names.link_s_if]
+
+
+def _tail(path: Path) -> str:
+    """The last lines a program wrote to path, on one line (for a cell's reason)."""
+    try:
+        lines = [ln.strip() for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return ""
+    return " | ".join(lines[-2:])[-400:]
+
+
 @dataclass
 class CellState:
     """One cell between open_cell and close_cell (its server stays up across its blocks)."""
@@ -365,6 +442,8 @@ class CellState:
     ca: Path | None = None
     qlog_s: Path | None = None
     qlog_c: Path | None = None
+    capture: subprocess.Popen | None = None  # pqs-capture (capture: true)
+    keylog: Path | None = None  # the timer's --keylog, relative to the cell folder
     reason: str | None = None
     link_down: str | None = None  # the link died during this cell (why)
     timer_rc: int | None = None

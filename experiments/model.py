@@ -29,6 +29,10 @@ QuicEngine = Literal[tuple(T.QUIC_ENGINES)]  # type: ignore[valid-type]
 TRANSPORTS: tuple[str, ...] = T.NAMES
 SEED_MAX = 2**63 - 1  # the order seed, in the file or as --seed
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+# capture_max_bytes: the pcapng cap (pqs-capture --max-bytes); the least holds the file's
+# headers and a few frames
+CAPTURE_MAX_BYTES_DEFAULT = 4 << 20
+CAPTURE_MAX_BYTES_RANGE = (4096, 1 << 40)
 
 
 def _parse_duration_ns(value: Any) -> int:
@@ -199,6 +203,11 @@ class Experiment(BaseModel):
                                     "(auto: the highest CPU for the emulator when there are >= 2)")
     engine: Literal["single-link", "mininet"] = Field(default="single-link", description="single-link (3 namespaces) or mininet")
     topology: MininetTopologySpec | None = Field(default=None, description="engine: mininet only")
+    # Captures per cell (issue 24), declared after engine, which their validators read.
+    capture: bool = Field(default=False, description="each cell's flows on the link as raw/<cell>/<cell>.pcapng "
+                          "(pqs-capture) and the client's TLS secrets as raw/<cell>/<cell>.keys (NSS key log)")
+    capture_max_bytes: int = Field(default=CAPTURE_MAX_BYTES_DEFAULT, description="capture: true: each pcapng's cap "
+                                   "in bytes; recording stops there (DONE capture.capped)")
 
     @model_validator(mode="after")
     def _tcp_fastopen(self) -> "Experiment":
@@ -279,6 +288,27 @@ class Experiment(BaseModel):
         if self.engine != "mininet" and self.topology is not None:
             raise ValueError("topology is for engine: mininet (add engine: mininet, or remove topology)")
         return self
+
+    @field_validator("capture", mode="before")
+    @classmethod
+    def _capture(cls, v: Any, info: ValidationInfo) -> Any:
+        if not isinstance(v, bool):
+            raise ValueError(f"{short(v)}: true or false (true writes a pcapng and a TLS key log per cell)")
+        if v and info.data.get("engine") == "mininet":
+            raise ValueError("true with engine: mininet: pqs-capture records the single link's namespace "
+                             "(remove capture, or use engine: single-link)")
+        return v
+
+    @field_validator("capture_max_bytes", mode="before")
+    @classmethod
+    def _capture_max_bytes(cls, v: Any, info: ValidationInfo) -> Any:
+        lo, hi = CAPTURE_MAX_BYTES_RANGE
+        if type(v) is not int or not lo <= v <= hi:
+            raise ValueError(f"{short(v)}: give the cap as a whole number of bytes from {lo} to {hi} "
+                             f"(e.g. {CAPTURE_MAX_BYTES_DEFAULT} for 4 MiB)")
+        if info.data.get("capture") is False:
+            raise ValueError("a pcapng cap, but capture is off (add capture: true, or remove capture_max_bytes)")
+        return v
 
     @field_validator("name")
     @classmethod

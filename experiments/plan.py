@@ -445,6 +445,11 @@ def check_machine(ef: ExperimentFile, profiles: list[Any]) -> None:
         why = prof.machine_problem()
         if why:
             raise UserError(f"{ef.where('profiles')}: profile '{prof.name}': {why}")
+    if ef.model.backend == "netem":  # a trace, delay series or episode has no netem form
+        for prof in profiles:
+            why = prof.netem_problem() if hasattr(prof, "netem_problem") else None
+            if why:
+                raise UserError(f"{ef.where('backend')}: netem: profile '{prof.name}': {why}")
     if ef.model.backend == "netem" and os.geteuid() == 0:
         ok, detail = backend.netem_available()
         if not ok:

@@ -59,8 +59,10 @@ def server_argv(binary: Path, listen: str, cell: Cell, exp, cert_dir: Path, log:
 
 
 def timer_argv(binary: Path, connect: str, cell: Cell, exp, ca: Path, out: Path,
-               qlog: Path | None = None, samples: int | None = None, warmup: int | None = None) -> list[str]:
-    """samples / warmup: this block's (default: the experiment's, one block)."""
+               qlog: Path | None = None, samples: int | None = None, warmup: int | None = None,
+               keylog: Path | None = None) -> list[str]:
+    """samples / warmup: this block's (default: the experiment's, one block). keylog: the
+    cell's TLS key log (`capture: true`), appended to by every block."""
     samples = sampling.Target.of(exp).max if samples is None else samples
     warmup = exp.warmup if warmup is None else warmup
     argv = [str(binary), "--connect", connect, "--groups", cell.group, "--ca", str(ca),
@@ -71,4 +73,5 @@ def timer_argv(binary: Path, connect: str, cell: Cell, exp, ca: Path, out: Path,
         argv += ["--response-bytes", str(exp.response_bytes)]
     if exp.client_auth:  # pqs-server --client-auth writes the client credentials next to ca.pem
         argv += ["--client-cert", str(Path(ca).parent)]
-    return argv + mode_args(cell, exp, server=False) + transport_args(cell, exp, qlog, server=False)
+    return (argv + mode_args(cell, exp, server=False) + transport_args(cell, exp, qlog, server=False)
+            + (["--keylog", str(keylog)] if keylog is not None else []))

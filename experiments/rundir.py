@@ -11,6 +11,8 @@ tables and runs through here, the analysis reads through pqshake.results.
       raw/<cell_id>/             source of truth, one folder per cell:
         timer.jsonl server.jsonl rtt.json *.stderr DONE (written last, atomically)
         qlog/server/ qlog/client/  quic cells with `qlog: true`: the programs' qlog traces
+        <cell_id>.pcapng <cell_id>.keys   `capture: true`: the cell's flows on the link
+                                   (pqs-capture) and the client's TLS key log (capture_paths)
       net/<profile>/<session>/   describe.json check.json counters-before.json counters-after.json
       logs/                      run.log, failed cells' logs, partial cells set aside by resume
       samples.parquet server.parquet cells.parquet   rebuilt from raw/ (run, resume, load)
@@ -344,13 +346,30 @@ def tool_binaries() -> dict:
     from pqshake.paths import build_dir
 
     out = {}
-    for name in ("pqs-timer", "pqs-server", "pqs-linkemu", "pqs-probe"):
+    for name in ("pqs-timer", "pqs-server", "pqs-linkemu", "pqs-probe", "pqs-capture"):
         p = build_dir() / "bin" / name
         try:
             out[name] = {"path": str(p), "sha256": hashlib.sha256(p.read_bytes()).hexdigest()}
         except OSError:
             out[name] = None
     return out
+
+
+def capture_paths(cell_id: str) -> tuple[str, str]:
+    """`capture: true`: a cell's pcapng and TLS key log, named from the cell id, in its folder."""
+    return f"{cell_id}.pcapng", f"{cell_id}.keys"
+
+
+def capture_meta(exp: Any) -> dict:
+    """meta.json `capture`: whether each cell records its flows on the link and the client's TLS
+    secrets, and how (each cell's DONE `capture` adds its own counts: frames, bytes, capped)."""
+    if not getattr(exp, "capture", False):
+        return {"enabled": False}
+    return {"enabled": True, "max_bytes": exp.capture_max_bytes, "tool": "pqs-capture",
+            "where": "the link namespace, both link-side interfaces, each frame once as it enters the link",
+            "filter": "IPv4 TCP and UDP from or to the cell's server address and port",
+            "files": ["raw/<cell_id>/<cell_id>.pcapng", "raw/<cell_id>/<cell_id>.keys"],
+            "keylog": "NSS key log format (SSLKEYLOGFILE), written by pqs-timer --keylog"}
 
 
 def implementations(groups: list[str]) -> dict:

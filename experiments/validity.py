@@ -19,6 +19,12 @@ Tolerances (each one a false alarm about 1 in 1000 on a correct link, or a plain
     frames of the cell.
   - Host steal (time a hypervisor took from this machine): at most 1 % of the cell's wall time
     summed over CPUs.
+  - Episodes the profile asks for (outage, handover, targeted drop; userspace emulator): each
+    must have fired during the cell, i.e. acted on at least one frame (the emulator counts them
+    per episode in its stats); one that did not is a reason, naming it and why it may not have.
+  - A link that varies in time (a delivery trace, a delay series, outages or handovers) has no
+    one expected RTT: the RTT is recorded, not judged (the trace's rate and delivery error are
+    `pqshake net check`'s to judge).
 CPU time of the emulator and of the endpoints (server, timer, probes) is recorded, not judged.
 """
 
@@ -64,6 +70,9 @@ class Snapshot:
     children_cpu_s: float
     emulator_cpu_s: float | None
     mono: float = field(default_factory=time.monotonic)
+    # per direction, the emulator's episode records (its stats' "episodes"), when the profile has
+    # episodes; None otherwise or when they could not be read
+    episodes: dict[str, list[dict]] | None = None
 
     @classmethod
     def take(cls, topo: Any) -> "Snapshot":
@@ -75,7 +84,15 @@ class Snapshot:
             counters = topo.link_counters()
         except Exception:  # noqa: BLE001 - a counter read must not stop the run; judged as missing
             counters = LinkCounters.of(topo.backend, {})
-        return cls(counters, steal_s(), _children_cpu(), _cpu_of(topo.emulator_pid()))
+        episodes = None
+        prof = getattr(topo, "profile", None)
+        if any(getattr(getattr(prof, w, None), "episodes", ()) for w in ("up", "down")):
+            try:
+                raw = topo.counters()
+                episodes = {w: list((raw.get(w) or {}).get("episodes") or []) for w in ("up", "down")}
+            except Exception:  # noqa: BLE001 - judged as "could not be read"
+                episodes = None
+        return cls(counters, steal_s(), _children_cpu(), _cpu_of(topo.emulator_pid()), episodes=episodes)
 
 
 def _link_counters(snap: Snapshot, backend: str):
@@ -142,6 +159,44 @@ def _loss(direction: str, link: Any, after: Any, before: Any) -> tuple[dict, str
     return rec, None
 
 
+def _episodes(profile: Any, before: Snapshot, after: Snapshot) -> tuple[dict[str, Any], list[str]]:
+    """Did each episode of the profile fire during the cell? (the emulator's counts, after -
+    before). A record per direction and the reasons for the ones that did not."""
+    out: dict[str, Any] = {}
+    reasons: list[str] = []
+    for way in ("up", "down"):
+        link = getattr(profile, way, None)
+        asked = list(getattr(link, "episodes", ()) or ())
+        if not asked:
+            continue
+        if after.episodes is None or before.episodes is None:
+            out[way] = {"judged": "not measurable (the emulator's episode counts could not be read)"}
+            reasons.append(f"{way}: the profile's episodes could not be checked (no emulator counts)")
+            continue
+        a, b = after.episodes.get(way) or [], before.episodes.get(way) or []
+        recs = []
+        for i, ep in enumerate(asked):
+            got = a[i] if i < len(a) else {}
+            was = b[i] if i < len(b) else {}
+            fired = int(got.get("fired", 0)) - int(was.get("fired", 0))
+            frames = int(got.get("frames", 0)) - int(was.get("frames", 0))
+            dropped = int(got.get("dropped", 0)) - int(was.get("dropped", 0))
+            new_log = [t for t in got.get("log_ns", []) if t not in set(was.get("log_ns", []))]
+            what = ep.describe() if hasattr(ep, "describe") else str(ep)
+            recs.append({"episode": what, "fired": fired, "frames": frames, "dropped": dropped, "at_ns": new_log})
+            if fired <= 0:
+                if getattr(ep, "kind", "") == "drop":
+                    flows = "flow" if ep.protocol == "any" else f"{ep.protocol} flow"
+                    why = (f"{way}: {what} dropped nothing during the cell (no {flows} had "
+                           f"{'that many packets with payload' if ep.payload else 'that many packets'} in this direction)")
+                else:
+                    why = (f"{way}: {what} did not fire during the cell (no frame crossed the link while it was "
+                           f"in effect{'; the run clock started when the link came up' if getattr(ep, 'clock', '') == 'run' else ''})")
+                reasons.append(why)
+        out[way] = recs
+    return out, reasons
+
+
 def judge(profile: Any, backend: str, before: Snapshot, after: Snapshot, rtt: dict[str, Any],
           configured_rtt: dict[str, float] | None = None) -> dict[str, Any]:
     """The cell's validity record: the figures, the tolerances and the verdict."""
@@ -156,6 +211,9 @@ def judge(profile: Any, backend: str, before: Snapshot, after: Snapshot, rtt: di
     elif rtt.get("p50_ns") is None:
         out["rtt"] = {"judged": "not measurable", "why": rtt.get("error", "no probe answered")}
         reasons.append("RTT not measurable" + (f" ({rtt['error']})" if rtt.get("error") else " (no probe answered)"))
+    elif any(getattr(getattr(profile, w, None), "time_varying", False) for w in ("up", "down")):
+        out["rtt"] = {"achieved_ns": float(rtt["p50_ns"]),
+                      "judged": "not judged: the link varies in time (trace, delay series, outages or handovers)"}
     else:
         exp = configured_rtt or expected_rtt(profile, n=20_000)
         n = int(rtt.get("received") or rtt.get("count") or 1)
@@ -198,6 +256,10 @@ def judge(profile: Any, backend: str, before: Snapshot, after: Snapshot, rtt: di
             d.update(overlimits=_delta(a, b, "overlimits"))
         emu[way] = d
     out["link"] = emu
+    eps, why = _episodes(profile, before, after)
+    if eps:
+        out["episodes"] = eps
+        reasons += why
 
     wall = max(after.mono - before.mono, 1e-9)
     steal = max(0.0, after.steal_s - before.steal_s)

@@ -65,6 +65,10 @@ if [ "$mode" = all ]; then
   # image's own build (it runs no containers); nor git: the tests list the clone's files and a
   # run records its commit, and the image's build has no .git.
   [ -n "${PQS_IMAGE_BUILD:-}" ] || needs+=("podman:podman" "runc:runc" "debootstrap:debootstrap" "git:git")
+  # tests (not the image's build either): a real pcapng reader for pqs-capture's files and the
+  # timer's key log (tests/experiments/test_capture_netns.py). Its debconf question (may
+  # non-root users capture?) is answered below: no.
+  [ -n "${PQS_IMAGE_BUILD:-}" ] || needs+=("tshark:tshark" "debconf-set-selections:debconf")
 fi
 if [ -n "$list" ]; then
   printf '%s\n' "${needs[@]}"
@@ -99,5 +103,9 @@ if ! command -v apt-get >/dev/null; then
 fi
 echo "system: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
+# tshark (wireshark-common) asks whether non-root users may capture: no (no setuid dumpcap)
+if [[ " ${missing[*]} " == *" tshark "* ]] && command -v debconf-set-selections >/dev/null; then
+  echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
+fi
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -52,6 +52,7 @@ typedef struct timer_cfg {
     const char *out;
     bool start_gate;         /* --start-gate: wait for stdin after the header line */
     const char *bfe_public;  /* --bfe-public FILE (--mode fs0rtt) */
+    const char *keylog;      /* --keylog FILE: the TLS secrets, NSS key log format */
 } timer_cfg;
 
 struct timer;
@@ -132,6 +133,8 @@ static void usage(FILE *f)
     pqs_cli_usage_transports(f, true);
     fprintf(f,
 "  --out FILE             append JSON lines to FILE (default -, stdout)\n"
+"  --keylog FILE          append the connections' TLS secrets to FILE in NSS key log format\n"
+"                         (SSLKEYLOGFILE; Wireshark decrypts with it), written after each attempt\n"
 "  --fsync N              with --out FILE: fsync every N lines and at exit (default 64;\n"
 "                         0 = only fflush). Every line is always fflush'ed.\n"
 "  --start-gate           after the header line (providers, certificates and the context are\n"
@@ -153,6 +156,23 @@ static int new_session_cb(SSL *ssl, SSL_SESSION *sess)
         SSL_SESSION_free(a->new_sess);
     a->new_sess = sess; /* we keep the reference */
     return 1;
+}
+
+/* --keylog: OpenSSL hands each secret as one line of the NSS key log format (every transport's
+ * connections come from the one client context). Buffered during the handshake, written after
+ * each attempt (keylog_flush), so no write lands inside a measured interval. */
+static FILE *keylog_file;
+
+static void keylog_cb(const SSL *ssl, const char *line)
+{
+    (void)ssl;
+    fprintf(keylog_file, "%s\n", line); /* one call: whole lines under concurrency */
+}
+
+static void keylog_flush(void)
+{
+    if (keylog_file != NULL)
+        fflush(keylog_file);
 }
 
 /* ---------------- one attempt ---------------- */
@@ -286,6 +306,10 @@ static void log_attempt(tworker *w, const pqs_attempt *a)
         pqs_json_int(&j, "tcp_info_ns", a->tcp_info_ns);
         pqs_tcpinfo_json(&j, &a->tcp);
     }
+    if (p->instrument) /* sizes of the handshake messages and what carried each flight */
+        pqs_tlsobs_msgs_json(&j, &a->obs);
+    else
+        pqs_json_null(&j, "msgs");
     if (p->mode == PQS_MODE_FS0RTT)
         pqs_fs0rtt_attempt_json(&j, &a->fs0rtt);
     else
@@ -294,6 +318,7 @@ static void log_attempt(tworker *w, const pqs_attempt *a)
     pqs_transport_members_json(&j, cfg->cli.transport, own_json, &m);
     pqs_json_end(&j);
     pqs_sink_write(&w->t->out, &j);
+    keylog_flush();
 }
 
 /* ---------------- workers ---------------- */
@@ -445,7 +470,7 @@ static void parse_args(int argc, char **argv, timer_cfg *cfg)
 {
     enum { OPT_CONNECT = 1, OPT_CA, OPT_NOVERIFY, OPT_SNI, OPT_SIGALGS, OPT_CIPHERS, OPT_SAMPLES, OPT_DURATION,
            OPT_WARMUP, OPT_MODE, OPT_DECOY, OPT_EARLY, OPT_REQ, OPT_CONC, OPT_TIMEOUT, OPT_TICKETWAIT,
-           OPT_NOINSTR, OPT_OUT, OPT_CLIENTCERT, OPT_TFO, OPT_GATE, OPT_BFEPUB };
+           OPT_NOINSTR, OPT_OUT, OPT_CLIENTCERT, OPT_TFO, OPT_GATE, OPT_BFEPUB, OPT_KEYLOG };
     /* pqs-timer's own rows; the shared ones are pqs_cli_rows, the transports' their own. */
     static const struct option rows[] = {
         {"connect", required_argument, 0, OPT_CONNECT}, {"client-cert", required_argument, 0, OPT_CLIENTCERT},
@@ -460,7 +485,7 @@ static void parse_args(int argc, char **argv, timer_cfg *cfg)
         {"ticket-wait", required_argument, 0, OPT_TICKETWAIT},
         {"no-instrument", no_argument, 0, OPT_NOINSTR}, {"out", required_argument, 0, OPT_OUT},
         {"tcp-fastopen", no_argument, 0, OPT_TFO}, {"start-gate", no_argument, 0, OPT_GATE},
-        {"bfe-public", required_argument, 0, OPT_BFEPUB},
+        {"bfe-public", required_argument, 0, OPT_BFEPUB}, {"keylog", required_argument, 0, OPT_KEYLOG},
         {0, 0, 0, 0}};
     pqs_cli *cli = &cfg->cli;
     static pqs_optset os;
@@ -538,6 +563,7 @@ static void parse_args(int argc, char **argv, timer_cfg *cfg)
         case OPT_TFO: p->tfo = true; break;
         case OPT_GATE: cfg->start_gate = true; break;
         case OPT_BFEPUB: cfg->bfe_public = optarg; break;
+        case OPT_KEYLOG: cfg->keylog = optarg; break;
         }
     }
     bool groups_set = cli->groups != NULL;
@@ -665,6 +691,12 @@ int main(int argc, char **argv)
         SSL_CTX_set_options(ctx, SSL_OP_ALLOW_NO_DHE_KEX);
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
     SSL_CTX_sess_set_new_cb(ctx, new_session_cb);
+    if (cfg->keylog != NULL) {
+        keylog_file = fopen(cfg->keylog, "a");
+        if (keylog_file == NULL)
+            pqs_usage_error(PROG, "bad --keylog '%s': %s", cfg->keylog, strerror(errno));
+        SSL_CTX_set_keylog_callback(ctx, keylog_cb);
+    }
 
     /* Request: "PQS <len> <resp>\n" padded to its length. */
     if (pqs_sink_open(&t->out, cfg->out, cfg->cli.fsync_every) != 0) {
@@ -775,6 +807,10 @@ int main(int argc, char **argv)
         free(t->workers[k].hs);
     }
     SSL_CTX_free(ctx);
+    if (keylog_file != NULL && fclose(keylog_file) != 0) {
+        fprintf(stderr, PROG ": writing --keylog %s failed\n", cfg->keylog);
+        return PQS_EXIT_ENV;
+    }
     pqs_fs0rtt_key_free((pqs_fs0rtt_key *)cfg->p.fs0rtt_key);
     pqs_unload_providers();
     pqs_cli_free(&cfg->cli);

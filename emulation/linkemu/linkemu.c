@@ -82,6 +82,7 @@ struct dir_stats {
 	uint64_t lost, queue_dropped, duplicated, corrupted, reordered;
 	uint64_t late, tx_errors, tx_retries, oversize, queue_max;
 	struct pqs_hist lateness;
+	struct pqs_hist trace_lateness; /* frames the trace scheduled: the delivery error */
 };
 
 struct dir_state {
@@ -144,6 +145,7 @@ struct emu {
 	struct ifc ifc[2];
 	int nsock;               /* receive sockets per interface */
 	struct dir_state dir[2];
+	struct pqs_flows flows;  /* both directions' flows (tracked when an episode needs them) */
 	int sfd, stopfd;
 	/* options */
 	uint64_t seed;
@@ -203,8 +205,13 @@ static void print_help(void)
 	      "  --version           print pqshake's version and exit\n\n"
 	      "SPEC: comma-separated key=value, all optional (empty = ideal wire):\n"
 	      "  delay_ns jitter_ns dist=uniform|normal|pareto|paretonormal loss loss_corr\n"
-	      "  ge_p ge_r ge_1h ge_1k (Gilbert-Elliott) rate_bps overhead limit dup corrupt\n"
-	      "  reorder gap keep_order=0|1     (semantics: emulation/linkemu/README.md)\n"
+	      "  loss_burst_max ge_p ge_r ge_1h ge_1k (Gilbert-Elliott) rate_bps overhead limit\n"
+	      "  dup corrupt reorder gap keep_order=0|1\n"
+	      "  trace=FILE (Mahimahi delivery trace instead of rate_bps) trace_rule=packet|bytes\n"
+	      "  delay_series=FILE (lines \"TIME_MS DELAY_MS\" instead of delay_ns)\n"
+	      "  outage=clock:run|attempt/at:NS/dur:NS[/every:NS][/proto:any|tcp|udp]\n"
+	      "  handover=clock:run|attempt/at:NS/step:NS/burst:N[/hold:NS][/every:NS][/proto:P]\n"
+	      "  drop=nth:K[/payload:1][/proto:P]    (semantics: emulation/linkemu/README.md)\n"
 	      "Exit status: 0 after SIGTERM/SIGINT/SIGHUP, 1 environment error, 2 bad usage.\n",
 	      stdout);
 }
@@ -411,6 +418,60 @@ static void load_check(struct worker *w, int64_t now)
 }
 
 /* -------------------------------------------------------------- stats -- */
+static void write_hist_summary(FILE *f, const struct pqs_hist *h)
+{
+	fprintf(f,
+		"{\"count\":%" PRIu64 ",\"mean\":%.0f,\"p50\":%" PRIu64 ",\"p90\":%" PRIu64
+		",\"p99\":%" PRIu64 ",\"p999\":%" PRIu64 ",\"max\":%" PRIu64 "}",
+		h->count, h->count ? h->sum / (double)h->count : 0.0, pqs_hist_quantile(h, 0.5),
+		pqs_hist_quantile(h, 0.9), pqs_hist_quantile(h, 0.99), pqs_hist_quantile(h, 0.999), h->max);
+}
+
+/* "trace":{...} (null without one): the schedule and how late frames left against it */
+static void write_trace_json(FILE *f, const struct dir_state *d)
+{
+	const struct pqs_spec *sp = &d->sched.spec;
+	fputs("\"episode_dropped\":", f);
+	fprintf(f, "%" PRIu64 ",\"trace\":", d->sched.episode_dropped);
+	if (!sp->trace.n) {
+		fputs("null,", f);
+		return;
+	}
+	fputs("{\"path\":", f);
+	json_str(f, sp->trace.path);
+	fprintf(f, ",\"rule\":\"%s\",\"lines\":%zu,\"period_ms\":%u,\"mean_bps\":%.0f,"
+		"\"opportunities_used\":%" PRIu64 ",\"delivery_error_ns\":",
+		sp->trace_rule == PQS_TRACE_BYTES ? "bytes" : "packet", sp->trace.n, sp->trace.period_ms,
+		pqs_trace_mean_bps(&sp->trace), d->sched.trace_opps);
+	write_hist_summary(f, &d->st.trace_lateness);
+	fputs("},", f);
+}
+
+/* "episodes":[{kind, clock, ..., fired, frames, dropped, first_ns, last_ns, log_ns}] */
+static void write_episodes_json(FILE *f, const struct dir_state *d)
+{
+	const struct pqs_spec *sp = &d->sched.spec;
+	fputs("\"episodes\":[", f);
+	for (unsigned i = 0; i < sp->nep; i++) {
+		const struct pqs_episode *ep = &sp->ep[i];
+		const struct pqs_ep_state *st = &d->sched.ep[i];
+		fprintf(f,
+			"%s{\"kind\":\"%s\",\"clock\":\"%s\",\"proto\":\"%s\",\"at_ns\":%" PRId64
+			",\"dur_ns\":%" PRId64 ",\"every_ns\":%" PRId64 ",\"step_ns\":%" PRId64
+			",\"burst\":%u,\"nth\":%u,\"payload\":%s,\"fired\":%" PRIu64 ",\"frames\":%" PRIu64
+			",\"dropped\":%" PRIu64 ",\"first_ns\":%" PRId64 ",\"last_ns\":%" PRId64 ",\"log_ns\":[",
+			i ? "," : "", pqs_ep_kind_name(ep->kind),
+			ep->kind == PQS_EP_DROP ? "flow" : ep->clock == PQS_CLOCK_RUN ? "run" : "attempt",
+			pqs_proto_name(ep->proto), ep->at_ns, ep->dur_ns, ep->every_ns, ep->step_ns, ep->burst,
+			ep->nth, ep->payload ? "true" : "false", st->fired, st->frames, st->dropped,
+			st->first_ns, st->last_ns);
+		for (uint32_t k = 0; k < st->nlog; k++)
+			fprintf(f, "%s%" PRId64, k ? "," : "", st->log[k]);
+		fputs("]}", f);
+	}
+	fputs("],", f);
+}
+
 static void write_dir_json(FILE *f, const struct dir_state *d)
 {
 	const struct dir_stats *s = &d->st;
@@ -425,6 +486,8 @@ static void write_dir_json(FILE *f, const struct dir_state *d)
 		s->forwarded, s->bytes, s->lost, s->queue_dropped, s->duplicated, s->corrupted,
 		s->reordered, s->late, s->rx_frames, s->rx_bytes, s->tx_errors, s->tx_retries,
 		s->oversize, d->heap.n, s->queue_max, pqs_loss_expected(&d->sched.spec));
+	write_trace_json(f, d);
+	write_episodes_json(f, d);
 	fprintf(f,
 		"\"lateness_ns\":{\"count\":%" PRIu64 ",\"mean\":%.0f,\"p50\":%" PRIu64
 		",\"p90\":%" PRIu64 ",\"p99\":%" PRIu64 ",\"p999\":%" PRIu64 ",\"max\":%" PRIu64
@@ -475,7 +538,7 @@ static void write_stats(struct emu *e, const char *reason)
 		"\"rt_active\":%s,\"rt_demotions\":%" PRIu64 ",\"busy_wait_disabled_periods\":%" PRIu64
 		",\"calibrate_ns\":%" PRId64 ",\"busy_wait_us\":%" PRId64
 		",\"seed\":%" PRIu64 ",\"watchdog\":%s,\"watchdog_sent\":%" PRIu64
-		",\"collapses\":%" PRIu64 ",\"collapsed\":%s,\"workers\":[",
+		",\"collapses\":%" PRIu64 ",\"collapsed\":%s,",
 		reason, (int)getpid(), (double)(mono_ns() - e->t_start) / 1e9, ut, st,
 		total ? (ut + st) * 1e4 / (double)total : 0.0,
 		total ? (ut + st - (double)e->spin_ns_total / 1e9) * 1e4 / (double)total : 0.0,
@@ -484,6 +547,11 @@ static void write_stats(struct emu *e, const char *reason)
 		e->busy_disabled_periods, e->calibrate_ns, e->busy_ns / 1000, e->seed,
 		e->nworkers > 1 ? "true" : "false", e->watchdog_sent, e->collapses,
 		e->collapsed ? "true" : "false");
+	/* where attempts started (a client's new flow), per protocol; the flow table's evictions */
+	fprintf(f, "\"flows\":{\"tracked\":%s,\"evictions\":%" PRIu64 ",\"attempts\":{\"any\":%" PRIu64
+		",\"tcp\":%" PRIu64 ",\"udp\":%" PRIu64 "}},\"workers\":[",
+		e->flows.v ? "true" : "false", e->flows.evictions, e->flows.attempts[PQS_PROTO_ANY],
+		e->flows.attempts[PQS_PROTO_TCP], e->flows.attempts[PQS_PROTO_UDP]);
 	for (int i = 0; i < e->nworkers; i++)
 		fprintf(f, "%s{\"cpu\":%d,\"wake_margin_ns\":%" PRId64 ",\"send_lead_warm_ns\":%" PRId64
 			",\"send_lead_cold_ns\":%" PRId64 ",\"spin_allowed\":%s}",
@@ -513,8 +581,9 @@ static void enqueue_frame(struct emu *e, struct dir_state *d, const unsigned cha
 			  uint32_t len, int64_t t_arr, bool is_dup)
 {
 	struct pqs_pkt_plan plan;
-	(void)e;
-	pqs_sched_plan(&d->sched, t_arr, len, (uint32_t)d->heap.n, is_dup, &plan);
+	pqs_sched_plan_frame(&d->sched, t_arr, buf, len, (uint32_t)d->heap.n, is_dup, &e->flows, &plan);
+	if (plan.verdict == PQS_V_EPISODE)
+		return; /* counted by the scheduler, per episode */
 	if (plan.verdict == PQS_V_LOST) {
 		d->st.lost++;
 		return;
@@ -531,6 +600,7 @@ static void enqueue_frame(struct emu *e, struct dir_state *d, const unsigned cha
 	p->target = plan.target;
 	p->seq = d->seq++;
 	p->len = len;
+	p->traced = plan.traced;
 	memcpy(p->data, buf, len);
 	if (plan.corrupt) {
 		p->data[14 + plan.corrupt_bit / 8] ^= (unsigned char)(1u << (plan.corrupt_bit % 8));
@@ -722,6 +792,8 @@ static unsigned tx_due(struct emu *e, int64_t *nowp, int self)
 			w->last_send_ns = now;
 			uint64_t late = (uint64_t)(wire > p->target ? wire - p->target : 0);
 			pqs_hist_add(&best->st.lateness, late);
+			if (p->traced)
+				pqs_hist_add(&best->st.trace_lateness, late);
 			if (late > LATE_THRESHOLD_NS)
 				best->st.late++;
 			best->st.forwarded++;
@@ -1138,6 +1210,8 @@ int main(int argc, char **argv)
 	}
 	pqs_sched_init(&e->dir[0].sched, &sup, e->seed, 0, e->calibrate_ns);
 	pqs_sched_init(&e->dir[1].sched, &sdown, e->seed, 1, e->calibrate_ns);
+	if ((sup.nep || sdown.nep) && pqs_flows_init(&e->flows) < 0)
+		die(1, "out of memory for the flow table");
 
 	/* signals through a signalfd: no async handlers, no races */
 	sigset_t ss;
@@ -1167,12 +1241,15 @@ int main(int argc, char **argv)
 	if (e->rt_active)
 		(void)mlockall(MCL_CURRENT);
 	e->t_start = mono_ns();
+	/* the run clock: the traces', delay series' and run-clock episodes' time 0 */
+	pqs_sched_start(&e->dir[0].sched, e->t_start);
+	pqs_sched_start(&e->dir[1].sched, e->t_start);
 
 	/* ready line */
-	char jup[1024], jdown[1024];
+	char jup[8192], jdown[8192];
 	pqs_spec_json(&sup, jup, sizeof(jup));
 	pqs_spec_json(&sdown, jdown, sizeof(jdown));
-	char line[4096];
+	static char line[20000];
 	FILE *mf = fmemopen(line, sizeof(line), "w");
 	if (!mf)
 		die(1, "fmemopen: %s", strerror(errno));
@@ -1216,6 +1293,9 @@ int main(int argc, char **argv)
 	pthread_mutex_unlock(&e->lock);
 	pqs_heap_free(&e->dir[0].heap);
 	pqs_heap_free(&e->dir[1].heap);
+	pqs_flows_free(&e->flows);
+	pqs_spec_free(&sup);
+	pqs_spec_free(&sdown);
 	for (int i = 0; i < e->nworkers; i++) {
 		free(e->w[i].rxbuf);
 		close(e->w[i].epfd);

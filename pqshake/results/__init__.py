@@ -11,6 +11,11 @@ imports the other for the format.
 Version 2 (over 1): the cells table has `reasons`, the validity verdict's reasons as a JSON
 list (from DONE `validity.reasons`), so that no reader splits the verdict string again. A v1
 run is read as if it had it (migrate.py); nothing else differs.
+
+Columns a new member of the JSON lines brings are not a new version: samples take every member
+as columns (flatten), and a reader finds them missing in older runs and reads them as empty
+(analysis/columns.py: optional). The timer's "msgs" member (message sizes and flights) has a
+fixed set of columns, MSGS_COLUMNS, present in every row of a run that has the member.
 """
 
 from __future__ import annotations
@@ -18,10 +23,12 @@ from __future__ import annotations
 from .jsonl import JsonLines, read_jsonl, timer_counts
 from .meta import DONE, FORMAT_VERSION, TABLES, check_format, read_meta
 from .migrate import migrate, verdict_reasons
-from .tables import (CELL_COLUMNS, CELL_FIRST, SAMPLE_FIRST, collect_tables, done_info, flatten, read_table, server_rows,
-                     stale, table_columns, table_path, timer_rows, write_tables)
+from .tables import (CELL_COLUMNS, CELL_FIRST, MSGS_COLUMNS, MSGS_FLIGHT_FIELDS, MSGS_FLIGHTS, MSGS_MESSAGES,
+                     SAMPLE_FIRST, collect_tables, done_info, flatten, msgs_columns, read_table, server_rows, stale,
+                     table_columns, table_path, timer_rows, write_tables)
 
-__all__ = ["CELL_COLUMNS", "CELL_FIRST", "DONE", "FORMAT_VERSION", "JsonLines", "SAMPLE_FIRST", "TABLES",
-           "check_format", "collect_tables", "done_info", "flatten", "migrate", "read_jsonl", "read_meta", "read_table",
-           "server_rows", "stale", "table_columns", "table_path", "timer_counts", "timer_rows",
-           "verdict_reasons", "write_tables"]
+__all__ = ["CELL_COLUMNS", "CELL_FIRST", "DONE", "FORMAT_VERSION", "JsonLines", "MSGS_COLUMNS", "MSGS_FLIGHTS",
+           "MSGS_FLIGHT_FIELDS", "MSGS_MESSAGES", "SAMPLE_FIRST", "TABLES",
+           "check_format", "collect_tables", "done_info", "flatten", "migrate", "msgs_columns", "read_jsonl",
+           "read_meta", "read_table", "server_rows", "stale", "table_columns", "table_path", "timer_counts",
+           "timer_rows", "verdict_reasons", "write_tables"]

@@ -19,6 +19,22 @@ SAMPLE_FIRST = ["cell_id", "group", "sig", "profile", "mode", "transport", "repe
 CELL_FIRST = ["cell_id", "group", "sig", "profile", "mode", "transport", "repetition", "status", "reason",
               "n_attempts", "n_ok", "n_warmup", "rtt_p50_ns", "rtt_p99_ns", "backend"]
 
+# The attempt line's "msgs" member (pqs-timer, testbed/core/tlsobs.c; testbed/README.md, "Message
+# sizes from the wire"): each handshake message's size, and per flight what carried it. Its
+# samples columns: msgs_<message>, msgs_flights_<flight>_<field>, msgs_tcp_info_cb_ns. A run with
+# the member has every one of them (null where a message or flight was not seen, all null with
+# --no-instrument); a run from before it has none, and the analysis reads them as empty.
+MSGS_MESSAGES = ("client_hello", "hello_retry_request", "client_hello2", "server_hello", "encrypted_extensions",
+                 "certificate_request", "certificate", "certificate_verify", "server_finished", "end_of_early_data",
+                 "client_certificate", "client_certificate_verify", "client_finished", "new_session_ticket",
+                 "server_key_exchange", "server_hello_done", "client_key_exchange")
+MSGS_FLIGHTS = ("client1", "hello_retry", "client1_retry", "server", "client2")
+MSGS_FLIGHT_FIELDS = ("handshake_bytes", "records", "record_bytes", "segments", "datagrams", "datagram_bytes")
+MSGS_COLUMNS = (tuple(f"msgs_{m}" for m in MSGS_MESSAGES)
+                + tuple(f"msgs_flights_{f}_{k}" for f in MSGS_FLIGHTS for k in MSGS_FLIGHT_FIELDS)
+                + ("msgs_tcp_info_cb_ns",))
+_MSGS_PLACEHOLDERS = ("msgs", "msgs_flights", *(f"msgs_flights_{f}" for f in MSGS_FLIGHTS))
+
 
 def flatten(rec: dict, prefix: str = "") -> dict:
     """Nested objects become prefix_key columns; lists a JSON string (one cell of a table)."""
@@ -31,6 +47,17 @@ def flatten(rec: dict, prefix: str = "") -> dict:
             out[key] = json.dumps(v)
         else:
             out[key] = v
+    return out
+
+
+def msgs_columns(flat: dict) -> dict:
+    """A flattened attempt with the "msgs" member: every MSGS_COLUMNS column (a member or flight
+    that was null gives its columns null), none of the null placeholders flatten leaves."""
+    if not any(k == "msgs" or k.startswith("msgs_") for k in flat):
+        return flat
+    out = {k: v for k, v in flat.items() if k not in _MSGS_PLACEHOLDERS}
+    for c in MSGS_COLUMNS:
+        out.setdefault(c, None)
     return out
 
 
@@ -53,7 +80,7 @@ def timer_rows(cell_dir: Path, cell: dict, warmup: int) -> list[dict]:
         if offset and isinstance(rec.get("i"), int):
             rec = {**rec, "i": rec["i"] + offset}
         row = {k: cell.get(k) for k in CELL_COLUMNS}
-        flat = flatten({k: v for k, v in rec.items() if k != "type"})
+        flat = msgs_columns(flatten({k: v for k, v in rec.items() if k != "type"}))
         for k, v in flat.items():
             # Timer fields keep their names; where one collides with a cell column, the cell's
             # value stays and the timer's is kept as timer_<name>.

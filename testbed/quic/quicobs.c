@@ -142,7 +142,9 @@ static void quic_msg(pqs_quicobs *o, int write_p, int version, int content_type,
     const unsigned char *p = buf;
     switch (content_type) {
     case SSL3_RT_QUIC_DATAGRAM:
-        /* counted by the filter BIO, which also sees what precedes this callback */
+        /* counted by the filter BIO, which also sees what precedes this callback; the flights'
+         * datagrams (msgs) from here, where the TLS messages' order is known */
+        pqs_tlsobs_datagram(&o->tls, write_p, buf, len);
         if (write_p && o->nhdr > 0)
             tx_group(o);
         else if (!write_p && len >= 1 && (p[0] & 0xb0) == 0xb0 && o->retry_rx_ns == 0) {

@@ -196,6 +196,8 @@ bool pqs_tcp_client_setup(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a)
         SSL_set0_wbio(ssl, flight);
     }
     pqs_attempt_prepare(ssl, c, a, want_resume, pqs_tlsobs_msg_cb, &a->obs);
+    if (cfg->instrument)
+        pqs_tlsobs_watch_tcp(&a->obs, fd); /* records and TCP segments per flight (msgs) */
     a->early_offered = pqs_attempt_early(c, a);
     tc->ssl = ssl;
     tc->fd = fd;
@@ -265,10 +267,11 @@ static bool tfo_first_flight(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a, 
 
 void pqs_tcp_client_handshake_done(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a)
 {
-    (void)c;
     a->t_hs = pqs_mono_ns();
     /* ---- end of the measured interval ---- */
     a->hs_done = true;
+    if (c->p->instrument)
+        pqs_tlsobs_flights_end(&a->obs); /* the client's second flight's segments */
     close_deferred(tc); /* the previous attempt's socket: RST now */
 }
 

@@ -144,6 +144,14 @@ static void client_handshake(pqs_client *c, pqs_attempt *a, int64_t deadline)
         pqs_attempt_fail(a, tf.err, tf.stage, tf.err_no, "%s", tf.msg);
     if (tr == 1)
         pqs_tcp_client_handshake_done(c, &t->tcp, a);
+    if (c->p->instrument) {
+        /* msgs: the UDP datagrams of the first two flights (requests out, replies in); the
+         * client's second flight goes over TCP */
+        const pqs_turbo_rec *r = &t->turbo.rec;
+        pqs_tlsobs_set_datagrams(&a->obs, PQS_FLIGHT_CLIENT1, (uint32_t)r->dgrams_tx, (uint32_t)r->bytes_tx);
+        pqs_tlsobs_set_datagrams(&a->obs, PQS_FLIGHT_SERVER, (uint32_t)r->dgrams_rx, (uint32_t)r->bytes_rx);
+        pqs_tlsobs_set_datagrams(&a->obs, PQS_FLIGHT_CLIENT2, 0, 0);
+    }
 }
 
 static void client_request(pqs_client *c, pqs_attempt *a, int64_t deadline)

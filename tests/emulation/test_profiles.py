@@ -92,7 +92,7 @@ MALFORMED = [
     ("name: x\nrtt: 40\n", "{f}:2 rtt: 40 has no unit (write 40ms, 40us or 40s)"),
     ("name: x\nrate: 10Mbps\n", "{f}:2 rate: '10Mbps': ambiguous unit 'Mbps' (tc reads 'bps' as bytes/s); write bits: 10Mbit"),
     ("name: x\nuplink: {delay: 10ms}\n", "{f}:1 downlink: missing while uplink is given (every direction is explicit: add downlink, or use top-level rtt/rate/loss/jitter for both)"),
-    ("name: x\nuplink:\n  dealy: 10ms\ndownlink: {}\n", "{f}:3 uplink.dealy: unknown field (did you mean delay?); allowed: corrupt, delay, distribution, duplicate, gemodel, jitter, keep_order, limit, loss, loss_correlation, overhead, rate, reorder, reorder_gap"),
+    ("name: x\nuplink:\n  dealy: 10ms\ndownlink: {}\n", "{f}:3 uplink.dealy: unknown field (did you mean delay?); allowed: corrupt, delay, delay_series, distribution, duplicate, episodes, gemodel, jitter, keep_order, limit, loss, loss_burst_max, loss_correlation, overhead, rate, reorder, reorder_gap, trace, trace_rule"),
     ("name: x\nrtt: 40ms\nuplink: {delay: 10ms}\ndownlink: {}\n", "{f}:3 uplink.delay: also set by top-level rtt (keep one)"),
     ("name: x\nrate: 1Mbit\nuplink: {}\ndownlink:\n  rate: 2Mbit\n", "{f}:5 downlink.rate: also set at top level (keep one)"),
     ("name: X Y\nrtt: 1ms\n", "{f}:1 name: 'X Y': use lower-case letters, digits, '.', '_' or '-' (e.g. lte-good)"),

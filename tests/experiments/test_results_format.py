@@ -53,11 +53,14 @@ def test_v1_fixture_gives_the_tables_v1_gave(v1_run):
     # other column is what v1 gave, and the fixture (no verdicts) has none.
     assert run.cells["reasons"].isna().all()
     run.cells = run.cells.drop(columns="reasons")
-    # Columns added since (the server's per-connection CPU, the mode fs0rtt's own, the QUIC engine
-    # of a quic cell): empty in a v1 run, and everything else as v1 gave it.
+    # Columns added since (the server's per-connection CPU, the mode fs0rtt's own, the timer's
+    # message sizes, the QUIC engine of a quic cell): empty in a v1 run, and everything else as v1
+    # gave it.
+    from pqshake.analysis.columns import MSGS_OPTIONAL
     from pqshake.experiments import modes as M
 
-    for k, new in (("samples", M.columns("samples")), ("server", {"cpu_ns": "server_cpu_ns", **M.columns("server")}),
+    for k, new in (("samples", {**M.columns("samples"), **MSGS_OPTIONAL}),
+                   ("server", {"cpu_ns": "server_cpu_ns", **M.columns("server")}),
                    ("cells", {**M.columns("cells"), "quic_engine": "cfg_quic_engine"})):
         df = getattr(run, k)
         added = [c for c in new.values() if c in df.columns]
@@ -133,3 +136,27 @@ def test_one_reader_whole_and_incremental(tmp_path):
         out.write('empt", "warmup": true}\n')
     assert lines.new() == [{"type": "attempt", "warmup": True}]
     assert fmt.timer_counts(f)["n_attempts"] == 2 and fmt.JsonLines(tmp_path / "none").first("header") is None
+
+
+def test_msgs_member_gives_every_column_in_every_row(tmp_path):
+    """The timer's "msgs" member: a full attempt, one whose HRR flights were null and one with
+    --no-instrument (msgs null) all give every MSGS_COLUMNS column, null where not seen, and no
+    placeholder of a null object; a run without the member gets none of them."""
+    run = _raw_run(tmp_path / "r", 2, {})
+    flight = {"handshake_bytes": 328, "records": 1, "record_bytes": 333, "segments": 1, "datagrams": None,
+              "datagram_bytes": None}
+    msgs = {**{m: None for m in fmt.MSGS_MESSAGES}, "client_hello": 328, "server_hello": 122,
+            "flights": {f: (flight if f in ("client1", "server") else None) for f in fmt.MSGS_FLIGHTS},
+            "tcp_info_cb_ns": 2000}
+    lines = [{"type": "header"},
+             {"type": "attempt", "i": 0, "ok": True, "handshake_ns": 1000, "msgs": msgs},
+             {"type": "attempt", "i": 1, "ok": True, "handshake_ns": 1000, "msgs": None}]
+    (run / "raw" / "c1" / "timer.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    s = fmt.collect_tables(run)["samples"]
+    cols = [c for c in s.columns if c.startswith("msgs")]
+    assert sorted(cols) == sorted(fmt.MSGS_COLUMNS)
+    assert list(s["msgs_client_hello"]) == [328, None] or s["msgs_client_hello"].iloc[0] == 328
+    assert s["msgs_flights_server_record_bytes"].iloc[0] == 333 and pd.isna(s["msgs_flights_hello_retry_records"].iloc[0])
+    assert s[list(fmt.MSGS_COLUMNS)].iloc[1].isna().all()
+    old = _raw_run(tmp_path / "o", 2, {})
+    assert not [c for c in fmt.collect_tables(old)["samples"].columns if c.startswith("msgs")]
