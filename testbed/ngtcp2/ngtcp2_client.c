@@ -250,8 +250,11 @@ static int flush(pqs_ng_client *q)
         }
         if (nw == 0)
             break;
-        if (pqs_ng_send(q->fd, q->buf, (size_t)nw, NULL, 0))
+        if (pqs_ng_send(q->fd, q->buf, (size_t)nw, NULL, 0)) {
             pqs_ng_count(&q->st, q->buf, (size_t)nw, true, false);
+            if (q->c->p->instrument) /* the flights' datagrams (msgs), after the messages they carry */
+                pqs_tlsobs_datagram(&q->obs, 1, q->buf, (size_t)nw);
+        }
     }
     ngtcp2_conn_update_pkt_tx_time(q->conn, ts);
     return 0;
@@ -278,6 +281,8 @@ static int drain(pqs_ng_client *q)
         if (n == 0)
             continue;
         pqs_ng_count(&q->st, q->buf, (size_t)n, false, false);
+        if (q->c->p->instrument) /* before the messages it carries reach the callback */
+            pqs_tlsobs_datagram(&q->obs, 0, q->buf, (size_t)n);
         int rv = ngtcp2_conn_read_pkt(q->conn, &path, &pi, q->buf, (size_t)n, pqs_ng_now());
         if (rv != 0) {
             q->liberr = rv;

@@ -120,11 +120,13 @@ def test_hrr_flights_and_no_instrument(tmp_path):
     assert off.attempts[0]["ok"] and off.attempts[0]["msgs"] is None
 
 
-@pytest.mark.parametrize("transport", ["quic", "turbotls"])
-def test_every_transport_writes_the_member(tmp_path, transport):
-    with Server(tmp_path, "--transport", transport, "--sig", "ml-dsa-44") as srv:
+# (transport, its QUIC engine at both ends): every engine counts its flights' datagrams
+@pytest.mark.parametrize("transport,engine", [("quic", "openssl"), ("quic", "ngtcp2"), ("turbotls", None)])
+def test_every_transport_writes_the_member(tmp_path, transport, engine):
+    eng = ("--quic-engine", engine) if engine else ()
+    with Server(tmp_path, "--transport", transport, *eng, "--sig", "ml-dsa-44") as srv:
         r = run_timer("--connect", srv.addr, "--ca", srv.ca, "--groups", "X25519MLKEM768", "--transport", transport,
-                      "--samples", 2)
+                      *eng, "--samples", 2)
     assert r.returncode == 0, r.stderr
     share_s = REG.groups["X25519MLKEM768"].share[1]
     for a in r.attempts:
