@@ -49,6 +49,9 @@ def fig_quic_engines(ctx: Ctx) -> list[FigOut]:
     fig, axes = plt.subplots(nrow, ncol, figsize=ST.size(ctx.style, w, 0.3 * nrow + 0.1), squeeze=False)
     x = np.arange(len(algos))
     bw = 0.8 / len(engines)
+    # the signature only where the run has more than one
+    many_sigs = len({sg for _, sg in algos}) > 1
+    ticks = [ctx.pal.label(g, sg) if many_sigs else g for g, sg in algos]
     hi_all = tq["vs_tcp_ci_hi"].to_numpy(dtype=float) if "vs_tcp_ci_hi" in tq else np.array([])
     rmax = max(1.2, float(np.nanmax(hi_all)) * 1.1) if np.isfinite(hi_all).any() else 1.2
 
@@ -77,8 +80,7 @@ def fig_quic_engines(ctx: Ctx) -> list[FigOut]:
                                         bound, [1e-3]]))
         ax.set_ylim(0, top * 1.12)
         ax.set_xticks(x)
-        ax.set_xticklabels([ctx.pal.label(g, sg).replace(" / ", "\n") for g, sg in algos],
-                           fontsize=max(4.5, plt.rcParams["font.size"] - 2.5), rotation=30, ha="right")
+        ax.set_xticklabels(ticks, fontsize=max(4.5, plt.rcParams["font.size"] - 2.5), rotation=90)
         if j == 0:
             ax.set_ylabel(f"{MODE_LABELS.get(mode, mode)} median (ms)")
         if with_tcp:
@@ -93,9 +95,12 @@ def fig_quic_engines(ctx: Ctx) -> list[FigOut]:
                         linewidth=0.4, yerr=np.nan_to_num(err), capsize=1.5, error_kw={"linewidth": 0.6})
             ax2.axhline(1.0, color="black", linewidth=0.6, linestyle=":")
             ax2.set_xticks(x)
-            ax2.set_xticklabels([ctx.pal.label(g, sg).replace(" / ", "\n") for g, sg in algos],
-                                fontsize=max(4.5, plt.rcParams["font.size"] - 2.5), rotation=30, ha="right")
-            ax2.set_ylim(0, rmax)
+            ax2.set_xticklabels(ticks, fontsize=max(4.5, plt.rcParams["font.size"] - 2.5), rotation=90)
+            if rmax > 8:  # an engine far off TCP (a stall) would flatten the others: log scale
+                ax2.set_yscale("log")
+                ax2.set_ylim(0.5, rmax)
+            else:
+                ax2.set_ylim(0, rmax)
             if j == 0:
                 ax2.set_ylabel("median / TCP's")
     if with_tcp:

@@ -35,9 +35,12 @@ def _trace_of(paths: list[Path], profile: str) -> dict | None:
                 prof = json.loads(f.read_text()).get("profile") or {}
             except (OSError, json.JSONDecodeError):
                 continue
+            if not isinstance(prof, dict):  # a record written by another backend or version
+                continue
             best: dict = {}
             for way in ("up", "down"):
-                t = (prof.get(way) or {}).get("trace")
+                link = prof.get(way)
+                t = link.get("trace") if isinstance(link, dict) else None
                 if isinstance(t, dict) and t.get("mean_bps"):
                     burst = float(t.get("peak_bps") or t["mean_bps"]) / float(t["mean_bps"])
                     if not best or burst > best["burst"]:
