@@ -1,4 +1,5 @@
-"""QUIC handshakes (OpenSSL's QUIC stack in pqs-server/pqs-timer) through the emulated link.
+"""QUIC handshakes (pqs-server/pqs-timer on OpenSSL's QUIC stack, and for the round-trip physics
+on ngtcp2 too) through the emulated link.
 
 The physics (docs/methodology.md, "The handshake model", QUIC column in testbed/README.md):
 QUIC folds the transport handshake into the TLS one, so with a small flight the client's
@@ -28,17 +29,21 @@ def quic_run(topo, tmp_path: Path, name: str, server_args, timer_args, timeout=3
     return attempts, conns
 
 
-def test_quic_one_rtt_retry_and_amplification_at_100ms(tmp_path):
+# The physics is QUIC's, so both QUIC engines (OpenSSL's own stack and ngtcp2 over the same
+# OpenSSL; docs/methodology.md "QUIC engines") must show it, each at both ends.
+@pytest.mark.parametrize("engine", ["openssl", "ngtcp2"])
+def test_quic_one_rtt_retry_and_amplification_at_100ms(tmp_path, engine):
     rtt = 100e6
     profile = Profile.from_mapping({"name": "rtt100", "rtt": "100ms"}, source="test", line=1)
-    small = ["--sig", "ecdsa-p256", "--groups", "x25519"]
-    timer = ["--groups", "x25519", "--samples", 10, "--warmup", 1]
+    eng = ["--quic-engine", engine]
+    small = ["--sig", "ecdsa-p256", "--groups", "x25519", *eng]
+    timer = ["--groups", "x25519", "--samples", 10, "--warmup", 1, *eng]
     with Topology(profile, backend="userspace") as topo:
         off, off_conns = quic_run(topo, tmp_path, "retry-off", [*small, "--quic-retry", "off"], timer)
         on, on_conns = quic_run(topo, tmp_path, "retry-on", [*small, "--quic-retry", "on"], timer)
         big, big_conns = quic_run(topo, tmp_path, "big-flight",
                                   ["--sig", "ml-dsa-65", "--chain-depth", 2, "--groups", "x25519",
-                                   "--quic-retry", "off"], timer)
+                                   "--quic-retry", "off", *eng], timer)
     r_off, r_on, r_big = median_rtts(off, rtt), median_rtts(on, rtt), median_rtts(big, rtt)
     # 1 RTT (Initial -> the server's whole flight) + CPU and scheduling; a second round trip
     # would show as >= 2
@@ -56,7 +61,8 @@ def test_quic_one_rtt_retry_and_amplification_at_100ms(tmp_path):
     # the client's Finished, half an RTT after the client's end) is 1 RTT as well
     srv_off = float(np.median([c["handshake_ns"] for c in off_conns if c["ok"]])) / rtt
     assert 0.9 <= srv_off <= 1.5, srv_off
-    print(f"median RTTs: retry off {r_off:.3f}, retry on {r_on:.3f}, big flight {r_big:.3f}, "
+    assert {a["quic"]["datagrams_sent"] > 0 for a in off} == {True}
+    print(f"{engine}: median RTTs: retry off {r_off:.3f}, retry on {r_on:.3f}, big flight {r_big:.3f}, "
           f"server (retry off) {srv_off:.3f}")
 
 
