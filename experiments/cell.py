@@ -219,7 +219,7 @@ class CellRunner:
             if ready is not None:
                 cr.port = ready.get("port") or int(str(ready.get("listen", ":0")).rsplit(":", 1)[1])
                 cr.ca = Path(ready.get("ca") or Path(cert_dir.name) / "ca.pem")  # relative to the cell folder
-                if self.capture_bin is not None:
+                if self.capture_bin is not None and self.plan.captures(cell):
                     self._start_capture(topo, cr)
         except BaseException:
             self._stop_server(cr)
@@ -328,7 +328,7 @@ class CellRunner:
         """SIGTERM: pqs-capture writes what its sockets still hold, flushes and prints its stats
         (one that stopped at the cap has done so already). DONE `capture`: the files and counts,
         `capped` when the cap ended the recording (not a failure: the cell's numbers stand)."""
-        if self.capture_bin is None:
+        if self.capture_bin is None or not self.plan.captures(cr.cell):
             cr.info["capture"] = {"enabled": False}
             return
         rec: dict[str, Any] = {"enabled": True, "max_bytes": self.exp.capture_max_bytes}

@@ -48,6 +48,9 @@ def register(app: typer.Typer) -> None:
                   f"concurrency {m.concurrency}")
         print(f"  order:    {m.order}" + (f" (blocks of {m.block})" if m.order == "interleaved" else "")
               + f" (seed {p.seed})")
+        if m.capture:
+            print(f"  capture:  {s['capture_cells']} of {s['cells']} cells (pcapng up to {m.capture_max_bytes} bytes "
+                  "and the TLS key log per cell)")
         print("  profiles:")
         for name, prof in p.profiles.items():
             f = profile_figures(prof)

@@ -206,6 +206,9 @@ class Experiment(BaseModel):
     # Captures per cell (issue 24), declared after engine, which their validators read.
     capture: bool = Field(default=False, description="each cell's flows on the link as raw/<cell>/<cell>.pcapng "
                           "(pqs-capture) and the client's TLS secrets as raw/<cell>/<cell>.keys (NSS key log)")
+    capture_cells: list[ExcludeRule] | None = Field(
+        default=None, description="capture: true: only the cells matching one of these rules record (keys as in "
+                                  "exclude: group, sig, profile, mode, transport); every cell when absent")
     capture_max_bytes: int = Field(default=CAPTURE_MAX_BYTES_DEFAULT, description="capture: true: each pcapng's cap "
                                    "in bytes; recording stops there (DONE capture.capped)")
 
@@ -297,6 +300,17 @@ class Experiment(BaseModel):
         if v and info.data.get("engine") == "mininet":
             raise ValueError("true with engine: mininet: pqs-capture records the single link's namespace "
                              "(remove capture, or use engine: single-link)")
+        return v
+
+    @field_validator("capture_cells", mode="before")
+    @classmethod
+    def _capture_cells(cls, v: Any, info: ValidationInfo) -> Any:
+        if v is not None and info.data.get("capture") is False:
+            raise ValueError("chooses the cells that capture, but capture is off (add capture: true, or remove "
+                             "capture_cells)")
+        if v is not None and (not isinstance(v, list) or not v):
+            raise ValueError(f"{short(v)}: a list of rules such as [{{group: frodo640aes, profile: rtt200}}] "
+                             "(every cell captures when capture_cells is left out)")
         return v
 
     @field_validator("capture_max_bytes", mode="before")

@@ -245,6 +245,13 @@ class Plan:
     excluded: int
     notes: list[str] = field(default_factory=list)
     hops: list[Any] = field(default_factory=list)  # engine: mininet, kind: chain: one profile per hop
+    capture_rules: list[Any] | None = None  # capture_cells, expanded (None: every cell, with capture: true)
+
+    def captures(self, c: Cell) -> bool:
+        """capture: true and, with capture_cells, the cell matches one of its rules."""
+        if not self.model.capture:
+            return False
+        return self.capture_rules is None or any(cell_matches(r, c) for r in self.capture_rules)
 
     @property
     def model(self):
@@ -336,11 +343,37 @@ class Plan:
             "estimate_s": round(self.estimate_s(), 1),
             "engine": m.engine,
             "topology": m.topology.model_dump(mode="json") if m.topology is not None else None,
+            "capture_cells": sum(1 for c in self.cells if self.captures(c)),
         }
 
 
 def _matches(rule_values: list[str] | None, value: str) -> bool:
     return rule_values is None or value in rule_values
+
+
+CellRule = tuple  # (groups, sigs, profiles, modes, transports), each None for any
+
+
+def _cell_rules(ef: ExperimentFile, reg: Any, profs: dict[str, Any], key: str, given: list[Any]) -> list[CellRule]:
+    """Rules that pick cells (exclude, capture_cells): their @sets expanded, their names checked."""
+    rules = []
+    for i, r in enumerate(given):
+        rg = reg.expand("group", r.group, ef.where(key, i, "group")) if r.group else None
+        rs = reg.expand("sig", r.sig, ef.where(key, i, "sig")) if r.sig else None
+        if r.profile:
+            for p in r.profile:
+                if p not in profs:
+                    close = difflib.get_close_matches(p, list(profs), n=3, cutoff=0.5)
+                    raise UserError(f"{ef.where(key, i, 'profile')}: profile '{p}' is not in this experiment's profiles"
+                                    + (f"; did you mean {', '.join(close)}?" if close else f" ({', '.join(profs)})"))
+        rules.append((rg, rs, r.profile, r.mode, r.transport))
+    return rules
+
+
+def cell_matches(rule: CellRule, c: Cell) -> bool:
+    rg, rs, rp, rm, rt = rule
+    return (_matches(rg, c.group) and _matches(rs, c.sig) and _matches(rp, c.profile) and _matches(rm, c.mode)
+            and _matches(rt, c.transport))
 
 
 def build_plan(ef: ExperimentFile | Path | str, *, seed: int | None = None,
@@ -373,18 +406,10 @@ def build_plan(ef: ExperimentFile | Path | str, *, seed: int | None = None,
     else:
         profs = resolve_profiles(ef) if profiles is None else profiles
 
-    # Exclusion rules: expand their @sets and check their names too.
-    rules = []
-    for i, r in enumerate(m.exclude):
-        rg = reg.expand("group", r.group, ef.where("exclude", i, "group")) if r.group else None
-        rs = reg.expand("sig", r.sig, ef.where("exclude", i, "sig")) if r.sig else None
-        if r.profile:
-            for p in r.profile:
-                if p not in profs:
-                    close = difflib.get_close_matches(p, list(profs), n=3, cutoff=0.5)
-                    raise UserError(f"{ef.where('exclude', i, 'profile')}: profile '{p}' is not in this experiment's profiles"
-                                    + (f"; did you mean {', '.join(close)}?" if close else f" ({', '.join(profs)})"))
-        rules.append((rg, rs, r.profile, r.mode, r.transport))
+    # Exclusion rules (and capture_cells, of the same shape): expand their @sets and check their
+    # names too.
+    rules = _cell_rules(ef, reg, profs, "exclude", m.exclude)
+    capture_rules = _cell_rules(ef, reg, profs, "capture_cells", m.capture_cells) if m.capture_cells else None
 
     cells: list[Cell] = []
     excluded = 0
@@ -423,7 +448,7 @@ def build_plan(ef: ExperimentFile | Path | str, *, seed: int | None = None,
         seed = m.seed if m.seed is not None else secrets.randbits(32)
     if m.order in ("shuffled", "interleaved"):  # interleaved: each round's turns are shuffled again
         cells = shuffle_cells(cells, seed)
-    return Plan(ef, groups, sigs, profs, cells, seed, excluded, notes, hops)
+    return Plan(ef, groups, sigs, profs, cells, seed, excluded, notes, hops, capture_rules)
 
 
 def _check_one(t: T.Transport, ef: ExperimentFile, cells: list[Cell], profs: dict[str, Any]) -> None:

@@ -365,7 +365,9 @@ def capture_meta(exp: Any) -> dict:
     secrets, and how (each cell's DONE `capture` adds its own counts: frames, bytes, capped)."""
     if not getattr(exp, "capture", False):
         return {"enabled": False}
-    return {"enabled": True, "max_bytes": exp.capture_max_bytes, "tool": "pqs-capture",
+    cells = ([r.model_dump(exclude_none=True) for r in exp.capture_cells] if getattr(exp, "capture_cells", None)
+             else "all")
+    return {"enabled": True, "cells": cells, "max_bytes": exp.capture_max_bytes, "tool": "pqs-capture",
             "where": "the link namespace, both link-side interfaces, each frame once as it enters the link",
             "filter": "IPv4 TCP and UDP from or to the cell's server address and port",
             "files": ["raw/<cell_id>/<cell_id>.pcapng", "raw/<cell_id>/<cell_id>.keys"],

@@ -50,6 +50,10 @@ def test_bad_cap_is_one_line_with_file_line_and_fix(write_exp, line, pattern):
     (HEAD + "capture: 1\n", r":5 capture: 1: true or false"),
     (HEAD + "capture_max_bytes: 8192\n", r":5 capture_max_bytes: a pcapng cap, but capture is off "
                                          r"\(add capture: true, or remove capture_max_bytes\)$"),
+    (HEAD + "capture_cells: [{group: x25519}]\n", r":5 capture_cells: chooses the cells that capture, but capture "
+                                                  r"is off \(add capture: true, or remove capture_cells\)$"),
+    (HEAD + "capture: true\ncapture_cells: []\n", r":6 capture_cells: .*a list of rules such as"),
+    (HEAD + "capture: true\ncapture_cells: [{grp: x25519}]\n", r":6 capture_cells\[0\]\.grp: unknown field"),
     (HEAD + "capture: true\nengine: mininet\ntopology: {kind: star}\n",
      r":5 capture: true with engine: mininet: .*\(remove capture, or use engine: single-link\)$"),
 ])
@@ -73,3 +77,23 @@ def test_timer_gets_the_key_log_only_when_asked(write_exp):
     keyed = timer_argv(Path("pqs-timer"), "10.0.0.2:1", cell, m, Path("certs/ca.pem"), Path("timer.jsonl"),
                        keylog=Path(f"{cell.cell_id}.keys"))
     assert keyed == plain + ["--keylog", f"{cell.cell_id}.keys"]
+
+
+def test_capture_cells_pick_the_cells_that_record(write_exp):
+    """capture_cells: the rules of exclude's shape (@sets expanded, profiles checked) pick which
+    cells capture; every cell without them; the plan counts them and meta.json keeps the rules."""
+    from pqshake.experiments.plan import build_plan
+
+    two = "name: cap\ngroups: [x25519, MLKEM768]\nprofiles: [lan, rtt40]\nsamples: 3\ncapture: true\n"
+    p = build_plan(write_exp(two + "capture_cells: [{group: '@mlkem', profile: rtt40}]\n", "a.yaml"),
+                   check_stack=False)
+    picked = {(c.group, c.profile) for c in p.cells if p.captures(c)}
+    assert picked == {("MLKEM768", "rtt40")} and p.summary()["capture_cells"] == 1
+    assert rd.capture_meta(p.model)["cells"] == [{"group": ["@mlkem"], "profile": ["rtt40"]}]
+    every = build_plan(write_exp(two, "b.yaml"), check_stack=False)
+    assert all(every.captures(c) for c in every.cells) and rd.capture_meta(every.model)["cells"] == "all"
+    off = build_plan(write_exp(two.replace("capture: true\n", ""), "c.yaml"), check_stack=False)
+    assert not any(off.captures(c) for c in off.cells) and off.summary()["capture_cells"] == 0
+    refusal(lambda f: build_plan(f, check_stack=False),
+            write_exp(two + "capture_cells: [{profile: rtt400}]\n", "d.yaml"),
+            r":6 capture_cells\[0\]\.profile: profile 'rtt400' is not in this experiment's profiles; did you mean rtt40")

@@ -225,3 +225,20 @@ def test_capture_dies_with_the_run(pqs, pqs_spawn, write_exp, tmp_path, how, hav
     # file ends with the last whole block written (never in the middle of one: tshark reads it)
     assert len(tshark(pcap, "-Y", "tls.handshake.type == 1", "-e", "frame.number")) >= 1
     assert os.path.getsize(pcap) > 0
+
+
+def test_capture_cells_only_the_matching_cell_records(pqs, write_exp, tmp_path):
+    """capture_cells: of a tcp and a quic cell only the quic one records and has a key log; the
+    other's DONE says capture was off for it, and its timer had no --keylog."""
+    out = tmp_path / "results"
+    text = exp_text("userspace", "[tcp, quic]") + "capture_cells: [{transport: quic}]\n"
+    cp = pqs("run", str(write_exp(text)), "--out", str(out))
+    assert cp.returncode == 0, cp.stderr
+    path = the_run(out)
+    assert json.loads((path / "meta.json").read_text())["capture"]["cells"] == [{"transport": ["quic"]}]
+    cells = {json.loads(p.read_text())["transport"]: p.parent for p in (path / "raw").glob("*/DONE")}
+    quic, tcp = json.loads((cells["quic"] / "DONE").read_text()), json.loads((cells["tcp"] / "DONE").read_text())
+    assert quic["capture"]["enabled"] and quic["capture"]["frames"] > 0 and tcp["capture"] == {"enabled": False}
+    assert (cells["quic"] / f"{cells['quic'].name}.pcapng").exists()
+    assert not list(cells["tcp"].glob("*.pcapng")) and not list(cells["tcp"].glob("*.keys"))
+    assert "--keylog" not in json.loads((cells["tcp"] / "timer.argv.json").read_text())
