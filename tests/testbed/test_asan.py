@@ -76,10 +76,17 @@ def test_sanitized_fs0rtt_accepted_replayed_and_used_up(tmp_path, asan_built):
     """fs0rtt (testbed/fs0rtt/, issue 22) through the sanitizers: two clients at once on a key of
     n = 24 (the relic lock, the punctures), then past n (the used-up key's refusals), a damaged
     identity and a replay (test_fs0rtt.py's relay), with leak checking on exit."""
-    from test_fs0rtt import Relay, _identity_at, keygen, send_raw
+    from test_fs0rtt import keygen
 
     key = keygen(tmp_path / "key", n=24)
-    srv = Server(tmp_path, "--groups", "X25519MLKEM768", "--bfe-key", key, "--threads", "4", asan=True, env=SAN_ENV)
+    with Server(tmp_path, "--groups", "X25519MLKEM768", "--bfe-key", key, "--threads", "4", asan=True,
+                env=SAN_ENV) as srv:  # stopped whatever happens (stop() is idempotent)
+        _fs0rtt_through_the_sanitizers(srv, key)
+
+
+def _fs0rtt_through_the_sanitizers(srv, key):
+    from test_fs0rtt import Relay, _identity_at, send_raw
+
     args = ("--connect", srv.addr, "--ca", srv.ca, "--groups", "X25519MLKEM768", "--mode", "fs0rtt",
             "--bfe-public", key / "public.bin")
     r = run_timer(*args, "--samples", 20, "--concurrency", 2, "--response-bytes", 100, asan=True, env=SAN_ENV)
