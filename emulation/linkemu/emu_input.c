@@ -298,15 +298,22 @@ static char *read_bounded(const char *path, size_t *len, char *err, size_t errle
 	return buf;
 }
 
+/* A trace or delay series file (what: its kind, for the message): its path must fit the
+ * struct's path field (pathcap), its bytes are read with read_bounded's limits. */
+static char *read_input(const char *path, size_t pathcap, const char *what, size_t *len, char *err, size_t errlen)
+{
+	if (strlen(path) >= pathcap) {
+		snprintf(err, errlen, "%s path longer than %zu characters", what, pathcap - 1);
+		return NULL;
+	}
+	return read_bounded(path, len, err, errlen);
+}
+
 int pqs_trace_load(struct pqs_trace *t, const char *path, char *err, size_t errlen)
 {
 	size_t len;
 	memset(t, 0, sizeof(*t));
-	if (strlen(path) >= sizeof(t->path)) {
-		snprintf(err, errlen, "trace path longer than %zu characters", sizeof(t->path) - 1);
-		return -1;
-	}
-	char *buf = read_bounded(path, &len, err, errlen);
+	char *buf = read_input(path, sizeof(t->path), "trace", &len, err, errlen);
 	if (!buf)
 		return -1;
 	int r = pqs_trace_parse(t, buf, len, path, err, errlen);
@@ -318,11 +325,7 @@ int pqs_series_load(struct pqs_series *s, const char *path, char *err, size_t er
 {
 	size_t len;
 	memset(s, 0, sizeof(*s));
-	if (strlen(path) >= sizeof(s->path)) {
-		snprintf(err, errlen, "delay series path longer than %zu characters", sizeof(s->path) - 1);
-		return -1;
-	}
-	char *buf = read_bounded(path, &len, err, errlen);
+	char *buf = read_input(path, sizeof(s->path), "delay series", &len, err, errlen);
 	if (!buf)
 		return -1;
 	int r = pqs_series_parse(s, buf, len, path, err, errlen);

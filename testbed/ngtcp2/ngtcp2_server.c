@@ -229,6 +229,17 @@ static void write_stats(srv_state *t, bool final)
     pqs_qrx_stats_line(t->s->log, &t->cnt, final);
 }
 
+/* Every connection's timers and writes; a connection that is done is logged and dropped. */
+static void step_all(srv_state *t, int64_t now)
+{
+    for (size_t k = 0; k < t->n;) {
+        if (pqs_ngsrv_conn_step(t->conns[k], now))
+            t->conns[k] = t->conns[--t->n];
+        else
+            k++;
+    }
+}
+
 static void read_datagrams(srv_state *t)
 {
     for (int k = 0; k < READS_PER_ROUND; k++) {
@@ -285,14 +296,8 @@ int pqs_ng_server_run(pqs_ng_server *s, char *why, size_t whylen)
             break;
         }
         read_datagrams(t);
+        step_all(t, pqs_mono_ns());
         int64_t now = pqs_mono_ns();
-        for (size_t k = 0; k < t->n;) {
-            if (pqs_ngsrv_conn_step(t->conns[k], now))
-                t->conns[k] = t->conns[--t->n];
-            else
-                k++;
-        }
-        now = pqs_mono_ns();
         if (now - last_stats >= STATS_EVERY_NS) {
             /* every outcome follows a received datagram: their count says whether anything changed */
             if (t->cnt.datagrams != stats_seen)
@@ -306,13 +311,7 @@ int pqs_ng_server_run(pqs_ng_server *s, char *why, size_t whylen)
      * the signal ends its connection as it would have a moment later), then what is still open
      * is logged as it stands */
     read_datagrams(t);
-    int64_t now = pqs_mono_ns();
-    for (size_t k = 0; k < t->n;) {
-        if (pqs_ngsrv_conn_step(t->conns[k], now))
-            t->conns[k] = t->conns[--t->n];
-        else
-            k++;
-    }
+    step_all(t, pqs_mono_ns());
     while (t->n > 0)
         pqs_ngsrv_conn_stop(t->conns[--t->n]);
     write_stats(t, true);
