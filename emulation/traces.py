@@ -32,7 +32,8 @@ OPP_BYTES = 1500  # IP bytes one opportunity carries (Mahimahi's MTU-sized packe
 PATH_MAX = 511  # the emulator's limit on a file name in its SPEC
 
 _TRACE_FMT = "one whole number of milliseconds per line, as Mahimahi's traces"
-_SERIES_FMT = "lines 'TIME_MS DELAY_MS': time a whole number of ms, delay ms >= 0 with at most 6 decimals"
+_SERIES_FIELDS = "time a whole number of ms, delay ms >= 0 with at most 6 decimals"
+_SERIES_FMT = f"lines 'TIME_MS DELAY_MS': {_SERIES_FIELDS}"
 _TRACE_OK = re.compile(rb"(?:[ \t]*[0-9]+[ \t]*\r?\n)*[ \t]*[0-9]+[ \t]*\r?\n?")
 _SERIES_LINE = re.compile(rb"[ \t]*([0-9]+)[ \t]+([0-9]+)(?:\.([0-9]{1,6}))?[ \t]*\r?")
 
@@ -61,13 +62,17 @@ class SeriesInfo:
 
 
 class InputError(ValueError):
-    """One line: `FILE:LINE: problem (fix)` or `FILE: problem (fix)`."""
+    """One line: `FILE:LINE: problem (fix)` or `FILE: problem (fix)`. It quotes nothing of the
+    file: a path may name any file (`/etc/shadow`, `/proc/self/environ`) and pqshake runs as
+    root, so a message says what was expected on that line, never what is there."""
 
 
-def _shown(line: bytes) -> str:
-    t = line.decode("ascii", "replace")
-    t = "".join(c if " " <= c < "\x7f" and c not in "\"\\" else "?" for c in t[:24])
-    return t + ("..." if len(line) > 24 else "")
+def _num(digits: bytes) -> int:
+    """The value of a run of ASCII digits, any length: leading zeros dropped as the emulator's
+    parser does, and anything over 19 digits (above every cap) as 2**64 without converting it
+    (int() refuses more than 4300 digits)."""
+    d = digits.lstrip(b"0")
+    return int(d or b"0") if len(d) <= 19 else 2**64
 
 
 def _read(path: Path, shown: str) -> bytes:
@@ -119,12 +124,13 @@ def parse_trace(data: bytes, shown: str) -> np.ndarray:
             if not t:
                 raise InputError(f"{shown}:{i}: empty line ({_TRACE_FMT}; remove it)")
             if not t.isdigit():
-                raise InputError(f"{shown}:{i}: \"{_shown(t)}\" is not a whole number of milliseconds ({_TRACE_FMT})")
-            v = int(t)
+                raise InputError(f"{shown}:{i}: expected a whole number of milliseconds ({_TRACE_FMT})")
+            v = _num(t)
             if v > MAX_MS:
-                raise InputError(f"{shown}:{i}: \"{_shown(t)}\" is above {MAX_MS} ms (the largest timestamp)")
+                raise InputError(f"{shown}:{i}: expected a timestamp of at most {MAX_MS} ms (the largest)")
             if v < prev:
-                raise InputError(f"{shown}:{i}: {v} ms is before the previous line's {prev} ms (timestamps must not decrease)")
+                raise InputError(f"{shown}:{i}: expected a timestamp no earlier than the previous line's "
+                                 "(timestamps must not decrease)")
             out.append(v)
             prev = v
         ms = np.array(out, dtype=np.int64)
@@ -147,15 +153,19 @@ def parse_series(data: bytes, shown: str) -> tuple[np.ndarray, np.ndarray]:
         if not raw.rstrip(b"\r").strip(b" \t"):
             raise InputError(f"{shown}:{i}: empty line ({_SERIES_FMT}; remove it)")
         m = _SERIES_LINE.fullmatch(raw)
-        t = int(m.group(1)) if m else None
-        d = int(m.group(2)) * 10**6 + int((m.group(3) or b"0").ljust(6, b"0")) if m else None
-        if m is None or t > MAX_MS or d > SERIES_MAX_DELAY_NS:
-            raise InputError(f"{shown}:{i}: \"{_shown(raw.strip())}\" is not 'TIME_MS DELAY_MS' ({_SERIES_FMT}, "
-                             "at most an hour)")
+        if m is None:
+            raise InputError(f"{shown}:{i}: expected 'TIME_MS DELAY_MS' ({_SERIES_FIELDS})")
+        t = _num(m.group(1))
+        d = _num(m.group(2)) * 10**6 + int((m.group(3) or b"0").ljust(6, b"0"))
+        if t > MAX_MS:
+            raise InputError(f"{shown}:{i}: expected a time of at most {MAX_MS} ms (the largest)")
+        if d > SERIES_MAX_DELAY_NS:
+            raise InputError(f"{shown}:{i}: expected a delay of at most an hour ({SERIES_MAX_DELAY_NS // 10**6} ms)")
         if not ts and t != 0:
-            raise InputError(f"{shown}:{i}: the first time is {t} ms: a series starts at 0 ms")
+            raise InputError(f"{shown}:{i}: expected the first time to be 0 ms (a series starts at 0 ms)")
         if ts and t < ts[-1]:
-            raise InputError(f"{shown}:{i}: {t} ms is before the previous line's {ts[-1]} ms (times must not decrease)")
+            raise InputError(f"{shown}:{i}: expected a time no earlier than the previous line's "
+                             "(times must not decrease)")
         ts.append(t)
         ds.append(d)
     if ts[-1] == 0:

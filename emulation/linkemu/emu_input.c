@@ -26,19 +26,6 @@ static void trim(struct line *l)
 		l->e--;
 }
 
-/* What a bad line looked like, printable and short: at most 24 characters, others as '?'. */
-static void shown(const struct line *l, char *out, size_t outlen)
-{
-	size_t n = 0;
-	for (const char *p = l->s; p < l->e && n + 4 < outlen && n < 24; p++)
-		out[n++] = (*p >= 0x20 && *p < 0x7f && *p != '"' && *p != '\\') ? *p : '?';
-	if (l->e - l->s > 24 && n + 4 < outlen) {
-		memcpy(out + n, "...", 3);
-		n += 3;
-	}
-	out[n] = 0;
-}
-
 /* Number of lines: pieces between '\n', the piece after a final '\n' not counted. */
 static size_t count_lines(const char *buf, size_t len)
 {
@@ -50,16 +37,16 @@ static size_t count_lines(const char *buf, size_t len)
 	return n;
 }
 
-/* Digits only, value <= max. Returns the end of the digits, or NULL. */
+/* A run of digits from s (at least one), its value into *out saturated at max + 1 (so a value
+ * of any length compares above max and never overflows). Returns the end of the digits, or
+ * NULL when s does not start with a digit. */
 static const char *parse_uint(const char *s, const char *e, uint64_t max, uint64_t *out)
 {
 	uint64_t v = 0;
 	const char *p = s;
 	while (p < e && *p >= '0' && *p <= '9') {
 		unsigned d = (unsigned)(*p - '0');
-		if (v > (max - d) / 10)
-			return NULL;
-		v = v * 10 + d;
+		v = v > (max - d) / 10 ? max + 1 : v * 10 + d;
 		p++;
 	}
 	if (p == s)
@@ -81,7 +68,12 @@ static bool next_line(const char *buf, size_t len, size_t *pos, struct line *l)
 	return true;
 }
 
+/* Messages name the file and the line and say what was expected there: they quote nothing of
+ * the file, which may be any file (a SPEC's path, pqshake running as root). The same words as
+ * emulation/traces.py, whose messages a user sees first. */
 #define FMT_TRACE "one whole number of milliseconds per line, as Mahimahi's traces"
+#define FMT_SERIES_FIELDS "time a whole number of ms, delay ms >= 0 with at most 6 decimals"
+#define FMT_SERIES "lines 'TIME_MS DELAY_MS': " FMT_SERIES_FIELDS
 
 int pqs_trace_parse(struct pqs_trace *t, const char *buf, size_t len, const char *name, char *err,
 		    size_t errlen)
@@ -105,7 +97,6 @@ int pqs_trace_parse(struct pqs_trace *t, const char *buf, size_t len, const char
 	}
 	size_t pos = 0, lineno = 0;
 	struct line l;
-	char what[32];
 	while (next_line(buf, len, &pos, &l)) {
 		lineno++;
 		trim(&l);
@@ -117,20 +108,20 @@ int pqs_trace_parse(struct pqs_trace *t, const char *buf, size_t len, const char
 		bool digits = true;
 		for (const char *q = l.s; q < l.e; q++)
 			digits &= *q >= '0' && *q <= '9';
-		if (!digits || parse_uint(l.s, l.e, UINT32_MAX, &v) != l.e) {
-			shown(&l, what, sizeof(what));
-			if (digits)
-				snprintf(err, errlen, "%s:%zu: \"%s\" is above %u ms (the largest timestamp)", name,
-					 lineno, what, UINT32_MAX);
-			else
-				snprintf(err, errlen, "%s:%zu: \"%s\" is not a whole number of milliseconds (" FMT_TRACE ")",
-					 name, lineno, what);
+		if (!digits) {
+			snprintf(err, errlen, "%s:%zu: expected a whole number of milliseconds (" FMT_TRACE ")",
+				 name, lineno);
+			goto fail;
+		}
+		parse_uint(l.s, l.e, UINT32_MAX, &v);
+		if (v > UINT32_MAX) {
+			snprintf(err, errlen, "%s:%zu: expected a timestamp of at most %u ms (the largest)", name,
+				 lineno, UINT32_MAX);
 			goto fail;
 		}
 		if (t->n && v < t->ms[t->n - 1]) {
-			snprintf(err, errlen,
-				 "%s:%zu: %llu ms is before the previous line's %u ms (timestamps must not decrease)",
-				 name, lineno, (unsigned long long)v, t->ms[t->n - 1]);
+			snprintf(err, errlen, "%s:%zu: expected a timestamp no earlier than the previous line's "
+				 "(timestamps must not decrease)", name, lineno);
 			goto fail;
 		}
 		t->ms[t->n++] = (uint32_t)v;
@@ -154,7 +145,7 @@ int pqs_series_parse(struct pqs_series *s, const char *buf, size_t len, const ch
 	snprintf(s->path, sizeof(s->path), "%s", name);
 	size_t n = count_lines(buf, len);
 	if (n == 0) {
-		snprintf(err, errlen, "%s: empty (a delay series needs lines \"TIME_MS DELAY_MS\")", name);
+		snprintf(err, errlen, "%s: empty (a delay series needs " FMT_SERIES ")", name);
 		return -1;
 	}
 	if (n > PQS_SERIES_MAX_LINES) {
@@ -170,16 +161,15 @@ int pqs_series_parse(struct pqs_series *s, const char *buf, size_t len, const ch
 	}
 	size_t pos = 0, lineno = 0;
 	struct line l;
-	char what[32];
 	while (next_line(buf, len, &pos, &l)) {
 		lineno++;
 		trim(&l);
 		if (l.s == l.e) {
-			snprintf(err, errlen, "%s:%zu: empty line (lines \"TIME_MS DELAY_MS\"; remove it)", name,
-				 lineno);
+			snprintf(err, errlen, "%s:%zu: empty line (" FMT_SERIES "; remove it)", name, lineno);
 			goto fail;
 		}
-		uint64_t tm, ip, frac = 0;
+		/* the line's shape first, then its values' ranges (as traces.py) */
+		uint64_t tm, ip = 0, frac = 0;
 		unsigned fd = 0;
 		const char *p = parse_uint(l.s, l.e, UINT32_MAX, &tm);
 		bool ok = p && p < l.e && (*p == ' ' || *p == '\t');
@@ -201,31 +191,33 @@ int pqs_series_parse(struct pqs_series *s, const char *buf, size_t len, const ch
 		}
 		ok = ok && p == l.e;
 		if (!ok) {
-			shown(&l, what, sizeof(what));
-			snprintf(err, errlen,
-				 "%s:%zu: \"%s\" is not \"TIME_MS DELAY_MS\" (time: a whole number of ms; delay: "
-				 "ms >= 0 with at most 6 decimals, at most an hour)", name, lineno, what);
+			snprintf(err, errlen, "%s:%zu: expected 'TIME_MS DELAY_MS' (" FMT_SERIES_FIELDS ")", name, lineno);
+			goto fail;
+		}
+		if (tm > UINT32_MAX) {
+			snprintf(err, errlen, "%s:%zu: expected a time of at most %u ms (the largest)", name, lineno,
+				 UINT32_MAX);
 			goto fail;
 		}
 		while (fd < 6) {
 			frac *= 10;
 			fd++;
 		}
+		/* ip <= max + 1: no overflow */
 		int64_t d = (int64_t)ip * 1000000 + (int64_t)frac;
 		if (d > PQS_SERIES_MAX_DELAY_NS) {
-			shown(&l, what, sizeof(what));
-			snprintf(err, errlen, "%s:%zu: \"%s\": the delay is above an hour", name, lineno, what);
+			snprintf(err, errlen, "%s:%zu: expected a delay of at most an hour (%lld ms)", name, lineno,
+				 (long long)(PQS_SERIES_MAX_DELAY_NS / 1000000));
 			goto fail;
 		}
 		if (s->n == 0 && tm != 0) {
-			snprintf(err, errlen, "%s:%zu: the first time is %llu ms: a series starts at 0 ms", name,
-				 lineno, (unsigned long long)tm);
+			snprintf(err, errlen, "%s:%zu: expected the first time to be 0 ms (a series starts at 0 ms)",
+				 name, lineno);
 			goto fail;
 		}
 		if (s->n && tm < s->t_ms[s->n - 1]) {
-			snprintf(err, errlen,
-				 "%s:%zu: %llu ms is before the previous line's %u ms (times must not decrease)",
-				 name, lineno, (unsigned long long)tm, s->t_ms[s->n - 1]);
+			snprintf(err, errlen, "%s:%zu: expected a time no earlier than the previous line's "
+				 "(times must not decrease)", name, lineno);
 			goto fail;
 		}
 		s->t_ms[s->n] = (uint32_t)tm;

@@ -28,6 +28,16 @@
  * cannot be trusted: both are taken synchronously, so they are microseconds
  * on at least one probe where the stamps are right, and about a one-way
  * delay on every probe where a stamp comes from a later or earlier hop.
+ * Unless the programs themselves were late (a busy or slow machine): so each
+ * measures how long it could not have looked.  The reflector wakes at least
+ * every REFL_WAKE_MS and notes when it last found its socket empty; a probe's
+ * frame arrived after that, so with a right stamp its residence is at most
+ * the time since (refl_unseen_ns, carried back in the echo and follow-up).
+ * The client's transmit stamp is taken inside send(), so with a right stamp
+ * its lag is at most the time send() took.  The summary's *_unexplained_max_ns
+ * is, over all probes, the largest part of a lag that these do not account
+ * for: microseconds where the stamps are right, however late the programs
+ * ran; about a one-way delay where a stamp is from another hop.
  *
  * One way each (up_ns / down_ns, summary up_p50_ns / down_p50_ns): the echo
  * carries the reflector's kernel receive stamp on CLOCK_MONOTONIC, which every
@@ -59,7 +69,8 @@
 #define MAGIC 0x50515350u          /* "PQSP": one-step probe and its echo */
 #define MAGIC_TWO_STEP 0x50515354u /* "PQST": probe asking for a follow-up */
 #define MAGIC_FOLLOW 0x50515346u   /* "PQSF": follow-up, residence kernel rx -> kernel tx */
-#define HDR_SIZE 40
+#define HDR_SIZE 48
+#define REFL_WAKE_MS 1             /* the reflector looks at its socket at least this often */
 #define MAX_SIZE 65507
 
 struct probe_hdr {
@@ -69,6 +80,9 @@ struct probe_hdr {
 	int64_t residence_ns; /* filled by the reflector */
 	uint64_t session;
 	int64_t refl_rx_ns;   /* reflector: kernel receive stamp of the probe, CLOCK_MONOTONIC */
+	int64_t refl_unseen_ns; /* reflector: from when it last found its socket empty to the end
+				 * of the residence (its clock read; the follow-up's: the kernel
+				 * transmit stamp); a right residence is no longer */
 };
 
 struct result {
@@ -79,6 +93,8 @@ struct result {
 	int64_t tx_lag;       /* kernel transmit stamp - our clock before send() */
 	int64_t rx_lag;       /* our clock after recvmsg - kernel receive stamp */
 	int64_t residence_two_step; /* from the follow-up; valid if followed */
+	int64_t unseen, unseen_two_step; /* refl_unseen_ns of the echo / the follow-up */
+	int64_t in_send;      /* our clock after send() returned - before it (send_ns) */
 	int64_t refl_rx;      /* the reflector's kernel receive stamp (mono), 0 = none */
 	int64_t up, down;     /* one-way delays: namespaces of one host share its clock */
 	uint8_t followed;
@@ -197,6 +213,7 @@ struct pending {
 	uint32_t seq;
 	bool used;
 	int64_t rx_real; /* kernel receive timestamp of the probe */
+	int64_t seen_empty; /* when the socket was last found empty before it (CLOCK_REALTIME) */
 	struct sockaddr_in peer;
 };
 
@@ -206,10 +223,11 @@ struct reflector {
 };
 
 static void send_echo(struct reflector *r, unsigned char *buf, size_t n, struct probe_hdr *h,
-		      const struct sockaddr_in *peer, int64_t rx)
+		      const struct sockaddr_in *peer, int64_t rx, int64_t seen_empty)
 {
 	int64_t now = pqs_clock_ns(CLOCK_REALTIME);
 	h->residence_ns = (rx > 0 && now >= rx && now - rx < 1000000000LL) ? now - rx : 0;
+	h->refl_unseen_ns = now - seen_empty;
 	/* The receive stamp on the monotonic clock the client times with (every namespace of
 	 * the host reads the same one): the client splits the round trip into its two ways. */
 	h->refl_rx_ns = h->residence_ns > 0 ? pqs_clock_ns(CLOCK_MONOTONIC) - (now - rx) : 0;
@@ -228,6 +246,7 @@ static void send_echo(struct reflector *r, unsigned char *buf, size_t n, struct 
 	p->session = h->session;
 	p->seq = h->seq;
 	p->rx_real = rx;
+	p->seen_empty = seen_empty;
 	p->peer = *peer;
 	p->used = true;
 }
@@ -262,7 +281,8 @@ static void send_followups(struct reflector *r)
 			if (res < 0 || res >= 1000000000LL)
 				break;
 			struct probe_hdr f = {.magic = MAGIC_FOLLOW, .seq = h.seq, .send_ns = h.send_ns,
-					      .residence_ns = res, .session = h.session};
+					      .residence_ns = res, .session = h.session,
+					      .refl_unseen_ns = tx - p->seen_empty};
 			(void)sendto(r->fd, &f, sizeof(f), 0, (struct sockaddr *)&p->peer, sizeof(p->peer));
 			break;
 		}
@@ -290,9 +310,11 @@ static int serve(const char *addr)
 		die(1, "bind %s: %s", addr, strerror(errno));
 	printf("{\"type\":\"serving\",\"addr\":\"%s\"}\n", addr);
 	fflush(stdout);
+	/* a frame read now arrived after this: see refl_unseen_ns */
+	int64_t seen_empty = pqs_clock_ns(CLOCK_REALTIME);
 	for (;;) {
 		struct pollfd pfd = {r->fd, POLLIN, 0};
-		if (poll(&pfd, 1, -1) < 0) {
+		if (poll(&pfd, 1, REFL_WAKE_MS) < 0) {
 			if (errno == EINTR)
 				continue;
 			die(1, "poll: %s", strerror(errno));
@@ -307,6 +329,8 @@ static int serve(const char *addr)
 			if (n < 0) {
 				if (errno == EINTR)
 					continue;
+				if (errno == EAGAIN || errno == EWOULDBLOCK)
+					seen_empty = pqs_clock_ns(CLOCK_REALTIME);
 				break; /* EAGAIN, or an ICMP error for an earlier echo */
 			}
 			if (n < HDR_SIZE || mh.msg_namelen != sizeof(peer))
@@ -315,7 +339,7 @@ static int serve(const char *addr)
 			memcpy(&h, buf, sizeof(h));
 			if (h.magic != MAGIC && h.magic != MAGIC_TWO_STEP)
 				continue;
-			send_echo(r, buf, (size_t)n, &h, &peer, pqs_rx_stamp(&mh));
+			send_echo(r, buf, (size_t)n, &h, &peer, pqs_rx_stamp(&mh), seen_empty);
 		}
 		send_followups(r);
 	}
@@ -404,6 +428,7 @@ static void *rx_thread(void *arg)
 				struct result *res = &p->res[h.seq];
 				if (!res->followed && h.residence_ns >= 0 && h.residence_ns < 1000000000LL) {
 					res->residence_two_step = h.residence_ns;
+					res->unseen_two_step = h.refl_unseen_ns;
 					res->followed = 1;
 					atomic_fetch_add(&p->followups, 1);
 				}
@@ -427,6 +452,7 @@ static void *rx_thread(void *arg)
 			res->rx_user = mono;
 			res->send_ns = h.send_ns;
 			res->residence = h.residence_ns;
+			res->unseen = h.refl_unseen_ns;
 			res->refl_rx = h.refl_rx_ns;
 			res->state = 1;
 			atomic_fetch_add(&p->received, 1);
@@ -498,6 +524,7 @@ static int client(const char *addr, long long count, long long interval_us, long
 		do
 			r = send(p->fd, buf, (size_t)size, 0);
 		while (r < 0 && (errno == EINTR || errno == ECONNREFUSED));
+		p->res[i].in_send = pqs_clock_ns(CLOCK_MONOTONIC) - h.send_ns;
 		if (r >= 0) {
 			unsigned n = atomic_load(&p->nsent_ok);
 			p->id_to_seq[n] = i;
@@ -520,6 +547,7 @@ static int client(const char *addr, long long count, long long interval_us, long
 			continue;
 		if (r->followed) {
 			r->residence = r->residence_two_step;
+			r->unseen = r->unseen_two_step;
 			with_followup++;
 		}
 		int64_t tx = r->send_ns;
@@ -584,8 +612,16 @@ static int client(const char *addr, long long count, long long interval_us, long
 		die(1, "out of memory");
 	size_t nw = 0;
 	size_t ns = 0;
+	/* the largest part of a lag that the program's own delay does not account for (see the
+	 * top of this file); a reflector that did not say (0) accounts for nothing */
+	int64_t tx_unexpl = 0, res_unexpl = 0;
 	for (uint32_t i = 0; i < p->count; i++) {
 		if (p->res[i].state == 1) {
+			const struct result *r = &p->res[i];
+			int64_t tu = r->tx_lag - r->in_send;
+			int64_t ru = r->unseen > 0 ? r->residence - r->unseen : r->residence;
+			tx_unexpl = tu > tx_unexpl ? tu : tx_unexpl;
+			res_unexpl = ru > res_unexpl ? ru : res_unexpl;
 			txl[ns] = p->res[i].tx_lag;
 			rxl[ns] = p->res[i].rx_lag;
 			resid[ns++] = p->res[i].residence;
@@ -603,14 +639,17 @@ static int client(const char *addr, long long count, long long interval_us, long
 	printf("{\"type\":\"summary\",\"sent\":%u,\"received\":%zu,\"lost\":%zu,"
 	       "\"emsgsize\":%u,\"send_errors\":%u,\"duplicates\":%u,\"tx_timestamps\":%u,"
 	       "\"tx_restamped\":%u,\"tx_lag_min_ns\":%" PRId64 ",\"tx_lag_p50_ns\":%" PRId64
+	       ",\"tx_lag_unexplained_max_ns\":%" PRId64
 	       ",\"rx_lag_p50_ns\":%" PRId64 ",\"residence_min_ns\":%" PRId64 ",\"residence_p50_ns\":%" PRId64 ","
+	       "\"residence_unexplained_max_ns\":%" PRId64 ","
 	       "\"two_step\":%u,\"one_way\":%zu,\"up_p50_ns\":%" PRId64 ",\"down_p50_ns\":%" PRId64 ","
 	       "\"size\":%lld,\"df\":%s,"
 	       "\"min_ns\":%" PRId64 ",\"p50_ns\":%" PRId64 ",\"p90_ns\":%" PRId64
 	       ",\"p99_ns\":%" PRId64 ",\"max_ns\":%" PRId64 ",\"mean_ns\":%.0f}\n",
 	       p->count - emsg - serr, nok, (size_t)p->count - nok, emsg, serr,
-	       atomic_load(&p->dups), with_txts, p->restamped, ns ? txl[0] : 0, pct(txl, ns, 0.5), pct(rxl, ns, 0.5), ns ? resid[0] : 0,
-	       pct(resid, ns, 0.5), with_followup, nw, pct(ups, nw, 0.5), pct(downs, nw, 0.5), size, df ? "true" : "false", nok ? rtts[0] : 0,
+	       atomic_load(&p->dups), with_txts, p->restamped, ns ? txl[0] : 0, pct(txl, ns, 0.5), tx_unexpl,
+	       pct(rxl, ns, 0.5), ns ? resid[0] : 0, pct(resid, ns, 0.5), res_unexpl, with_followup, nw,
+	       pct(ups, nw, 0.5), pct(downs, nw, 0.5), size, df ? "true" : "false", nok ? rtts[0] : 0,
 	       pct(rtts, nok, 0.5), pct(rtts, nok, 0.9), pct(rtts, nok, 0.99),
 	       nok ? rtts[nok - 1] : 0, nok ? sum / (double)nok : 0.0);
 	fflush(stdout);

@@ -98,7 +98,7 @@ def test_bad_files_and_episodes_exit_2_in_one_line(bins, tmp_path):
 
     bad = tmp_path / "bad.trace"
     bad.write_text("1\n5\n3\n")
-    for up, want in ((f"trace={bad}", f"--up: trace: {bad}:3: 3 ms is before the previous line's 5 ms"),
+    for up, want in ((f"trace={bad}", f"--up: trace: {bad}:3: expected a timestamp no earlier than the previous line's"),
                      ("trace=/nonexistent.trace", "--up: trace: /nonexistent.trace: cannot open"),
                      (f"delay_series={tmp_path}", f"--up: delay_series: {tmp_path}: not a regular file"),
                      ("outage=clock:run/at:5", "--up: outage: dur missing")):
