@@ -20,6 +20,7 @@
 #include <openssl/rand.h>
 
 #include "ngsrv.h"
+#include "sockdrops.h"
 
 #define LOOP_MAX_WAIT_NS 50000000LL     /* signal and idle checks at least every 50 ms */
 #define STATS_EVERY_NS 5000000000LL     /* the quic_stats line while counts change */
@@ -226,7 +227,7 @@ static void on_datagram(srv_state *t, const uint8_t *d, size_t n, const struct s
  * OpenSSL engine's (quic/quic_server.c; testbed/README.md), by this engine's rules. */
 static void write_stats(srv_state *t, bool final)
 {
-    pqs_qrx_stats_line(t->s->log, &t->cnt, final);
+    pqs_qrx_stats_line(t->s->log, &t->cnt, t->s->fd, final);
 }
 
 /* Every connection's timers and writes; a connection that is done is logged and dropped. */
@@ -299,10 +300,12 @@ int pqs_ng_server_run(pqs_ng_server *s, char *why, size_t whylen)
         step_all(t, pqs_mono_ns());
         int64_t now = pqs_mono_ns();
         if (now - last_stats >= STATS_EVERY_NS) {
-            /* every outcome follows a received datagram: their count says whether anything changed */
-            if (t->cnt.datagrams != stats_seen)
+            /* every outcome follows a received datagram: their count and the kernel's drops
+             * (-1 when unknown: a constant offset) say whether anything changed */
+            uint64_t seen = t->cnt.datagrams + (uint64_t)pqs_socket_drops(t->s->fd);
+            if (seen != stats_seen)
                 write_stats(t, false);
-            stats_seen = t->cnt.datagrams;
+            stats_seen = seen;
             last_stats = now;
         }
         wait_io(t, now);

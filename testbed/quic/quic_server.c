@@ -18,6 +18,7 @@
 
 #include <openssl/err.h>
 
+#include "sockdrops.h"
 #include "tlsobs.h"
 
 #define MAX_CONNS 4096
@@ -251,7 +252,7 @@ static void conn_progress(pqs_quic_server *qs, qconn *c, int64_t now)
 static void write_stats(pqs_quic_server *qs, bool final)
 {
     pqs_qrx_settle(&qs->rx);
-    pqs_qrx_stats_line(qs->log, &qs->rx.cnt, final);
+    pqs_qrx_stats_line(qs->log, &qs->rx.cnt, qs->fd, final);
 }
 
 int pqs_quic_server_run(pqs_quic_server *qs, char *why, size_t whylen)
@@ -292,10 +293,12 @@ int pqs_quic_server_run(pqs_quic_server *qs, char *why, size_t whylen)
         SSL_handle_events(l);
         int64_t now = pqs_mono_ns();
         if (now - last_stats >= STATS_EVERY_NS) {
-            /* every outcome follows a received datagram: their count says whether anything changed */
-            if (qs->rx.cnt.datagrams != stats_seen)
+            /* every outcome follows a received datagram: their count and the kernel's drops
+             * (-1 when unknown: a constant offset) say whether anything changed */
+            uint64_t seen = qs->rx.cnt.datagrams + (uint64_t)pqs_socket_drops(qs->fd);
+            if (seen != stats_seen)
                 write_stats(qs, false);
-            stats_seen = qs->rx.cnt.datagrams;
+            stats_seen = seen;
             last_stats = now;
         }
         while (n < MAX_CONNS) {

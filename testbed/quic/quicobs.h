@@ -124,8 +124,9 @@ typedef struct pqs_qrxstate {
     pqs_qrx_cid slots[PQS_QRX_CID_SLOTS];
 } pqs_qrxstate;
 
-/* The server's "quic_stats" line of counters c (both engines' servers write it; final: at exit). */
-void pqs_qrx_stats_line(pqs_sink *log, const pqs_qrx_counters *c, bool final);
+/* The server's "quic_stats" line of counters c and of the kernel's drops on its socket fd (both
+ * engines' servers write it; final: at exit). */
+void pqs_qrx_stats_line(pqs_sink *log, const pqs_qrx_counters *c, int fd, bool final);
 
 void pqs_qrx_init(pqs_qrxstate *s);
 /* Counts the outcome of the Initial OpenSSL had last; call outside OpenSSL calls. */

@@ -8,6 +8,7 @@
 
 #include "quicobs.h"
 #include "quicrx.h"
+#include "sockdrops.h"
 
 static bool qaddr_of(const BIO_ADDR *a, pqs_qaddr *out)
 {
@@ -294,11 +295,13 @@ bool pqs_qrx_rx(pqs_qwire *w, const BIO_MSG *m)
     return true;
 }
 
-void pqs_qrx_stats_line(pqs_sink *log, const pqs_qrx_counters *c, bool final)
+void pqs_qrx_stats_line(pqs_sink *log, const pqs_qrx_counters *c, int fd, bool final)
 {
     pqs_json j;
     pqs_json_begin(&j, "quic_stats");
     pqs_json_uint(&j, "datagrams", c->datagrams);
+    /* not among datagrams: the kernel dropped them before the server could read them */
+    pqs_json_socket_drops(&j, fd);
     pqs_json_uint(&j, "to_connection", c->to_connection);
     pqs_json_uint(&j, "new_connections", c->new_connections);
     pqs_json_uint(&j, "retry_sent", c->retry_sent);

@@ -17,6 +17,7 @@
 
 #include <openssl/err.h>
 
+#include "sockdrops.h"
 #include "turbo_server.h"
 
 typedef struct pqs_turbo_entry {
@@ -204,6 +205,8 @@ static void write_stats(pqs_turbo_server *ts, size_t live, bool final)
     pqs_json_begin(&j, "turbo_stats");
     const pqs_turbo_counters *c = &ts->cnt;
     pqs_json_uint(&j, "datagrams", c->datagrams);
+    /* not among datagrams: the kernel dropped them before the server could read them */
+    pqs_json_socket_drops(&j, ts->fd);
     pqs_json_uint(&j, "states_created", c->created);
     pqs_json_uint(&j, "bound_udp", c->bound_udp);
     pqs_json_uint(&j, "bound_tcp_fresh", c->bound_fresh);
@@ -258,7 +261,8 @@ static void *udp_main(void *arg)
             const pqs_turbo_counters *c = &ts->cnt;
             uint64_t seen = c->datagrams + c->bound_udp + c->bound_fresh + c->bound_plain + c->bind_unknown
                             + c->expired + c->bind_no_data + c->bind_truncated + c->bind_malformed + c->bind_replay
-                            + c->bind_bad_clienthello + c->bind_failed;
+                            + c->bind_bad_clienthello + c->bind_failed
+                            + (uint64_t)pqs_socket_drops(ts->fd); /* -1 when unknown: a constant offset */
             if (seen != stats_seen)
                 write_stats(ts, live_states(ts), false);
             stats_seen = seen;
