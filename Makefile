@@ -12,20 +12,25 @@ PQS    := $(VENV)/bin/pqshake
 EXP    ?= experiments/demo.yaml
 export PQS_BUILD := $(BUILD)
 
-.PHONY: help deps system build venv test test-c test-py test-netem bench demo run figures analyze clean distclean asan check-profiles schema net-check
+.PHONY: help deps system system-test build venv test test-c test-py test-host test-netem netem-lane bench demo run figures analyze clean distclean asan check-profiles schema net-check
 
 help:
 	@echo "make demo    install what is missing, build, run the demo matrix, write figures"
 	@echo "make run EXP=experiments/x.yaml    run an experiment matrix (results/<name>/<id>/)"
 	@echo "make figures RUN=results/<name>/<id>    summary tables and figures of a run"
-	@echo "make test    install what is missing, build, run every test"
+	@echo "make test    install what is missing (the test lab too), build, run every lane to its end: one line per lane, totals last"
 	@echo "make bench   benchmarks (configured vs achieved, ratios vs a reference)"
-	@echo "make deps    system packages + the pinned OpenSSL/liboqs/oqs-provider, relic/bfe-bf (cached outside the clone)"
+	@echo "make deps    system packages to build and run + the pinned OpenSSL/liboqs/oqs-provider, relic/bfe-bf (cached outside the clone)"
+	@echo "make system-test    the test lab's packages too (clang, user-mode Linux, Slurm, podman, tshark): make test does it"
 	@echo "make build   the C programs into build/bin"
 	@echo "make clean   remove build/ (not the cache); 'pqshake clean' removes dead runs' leftovers"
 
+# What building and running need (make demo); the test lab (make test) on top: see the script.
 system:
 	@bash scripts/install-system-packages.sh
+
+system-test:
+	@bash scripts/install-system-packages.sh --test
 
 # The pinned stack: versions and sha256 in testbed/deps/versions.env.
 deps: system
@@ -40,28 +45,38 @@ build: deps
 	@$(MAKE) --no-print-directory -C emulation/capture BUILD=$(BUILD)
 	@$(MAKE) --no-print-directory -C emulation/uml BUILD=$(BUILD)
 
-asan: deps
+asan: system-test deps
 	@$(MAKE) --no-print-directory -C testbed BUILD=$(BUILD) asan
 	@$(MAKE) --no-print-directory -C emulation/linkemu BUILD=$(BUILD) asan
 	@$(MAKE) --no-print-directory -C emulation/capture BUILD=$(BUILD) asan
 
-test: build asan venv
-	@$(MAKE) --no-print-directory test-c
-	@$(MAKE) --no-print-directory test-py
+# Every lane runs to its end whatever the others did, then one line per lane and the totals
+# (scripts/test-lanes.sh); make test fails if any lane failed.
+test: system-test build asan venv
+	@bash scripts/test-lanes.sh test-c test-host netem-lane
 
+# The C unit tests: the testbed's and pqs-linkemu's, both run whatever the first gave.
 test-c:
-	@$(MAKE) --no-print-directory -C testbed BUILD=$(BUILD) check
-	@$(MAKE) --no-print-directory -C emulation/linkemu BUILD=$(BUILD) check
+	@rc=0; \
+	$(MAKE) --no-print-directory -C testbed BUILD=$(BUILD) check || rc=1; \
+	$(MAKE) --no-print-directory -C emulation/linkemu BUILD=$(BUILD) check || rc=1; \
+	exit $$rc
 
-# Two lanes: everything but the netem backend here; the netem tests where a kernel has sch_netem
-# (this one if it does, else a user-mode Linux kernel booted for them: docs/netem-in-uml.md).
-NETEM_LANE = $(PQS) uml run --unless-netem -- $(PY) -m pytest -m netem $(PYTEST_ARGS)
-test-py:
+# Two pytest lanes: everything but the netem backend here (test-host); the netem tests where a
+# kernel has sch_netem (this one if it does, else a user-mode Linux kernel booted for them:
+# docs/netem-in-uml.md). PYTEST_ARGS goes to both (e.g. PYTEST_ARGS="-x -k rtt").
+export PYTEST_ARGS
+test-host:
 	@$(PY) -m pytest -m "not netem" $(PYTEST_ARGS)
-	@$(NETEM_LANE)
 
-test-netem: build venv
-	@$(NETEM_LANE)
+netem-lane:
+	@$(PQS) uml run --unless-netem -- $(PY) -m pytest -m netem $(PYTEST_ARGS)
+
+test-py:
+	@bash scripts/test-lanes.sh test-host netem-lane
+
+test-netem: system-test build venv
+	@$(MAKE) --no-print-directory netem-lane
 
 bench: build venv
 	@$(PY) bench/run_all.py

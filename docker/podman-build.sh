@@ -10,7 +10,7 @@
 # second build reuses the base and every unchanged layer. The base is keyed by suite and month
 # (debootstrap fetches the suite's current packages: a new month, a new base, a full rebuild).
 # Steps run with --isolation=chroot (no OCI runtime needed to build; see docker/README.md for
-# running). Needs root, debootstrap and podman (scripts/install-system-packages.sh installs both).
+# running). Needs root, debootstrap and podman (scripts/install-system-packages.sh --test installs both).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cache=${PQS_CACHE:-$HOME/.cache/pqshake}
@@ -24,7 +24,7 @@ podman=(podman --root "$store/root" --runroot "$store/runroot" --storage-driver 
 die() { echo "podman-build: $*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || die "needs root (debootstrap, podman storage of its own)"
 for t in podman debootstrap; do
-  command -v "$t" >/dev/null || die "$t not installed (bash scripts/install-system-packages.sh)"
+  command -v "$t" >/dev/null || die "$t not installed (bash scripts/install-system-packages.sh --test)"
 done
 mkdir -p "$store"
 exec 9>"$store/.lock"

@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
 # Install the Debian/Ubuntu packages pqshake needs, only those missing, only as root.
-# Run by `make deps` (and so by `make demo` / `make test`) and by docker/Dockerfile.
-# Usage: install-system-packages.sh [--runtime] [--list]
-#   --runtime: only what running needs (no compilers): the final stage of docker/Dockerfile.
-#   --list: print the table this mode checks ("command-or-file:package" lines), install nothing
-#           (tests/test_system_packages.py holds every program the code runs against it).
+# Three tables, each the one before plus more, so that `make demo` installs no test lab:
+#   --runtime  what running needs (no compilers): the final stage of docker/Dockerfile.
+#   (default)  plus what building needs (make build, make venv): `make demo`, `make deps`, and the
+#              build stage of docker/Dockerfile.
+#   --test     plus the test lab `make test` drives (sanitizers, user-mode Linux, Slurm, podman,
+#              tshark, ...): `make test`, `make asan`, `make test-netem`.
+# --list: print the table of the mode ("command-or-file:package" lines), install nothing
+#         (tests/test_system_packages.py holds every program the code runs against these tables).
+# Usage: install-system-packages.sh [--runtime | --test] [--list]
 set -euo pipefail
-mode=all list=
+mode=build list=
 for arg in "$@"; do
   case $arg in
-    --runtime) mode=--runtime ;;
+    --runtime) mode=runtime ;;
+    --test) mode=test ;;
     --list) list=1 ;;
-    *) echo "usage: $0 [--runtime] [--list]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--runtime | --test] [--list]" >&2; exit 2 ;;
   esac
 done
 
@@ -26,50 +31,58 @@ runtime=(
   # (tests/test_system_packages.py checks each library a built program needs against this list)
   "/usr/lib/*/libsodium.so.23:libsodium23" "/usr/lib/*/libgmp.so.10:libgmp10" "/usr/lib/*/libgomp.so.1:libgomp1"
 )
+build=(
+  "cc:gcc" "gcc:gcc" "make:make" "cmake:cmake" "ninja:ninja-build" "pkg-config:pkg-config"
+  # perl, not only perl-base (which gives /usr/bin/perl on minimal images): OpenSSL's Configure
+  # needs FindBin and friends
+  "/usr/share/perl/*/FindBin.pm:perl"
+  "cargo:cargo" "sha256sum:coreutils"
+  # testbed/Makefile renames bfe-bf's copy of the Keccak symbols (nm, objcopy) in its archive
+  "nm:binutils" "objcopy:binutils"
+  # Bloom Filter Encryption (issue 22): bfe-bf and what links it (testbed/deps/build-stack.sh,
+  # testbed/Makefile) need libsodium and GMP (-lsodium -lgmp: the .so the linker looks for);
+  # bfe-bf's CMake project declares C++ as well (its benchmark), so CMake wants a C++ compiler
+  "/usr/lib/*/libsodium.so:libsodium-dev" "/usr/lib/*/libgmp.so:libgmp-dev" "g++:g++"
+  # the oqs-provider release tarball's download when no local copy has it (testbed/deps/common.sh),
+  # and cargo's crate fetches: https needs the CA bundle (minimal images lack it)
+  "curl:curl" "/usr/sbin/update-ca-certificates:ca-certificates"
+  # the netem backend on this host loads sch_netem (emulation/backend.py); not in the image's
+  # runtime list: a container cannot load the host's modules
+  "modprobe:kmod"
+)
+testlab=(
+  # the sanitizer and fuzz builds (make asan, part of make test; make fuzz): clang and its
+  # sanitizer runtime (any installed clang's is fine)
+  "clang:clang"
+  "/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.asan-x86_64.a:libclang-rt-14-dev"
+  # a test only (tests/oqsprov/test_provider_module.py): a provider built against the system's
+  # libcrypto, as distributions ship them; and the provider module's symbols and dependencies
+  "/usr/include/openssl/core_dispatch.h:libssl-dev" "readelf:binutils"
+  # the netem lane of `make test` on kernels without sch_netem: a user-mode Linux kernel
+  # (6.1, netem as a module; `pqshake uml run`, docs/netem-in-uml.md)
+  "linux.uml:user-mode-linux"
+  # the Slurm test of `make test` (tests/slurm): a one-node cluster of its own daemons, started
+  # and stopped by the test (the packages' system services are not used). A run submitted to a
+  # real cluster uses that cluster's Slurm.
+  "slurmctld:slurmctld" "slurmd:slurmd" "sbatch:slurm-client" "munged:munge"
+  "scontrol:slurm-client" "squeue:slurm-client" "scancel:slurm-client" "mungekey:munge"
+  # TurboTLS's fallback test drops UDP with iptables
+  "iptables:iptables"
+  # the container test of `make test` (tests/test_container.py) and `make podman-build`: a Debian
+  # base made by debootstrap, the image built by podman and run with `--runtime runc`
+  # (docker/podman-run.sh: crun, podman's default runtime, refuses hybrid cgroups; docker/README.md)
+  "podman:podman" "runc:runc" "debootstrap:debootstrap"
+  # the tests list the clone's files (a run records its commit when git is there; the image's
+  # build has no .git)
+  "git:git"
+  # a real pcapng reader for pqs-capture's files and the timer's key log
+  # (tests/experiments/test_capture_netns.py). Its debconf question (may non-root users
+  # capture?) is answered below: no.
+  "tshark:tshark" "debconf-set-selections:debconf"
+)
 needs=("${runtime[@]}")
-if [ "$mode" = all ]; then
-  needs+=(
-    "cc:gcc" "gcc:gcc" "make:make" "cmake:cmake" "ninja:ninja-build" "pkg-config:pkg-config"
-    # perl, not only perl-base (which gives /usr/bin/perl on minimal images): OpenSSL's Configure
-    # needs FindBin and friends
-    "/usr/share/perl/*/FindBin.pm:perl"
-    "clang:clang" "cargo:cargo" "sha256sum:coreutils"
-    # a test only (tests/oqsprov/test_provider_module.py): a provider built against the system's
-    # libcrypto, as distributions ship them
-    "/usr/include/openssl/core_dispatch.h:libssl-dev"
-    # the sanitizer runtime: any installed clang's is fine
-    "/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.asan-x86_64.a:libclang-rt-14-dev"
-    # the netem lane of `make test` on kernels without sch_netem: a user-mode Linux kernel
-    # (6.1, netem as a module) and modprobe to load its modules
-    "linux.uml:user-mode-linux" "modprobe:kmod"
-    # the Slurm test of `make test` (tests/slurm): a one-node cluster of its own daemons, started
-    # and stopped by the test (the packages' system services are not used)
-    "slurmctld:slurmctld" "slurmd:slurmd" "sbatch:slurm-client" "munged:munge"
-    "scontrol:slurm-client" "squeue:slurm-client" "scancel:slurm-client" "mungekey:munge"
-    # tests: the provider module's symbols and dependencies (tests/oqsprov; binutils comes with
-    # gcc, named here all the same); TurboTLS's fallback test drops UDP with iptables
-    "nm:binutils" "readelf:binutils" "iptables:iptables"
-    # testbed/Makefile renames bfe-bf's copy of the Keccak symbols (nm, objcopy) in its archive
-    "objcopy:binutils"
-    # Bloom Filter Encryption (issue 22): bfe-bf and what links it (testbed/deps/build-stack.sh,
-    # testbed/Makefile) need libsodium and GMP (-lsodium -lgmp: the .so the linker looks for);
-    # bfe-bf's CMake project declares C++ as well (its benchmark), so CMake wants a C++ compiler
-    "/usr/lib/*/libsodium.so:libsodium-dev" "/usr/lib/*/libgmp.so:libgmp-dev" "g++:g++"
-    # the oqs-provider release tarball's download when no local copy has it (testbed/deps/common.sh),
-    # and cargo's crate fetches: https needs the CA bundle (minimal images lack it)
-    "curl:curl" "/usr/sbin/update-ca-certificates:ca-certificates"
-  )
-  # the container test of `make test` (tests/test_container.py): a Debian base made by
-  # debootstrap, the image built by podman and run with `--runtime runc` (docker/podman-run.sh:
-  # crun, podman's default runtime, refuses hybrid cgroups; docker/README.md). Not inside the
-  # image's own build (it runs no containers); nor git: the tests list the clone's files and a
-  # run records its commit, and the image's build has no .git.
-  [ -n "${PQS_IMAGE_BUILD:-}" ] || needs+=("podman:podman" "runc:runc" "debootstrap:debootstrap" "git:git")
-  # tests (not the image's build either): a real pcapng reader for pqs-capture's files and the
-  # timer's key log (tests/experiments/test_capture_netns.py). Its debconf question (may
-  # non-root users capture?) is answered below: no.
-  [ -n "${PQS_IMAGE_BUILD:-}" ] || needs+=("tshark:tshark" "debconf-set-selections:debconf")
-fi
+[ "$mode" = runtime ] || needs+=("${build[@]}")
+[ "$mode" != test ] || needs+=("${testlab[@]}")
 if [ -n "$list" ]; then
   printf '%s\n' "${needs[@]}"
   exit 0
@@ -86,11 +99,12 @@ for pair in "${needs[@]}"; do
   fi
   [[ " ${missing[*]-} " == *" $pkg "* ]] || missing+=("$pkg")
 done
-# python3-venv: the interpreter must be able to make a virtualenv with pip.
-if [ "$mode" = all ] && ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then missing+=("python3-venv"); fi
+# python3-venv: the interpreter must be able to make a virtualenv with pip (make venv).
+if [ "$mode" != runtime ] && ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then missing+=("python3-venv"); fi
 
+what=$([ "$mode" = test ] && echo "required packages and the test lab's" || echo "required packages")
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "system: all required packages present"
+  echo "system: all $what present"
   exit 0
 fi
 if [ "$(id -u)" != 0 ]; then

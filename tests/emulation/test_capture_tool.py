@@ -233,7 +233,7 @@ def test_version_and_documented_options():
     h = run("--help")
     assert h.returncode == 0
     options = set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]+", h.stdout)) - {"--help"}
-    readme = (REPO / "README.md").read_text()
+    readme = (REPO / "docs" / "usage.md").read_text()
     block = readme[readme.index("## The programs"):]
     lines = block.splitlines()
     i = next(k for k, ln in enumerate(lines) if ln.startswith("pqs-capture"))

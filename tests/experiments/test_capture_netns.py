@@ -40,7 +40,7 @@ FIELDS = ("frame.interface_name", "ip.src", "ip.dst", "tcp.srcport", "tcp.dstpor
 
 @pytest.fixture(scope="module")
 def have_tshark():
-    need(shutil.which("tshark") is not None, "tshark missing: scripts/install-system-packages.sh installs it")
+    need(shutil.which("tshark") is not None, "tshark missing: scripts/install-system-packages.sh --test installs it")
 
 
 def the_run(out: Path) -> Path:

@@ -26,7 +26,7 @@ from pqshake.emulation import netns
 from pqshake.errors import UserError
 
 DAEMONS = ("munged", "slurmctld", "slurmd")
-INSTALL_HINT = "install them with scripts/install-system-packages.sh (packages slurmctld slurmd slurm-client munge)"
+INSTALL_HINT = "install them with scripts/install-system-packages.sh --test (packages slurmctld slurmd slurm-client munge)"
 
 
 def missing_tools() -> list[str]:

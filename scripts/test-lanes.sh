@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Run every lane of `make test`, each a make target, to its end whatever the others did: a failing
+# lane must not hide the next one's failures (the netem lane never ran behind a failing host lane).
+# Then one line per lane and, last, the totals as a plain 'N passed, N failed' line (CI reads the
+# closing lines), and exit 1 if any lane failed.
+# Usage: test-lanes.sh TARGET...   (make targets; each prints pytest's or the C tests' summary)
+set -uo pipefail
+[ $# -gt 0 ] || { echo "usage: $0 TARGET..." >&2; exit 2; }
+logs=$(mktemp -d "${TMPDIR:-/tmp}/pqs-lanes.XXXXXX")
+trap 'rm -rf "$logs"' EXIT
+MAKE=${MAKE:-make}
+
+# counts LOG: "passed failed skipped" from the lane's summary lines: pytest's closing line, the
+# last one ("==== 3 failed, 1490 passed, 12 skipped in 2280.1s ====", or without the = with -q;
+# errors count as failed), plus the C tests' "N passed, N failed" lines (test-c has two).
+counts() {
+  sed 's/\x1b\[[0-9;]*m//g' "$1" | awk '
+    /^(=+ )?[0-9]+ [a-z]+.* in [0-9.]+s( \([0-9:]+\))?( =+)?$/ { py = $0 }
+    /^[0-9]+ passed, [0-9]+ failed$/ { p += $1; f += $3 }
+    END { s = py
+      while (match(s, /[0-9]+ (passed|failed|errors?|skipped)/)) {
+        w = substr(s, RSTART, RLENGTH); split(w, a, " "); s = substr(s, RSTART + RLENGTH)
+        if (a[2] == "passed") p += a[1]; else if (a[2] == "skipped") k += a[1]; else f += a[1] }
+      printf "%d %d %d\n", p, f, k }'
+}
+
+total_p=0 total_f=0 failed_lanes=() summary=()
+for lane in "$@"; do
+  echo "=== lane $lane"
+  "$MAKE" --no-print-directory "$lane" 2>&1 | tee "$logs/$lane.log"
+  rc=${PIPESTATUS[0]}
+  read -r p f k < <(counts "$logs/$lane.log")
+  note=""
+  # pytest selected nothing here (its closing line counts no test: "no tests ran", "N deselected";
+  # its exit status 5 reaches us as make's 2): fine when PYTEST_ARGS filtered this lane's tests away
+  if [ "$rc" -ne 0 ] && [ "$p$f" = 00 ] && [ -n "${PYTEST_ARGS:-}" ] \
+      && grep -Eq '^(=+ )?(no tests ran|[0-9]+ deselected)( in [0-9.]+s)?' "$logs/$lane.log"; then
+    rc=0; note=" (PYTEST_ARGS selected none here)"
+  fi
+  # a lane that failed without a failed test in its summary (a build error, a crash, a timeout,
+  # pytest's "no tests collected" when nothing filters them) counts as one failure
+  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; note=" (exit $rc, no failed test in its summary)"; fi
+  total_p=$((total_p + p)) total_f=$((total_f + f))
+  if [ "$rc" -eq 0 ]; then status=ok; else status=FAILED; failed_lanes+=("$lane"); fi
+  summary+=("$(printf 'lane %-10s %-6s %d passed, %d failed, %d skipped%s' "$lane" "$status" "$p" "$f" "$k" "$note")")
+done
+echo
+printf '%s\n' "${summary[@]}"
+[ ${#failed_lanes[@]} -eq 0 ] || echo "failed lanes: ${failed_lanes[*]}"
+echo "$total_p passed, $total_f failed"
+[ ${#failed_lanes[@]} -eq 0 ]

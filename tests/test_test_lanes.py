@@ -1,0 +1,71 @@
+"""`make test` runs every lane to its end and reports them all (issue 29: the host lane's first
+failure stopped make, so the netem lane never ran and its failures went unseen)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+LANES = REPO / "scripts" / "test-lanes.sh"
+
+
+def test_make_test_runs_every_lane_through_the_lane_runner():
+    """The test target hands all three lanes to scripts/test-lanes.sh (not one recipe line per
+    lane, which make abandons at the first failure)."""
+    mk = (REPO / "Makefile").read_text()
+    recipe = re.search(r"^test:[^\n]*\n((?:\t[^\n]*\n)+)", mk, re.M).group(1)
+    assert re.fullmatch(r"\t@bash scripts/test-lanes\.sh test-c test-host netem-lane\n", recipe), recipe
+    for lane in ("test-c", "test-host", "netem-lane"):
+        assert re.search(rf"^{lane}:", mk, re.M), f"no make target {lane}"
+    assert "make test" in (REPO / ".ci" / "run").read_text()
+
+
+def _lanes(tmp_path: Path, *targets: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    (tmp_path / "Makefile").write_text(
+        "host:\n\t@echo '==== 2 failed, 40 passed, 3 skipped, 1 error in 9.10s ===='; exit 1\n"
+        "c:\n\t@echo '7 passed, 0 failed'; echo '5 passed, 1 failed'; exit 1\n"
+        "netem:\n\t@touch netem-ran; echo '========== 26 passed in 1.20s =========='\n"
+        "crash:\n\t@echo 'Segmentation fault'; exit 139\n"
+        "none:\n\t@echo '==== 12 deselected in 0.10s ===='; exit 5\n"
+        "quiet:\n\t@echo '==== 9 passed in 1.00s ===='; echo '3 passed, 1 failed in 2.00s'; exit 1\n")
+    return subprocess.run(["bash", str(LANES), *targets], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=60, env={"PATH": "/usr/bin:/bin", **(env or {})})
+
+
+def test_a_failing_lane_does_not_stop_the_next_and_the_totals_are_last(tmp_path):
+    r = _lanes(tmp_path, "c", "host", "netem")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert (tmp_path / "netem-ran").exists(), "the lane after the failing ones did not run"
+    lines = r.stdout.strip().splitlines()
+    assert re.match(r"lane c\s+FAILED 12 passed, 1 failed", lines[-5]), lines
+    assert re.match(r"lane host\s+FAILED 40 passed, 3 failed, 3 skipped", lines[-4]), lines
+    assert re.match(r"lane netem\s+ok\s+26 passed, 0 failed", lines[-3]), lines
+    assert lines[-2] == "failed lanes: c host"
+    assert lines[-1] == "78 passed, 4 failed", "CI reads the closing line: the totals of every lane"
+
+
+def test_a_lane_that_dies_without_a_summary_counts_as_a_failure(tmp_path):
+    r = _lanes(tmp_path, "netem", "crash")
+    assert r.returncode == 1
+    assert r.stdout.strip().splitlines()[-1] == "26 passed, 1 failed"
+    assert re.search(r"lane crash\s+FAILED 0 passed, 1 failed.*no failed test in its summary", r.stdout), r.stdout
+
+
+def test_no_tests_collected_fails_unless_pytest_args_filtered_them(tmp_path):
+    assert _lanes(tmp_path, "none").returncode == 1
+    r = _lanes(tmp_path, "none", "netem", env={"PYTEST_ARGS": "-k nothing_here"})
+    assert r.returncode == 0 and r.stdout.strip().splitlines()[-1] == "26 passed, 0 failed", r.stdout
+
+
+def test_all_lanes_passing_exits_zero(tmp_path):
+    r = _lanes(tmp_path, "netem")
+    assert r.returncode == 0 and r.stdout.strip().splitlines()[-1] == "26 passed, 0 failed"
+
+
+def test_pytest_quiet_summary_counts_and_only_the_last_summary_line(tmp_path):
+    """With PYTEST_ARGS=-q pytest's closing line has no '=' around it; a summary-like line
+    printed before it (a test's own output) is not counted."""
+    r = _lanes(tmp_path, "quiet")
+    assert r.returncode == 1 and r.stdout.strip().splitlines()[-1] == "3 passed, 1 failed", r.stdout
