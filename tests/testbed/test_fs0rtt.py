@@ -31,6 +31,14 @@ def key(tmp_path_factory) -> Path:
     return keygen(tmp_path_factory.mktemp("bfe") / "key")
 
 
+def conns_in_attempt_order(recs: list[dict]) -> list[dict]:
+    """The server's conn lines by connection id (the order the server took the connections up,
+    which is the timer's attempt order: it runs one attempt at a time). Not the file's order: a
+    line is written when its connection ends, and with more than one worker a connection can end
+    after the next one (a busy machine reordered them)."""
+    return sorted((c for c in recs if c["type"] == "conn"), key=lambda c: c["conn"])
+
+
 def fs0rtt_timer(srv, key: Path, *args, connect: str | None = None):
     return run_timer("--connect", connect or srv.addr, "--ca", srv.ca, "--groups", GROUP, "--mode", "fs0rtt",
                      "--bfe-public", key / "public.bin", *args)
@@ -122,7 +130,7 @@ def test_fs0rtt_accepts_early_data_and_records_both_sides(server_factory, key):
     assert 40 < grow - r.attempts[0]["fs0rtt"]["ct_bytes"] < 110, grow
     assert full.attempts[0]["fs0rtt"] is None
     recs = srv.stop()
-    conns = [c for c in recs if c["type"] == "conn"]
+    conns = conns_in_attempt_order(recs)
     fs = [c for c in conns if c["fs0rtt"]["outcome"] == "accepted"]
     assert len(fs) == 6 and all(c["early_data"] == "accepted" and c["early_data_bytes"] > 0 for c in fs)
     assert all(c["fs0rtt"]["decaps_cpu_ns"] > 100_000 and c["fs0rtt"]["puncture_cpu_ns"] > 0 for c in fs)
@@ -150,7 +158,7 @@ def test_a_replayed_client_hello_is_refused_and_a_fresh_one_accepted(server_fact
     fresh = fs0rtt_timer(srv, key, "--samples", 1, "--response-bytes", 50)
     assert fresh.returncode == 0 and fresh.summary["ok"] == 1
     recs = srv.stop()
-    conns = [c for c in recs if c["type"] == "conn"]
+    conns = conns_in_attempt_order(recs)
     assert [c["fs0rtt"]["outcome"] for c in conns] == ["accepted", "replay", "accepted"]
     replay = conns[1]
     # refused by the punctured key: no PSK, the early data never reached the application
@@ -193,7 +201,7 @@ def test_a_damaged_identity_is_refused_cleanly(server_factory, key, damage, outc
     after = fs0rtt_timer(srv, key, "--samples", 1)
     assert after.returncode == 0 and after.summary["ok"] == 1  # the server serves on
     recs = srv.stop()
-    conns = [c for c in recs if c["type"] == "conn"]
+    conns = conns_in_attempt_order(recs)
     bad = conns[-2]
     assert bad["fs0rtt"]["outcome"] == outcome and bad["fs0rtt"]["detail"] == detail
     assert bad["early_data_bytes"] == 0 and conns[-1]["fs0rtt"]["outcome"] == "accepted"
@@ -210,7 +218,7 @@ def test_a_used_up_key_falls_back_to_full_handshakes_and_says_so(server_factory,
     assert {a["error"] for a in r.attempts[2:]} == {"early_data_rejected"}
     assert all(not a["resumed"] and a["sig"] == "ecdsa-p256" for a in r.attempts[2:])  # full, certificate
     recs = srv.stop()
-    assert [c["fs0rtt"]["outcome"] for c in recs if c["type"] == "conn"] == ["accepted"] * 2 + ["exhausted"] * 2
+    assert [c["fs0rtt"]["outcome"] for c in conns_in_attempt_order(recs)] == ["accepted"] * 2 + ["exhausted"] * 2
     assert recs[-1]["fs0rtt"]["exhausted"] == 2 and recs[-1]["fs0rtt"]["punctures"] == 2
 
 
@@ -256,7 +264,7 @@ def test_false_positives_fall_back_and_are_counted(server_factory, tmp_path):
     r = fs0rtt_timer(srv, key, "--samples", 64)
     assert r.returncode == 0
     recs = srv.stop()
-    outcomes = [c["fs0rtt"]["outcome"] for c in recs if c["type"] == "conn"]
+    outcomes = [c["fs0rtt"]["outcome"] for c in conns_in_attempt_order(recs)]
     fs = recs[-1]["fs0rtt"]
     assert fs["false_positive"] >= 1 and fs["replay"] == 0, fs
     assert fs["accepted"] + fs["false_positive"] + fs["exhausted"] == 64 and fs["punctures"] == fs["accepted"]
