@@ -20,8 +20,8 @@ from pqshake.emulation import netns, units
 from pqshake.emulation.profiles import Link, Profile
 from pqshake.errors import UserError
 
-NETEM_REFUSES = ("netem cannot replay traces, delay series or episodes; use the userspace backend "
-                 "(--backend userspace, or backend: userspace in the experiment)")
+NETEM_REFUSES = ("netem cannot replay traces, delay series or episodes, nor cap a run of losses; use the "
+                 "userspace backend (--backend userspace, or backend: userspace in the experiment)")
 
 
 @lru_cache(maxsize=1)
@@ -32,10 +32,11 @@ def tc_supports_seed() -> bool:
 
 
 def netem_args(link: Link, seed: int | None = None, with_seed: bool = False) -> list[str]:
-    """The netem options for one direction, in tc's own order. A trace, delay series or episode
-    has no netem form (netem's `slot` is no replay of a delivery schedule, and it cannot act per
-    flow or per attempt): refused in one line naming the userspace backend."""
-    if link.trace is not None or link.delay_series is not None or link.episodes:
+    """The netem options for one direction, in tc's own order. A trace, delay series, episode or
+    loss-burst cap has no netem form (netem's `slot` is no replay of a delivery schedule, it
+    cannot act per flow or per attempt, and its loss has no cap on a run): refused in one line
+    naming the userspace backend."""
+    if link.netem_lacks():
         raise UserError(NETEM_REFUSES)
     a = ["limit", str(link.limit)]
     if link.delay_ns or link.jitter_ns:

@@ -137,11 +137,14 @@ def show_cmd(
     from pqshake.emulation import backend_netem, backend_userspace, netns
     from pqshake.emulation.profiles import load_profile
 
-    p = load_profile(profile)
+    p = _not_an_experiment(profile, load_profile)
     names = netns.Names("RUNID")
+    # Rendered before anything is printed: a profile netem cannot run is one line, not a summary
+    # and then the refusal.
+    cmds = backend_netem.render(p, names, p.seed, with_seed=False) if backend == "netem" else []
     _print(p.summary())
     if backend == "netem":
-        for line in backend_netem.render_text(backend_netem.render(p, names, p.seed, with_seed=False)):
+        for line in backend_netem.render_text(cmds):
             _print(line)
         for n in backend_netem.semantics_notes(p):
             _print(f"note: {n}")
@@ -150,13 +153,42 @@ def show_cmd(
         _print(f"--down {backend_userspace.spec(p.down)}")
 
 
+def _not_an_experiment(ref: str, load):
+    """load(ref), but a profile command given an experiment file says so in one short line
+    instead of listing a profile's fields once per experiment key."""
+    try:
+        return load(ref)
+    except UserError as e:
+        if _is_experiment(ref.split("#", 1)[0]):
+            raise UserError(f"{ref}: an experiment file, not a profile (plan it with pqshake plan)",
+                            e.exit_code) from None
+        raise
+
+
+def _is_experiment(path: str) -> bool:
+    """The file's one document is a mapping with a key only experiment files have."""
+    from pqshake import yamlsrc
+    from pqshake.emulation.profiles import Profile
+    from pqshake.experiments.model import Experiment
+
+    if not path.endswith((".yaml", ".yml")):
+        return False
+    try:
+        docs = yamlsrc.load_docs(path)
+    except UserError:
+        return False
+    profile_keys = {f.alias or n for n, f in Profile.model_fields.items()}
+    only = (set(Experiment.model_fields) | {"include"}) - profile_keys
+    return len(docs) == 1 and isinstance(docs[0].data, dict) and any(k in only for k in docs[0].data)
+
+
 @net.command("validate")
 def validate_cmd(files: list[str] = typer.Argument(..., help="YAML files")) -> None:
     """Validate profile files (one line per problem, exit 2 on the first bad file)."""
     from pqshake.emulation.profiles import load_profiles_file
 
     for f in files:
-        profs = load_profiles_file(f)
+        profs = _not_an_experiment(f, load_profiles_file)
         for prof in profs:  # valid, but would `run` refuse it on this machine?
             why = prof.machine_problem()
             if why:

@@ -136,7 +136,9 @@ MAX_LIMIT = 10_000_000
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=False)
+    # strict: true is no 1 and '4096' in quotes no number; quantities with units ("20ms", "5%",
+    # "10Mbit") are strings their own validators read.
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=False, strict=True)
 
 
 class GEModel(_Strict):
@@ -247,6 +249,7 @@ def _episode_specs(items: list[Episode], where: str) -> tuple[EpisodeSpec, ...]:
             out.append(EpisodeSpec("drop", "flow", ep.drop.protocol, packet=ep.drop.packet, payload=ep.drop.payload))
         elif ep.outage is not None:
             o = ep.outage
+            _protocol_needs_attempt_clock(o, f"{where}.{i}.outage")
             if o.duration <= 0:
                 raise ValueError(f"{where}.{i}.outage.duration: must be > 0 (an outage of no time does nothing)")
             if o.every is not None and o.every <= o.duration:
@@ -256,6 +259,10 @@ def _episode_specs(items: list[Episode], where: str) -> tuple[EpisodeSpec, ...]:
         else:
             h = ep.handover
             assert h is not None
+            _protocol_needs_attempt_clock(h, f"{where}.{i}.handover")
+            if h.hold == 0:
+                raise ValueError(f"{where}.{i}.handover.hold: 0ms would hold the step for no time (give a duration > 0, "
+                                 "or leave hold out for a step that lasts until the clock restarts)")
             if h.every is not None and h.every <= (h.hold or 0):
                 raise ValueError(f"{where}.{i}.handover.every: {units.fmt_duration(h.every)} is not longer than hold "
                                  f"{units.fmt_duration(h.hold or 0)}")
@@ -273,10 +280,27 @@ def _episode_specs(items: list[Episode], where: str) -> tuple[EpisodeSpec, ...]:
 MAX_EPISODES = 16  # per direction (the emulator's PQS_MAX_EPISODES)
 
 
+def _protocol_needs_attempt_clock(ep: Any, where: str) -> None:
+    """protocol picks whose new flows start an attempt: with clock: run nothing starts one, so
+    it would change nothing (a setting that changes nothing is refused)."""
+    if "protocol" in ep.model_fields_set and ep.clock == "run":
+        raise ValueError(f"{where}.protocol: chooses whose new flows start an attempt, but clock: run counts from the "
+                         "link's start (remove protocol, or use clock: attempt)")
+
+
+# The least mean rate a trace may have: one 1500-byte delivery opportunity every ~190 ms. Below
+# it a handshake's ten-odd packets wait seconds each and every attempt times out, while the plan
+# (which counts the mean rate) promises seconds.
+MIN_TRACE_BPS = 64_000
+
+
 def _read_input(value: str, base: Any, where: str, loader: Any) -> Any:
     """A file a profile names (trace, delay series), relative to the profile file's folder (else
     the working directory), read and checked now: ValueError `where: FILE:LINE: problem`."""
-    p = Path(value).expanduser()
+    try:
+        p = Path(value).expanduser()
+    except RuntimeError:  # ~user of a user this machine does not have
+        raise ValueError(f"{where}: {value!r}: no such user for '~' (write the path out)") from None
     if not p.is_absolute():
         p = Path(base or ".") / p
     p = Path(os.path.abspath(p))
@@ -367,6 +391,16 @@ class TcpSettings(_Strict):
         return v
 
 
+# What netem cannot do, by the setting that asks for it (Link.netem_lacks).
+_NO_REPLAY = "netem cannot replay traces, delay series or episodes"
+NETEM_LACKS = {
+    "trace": _NO_REPLAY,
+    "delay_series": _NO_REPLAY,
+    "episodes": _NO_REPLAY,
+    "loss_burst_max": "netem cannot cap a run of losses (its loss random would drop more in a row)",
+}
+
+
 @dataclass(frozen=True)
 class Link:
     """One resolved direction: exact values the backends render."""
@@ -415,6 +449,11 @@ class Link:
             return one_k
         pi_bad = p / (p + r)
         return pi_bad * one_h + (1 - pi_bad) * one_k
+
+    def netem_lacks(self) -> str | None:
+        """Its first setting netem has no form for (a key of NETEM_LACKS), or None."""
+        return ("trace" if self.trace is not None else "delay_series" if self.delay_series is not None
+                else "episodes" if self.episodes else "loss_burst_max" if self.loss_burst_max else None)
 
     def max_jitter_ns(self) -> float:
         return self.jitter_ns * DIST_CLIP[self.dist] if self.jitter_ns else 0.0
@@ -519,6 +558,10 @@ class Profile(_Strict):
                 if "overhead" in d.model_fields_set:
                     raise ValueError(f"{name}.overhead: only counts with a rate, not with a trace (remove it)")
                 trace = _read_input(d.trace, base, f"{name}.trace", traces.load_trace)
+                if trace.mean_bps < MIN_TRACE_BPS:
+                    raise ValueError(f"{name}.trace: {d.trace}: a mean rate of {trace.mean_bps / 1000:.3g} kbit/s ({trace.lines} "
+                                     f"delivery opportunities in {trace.period_ms} ms), below the {MIN_TRACE_BPS // 1000}kbit "
+                                     "a handshake needs to finish in seconds (use a denser trace)")
                 rate = int(round(trace.mean_bps))
             elif "trace_rule" in d.model_fields_set:
                 raise ValueError(f"{name}.trace_rule: set without trace (add trace or remove it)")
@@ -586,13 +629,13 @@ class Profile(_Strict):
 
     def netem_problem(self) -> str | None:
         """Why the netem backend cannot run this profile (`field: problem (fix)`), or None: netem
-        cannot replay a delivery trace or a delay series, nor act per flow or per attempt."""
+        cannot replay a delivery trace or a delay series, nor act per flow or per attempt, nor
+        cap a run of losses."""
         for name, l in (("uplink", self.up), ("downlink", self.down)):
-            what = ("trace" if l.trace is not None else "delay_series" if l.delay_series is not None
-                    else "episodes" if l.episodes else None)
+            what = l.netem_lacks()
             if what:
-                return (f"{name}.{what}: netem cannot replay traces, delay series or episodes; "
-                        "use the userspace backend (--backend userspace, or backend: userspace in the experiment)")
+                return (f"{name}.{what}: {NETEM_LACKS[what]}; use the userspace backend (--backend userspace, or "
+                        "backend: userspace in the experiment)")
         return None
 
     def tcp_buffers(self) -> dict[str, dict[str, list[int]]]:

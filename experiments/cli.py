@@ -21,7 +21,7 @@ def register(app: typer.Typer) -> None:
                                              "several as 1,8,32"),
     ) -> None:
         """Cells, samples and the estimated duration (from the handshake model); nothing is run."""
-        from .plan import build_plan, fmt_seconds, profile_figures
+        from .plan import build_plan, fmt_seconds, profile_figures, rates_text
 
         shard_counts = _parse_counts(shards) if shards is not None else []
         p = build_plan(experiment, seed=seed)
@@ -56,8 +56,7 @@ def register(app: typer.Typer) -> None:
             f = profile_figures(prof)
             n = sum(1 for c in p.cells if c.profile == name)
             est = p.estimate_s([c for c in p.cells if c.profile == name], keygen=False)
-            rate = min([r for r in (f["rate_bps_up"], f["rate_bps_down"]) if r], default=0)
-            print(f"    {name:<28} rtt {f['rtt_ns'] / 1e6:8.2f} ms  rate {rate / 1e6 if rate else float('inf'):>8.2f} Mbit/s"
+            print(f"    {name:<28} rtt {f['rtt_ns'] / 1e6:8.2f} ms  {rates_text(f):<28}"
                   f"  loss {max(f['loss_up'], f['loss_down']) * 100:5.2f} %  mtu {f['mtu']:>5}  {n:>4} cells  ~{fmt_seconds(est)}")
         for note in p.notes:
             print(f"  note: {note}")

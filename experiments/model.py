@@ -13,7 +13,7 @@ from pydantic import (BaseModel, ConfigDict, Discriminator, Field, Tag, Validati
                       model_validator)
 
 from pqshake.errors import UserError
-from pqshake.yamlsrc import Budget, Doc, clean_errors, describe, dotted, load_docs, short
+from pqshake.yamlsrc import Budget, Doc, clean_errors, describe, dotted, load_docs, located, short
 from pqshake.yamlsrc import one_line as yamlsrc_one_line
 
 from . import modes as M
@@ -49,7 +49,7 @@ class ExcludeRule(BaseModel):
     """A cell is excluded when it matches every key given (each key: one name, a list, or an
     @set)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     group: list[str] | None = None
     sig: list[str] | None = None
     profile: list[str] | None = None
@@ -71,7 +71,7 @@ class ExcludeRule(BaseModel):
 class Competing(BaseModel):
     """Bulk TCP flows (iperf3) sharing the dumbbell's bottleneck for the whole run."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     flows: int = Field(default=1, ge=0, le=8, description="iperf3 flows, client i -> server i")
     direction: Literal["up", "down"] = Field(default="up", description="up = client -> server (down: -R)")
 
@@ -79,7 +79,7 @@ class Competing(BaseModel):
 class MininetTopologySpec(BaseModel):
     """`engine: mininet`: which topology the cells run on (emulation/mininet_topo.py)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     kind: Literal["dumbbell", "star", "chain"]
     clients: int = Field(default=1, ge=1, le=8, description="dumbbell: client/server pairs; star: clients")
     hops: list[str | dict[str, Any]] | None = Field(default=None, description="chain: one profile per hop, client side first")
@@ -110,7 +110,7 @@ CHAIN_PROFILES_PLACEHOLDER = "<chain hops>"
 class Adaptive(BaseModel):
     """samples: auto: stop a cell once the 95 % CI of its median is within +-ci (experiments/sampling.py)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     min: int = Field(default=50, ge=10, le=10_000_000, description="attempts before the target is judged")
     max: int = Field(default=2000, ge=10, le=10_000_000, description="attempts at most")
     ci: float = Field(default=0.01, gt=0, lt=1, description="target half-width of the median's 95 % CI, relative ('1%')")
@@ -133,13 +133,13 @@ class Adaptive(BaseModel):
 
 
 class CpuPlacement(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     emulator: list[int] = Field(min_length=1, description="CPUs of the link emulator")
     endpoints: list[int] = Field(min_length=1, description="CPUs of client, server and probes")
 
 
 class Experiment(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     name: str
     description: str | None = None
@@ -231,10 +231,15 @@ class Experiment(BaseModel):
         """quic_engines: each quic cell runs once per engine, as that engine's row (quic for
         OpenSSL's, the default: its cells keep their ids; quic+ngtcp2 for ngtcp2)."""
         quic = T.QUIC.name
-        rows = [T.QUIC_ENGINES[e].name for e in dict.fromkeys(self.quic_engines)]
-        if rows != [quic] and not any(t in self.transports for t in (quic, *rows)):
+        rows = [T.QUIC_ENGINES[e].name for e in self.quic_engines]
+        if "quic_engines" in self.model_fields_set and quic not in self.transports:
+            # quic+ngtcp2 written as a transport is that engine's row already: quic_engines
+            # would change nothing (a setting that changes nothing is refused).
+            named = [t for t in self.transports if t in rows and t != quic]
             raise ValueError(f"quic_engines: {', '.join(self.quic_engines)} chooses the engines of the {quic} cells, but "
-                             f"transports has no {quic} (add {quic} to transports, or remove quic_engines)")
+                             f"transports has no {quic}"
+                             + (f" ({', '.join(named)} names its engine itself)" if named else "")
+                             + f" (add {quic} to transports, or remove quic_engines)")
         if quic in self.transports:
             i = self.transports.index(quic)
             rest = [t for t in self.transports if t not in rows and t != quic]
@@ -261,27 +266,32 @@ class Experiment(BaseModel):
     def _bfe_p(cls, v: Any) -> float:
         return FS.parse_p(v)
 
-    @field_validator("bfe_n")
-    @classmethod
-    def _bfe_key_lasts_a_cell(cls, v: int, info: ValidationInfo) -> int:
-        """A cell's server starts from the unpunctured key and refuses connections past bfe_n
-        (a deployment rotates its key then): every attempt of a cell must fit. Declared after
-        modes, samples, adaptive and warmup, which info.data then holds."""
-        d = info.data
-        if any(M.get(m).bfe_key for m in d.get("modes") or ()) and "samples" in d and "warmup" in d:
-            top = (d.get("adaptive") or Adaptive()).max if d["samples"] == "auto" else d["samples"]
-            most = int(top) + d["warmup"]
-            if most > v:
-                raise ValueError(f"{v} connections per key, but a cell makes up to {most} (samples + warmup): "
-                                 f"raise bfe_n to at least {most}, or lower samples")
-        return v
-
     @model_validator(mode="after")
     def _adaptive(self) -> "Experiment":
         if self.samples == "auto" and self.adaptive is None:
             self.adaptive = Adaptive()
         if self.samples != "auto" and self.adaptive is not None:
             raise ValueError("adaptive: only with samples: auto (or remove adaptive)")
+        return self
+
+    @model_validator(mode="after")
+    def _bfe_key_lasts_a_cell(self) -> "Experiment":
+        """A cell's server starts from the unpunctured key and refuses connections past bfe_n
+        (a deployment rotates its key then): every connection of a cell must fit, with bfe_n as
+        the cell gets it (given or the default) and the attempts it may make (samples or
+        adaptive.max, the warm-up, a priming handshake). After _adaptive, which fills in
+        adaptive's defaults."""
+        from .sampling import Target
+
+        modes = [m for m in self.modes if M.get(m).bfe_key]
+        if not modes:
+            return self
+        most = max(Target.of(self).max + self.warmup + (1 if M.resumable(m) else 0) for m in modes)
+        if most > self.bfe_n:
+            top = "adaptive.max" if self.samples == "auto" else "samples"
+            given = "" if "bfe_n" in self.model_fields_set else " (the default)"
+            raise ValueError(f"bfe_n: {self.bfe_n} connections per key{given}, but a cell makes up to {most} "
+                             f"({top} + warmup): raise bfe_n to at least {most}, or lower {top}")
         return self
 
     @model_validator(mode="after")
@@ -383,7 +393,7 @@ class Experiment(BaseModel):
         return ns
 
 
-    @field_validator("groups", "sigs", "modes", "transports")
+    @field_validator("groups", "sigs", "modes", "transports", "quic_engines")
     @classmethod
     def _unique(cls, v: list[str]) -> list[str]:
         seen = [x for i, x in enumerate(v) if x in v[:i]]
@@ -488,7 +498,7 @@ def load_experiment(path: Path | str) -> ExperimentFile:
     except ValidationError as e:
         rows = []
         for err in clean_errors(e):
-            loc = err["loc"]
+            loc, text = located(err, describe(err, Experiment))
             doc = key_doc.get(loc[0]) if loc else None
             if doc is None:
                 doc = next(iter(key_doc.values()), None)
@@ -497,6 +507,6 @@ def load_experiment(path: Path | str) -> ExperimentFile:
             if loc and loc[0] not in key_doc:
                 # a missing required key: point at the experiment file itself
                 src, line = str(p), 1
-            rows.append(f"{src}:{line} {dotted(loc)}: {describe(err, Experiment)}")
+            rows.append(f"{src}:{line} {dotted(loc)}: {text}")
         raise UserError(yamlsrc_one_line(rows)) from None
     return ExperimentFile(path=p, model=model, data=data, key_doc=key_doc, files=files)

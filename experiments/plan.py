@@ -17,7 +17,7 @@ import subprocess
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from pydantic import BaseModel
 
@@ -84,6 +84,16 @@ def profile_figures(p: Any) -> dict[str, Any]:
     for role in ("client", "server"):  # 0 = the kernel's default initial window
         out[f"initcwnd_{role}"] = int((tcp.window("initcwnd", role) if tcp is not None else None) or 0)
     return out
+
+
+def rates_text(f: dict[str, Any]) -> str:
+    """A profile's rates as `pqshake plan` shows them, each direction its own: 'up 10 / down
+    0.064 Mbit/s', 'unlimited' when neither has a limit."""
+    up, down = f["rate_bps_up"], f["rate_bps_down"]
+    if not up and not down:
+        return "rate unlimited"
+    one = lambda r: f"{r / 1e6:g}" if r else "unlimited"  # noqa: E731
+    return f"rate {one(up)} Mbit/s" if up == down else f"rate up {one(up)} / down {one(down)} Mbit/s"
 
 
 def resolve_profiles(ef: ExperimentFile) -> dict[str, Any]:
@@ -277,9 +287,11 @@ class Plan:
         m = self.model
         f = profile_figures(self.profiles[c.profile])
         rtt = f["rtt_ns"] / 1e9
-        rates = [r for r in (f["rate_bps_up"], f["rate_bps_down"]) if r]
         losses = [x for x in (f["loss_up"], f["loss_down"]) if x]
-        per = hm.expected_attempt_s(c.group, c.sig, rtt, rate_bps=min(rates) if rates else None,
+        # Each direction at its own rate (0 = unlimited): a slow downlink is not hidden behind a
+        # fast uplink.
+        per = hm.expected_attempt_s(c.group, c.sig, rtt, rate_up=f["rate_bps_up"] or None,
+                                    rate_down=f["rate_bps_down"] or None,
                                     mtu=f["mtu"], loss=max(losses) if losses else 0.0,
                                     chain_depth=m.chain_depth, mode=c.mode, registry=load_registry(),
                                     iw_c=f["initcwnd_client"] or None, iw_s=f["initcwnd_server"] or None,
@@ -428,6 +440,8 @@ def build_plan(ef: ExperimentFile | Path | str, *, seed: int | None = None,
         raise UserError(f"{ef.where('exclude')}: the exclude rules remove every cell (nothing to run)")
     for t in T.REGISTRY:  # each transport refuses what its programs or the link cannot run
         _check_one(t, ef, cells, profs)
+    check_cells_can_run(ef, reg, cells)
+    check_settings_matter(ef, cells, capture_rules)
     check_machine(ef, [*profs.values(), *hops])
     if check_stack:
         # Only groups some cell uses: an exclude rule may drop one the stack lacks.
@@ -449,6 +463,88 @@ def build_plan(ef: ExperimentFile | Path | str, *, seed: int | None = None,
     if m.order in ("shuffled", "interleaved"):  # interleaved: each round's turns are shuffled again
         cells = shuffle_cells(cells, seed)
     return Plan(ef, groups, sigs, profs, cells, seed, excluded, notes, hops, capture_rules)
+
+
+def _exclude_hint(**rule: str) -> str:
+    return "{" + ", ".join(f"{k}: {v}" for k, v in rule.items()) + "}"
+
+
+def check_cells_can_run(ef: ExperimentFile, reg: Any, cells: list[Cell]) -> None:
+    """Refuse cells that cannot measure what they are labelled with (each would fail every
+    attempt, or succeed without it, and the run would still say complete): a TLS 1.2 cell on an
+    algorithm TLS 1.2 does not have (algorithms.yaml tls1_2), and mutual TLS in a mode whose
+    handshake sends no certificate (a resumed or 0-RTT handshake authenticates by its key)."""
+    m = ef.model
+    for c in cells:
+        mode = M.get(c.mode)
+        if mode.tls1_2:
+            for role, key, name in (("group", "groups", c.group), ("sig", "sigs", c.sig),
+                                    ("sig", "client_auth", m.client_auth)):
+                a = reg.get(name) if name else None
+                if a is not None and not a.tls1_2:
+                    table = reg.groups if role == "group" else reg.sigs
+                    have = ", ".join(n for n, x in table.items() if x.tls1_2)
+                    fix = (f"choose a client_auth TLS 1.2 has, or remove {c.mode} from modes" if key == "client_auth"
+                           else f"add the exclude rule {_exclude_hint(mode=c.mode, **{role: name})}, or remove "
+                                f"{c.mode} from modes")
+                    raise UserError(f"{ef.where(key)}: mode {c.mode} cannot use {name}: TLS 1.2 has no {a.family_label} "
+                                    f"{'group' if role == 'group' else 'signature scheme'} (every handshake would fail; "
+                                    f"TLS 1.2 has {have}); {fix}")
+        if m.client_auth is not None and not mode.certificate:
+            raise UserError(f"{ef.where('client_auth')}: mode {c.mode} sends no client certificate (its handshake "
+                            f"authenticates by the resumed or pre-shared key), so its cells would be labelled mutual "
+                            f"TLS and measure none; remove {c.mode} from modes, or remove client_auth")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """A setting that only matters for some cells: given (in the file, or an include) while no
+    cell is one of them, it would change nothing in the run and is refused with `why` (the QUIC
+    engine's knobs are refused the same way when no cell runs that engine)."""
+
+    keys: tuple[str, ...]
+    matters: Callable[[Any, list[Cell]], bool]  # (the experiment model, the plan's cells)
+    why: str  # what it is for and the way out; {keys} names the given ones
+
+
+def _ngtcp2(t: str) -> bool:
+    tr = T.find(t)
+    return bool(getattr(tr, "engine_args", None)) and getattr(tr, "quic_engine", None) != T.QUIC_ENGINE_DEFAULT
+
+
+_QUIC_ROWS = frozenset(t.name for t in T.QUIC_ENGINES.values())
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting(("client_chain_depth",), lambda m, cells: m.client_auth is not None,
+            "the client chain's depth under mutual TLS, but client_auth is not set (add client_auth, or remove {keys})"),
+    Setting(("bfe_n", "bfe_p"), lambda m, cells: any(M.get(c.mode).bfe_key for c in cells),
+            "settings of the fs0rtt key, but no cell runs fs0rtt (add fs0rtt to modes, or remove {keys})"),
+    Setting(("early_response",), lambda m, cells: any(M.get(c.mode).early_data for c in cells),
+            "how the server answers early data, but no cell sends any (add 0rtt or fs0rtt to modes, or remove {keys})"),
+    Setting(("quic_retry", "qlog"), lambda m, cells: any(c.transport in _QUIC_ROWS for c in cells),
+            "settings of the QUIC cells, but no cell runs over QUIC (add quic to transports, or remove {keys})"),
+    Setting(("turbo_requests", "turbo_fallback"), lambda m, cells: any(c.transport == T.TURBOTLS.name for c in cells),
+            f"settings of the {T.TURBOTLS.name} cells, but there is none (add {T.TURBOTLS.name} to transports, or "
+            "remove {keys})"),
+    Setting(("quic_cc", "quic_initial_rtt", "quic_max_udp_payload"),
+            lambda m, cells: any(_ngtcp2(c.transport) for c in cells),
+            "settings of the ngtcp2 QUIC engine, but no cell runs it (the exclude rules remove every ngtcp2 cell; "
+            "keep one, or remove {keys})"),
+)
+
+
+def check_settings_matter(ef: ExperimentFile, cells: list[Cell], capture_rules: list[Any] | None) -> None:
+    """One rule: a setting that changes nothing in the run is refused, with the reason (SETTINGS),
+    and so is a capture_cells rule that matches no cell."""
+    m = ef.model
+    for s in SETTINGS:
+        given = [k for k in s.keys if k in m.model_fields_set]
+        if given and not s.matters(m, cells):
+            raise UserError(f"{ef.where(given[0])}: {s.why.format(keys=', '.join(given))}")
+    for i, rule in enumerate(capture_rules or ()):
+        if not any(cell_matches(rule, c) for c in cells):
+            raise UserError(f"{ef.where('capture_cells', i)}: matches no cell of the plan, so it captures nothing "
+                            "(correct its names, or remove the rule)")
 
 
 def _check_one(t: T.Transport, ef: ExperimentFile, cells: list[Cell], profs: dict[str, Any]) -> None:

@@ -31,6 +31,7 @@ class Algorithm:
     pk: int | None = None  # public key bytes, sigs only
     sig: int | None = None  # signature bytes, sigs only
     sig_max: bool = False  # sig is an upper bound (DER ECDSA, Falcon: length varies per signature)
+    tls1_2: bool = False  # TLS 1.2 has it (the tls12 mode runs only these; algorithms.yaml says why)
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,7 @@ def load_registry(path: Path = REGISTRY_FILE) -> Registry:
             provider=entry.get("provider", "openssl"),
             share=tuple(entry["share"]) if "share" in entry else None,
             pk=entry.get("pk"), sig=entry.get("sig"), sig_max=bool(entry.get("sig_max", False)),
+            tls1_2=bool(entry.get("tls1_2", False)),
         )
 
     return Registry(

@@ -373,6 +373,9 @@ def clean_errors(e: ValidationError) -> list[dict[str, Any]]:
     return union_misses_dropped([{**err, "loc": loc(err)} for err in e.errors()])
 
 
+_ALLOWED = "; allowed: "
+
+
 def one_line(rows: list[str]) -> str:
     """Rows `place field: problem` as one line. Rows of the same place and field (a union's
     members each failing) join into one: `field: problem; or problem`."""
@@ -383,6 +386,13 @@ def one_line(rows: list[str]) -> str:
         if text not in merged[head]:
             merged[head].append(text)
     out = [f"{h}: {'; or '.join(t)}" for h, t in merged.items()]
+    # Several unknown fields of one mapping each list the allowed ones: say the list once.
+    seen: set[str] = set()
+    for i, r in enumerate(out):
+        head, sep, allowed = r.partition(_ALLOWED)
+        if sep and allowed in seen:
+            out[i] = head
+        seen.add(allowed)
     return out[0] if len(out) == 1 else out[0] + f"  (+{len(out) - 1} more: " + "; ".join(r.split(" ", 1)[1] for r in out[1:]) + ")"
 
 
@@ -423,7 +433,7 @@ def describe(err: dict[str, Any], model: type[BaseModel]) -> str:
     kind = err.get("type", "")
     if kind == "extra_forbidden":
         allowed = _field_names(model, loc[:-1])
-        hint = f"; allowed: {', '.join(allowed)}" if allowed else ""
+        hint = f"{_ALLOWED}{', '.join(allowed)}" if allowed else ""
         near = _near(loc[-1] if loc else None, allowed or [])
         return f"unknown field{f' (did you mean {near}?)' if near else ''}{hint}"
     if kind == "missing":
@@ -432,6 +442,10 @@ def describe(err: dict[str, Any], model: type[BaseModel]) -> str:
         return "expected a mapping of fields (key: value)"
     msg = str(err.get("msg", "invalid"))
     inp = err.get("input")
+    if kind in _NUMBER_ERRORS and isinstance(inp, (bool, str)):
+        # Strict types: true is no 1, and '4096' in quotes is text, not a number.
+        fix = "true/false is not a number" if isinstance(inp, bool) else "write a plain number without quotes or unit"
+        return f"{short(inp)}: {msg} ({fix}, e.g. {_NUMBER_ERRORS[kind]})"
     # pydantic prefixes messages of ValueErrors raised in validators; ours already carry the fix.
     for prefix in ("Value error, ", "Assertion failed, "):
         if msg.startswith(prefix):
@@ -442,6 +456,9 @@ def describe(err: dict[str, Any], model: type[BaseModel]) -> str:
         return f"{short(inp)}: {msg}"
     return msg
 
+
+# pydantic's error types of a number given as something else, with an example of a number.
+_NUMBER_ERRORS = {"int_type": "3", "float_type": "0.5"}
 
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9_.+<>-]{1,%d}" % SHORT)
 
@@ -458,6 +475,16 @@ def dotted(loc: Loc) -> str:
     return out or "(top level)"
 
 
+def located(err: dict[str, Any], text: str) -> tuple[Loc, str]:
+    """(location, message) of one cleaned error. Errors from model-level validators carry no
+    location; our validators name the field by raising "field.name: message"."""
+    loc = tuple(err.get("loc", ()))
+    head = text.split(": ", 1)[0]
+    if not loc and ": " in text and " " not in head and re.fullmatch(r"[A-Za-z0-9_.-]+", head):
+        return tuple(int(p) if p.isdigit() else p for p in head.split(".")), text.split(": ", 1)[1]
+    return loc, text
+
+
 def validate(model: type[BaseModel], doc: Doc, loc_prefix: Loc = (), data: Any = None, **context: Any):
     """Validate doc.data (or data found at loc_prefix in doc) against model, or raise a
     UserError whose text is one line per problem (the first one first)."""
@@ -469,10 +496,7 @@ def validate(model: type[BaseModel], doc: Doc, loc_prefix: Loc = (), data: Any =
         for err in clean_errors(e):
             # Errors from model-level validators carry no location; our validators may name a
             # field by raising "field.name: message".
-            loc = loc_prefix + err["loc"]
-            text = describe(err, model)
-            if not err.get("loc") and ": " in text and " " not in text.split(": ", 1)[0]:
-                head, text = text.split(": ", 1)
-                loc = loc_prefix + tuple(int(p) if p.isdigit() else p for p in head.split("."))
+            loc, text = located(err, describe(err, model))
+            loc = loc_prefix + loc
             rows.append(f"{doc.source}:{doc.line_of(loc)} {dotted(loc)}: {' '.join(text.splitlines())}")
         raise UserError(one_line(rows)) from None

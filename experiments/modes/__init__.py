@@ -44,6 +44,9 @@ class Mode:
     # The server needs a Bloom Filter Encryption key (experiments/modes/fs0rtt.py): made or found
     # before the cell's server starts, passed to pqs-server --bfe-key / pqs-timer --bfe-public.
     bfe_key: bool = False
+    # It speaks TLS 1.2: its group, signature algorithm and client_auth must be ones TLS 1.2 has
+    # (pqshake/algorithms.yaml tls1_2: true); the plan refuses cells of others.
+    tls1_2: bool = False
     # Its own columns in the run tables: (table, column as written, analysis name), table one of
     # samples, server, cells (analysis/columns.py merges them).
     columns: tuple[tuple[str, str, str], ...] = ()
@@ -55,7 +58,7 @@ REGISTRY: tuple[Mode, ...] = (
     Mode(RESUME_PSK, "resumption psk_ke", resumable=True, certificate=False, psk_ke=True, synthetic=False),
     Mode(ZERO_RTT, "0-RTT", resumable=True, certificate=False, early_data=True),
     Mode(HRR, "HRR", tcp_rtts=3),
-    Mode(TLS12, "TLS 1.2", tcp_rtts=3),
+    Mode(TLS12, "TLS 1.2", tcp_rtts=3, tls1_2=True),
     Mode(FS0RTT, "FS 0-RTT (BFE)", certificate=False, early_data=True, synthetic=False,
          client_hello_extra=_fs0rtt.CH_EXTRA_BYTES, bfe_key=True, columns=_fs0rtt.COLUMNS),
 )

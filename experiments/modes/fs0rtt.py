@@ -41,17 +41,16 @@ CH_EXTRA_BYTES = PSK_EXT_BYTES + 4 + 97 + 32
 
 def parse_p(value: Any) -> float:
     """bfe_p as an experiment file gives it: a number, or '2^-10'. ValueError names the fix."""
+    given = value
     if isinstance(value, str):
         m = re.fullmatch(r"\s*2\s*\^\s*(-\d+)\s*", value)
-        if m:
-            value = 2.0 ** int(m.group(1))
-        else:
-            try:
-                value = float(value)
-            except ValueError:
-                raise ValueError(f"{value!r} is not a probability: write e.g. 0.001 or '2^-10'") from None
+        if m is None:
+            raise ValueError(f"{value!r} is not a probability: write a number without quotes (e.g. 0.001) or '2^-10'")
+        # 2^-N for N of more than a few digits is far below P_MIN: refused below, without
+        # reading a huge N (int() of 5000 digits raises, 2.0 ** -10^400 overflows).
+        value = 2.0 ** int(m.group(1)) if len(m.group(1)) <= 6 else 0.0
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not P_MIN <= float(value) <= P_MAX:
-        raise ValueError(f"{value!r} is out of range: a false-positive probability from {P_MIN:g} to {P_MAX:g} "
+        raise ValueError(f"{given!r} is out of range: a false-positive probability from {P_MIN:g} to {P_MAX:g} "
                          "(e.g. 0.001 or '2^-10')")
     return float(value)
 

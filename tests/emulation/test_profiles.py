@@ -98,7 +98,7 @@ MALFORMED = [
     ("name: X Y\nrtt: 1ms\n", "{f}:1 name: 'X Y': use lower-case letters, digits, '.', '_' or '-' (e.g. lte-good)"),
     ("rtt: 1ms\n", "{f}:1 name: required field is missing (add it)"),
     ("name: x\nmtu: 100\n", "{f}:2 mtu: 100: Input should be greater than or equal to 576"),
-    ("name: x\nmtu: 1500B\n", "{f}:2 mtu: '1500B': Input should be a valid integer, unable to parse string as an integer"),
+    ("name: x\nmtu: 1500B\n", "{f}:2 mtu: '1500B': Input should be a valid integer (write a plain number without quotes or unit, e.g. 3)"),
     ("name: x\nuplink: {jitter: 1ms, distribution: gaussian}\ndownlink: {}\n", "{f}:2 uplink.distribution: 'gaussian': Input should be 'uniform', 'normal', 'pareto' or 'paretonormal'"),
     ("name: x\nuplink: {distribution: normal}\ndownlink: {}\n", "{f}:2 uplink.distribution: set without jitter (add jitter or remove it)"),
     ("name: x\nuplink: {loss: 1%, gemodel: {p: 1%}}\ndownlink: {}\n", "{f}:2 uplink.gemodel: also loss 1% given (choose one loss model)"),
