@@ -20,6 +20,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from pqshake import safe_write as sw
 from pqshake.errors import UserError
 from pqshake.experiments import modes as M
 from pqshake.experiments import transports as T
@@ -103,7 +104,7 @@ def measure_speed(binary: Path, groups: list[str], sigs: list[str], out: Path) -
     if r.returncode != 0 or not r.stdout.strip():
         return None
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(r.stdout)
+    sw.write_text(out, r.stdout, root=out.parent)  # never through a link planted in a run
     try:
         return read_speed(out)
     except UserError:

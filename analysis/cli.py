@@ -7,7 +7,14 @@ from typing import List, Optional
 
 import typer
 
+from pqshake import safe_write as sw
+
 from . import stats as S
+
+
+def _out(run_dirs: List[Path], out: Optional[Path]) -> Path:
+    """Where the analysis writes (for the one-line full-disk message)."""
+    return out if out is not None else Path(run_dirs[0]) / "analysis"
 
 
 def register(app: typer.Typer) -> None:
@@ -33,8 +40,9 @@ def register(app: typer.Typer) -> None:
         parquet, CSV, LaTeX and Markdown under RUN_DIR/analysis/."""
         from .report import analyze
 
-        analyze(run_dirs, out=out, speed=speed, baseline=baseline, allow_differ=allow_differ, n_boot=bootstrap,
-                seed=seed, exclude_suspect=exclude_suspect)
+        with sw.storage_errors(_out(run_dirs, out)):
+            analyze(run_dirs, out=out, speed=speed, baseline=baseline, allow_differ=allow_differ, n_boot=bootstrap,
+                    seed=seed, exclude_suspect=exclude_suspect)
 
     @app.command("merge")
     def merge_cmd(
@@ -52,10 +60,11 @@ def register(app: typer.Typer) -> None:
         """One analysis of an experiment's shards: refuses different experiment files, commits, stack versions
         or backends; lists which cells ran on which machine (machines.csv, report.md) and notes algorithms
         compared across CPU models."""
-        from .merge import merge
+        from .merge import default_out, expand, merge
 
-        merge(run_dirs, out=out, allow_differ=allow_differ, figures=figures, style=style, speed=speed,
-              baseline=baseline)
+        with sw.storage_errors(out if out is not None else default_out(expand(run_dirs))):
+            merge(run_dirs, out=out, allow_differ=allow_differ, figures=figures, style=style, speed=speed,
+                  baseline=baseline)
 
     @app.command("figures")
     def figures_cmd(
@@ -77,11 +86,12 @@ def register(app: typer.Typer) -> None:
         from .report import analyze, write_report
 
         parse_only(only)  # refuse a bad --only before any work
-        a = analyze(run_dirs, out=out, speed=speed, baseline=baseline, allow_differ=allow_differ,
-                    echo=lambda s: None, exclude_suspect=exclude_suspect)
-        done, skipped = render(a, style=style, only=only, profiles=profile or None,
-                               formats=("pdf", "png") if png else ("pdf",))
-        rep = write_report(a, done, skipped, style)
+        with sw.storage_errors(_out(run_dirs, out)):
+            a = analyze(run_dirs, out=out, speed=speed, baseline=baseline, allow_differ=allow_differ,
+                        echo=lambda s: None, exclude_suspect=exclude_suspect)
+            done, skipped = render(a, style=style, only=only, profiles=profile or None,
+                                   formats=("pdf", "png") if png else ("pdf",))
+            rep = write_report(a, done, skipped, style)
         for n in a.summary.notes:
             print(f"note: {n}")
         print(f"wrote {rep}")

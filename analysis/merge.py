@@ -16,6 +16,7 @@ from typing import Callable, Iterable
 
 import pandas as pd
 
+from pqshake import safe_write as sw
 from pqshake.errors import UserError
 
 from .load import get, read_meta
@@ -150,19 +151,20 @@ def merge(paths: Iterable[Path | str], *, out: Path | None = None, allow_differ:
                          + ", ".join(vals))
     notes += cpu_notes(mach)
     od = out or default_out(paths)
+    if out is None:
+        sw.refuse_link(od)  # merged/ beside shards from elsewhere: never a link out of them
     # The shard checks above replace the same-machine checks of a plain analyze (kernel, CPU).
     allow = set(allow_differ) | {"kernel", "cpu.model"}
     a = analyze(paths, out=od, allow_differ=sorted(allow), extra_notes=notes, echo=echo, **kw)
     mp = a.out_dir / "machines.csv"
-    mach.to_csv(mp, index=False)
+    with sw.replacing(mp, root=a.out_dir) as tmp:
+        mach.to_csv(tmp, index=False)
     a.written.append(mp)
     if figures:
         from .figures import render
 
         done, skipped = render(a, style=style)
-        rep = write_report(a, done, skipped, style)
-        with open(rep, "a", encoding="utf-8") as f:
-            f.write("\n" + machines_section(mach) + "\n")
+        rep = write_report(a, done, skipped, style, extra=[machines_section(mach)])
         echo(f"wrote {rep}")
     echo(f"wrote {mp} ({len(mach)} cells from {len(paths)} run(s) on {mach['host'].nunique()} host(s))")
     return a

@@ -38,10 +38,15 @@ from pathlib import Path
 from typing import Any
 
 from pqshake import results as fmt
+from pqshake import safe_write as sw
 from pqshake.errors import UserError
 from pqshake.results.meta import DONE
 
 LOCK_NAME = ".pqs-run.lock"
+# A run directory: its owner reads and writes it, the owner's group reads it (a lab's results
+# group, a setgid results/), nobody else enters (key logs and captures: 0600 inside;
+# docs/run-directory-security.md).
+RUN_DIR_MODE = 0o750
 
 
 def now_iso() -> str:
@@ -55,15 +60,9 @@ def default_results_root() -> Path:
 
 
 # ---------------------------------------------------------------------------------------------
-# Durable writes
+# Durable writes (never through a link: pqshake/safe_write.py)
 
-
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+fsync_dir = sw.fsync_dir
 
 
 def fsync_file(path: Path) -> None:
@@ -77,15 +76,10 @@ def fsync_file(path: Path) -> None:
         os.close(fd)
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """tmp + fsync + rename + fsync(dir): the file is either absent or whole."""
-    tmp = path.with_name(f".{path.name}.tmp.{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    fsync_dir(path.parent)
+def write_atomic(path: Path, text: str, root: Path | None = None) -> None:
+    """tmp + fsync + rename + fsync(dir): the file is either absent or whole, and never written
+    through a link (root: the run directory, no link allowed below it)."""
+    sw.write_text(path, text, root=root)
 
 
 def write_json(path: Path, data: Any, root: Path | None = None) -> None:
@@ -95,15 +89,14 @@ def write_json(path: Path, data: Any, root: Path | None = None) -> None:
         from .portable import portable
 
         data = portable(json.loads(json.dumps(data, default=str)), root=root)
-    write_atomic(path, json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+    write_atomic(path, json.dumps(data, indent=2, sort_keys=False, default=str) + "\n", root=root)
 
 
 def read_json(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def is_disk_full(e: BaseException) -> bool:
-    return isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT)
+is_disk_full = sw.is_disk_full
 
 
 # ---------------------------------------------------------------------------------------------
@@ -119,7 +112,12 @@ class RunLock:
         self.fd: int | None = None
 
     def acquire(self, run_dir: Path) -> None:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        except OSError as e:
+            if e.errno == errno.ELOOP:  # a shared results/ with a planted link
+                raise UserError(sw.link_message(self.path), exit_code=1) from None
+            raise
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -171,9 +169,7 @@ def lock_holder(root: Path) -> dict | None:
 def check_writable(root: Path) -> None:
     try:
         root.mkdir(parents=True, exist_ok=True)
-        probe = root / f".pqs-write-test.{os.getpid()}"
-        probe.write_text("x")
-        probe.unlink()
+        sw.probe_writable(root)
     except OSError as e:
         raise UserError(f"results directory {root} is not writable ({e.strerror or e}); "
                         "choose another with --out DIR or fix its permissions", exit_code=1) from None
@@ -211,9 +207,7 @@ class RunDir:
         """Where a quic cell's qlog traces go (role: server or client), created empty."""
         if role not in ("server", "client"):
             raise ValueError(f"qlog role {role!r}: server or client")
-        d = self.raw / cell_id / "qlog" / role
-        d.mkdir(parents=True, exist_ok=True)
-        return d
+        return sw.ensure_dir(self.raw / cell_id / "qlog" / role, root=self.path)
 
     def done_path(self, cell_id: str) -> Path:
         return self.raw / cell_id / DONE
@@ -226,8 +220,22 @@ class RunDir:
         return self.meta_path.is_file()
 
     def create(self) -> None:
-        for d in (self.path, self.raw, self.logs, self.net, self.path / "experiment"):
-            d.mkdir(parents=True, exist_ok=True)
+        """The run's folders: the run directory RUN_DIR_MODE whatever the umask (a fresh run
+        directory, never an existing link)."""
+        sw.refuse_link(self.path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.mkdir(mode=RUN_DIR_MODE, exist_ok=True)
+        os.chmod(self.path, RUN_DIR_MODE)
+        for d in (self.raw, self.logs, self.net, self.path / "experiment"):
+            sw.ensure_dir(d, root=self.path)
+
+    def check_links(self) -> None:
+        """Refuse (one line) a run directory holding a link where pqshake writes."""
+        sw.check_run(self.path)
+
+    def remove_stale_temps(self) -> list[Path]:
+        """What interrupted writes left (pqshake's temporary names, their writer gone)."""
+        return sw.remove_stale_temps(self.path)
 
     # meta
     def meta(self) -> dict:
@@ -265,16 +273,18 @@ class RunDir:
         while dest.exists():
             dest = dest.with_name(dest.name + f".{n}")
             n += 1
+        sw.refuse_link(self.logs)  # the move goes into logs/: never into a folder elsewhere
         os.replace(d, dest)
         fsync_dir(self.raw)
         return dest
 
     def log(self, line: str) -> None:
         try:
-            with open(self.logs / "run.log", "a", encoding="utf-8") as f:
+            sw.refuse_link(self.logs)
+            with sw.open_append(self.logs / "run.log") as f:
                 f.write(f"{now_iso()} {line}\n")
-        except OSError:
-            pass
+        except (OSError, UserError):
+            pass  # the log is best-effort; a link there is refused up front (check_links)
 
 
 def new_run_id() -> tuple[str, str]:
@@ -453,7 +463,8 @@ def first_provenance(meta: dict) -> dict:
             return s["provenance"]
     tools = meta.get("tools") or {}
     return {"commit": (meta.get("git") or {}).get("commit"),
-            "binaries": {k: (v or {}).get("sha256") for k, v in tools.items()}}
+            # very early runs recorded a version string per tool, not a hash: no hash then
+            "binaries": {k: (v if isinstance(v, dict) else {}).get("sha256") for k, v in tools.items()}}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -551,8 +562,9 @@ def copy_experiment(run: RunDir, files: list[Path]) -> list[dict]:
         except ValueError:
             rel = Path("_include") / f.name
         dest = run.path / "experiment" / rel
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(f, dest)
+        sw.ensure_dir(dest.parent, root=run.path)
+        with sw.replacing(dest, root=run.path) as tmp:
+            shutil.copyfile(f, tmp)
         out.append({"path": str(f), "copy": str(dest.relative_to(run.path)),
                     "sha256": hashlib.sha256(f.read_bytes()).hexdigest()})
     return out

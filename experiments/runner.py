@@ -73,7 +73,7 @@ def start_run(exp_path: Path | str, *, out: Path | None = None, yes: bool = Fals
             copies = rd.copy_experiment(run, plan.experiment.files)
             resolved = dict(plan.experiment.data)
             resolved["seed"] = plan.seed
-            rd.write_atomic(run.resolved_experiment, yaml.safe_dump(resolved, sort_keys=False))
+            rd.write_atomic(run.resolved_experiment, yaml.safe_dump(resolved, sort_keys=False), root=run.path)
             rd.write_json(run.path / "plan.json", root=run.path, data={
                 "experiment": plan.model.model_dump(mode="json"), "seed": plan.seed,
                 "groups": plan.groups, "sigs": plan.sigs, "profiles": list(plan.profiles),
@@ -108,10 +108,12 @@ def resume_run(run_dir: Path | str, *, quiet: bool = False, rich: bool | None = 
     listed in meta.json `reruns`). A different commit or rebuilt binaries are refused unless
     allow_mixed, which meta.json then records (`mixed`) and the report shows."""
     run = rd.find_run(run_dir)
+    run.check_links()  # a run from elsewhere may hold links where resume writes: refused first
     root = run.path.parent.parent
     lock = rd.RunLock(root)
     lock.acquire(run.path)
     try:
+        run.remove_stale_temps()  # what an interrupted write left (the lock: no other writer now)
         meta = run.meta()
         prov = rd.session_provenance()
         diff = rd.provenance_differences(rd.first_provenance(meta), prov)

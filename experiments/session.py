@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from pqshake import safe_write as sw
 from pqshake.errors import UserError
 
 from . import rundir as rd
@@ -24,8 +25,7 @@ if TYPE_CHECKING:
 
 
 def _net_record(run: rd.RunDir, profile: str, session: str, name: str, data: Any) -> None:
-    d = run.net / profile / session
-    d.mkdir(parents=True, exist_ok=True)
+    d = sw.ensure_dir(run.net / profile / session, root=run.path)
     rd.write_json(d / f"{name}.json", data, root=run.path)
 
 

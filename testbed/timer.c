@@ -6,6 +6,7 @@
  * (transport.h; tcp/, quic/, turbotls/): t0 is taken here, just before the handshake step, and
  * the transport marks the handshake's end itself. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -134,7 +135,8 @@ static void usage(FILE *f)
     fprintf(f,
 "  --out FILE             append JSON lines to FILE (default -, stdout)\n"
 "  --keylog FILE          append the connections' TLS secrets to FILE in NSS key log format\n"
-"                         (SSLKEYLOGFILE; Wireshark decrypts with it), written after each attempt\n"
+"                         (SSLKEYLOGFILE; Wireshark decrypts with it), written after each attempt;\n"
+"                         created owner-only (0600), a symbolic link there is refused\n"
 "  --fsync N              with --out FILE: fsync every N lines and at exit (default 64;\n"
 "                         0 = only fflush). Every line is always fflush'ed.\n"
 "  --start-gate           after the header line (providers, certificates and the context are\n"
@@ -692,8 +694,13 @@ int main(int argc, char **argv)
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
     SSL_CTX_sess_set_new_cb(ctx, new_session_cb);
     if (cfg->keylog != NULL) {
-        keylog_file = fopen(cfg->keylog, "a");
-        if (keylog_file == NULL)
+        /* The secrets decrypt the capture: owner-only (0600) from the moment the file exists, and
+         * never written through a link planted in a run directory (O_NOFOLLOW). */
+        int fd = open(cfg->keylog, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0 && errno == ELOOP)
+            pqs_usage_error(PROG, "bad --keylog '%s': a symbolic link; the TLS secrets are not written through links "
+                                  "(remove it or name another file)", cfg->keylog);
+        if (fd < 0 || (keylog_file = fdopen(fd, "a")) == NULL)
             pqs_usage_error(PROG, "bad --keylog '%s': %s", cfg->keylog, strerror(errno));
         SSL_CTX_set_keylog_callback(ctx, keylog_cb);
     }

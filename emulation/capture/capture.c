@@ -86,7 +86,8 @@ static void help(void)
 	       "timestamps), until SIGTERM/SIGINT or until the file would exceed --max-bytes.\n"
 	       "\n"
 	       "  --iface NAME        an interface to record (Ethernet; up to %d, one IDB each)\n"
-	       "  --out FILE          the pcapng file (created or truncated)\n"
+	       "  --out FILE          the pcapng file (created or truncated; owner-only, 0600; a\n"
+	       "                      symbolic link there is refused)\n"
 	       "  --host IPV4         keep only IPv4 frames from or to this address (with --port:\n"
 	       "                      from HOST:PORT or to HOST:PORT, TCP and UDP)\n"
 	       "  --port N            keep only TCP and UDP frames of this port (with --host: on HOST)\n"
@@ -533,7 +534,12 @@ int main(int argc, char **argv)
 	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	outfd = open(cfg.out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/* The capture carries the traffic: owner-only (0600), never written through a link planted
+	 * in a run directory (O_NOFOLLOW). */
+	outfd = open(cfg.out, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (outfd < 0 && errno == ELOOP)
+		die("cannot write %s: a symbolic link; the capture is not written through links "
+		    "(remove it or name another file)", cfg.out);
 	if (outfd < 0)
 		die("cannot write %s: %s", cfg.out, strerror(errno));
 	static unsigned char frame[SNAPLEN_MAX], block_mem[SNAPLEN_MAX + 512];

@@ -5,7 +5,6 @@ whenever a cell completed after them (stale)."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from pqshake.errors import UserError
@@ -208,30 +207,20 @@ def collect_tables(path: Path) -> dict:
     }
 
 
-def _fsync(path: Path, flags: int = os.O_RDONLY) -> None:
-    fd = os.open(path, flags)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def write_tables(path: Path, frames: dict) -> None:
     """The run's tables (pandas DataFrames or pyarrow Tables by name in TABLES), each via tmp +
     fsync + rename: a table is either the old one or the whole new one."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from pqshake import safe_write as sw
+
     for name, df in frames.items():
-        dest = table_path(path, name)
-        tmp = dest.with_name(f".{dest.name}.tmp.{os.getpid()}")
-        if isinstance(df, pa.Table):
-            pq.write_table(df, tmp)
-        else:
-            df.to_parquet(tmp, index=False)
-        _fsync(tmp)
-        os.replace(tmp, dest)
-    _fsync(Path(path), os.O_RDONLY | os.O_DIRECTORY)
+        with sw.replacing(table_path(path, name)) as tmp:  # never through a link (safe_write)
+            if isinstance(df, pa.Table):
+                pq.write_table(df, tmp)
+            else:
+                df.to_parquet(tmp, index=False)
 
 
 def table_path(path: Path, name: str) -> Path:
