@@ -28,6 +28,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from pqshake import safe_write as sw
 from pqshake.errors import UserError
 from pqshake.experiments import transports as T
 
@@ -119,14 +120,21 @@ def context(a: Analysis, style: str, profiles: list[str] | None = None) -> Ctx:
     return Ctx(a=a, style=style, pal=pal, t=t, ok=ok, srv=srv, profiles=profiles)
 
 
-def _mark_suspect(o: FigOut, suspect: list[str]) -> None:
-    """Every figure says which of the run's cells are suspect (validity verdict; reasons in the
-    report), on the figure itself and in its caption."""
-    if not suspect:
+def _mark_suspect(o: FigOut, note: str) -> None:
+    """Every figure says how many of the run's cells are suspect ('N of M cells suspect (see
+    Validity)', report.suspect_note), on the figure itself and in its caption; which ones and
+    by how many milliseconds is the report's Validity section's to say, not every caption's."""
+    if not note:
         return
-    text = "suspect cells (see report): " + "; ".join(suspect[:4]) + (f" and {len(suspect) - 4} more" if len(suspect) > 4 else "")
-    o.fig.text(0.005, 0.002, "\u2020 " + text, fontsize=5, color="#b2182b", ha="left", va="bottom")
-    o.caption += f" \u2020 Suspect cells (validity verdict, reasons in the report's Validity section): {'; '.join(suspect)}."
+    o.fig.text(0.005, 0.002, "\u2020 " + note, fontsize=5, color="#b2182b", ha="left", va="bottom")
+    o.caption += f" \u2020 {note}."
+
+
+def _save(o: FigOut, fig_dir, formats) -> list:
+    """A figure's files, drawn in a private folder and renamed into fig_dir: matplotlib opens
+    the names it is given, so it never sees one that could be a planted link (safe_write)."""
+    with sw.staging(fig_dir) as st:
+        return [sw.publish(f, fig_dir / f.name) for f in ST.save(o.fig, st / o.name, formats)]
 
 
 def render(a: Analysis, *, style: str = "thesis", only: list[str] | None = None, profiles: list[str] | None = None,
@@ -139,13 +147,12 @@ def render(a: Analysis, *, style: str = "thesis", only: list[str] | None = None,
         raise UserError(f"{a.run.paths[0]}: no successful handshake in the run ({int(t['n_attempts'].sum())} attempts"
                         + (f", most often {errs.iloc[0]}" if len(errs) else "") + "): nothing to plot; the failure "
                         f"counts are in {a.out_dir / 'summary.csv'} (pqshake analyze)")
-    fig_dir = a.out_dir / "figures"
-    fig_dir.mkdir(parents=True, exist_ok=True)
+    fig_dir = sw.ensure_dir(a.out_dir / "figures", root=a.out_dir)
     done: list[FigOut] = []
     skipped: list[tuple[str, str]] = []
-    from .report import cell_label, suspect_rows
+    from .report import suspect_note
 
-    sus = [cell_label(r) for r in suspect_rows(a.summary.table).itertuples(index=False)]
+    sus = suspect_note(a.summary.table)
     with plt.rc_context(ST.rc(style)):
         for k in kinds:
             try:
@@ -157,7 +164,7 @@ def render(a: Analysis, *, style: str = "thesis", only: list[str] | None = None,
             for o in outs:
                 _mark_suspect(o, sus)
                 try:
-                    o.files = ST.save(o.fig, fig_dir / o.name, formats)
+                    o.files = _save(o, fig_dir, formats)
                 finally:
                     plt.close(o.fig)
                 o.fig = None

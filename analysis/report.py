@@ -12,6 +12,7 @@ from typing import Callable, Iterable
 import numpy as np
 import pandas as pd
 
+from pqshake import safe_write as sw
 from pqshake.errors import UserError
 
 from . import bound as B
@@ -35,13 +36,20 @@ class Analysis:
     written: list[Path] = field(default_factory=list)
 
 
-def out_dir_for(paths: list[Path], out: Path | None) -> Path:
+def out_dir_for(paths: list[Path], out: Path | None, runs: Iterable[Path] = ()) -> Path:
+    """The analysis folder, checked before anything is written: no link where pqshake writes in
+    the runs (`runs`: their directories, as loaded) or in the folder (its own names; the default
+    RUN_DIR/analysis is the run's, a link there refused too)."""
+    for r in runs:
+        sw.check_run(r)
     d = Path(out) if out else Path(paths[0]) / "analysis"
+    sw.check_tree(d, sw.ANALYSIS_WRITES)
     try:
-        d.mkdir(parents=True, exist_ok=True)
-        probe = d / ".pqs-write-test"
-        probe.write_text("x")
-        probe.unlink()
+        if out:
+            d.mkdir(parents=True, exist_ok=True)  # the user's choice, wherever it leads
+        else:
+            sw.ensure_dir(d, root=Path(paths[0]))
+        sw.probe_writable(d)
     except OSError as e:
         raise UserError(f"{d}: cannot write the analysis there ({e.strerror or e}); choose another folder with --out DIR",
                         exit_code=1) from None
@@ -52,9 +60,11 @@ def prepare(paths: Iterable[Path | str], *, out: Path | None = None, speed: str 
             baseline: str | None = None, allow_differ: Iterable[str] = (), n_boot: int = S.BOOTSTRAP_N,
             seed: int = S.BOOTSTRAP_SEED, exclude_suspect: bool = False, extra_notes: Iterable[str] = ()) -> Analysis:
     paths = [Path(p) for p in paths]
+    for p in paths:  # before loading: a load may rebuild a run's tables
+        sw.check_run(p)
     run = load_runs(paths, allow_differ, exclude_suspect=exclude_suspect)
     run.notes.extend(extra_notes)  # e.g. merge: where the shards ran
-    od = out_dir_for(paths, out)
+    od = out_dir_for(paths, out, run.paths)
     groups = sorted(set(run.samples["group"].astype(str)) | set(run.cells["group"].astype(str)))
     sigs = sorted(set(run.samples["sig"].astype(str)) | set(run.cells["sig"].astype(str)))
     sp, note = B.find_speed(paths, speed, groups=groups, sigs=sigs, out_dir=od)
@@ -64,12 +74,11 @@ def prepare(paths: Iterable[Path | str], *, out: Path | None = None, speed: str 
 
 
 def _write_frame(df: pd.DataFrame, path: Path) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    if path.suffix == ".parquet":
-        df.to_parquet(tmp, index=False)
-    else:
-        T.csv_frame(df).to_csv(tmp, index=False, float_format="%.6g")
-    tmp.replace(path)
+    with sw.replacing(path, root=path.parent) as tmp:
+        if path.suffix == ".parquet":
+            df.to_parquet(tmp, index=False)
+        else:
+            T.csv_frame(df).to_csv(tmp, index=False, float_format="%.6g")
 
 
 def versions(run: Run, speed: B.Speed | None = None) -> dict:
@@ -122,13 +131,13 @@ def analyze(paths: Iterable[Path | str], *, echo: Callable[[str], None] = print,
            f"'{S.PCT_METHOD}'; 'ok only': over the successful attempts alone, as most papers report. "
            f"slowdown = ratio of medians against {a.summary.params['baseline'] or 'no baseline'} in the same profile, "
            f"mode and transport; bound from the handshake model (TCP or QUIC, docs/methodology.md). {provenance_line(a.run, a.speed)}")
-    (od / "summary.tex").write_text(T.latex(t, cap))
-    (od / "summary.md").write_text(f"{cap}\n\n" + T.markdown(t))
+    sw.write_text(od / "summary.tex", T.latex(t, cap), root=od)
+    sw.write_text(od / "summary.md", f"{cap}\n\n" + T.markdown(t), root=od)
     a.written += [od / "summary.tex", od / "summary.md"]
     info = {"runs": portable([str(p) for p in a.run.paths], root=a.run.paths[0].parent), "params": a.summary.params, "notes": a.summary.notes,
             "versions": versions(a.run, a.speed), "rows": int(len(t)),
             "attempts": int(t["n_attempts"].sum()), "ok": int(t["n_ok"].sum())}
-    (od / "analysis.json").write_text(json.dumps(info, indent=2, default=str) + "\n")
+    sw.write_text(od / "analysis.json", json.dumps(info, indent=2, default=str) + "\n", root=od)
     a.written.append(od / "analysis.json")
     echo(f"{len(t)} cells, {info['attempts']} attempts ({info['ok']} ok) from {len(a.run.paths)} run(s); "
          f"warm-ups excluded: {a.run.n_warmup_dropped}")
@@ -183,28 +192,50 @@ def cell_label(r) -> str:
     return f"{r.group} / {r.sig} @ {r.profile} ({MODE_LABELS.get(r.mode, r.mode)}{extra})"
 
 
+def suspect_count(t: pd.DataFrame) -> tuple[int, int]:
+    """(suspect cells, judged cells) of a summary table."""
+    judged = int((t["verdict"].astype(str) != "not judged").sum()) if "verdict" in t else 0
+    return len(suspect_rows(t)), judged
+
+
+def suspect_note(t: pd.DataFrame) -> str:
+    """What a caption says of the verdicts: 'N of M cells suspect (see Validity)', '' if none."""
+    n, m = suspect_count(t)
+    return f"{n} of {m} cells suspect (see Validity)" if n else ""
+
+
+VERDICT_RULE = ("a cell is suspect when its link or emulator was not what the profile says (RTT or a way "
+                "outside the net check tolerance, loss outside its interval, queue drops, an episode that did "
+                "not fire), or when disturbances (emulator frames sent late, CPU taken by host steal or other "
+                "processes) could have added more to its median than the half-width of the median's 95 % CI; "
+                "each such reason says how many milliseconds (docs/methodology.md, \"A verdict in proportion\")")
+
+
 def validity_lines(a: Analysis) -> list[str]:
-    """The report's validity section: every suspect cell with its reasons."""
+    """The report's validity section: the rule, then every suspect cell with its reasons (a
+    disturbance's in milliseconds)."""
     t = a.summary.table
     sus = suspect_rows(t)
-    judged = int((t["verdict"].astype(str) != "not judged").sum()) if "verdict" in t else 0
+    _, judged = suspect_count(t)
     out = ["## Validity", ""]
     if a.run.excluded_suspect:
         out += [f"Excluded as suspect (--exclude-suspect): {', '.join(a.run.excluded_suspect)}.", ""]
     if not judged:
         return out + ["These runs carry no validity verdicts (they were recorded before the runner judged cells).", ""]
+    rule = VERDICT_RULE[0].upper() + VERDICT_RULE[1:] + "."
     if sus.empty:
-        return out + [f"All {judged} judged cells ok: RTT and each way within the net check tolerance, link "
-                      f"loss as configured, no queue drops, late frames and host steal within bounds "
-                      f"(docs/methodology.md, \"Validity of a cell\").", ""]
+        return out + [f"All {judged} judged cells ok. {rule}", ""]
     out += [f"{len(sus)} of {judged} judged cells are suspect (marked in every table and figure; "
-            f"`pqshake resume RUN --rerun-suspect` measures them again; `--exclude-suspect` leaves them out):", ""]
+            f"`pqshake resume RUN --rerun-suspect` measures them again; `--exclude-suspect` leaves them out). "
+            f"{rule}", ""]
     for r in sus.itertuples(index=False):
         out.append(f"- {cell_label(r)}: {'; '.join(a.summary.reasons.get(tuple(str(getattr(r, c)) for c in CELL_KEY), []))}")
     return out + [""]
 
 
-def write_report(a: Analysis, figures: list, skipped: list[tuple[str, str]], style: str) -> Path:
+def write_report(a: Analysis, figures: list, skipped: list[tuple[str, str]], style: str,
+                 extra: Iterable[str] = ()) -> Path:
+    """report.md (extra: further sections at its end, e.g. merge's machines), written whole."""
     t = a.summary.table
     od = a.out_dir
     lines = [f"# Handshake analysis: {', '.join(str(m.get('name', '?')) for m in a.run.metas)}", "",
@@ -243,6 +274,4 @@ def write_report(a: Analysis, figures: list, skipped: list[tuple[str, str]], sty
         tt = T.transport_markdown(t, tr)
         if tt:
             lines += [f"## {tr.report.title}", "", tr.report.text(a.summary.params), "", tt, ""]
-    p = od / "report.md"
-    p.write_text("\n".join(lines))
-    return p
+    return sw.write_text(od / "report.md", "\n".join(lines) + "".join(f"\n{x}\n" for x in extra), root=od)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pqshake import safe_write as sw
 from pqshake.errors import UserError
 from pqshake.results.jsonl import JsonLines
 
@@ -168,7 +169,7 @@ class CellRunner:
         d = run.cell_dir(cell.cell_id)
         if d.exists():
             run.set_aside_partial(cell.cell_id)
-        d.mkdir(parents=True)
+        sw.ensure_dir(d, run.path)  # a link planted on the way (raw/ a link) is refused
         info: dict[str, Any] = {"cell_id": cell.cell_id, **cell.as_dict(), "backend": topo.backend,
                                 "session": self.session, "started": rd.now_iso()}
         info["configured"] = profile_figures(self.plan.profiles[cell.profile])
@@ -382,7 +383,8 @@ class CellRunner:
         if reason is not None and shutil.disk_usage(d).free < DISK_MIN_FREE:
             raise DiskFull(reason)
         # Validity (experiments/validity.py): the link, the host and the CPU over this cell.
-        v = validity.judge(self.plan.profiles[cell.profile], topo.backend, cr.before, validity.Snapshot.take(topo), cr.rtt)
+        v = validity.judge(self.plan.profiles[cell.profile], topo.backend, cr.before, validity.Snapshot.take(topo), cr.rtt,
+                           handshakes=validity.Handshakes.of(self.plan, cell, cr.timer_out, info.get("n_attempts", 0)))
         info["validity"] = v
         info["verdict"] = v["verdict"]
         info.update({

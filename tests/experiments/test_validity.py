@@ -1,5 +1,6 @@
 """The validity verdict per cell (experiments/validity.py): unit checks of each tolerance with
-counters as the backends report them, and end to end through the real link a cell whose link
+counters as the backends report them (disturbances weighed in proportion:
+tests/analysis/test_verdict_proportion.py), and end to end through the real link a cell whose link
 runs 20 % slower than configured: marked suspect when it finishes, in the summary, the report
 and the figures, left out by --exclude-suspect, and measured again by resume --rerun-suspect.
 
@@ -63,7 +64,7 @@ def test_no_probes_is_not_a_reason():
     assert v["verdict"] == "ok" and v["rtt"]["judged"].startswith("not measured")
 
 
-def test_loss_queue_drops_late_frames_and_steal():
+def test_loss_queue_drops_and_disturbances_recorded():
     p = prof(rtt="20ms", loss="2%")
     ok = V.judge(p, "userspace", snap(CLEAN, CLEAN), snap(after(lost=20), after(lost=21), t=1.0), RTT_OK)
     assert ok["verdict"] == "ok", ok["verdict"]
@@ -75,11 +76,13 @@ def test_loss_queue_drops_late_frames_and_steal():
     lossfree = V.judge(prof(rtt="20ms"), "userspace", snap(CLEAN, CLEAN), snap(after(), after(lost=1), t=1.0), RTT_OK)
     assert "down lost 1 of 1001 frames on a loss-free link" in lossfree["verdict"]
     q = V.judge(prof(rtt="20ms"), "userspace", snap(CLEAN, CLEAN), snap(after(queue_dropped=3), after(late=11), t=1.0), RTT_OK)
-    assert "up: the emulator's queue dropped 3 frames" in q["verdict"] and "down: 11 of 1000 frames left" in q["verdict"]
-    assert "late" not in V.judge(prof(rtt="20ms"), "userspace", snap(CLEAN, CLEAN),
-                                 snap(after(), after(late=10), t=1.0), RTT_OK)["verdict"]
+    assert q["verdict"] == "suspect: up: the emulator's queue dropped 3 frames the profile did not ask for", q["verdict"]
+    # Late frames and steal are weighed against the cell's handshake times (test_verdict_proportion.py);
+    # without them they are recorded, not reasons.
+    assert q["link"]["down"]["late"] == 11 and q["link"]["down"]["late_lateness_ns"] == 11 * V.LATE_THRESHOLD_NS
+    assert q["disturbance"]["judged"] == "not weighed (no handshake times)"
     st = V.judge(prof(rtt="20ms"), "userspace", snap(CLEAN, CLEAN, steal=5.0), snap(after(), after(), steal=5.5, t=10.0), RTT_OK)
-    assert "host steal 0.50 s during 10.0 s" in st["verdict"]
+    assert st["verdict"] == "ok" and st["host"]["steal_s"] == 0.5
 
 
 def test_netem_counters():
@@ -125,9 +128,12 @@ def test_a_link_20_percent_slower_is_suspect_everywhere(write_exp, tmp_path, cap
     t = a.summary.table.set_index("profile")
     assert bool(t.loc["v-slow", "suspect"]) and "RTT" in t.loc["v-slow", "verdict"]
     figs, skipped = render(a, only=["ecdf"], formats=("png",), echo=lambda s: None)
-    assert figs and all("Suspect cells" in f.caption and "v-slow" in f.caption for f in figs)
+    n_sus = int(t["suspect"].astype(bool).sum())
+    assert figs and all(f.caption.endswith(f"\u2020 {n_sus} of 2 cells suspect (see Validity).") for f in figs)
     report = write_report(a, figs, skipped, "thesis").read_text()
     assert "judged cells are suspect" in report and "- x25519 / ecdsa-p256 @ v-slow (" in report
+    # the cell was weighed with its handshake times and the model (the disturbance, if any, in ms)
+    assert done["validity"]["disturbance"]["rtts"] == 2 and done["validity"]["disturbance"]["median_ms"] > 40
     sus = sorted(f"{p}__x25519__ecdsa-p256__full__r1" for p in t.index[t["suspect"].astype(bool)])
     if len(sus) == 1:
         ex = analyze([path], echo=lambda s: None, speed="none", exclude_suspect=True)
