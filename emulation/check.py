@@ -154,12 +154,17 @@ def probe_server(topo, port: int | None = None) -> Iterator[str]:
             proc.wait()
 
 
+def probe_timeout_ms(p: Any) -> int:
+    """How long pqs-probe waits for a probe's answer on profile p: 1.5 worst-case round trips
+    plus a second (the plan's estimate counts the same wait for a lost probe)."""
+    worst = p.up.delay_ns + p.down.delay_ns + p.up.max_jitter_ns() + p.down.max_jitter_ns()
+    return int(worst / 1e6 * 1.5 + 1000)
+
+
 def run_probe(topo, addr: str, count: int, interval_us: int, size: int = 64, df: bool = False,
               timeout_ms: int | None = None, two_step: bool = False, extra: list[str] | None = None) -> dict[str, Any]:
     if timeout_ms is None:
-        p = topo.profile
-        worst = p.up.delay_ns + p.down.delay_ns + p.up.max_jitter_ns() + p.down.max_jitter_ns()
-        timeout_ms = int(worst / 1e6 * 1.5 + 1000)
+        timeout_ms = probe_timeout_ms(topo.profile)
     argv = [str(binary("pqs-probe")), "--connect", addr, "--count", str(count), "--interval-us", str(interval_us),
             "--size", str(size), "--timeout-ms", str(timeout_ms)] + (["--df"] if df else []) + \
         (["--two-step"] if two_step else []) + (extra or [])

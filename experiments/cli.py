@@ -55,7 +55,7 @@ def register(app: typer.Typer) -> None:
         for name, prof in p.profiles.items():
             f = profile_figures(prof)
             n = sum(1 for c in p.cells if c.profile == name)
-            est = p.estimate_s([c for c in p.cells if c.profile == name], keygen=False)
+            est = p.estimate_s([c for c in p.cells if c.profile == name], keygen=False, fixed=False)
             print(f"    {name:<28} rtt {f['rtt_ns'] / 1e6:8.2f} ms  {rates_text(f):<28}"
                   f"  loss {max(f['loss_up'], f['loss_down']) * 100:5.2f} %  mtu {f['mtu']:>5}  {n:>4} cells  ~{fmt_seconds(est)}")
         for note in p.notes:
@@ -66,10 +66,13 @@ def register(app: typer.Typer) -> None:
 
             print(f"  fs0rtt key: n {key['n']}, p {p_text(key['p'])} ({key['slots']} slots): "
                   + ("in the cache" if key["cached"] else f"generated first (~{fmt_seconds(key['keygen_estimate_s'])})"))
-        est = p.estimate_s()
+        parts = p.estimate_parts_s()
+        est = sum(parts.values())
         from .runner import LONG_RUN_S
 
-        print(f"  estimated duration: {fmt_seconds(est)}"
+        print(f"  estimated duration: {fmt_seconds(est)} (handshakes {fmt_seconds(parts['handshakes'])}; "
+              f"RTT probes {fmt_seconds(parts['probes'])}, servers and timers {fmt_seconds(parts['programs'])}, "
+              f"links {fmt_seconds(parts['links'])}, the run's start and end {fmt_seconds(parts['run'])})"
               + (f"  (longer than {fmt_seconds(LONG_RUN_S)}: 'run' will ask, or pass --yes)" if est > LONG_RUN_S else ""))
         for n in shard_counts:
             _print_shards(p, n)

@@ -30,9 +30,17 @@ from .modes import fs0rtt as FS
 from . import transports as T
 from .model import SEED_MAX, ExperimentFile, load_experiment
 
-# Fixed costs (seconds) for the estimate; bench/runner_bench.py measures the real ones.
-PROFILE_SETUP_S = 1.5  # namespaces + link up + check + teardown
-CELL_SETUP_S = 0.25  # server start (certificate chain), timer start, collecting
+# What a run costs besides its handshakes (seconds). Measured from a run of experiments/demo.yaml
+# (24 cells, 72 blocks; userspace link) on a 2-vCPU VM with 8-10 % steal and a load average
+# of 3.7 from other work: the run log, each cell's DONE and the programs' monotonic stamps
+# (pqs-server's header and ready lines, pqs-timer's header and attempts). The estimate is a
+# sum of these per run, per profile's link, per cell and per block, so the same pieces
+# price a part of a run (a shard, a slot) as they price the whole.
+RUN_FIXED_S = 2.8  # before the first link: plan, run folder, provenance (0.9 s); after the last: tables, meta (1.9 s)
+PROFILE_SETUP_S = 0.4  # namespaces and emulator up (0.23 s) and torn down (0.15 s); the check's probes apart
+CELL_SETUP_S = 0.15  # pqs-server up with its chain, ready (0.10 s); closing: server stop, validity, DONE (0.05 s)
+BLOCK_S = 0.24  # a pqs-timer: exec, providers (73 ms), set-up (12 ms), its exit seen (POLL_S) and counted (153 ms)
+PROBE_START_S = 0.025  # the pqs-probe server and client processes of one RTT measurement
 CHECK_PROBES = 100  # RTT probes per profile when its link comes up
 
 
@@ -61,6 +69,11 @@ def cell_id(profile: str, group: str, sig: str, mode: str, repetition: int, tran
     tr = T.find(transport)
     t = "" if tr is not None and tr.bare_cell_id else f"__{transport}"
     return f"{_slug(profile)}__{_slug(group)}__{_slug(sig)}__{mode}{t}__r{repetition}"
+
+
+def id_profile(cell_id_: str) -> str:
+    """The profile field of a cell id (as cell_id slugs it): cells sharing it share a link."""
+    return cell_id_.split("__", 1)[0]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -241,6 +254,49 @@ def check_offered(groups: list[str], where: str) -> str | None:
 
 
 # ---------------------------------------------------------------------------------------------
+# Estimates
+
+
+class Estimate(float):
+    """A duration in seconds (a float wherever one is expected) that also says how much of it
+    is the emulated link's waiting (wait_s): propagation, serialization, loss recovery, probe
+    spacing. The machine's load does not stretch that part; it stretches the rest (CPU,
+    program starts), so the progress ETA scales only the rest by the pace it observes."""
+
+    wait_s: float
+
+    def __new__(cls, total: float, wait_s: float = 0.0) -> "Estimate":
+        e = super().__new__(cls, total)
+        e.wait_s = float(wait_s)
+        return e
+
+
+def add(*parts: float) -> Estimate:
+    """The sum of estimates, with the sum of their waits (a plain float has none)."""
+    return Estimate(sum(parts), sum(getattr(x, "wait_s", 0.0) for x in parts))
+
+
+# ---------------------------------------------------------------------------------------------
+# RTT probes (emulation/check.py measure_rtt): their wall time
+
+
+def probes_s(profile: Any, count: int) -> Estimate:
+    """One RTT measurement of `count` probes: paced at the profile's probe interval (wider
+    under jitter or a slow rate), the last answer one RTT later, and when a probe is lost
+    pqs-probe waits out its timeout (as run_probe sets it) instead."""
+    if not count:
+        return Estimate(0.0)
+    from pqshake.emulation.check import expected_roundtrip_loss, probe_interval_us, probe_timeout_ms
+
+    up, down = profile.up, profile.down
+    rtt = (up.delay_ns + down.delay_ns) / 1e9
+    timeout = probe_timeout_ms(profile) / 1e3
+    p_lost = 1 - (1 - expected_roundtrip_loss(profile)) ** count
+    wait = count * probe_interval_us(profile) / 1e6 + (1 - p_lost) * rtt + p_lost * timeout
+    return Estimate(PROBE_START_S + wait, wait)
+
+
+# ---------------------------------------------------------------------------------------------
 # The plan
 
 
@@ -283,28 +339,50 @@ class Plan:
         # samples: auto: the planner's expectation between min and max (sampling.Target.expected)
         return int(round(Target.of(self.model).expected())) + self.model.warmup
 
-    def cell_estimate_s(self, c: Cell) -> float:
+    def blocks_per_cell(self) -> int:
+        """pqs-timer runs per cell: one, or one per `block` attempts (interleaved order,
+        samples: auto), as experiments/cell.py splits them."""
+        import math
+
+        from .sampling import Target, block_size
+
+        size = block_size(self.model)
+        return max(1, math.ceil(Target.of(self.model).expected() / size)) if size else 1
+
+    def attempt_estimate_s(self, c: Cell) -> Estimate:
+        """One attempt of the cell (handshake_model.expected_attempt_parts on its profile's figures)."""
         m = self.model
         f = profile_figures(self.profiles[c.profile])
-        rtt = f["rtt_ns"] / 1e9
         losses = [x for x in (f["loss_up"], f["loss_down"]) if x]
         # Each direction at its own rate (0 = unlimited): a slow downlink is not hidden behind a
         # fast uplink.
-        per = hm.expected_attempt_s(c.group, c.sig, rtt, rate_up=f["rate_bps_up"] or None,
-                                    rate_down=f["rate_bps_down"] or None,
-                                    mtu=f["mtu"], loss=max(losses) if losses else 0.0,
-                                    chain_depth=m.chain_depth, mode=c.mode, registry=load_registry(),
-                                    iw_c=f["initcwnd_client"] or None, iw_s=f["initcwnd_server"] or None,
-                                    client_auth=m.client_auth, client_chain_depth=m.client_chain_depth,
-                                    response=m.response_bytes > 0,
-                                    transport=c.transport, quic_retry=m.quic_retry == "on")
+        wait, work = hm.expected_attempt_parts(
+            c.group, c.sig, f["rtt_ns"] / 1e9, rate_up=f["rate_bps_up"] or None, rate_down=f["rate_bps_down"] or None,
+            mtu=f["mtu"], loss=max(losses) if losses else 0.0, chain_depth=m.chain_depth, mode=c.mode,
+            registry=load_registry(), iw_c=f["initcwnd_client"] or None, iw_s=f["initcwnd_server"] or None,
+            client_auth=m.client_auth, client_chain_depth=m.client_chain_depth, response=m.response_bytes > 0,
+            transport=c.transport, quic_retry=m.quic_retry == "on")
+        return Estimate(wait + work, wait)
+
+    def cell_parts_s(self, c: Cell) -> dict[str, Estimate]:
+        """The cell's wall time by what it is spent on: its attempts (handshakes), its RTT
+        probes, and its programs (the server, one timer per block)."""
+        m = self.model
         attempts = self.attempts_per_cell()
         if M.resumable(c.mode):
             attempts += 1  # the priming full handshake
-        hs = attempts * per / max(1, min(m.concurrency, attempts))
-        # RTT probes are paced ~1 ms apart (pqs-probe), then one RTT for the last answer.
-        probes = (m.rtt_probes * 0.001 + rtt + 0.05) if m.rtt_probes else 0.0
-        return hs + CELL_SETUP_S + probes
+        one = self.attempt_estimate_s(c)
+        k = attempts / max(1, min(m.concurrency, attempts))
+        return {"handshakes": Estimate(k * one, k * one.wait_s),
+                "probes": probes_s(self.profiles[c.profile], m.rtt_probes),
+                "programs": Estimate(CELL_SETUP_S + self.blocks_per_cell() * BLOCK_S)}
+
+    def cell_estimate_s(self, c: Cell) -> Estimate:
+        return add(*self.cell_parts_s(c).values())
+
+    def profile_setup_s(self, name: str) -> Estimate:
+        """Bringing a profile's link up, checking it (CHECK_PROBES probes) and tearing it down."""
+        return add(PROFILE_SETUP_S, probes_s(self.profiles[name], CHECK_PROBES))
 
     def bfe_key(self, cells: list[Cell] | None = None) -> dict[str, Any] | None:
         """fs0rtt cells' BFE key: its parameters, whether the cache has it, and if not the key
@@ -319,18 +397,24 @@ class Plan:
         return {"n": m.bfe_n, "p": m.bfe_p, "slots": FS.slots(m.bfe_n, m.bfe_p), "cached": have,
                 "keygen_estimate_s": 0.0 if have else round(FS.keygen_estimate_s(m.bfe_n, m.bfe_p), 1)}
 
-    def estimate_s(self, cells: list[Cell] | None = None, keygen: bool = True) -> float:
-        """keygen: count the BFE key generation these cells start with (not for a part of a run
-        that shares it, such as one profile's line)."""
+    def estimate_parts_s(self, cells: list[Cell] | None = None, keygen: bool = True,
+                         fixed: bool = True) -> dict[str, Estimate]:
+        """estimate_s by what the time is spent on: the cells' parts (cell_parts_s), the
+        profiles' links, and the run's own costs."""
         cells = self.cells if cells is None else cells
-        total = sum(self.cell_estimate_s(c) for c in cells)
+        per = [self.cell_parts_s(c) for c in cells]
+        out = {k: add(*(p[k] for p in per)) for k in ("handshakes", "probes", "programs")}
+        out["links"] = add(*(self.profile_setup_s(name) for name in {c.profile for c in cells}))
         key = self.bfe_key(cells) if keygen else None
-        total += key["keygen_estimate_s"] if key else 0.0
-        blocks = {c.profile for c in cells}
-        for name in blocks:
-            rtt = profile_figures(self.profiles[name])["rtt_ns"] / 1e9
-            total += PROFILE_SETUP_S + CHECK_PROBES * 0.001 + rtt
-        return total
+        out["run"] = Estimate((key["keygen_estimate_s"] if key else 0.0) + (RUN_FIXED_S if fixed and cells else 0.0))
+        return out
+
+    def estimate_s(self, cells: list[Cell] | None = None, keygen: bool = True, fixed: bool = True) -> Estimate:
+        """Wall time of running `cells` (default all) one after another: each cell's estimate,
+        each profile's link; keygen: the BFE key generation these cells start with, fixed: the
+        run's own start and end (RUN_FIXED_S). Neither for a part of a run that shares them,
+        such as one profile's line."""
+        return add(*self.estimate_parts_s(cells, keygen, fixed).values())
 
     def summary(self) -> dict[str, Any]:
         m = self.model

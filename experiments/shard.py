@@ -17,7 +17,7 @@ from typing import Any
 
 from pqshake.errors import UserError
 
-from .plan import CHECK_PROBES, PROFILE_SETUP_S, Cell, Plan, profile_figures
+from .plan import Cell, Plan
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ def parse_shard(text: str, where: str = "--shard") -> ShardSpec:
 
 def _setup_s(plan: Plan, profile: str) -> float:
     """What bringing a profile's link up costs a shard (as Plan.estimate_s counts it)."""
-    return PROFILE_SETUP_S + CHECK_PROBES * 0.001 + profile_figures(plan.profiles[profile])["rtt_ns"] / 1e9
+    return float(plan.profile_setup_s(profile))
 
 
 def partition(plan: Plan, n: int) -> list[list[Cell]]:

@@ -1,0 +1,164 @@
+"""Estimates you can plan by (issue 30): the plan's estimate prices what a run costs besides
+its handshakes (per cell, per block, per link, per run; the probes a lossy or jittery link
+needs), and the progress ETA follows this machine's pace once a tenth of the cells are done,
+in interleaved order too. The ETA is driven here by a synthetic clock, not by a run."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from pqshake.experiments import plan as P
+from pqshake.experiments import progress as progress_mod
+from pqshake.experiments.plan import build_plan
+from pqshake.experiments.progress import Progress
+
+
+def _plan(write_exp, extra: str = "", profiles: str = "[lan]"):
+    return build_plan(write_exp(f"name: t\ngroups: [x25519]\nprofiles: {profiles}\n{extra}"), check_stack=False)
+
+
+def test_cell_estimate_counts_each_block_timer_and_the_server(write_exp):
+    """Interleaved order runs a cell as one pqs-timer per block of 20: each start costs the
+    same, and the cell's server and probes come on top of its attempts."""
+    one = _plan(write_exp, "samples: 100\nwarmup: 0\nrtt_probes: 0\norder: sequential\n")
+    five = _plan(write_exp, "samples: 100\nwarmup: 0\nrtt_probes: 0\norder: interleaved\nblock: 20\n")
+    assert one.blocks_per_cell() == 1 and five.blocks_per_cell() == 5
+    c1, c5 = one.cells[0], five.cells[0]
+    assert five.cell_estimate_s(c5) - one.cell_estimate_s(c1) == pytest.approx(4 * P.BLOCK_S)
+    attempts = 100 * one.attempt_estimate_s(c1)
+    assert one.cell_estimate_s(c1) == pytest.approx(attempts + P.CELL_SETUP_S + P.BLOCK_S)
+    # measured on the demo: a LAN cell of 53 attempts takes ~1 s, mostly not its handshakes
+    demo_lan = _plan(write_exp, "samples: 50\nwarmup: 3\nrtt_probes: 50\nblock: 20\n")
+    assert 0.8 * 1.1 < demo_lan.cell_estimate_s(demo_lan.cells[0]) < 1.2 * 1.1
+
+
+def test_an_attempt_is_the_links_waiting_and_the_machines_work(write_exp):
+    """At 40 ms an attempt waits two round trips on the link; what the machine adds (measured
+    on the demo: +2 ms on lan, +8 ms at 40 ms on average) is the work part."""
+    from pqshake.experiments import handshake_model as hm
+
+    p = _plan(write_exp, "samples: 10\n", profiles="[rtt40]")
+    one = p.attempt_estimate_s(p.cells[0])
+    assert 0.080 <= one.wait_s < 0.081
+    assert one - one.wait_s >= hm.ATTEMPT_HOST_S + hm.ATTEMPT_GAP_S
+    assert float(one) == pytest.approx(hm.expected_attempt_s("x25519", "ecdsa-p256", 0.04))
+
+
+def test_probes_on_a_jittery_lossy_link_cost_their_spacing_and_the_timeout(write_exp):
+    """lte-good's jitter spaces probes 20 ms apart, and a lost probe makes pqs-probe wait out
+    its timeout (about 1 s): its 50 probes took 1.05 s, or 2.1 s with a loss, in the demo."""
+    from pqshake.emulation.check import probe_interval_us
+
+    p = _plan(write_exp, "samples: 10\nrtt_probes: 50\n", profiles="[lte-good]")
+    prof = p.profiles["lte-good"]
+    iv = probe_interval_us(prof) / 1e6
+    assert iv > 0.005
+    s = P.probes_s(prof, 50)
+    assert 50 * iv + 0.04 < s < 50 * iv + 1.1  # the expected timeout wait sits between
+    assert P.probes_s(prof, 0) == 0.0
+    lan = _plan(write_exp, "samples: 10\nrtt_probes: 50\n")
+    assert P.probes_s(lan.profiles["lan"], 50) == pytest.approx(P.PROBE_START_S + 0.05 + 0.0002, abs=1e-4)
+
+
+def test_estimate_is_its_cells_links_and_the_runs_fixed_costs(write_exp):
+    p = _plan(write_exp, "samples: 10\n", profiles="[lan, rtt40]")
+    cells = sum(p.cell_estimate_s(c) for c in p.cells)
+    links = p.profile_setup_s("lan") + p.profile_setup_s("rtt40")
+    assert p.estimate_s() == pytest.approx(cells + links + P.RUN_FIXED_S)
+    lan = [c for c in p.cells if c.profile == "lan"]  # a part of the run: no run costs
+    assert p.estimate_s(lan, keygen=False, fixed=False) == pytest.approx(sum(p.cell_estimate_s(c) for c in lan)
+                                                            + p.profile_setup_s("lan"))
+    assert p.profile_setup_s("rtt40") > P.PROFILE_SETUP_S + P.CHECK_PROBES * 0.001 + 0.04
+
+
+def test_demo_estimate_near_its_measured_run():
+    """experiments/demo.yaml ran in 122 s on the 2-vCPU VM the constants in experiments/plan.py
+    were measured on (131 s and 148 s under heavier load from other work); the estimate
+    before those costs were modelled said 92 s. A record of a measurement, not a timing."""
+    from pathlib import Path
+
+    import pqshake.experiments as pkg
+
+    p = build_plan(Path(pkg.__file__).parent / "demo.yaml", check_stack=False)
+    assert 0.8 * 122 <= p.estimate_s() <= 1.2 * 122
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    c = Clock()
+    monkeypatch.setattr(progress_mod.time, "monotonic", c)
+    return c
+
+
+def _progress(n: int, est_each: float) -> Progress:
+    return Progress(n, 0, n * est_each, stream=io.StringIO(), rich=False)
+
+
+def test_eta_after_a_tenth_follows_cells_twice_as_slow(clock):
+    """Cells one after another, each taking twice its estimate: until a tenth are done the
+    ETA is the plan's; from then on it is twice the estimate of what is left."""
+    n, est = 20, 10.0
+    pr = _progress(n, est)
+    assert pr.eta_s() == pytest.approx(n * est)
+    for i in range(2):
+        pr.start_cell(f"c{i}", 10)
+        clock.t += 2 * est
+        pr.end_cell(f"c{i}", "complete", est)
+        if i == 0:  # one of twenty: not a tenth yet, the plan's figure for what is left
+            assert pr.eta_s() == pytest.approx((n - 1) * est)
+    assert pr.eta_s() == pytest.approx(2 * (n - 2) * est)
+
+
+def test_eta_in_interleaved_order_counts_the_open_cells(clock):
+    """Interleaved order: two profiles of ten cells, each profile's link brought up, each cell
+    opened (probes, server) and then run in three blocks, everything twice as slow as planned;
+    the cells of a profile close one after another in the last round. At a tenth done the ETA
+    is about the true time left (the first cell's opening is counted with its link), not the
+    elapsed time over two cells' worth."""
+    n, blocks, est_link, est_open, est_block = 20, 3, 2.0, 0.5, 3.0
+    est = est_open + blocks * est_block
+    pr = Progress(n, 0, n * est + 2 * est_link, stream=io.StringIO(), rich=False)
+    first, done = [f"lan__g{i}__ecdsa-p256__full__r1" for i in range(10)], 0
+    clock.t += 2 * est_link
+    for rnd in range(blocks):
+        for cid in first:
+            if rnd == 0:
+                clock.t += 2 * est_open  # its opening, before its first block
+            pr.start_cell(cid, 20)
+            clock.t += 2 * est_block
+            pr.attempts(20)  # the runner's last report of a block, as its timer ends
+            if rnd == blocks - 1:
+                pr.end_cell(cid, "complete", est)
+                done += 1
+            if done == 2:
+                break
+    # the open cells' last blocks, the second profile's link and cells
+    true_left = 8 * 2 * est_block + 2 * est_link + 10 * 2 * est
+    assert pr.eta_s() == pytest.approx(true_left, rel=0.05)
+
+
+def test_eta_stretches_what_the_load_stretches_not_the_links_waiting(clock):
+    """A loaded machine doubles a LAN cell (program starts and CPU) but not the waiting of a
+    40 ms cell: after two LAN cells at twice their estimate the ETA doubles the rest of each
+    estimate, keeping the link's waiting (plan.Estimate.wait_s) as planned."""
+    from pqshake.experiments.plan import Estimate, add
+
+    lan, far = Estimate(2.0), Estimate(10.0, wait_s=8.0)
+    cells = [("lan", lan)] * 10 + [("far", far)] * 10
+    pr = Progress(len(cells), 0, add(*(e for _, e in cells)), stream=io.StringIO(), rich=False)
+    for i, (_, est) in enumerate(cells[:2]):
+        pr.start_cell(f"c{i}", 10)
+        clock.t += 2 * est
+        pr.end_cell(f"c{i}", "complete", est)
+    true_left = 8 * 2 * lan + 10 * (far.wait_s + 2 * (far - far.wait_s))
+    assert pr.eta_s() == pytest.approx(true_left)
