@@ -144,6 +144,15 @@ def host_namespaces() -> set[str]:
     return set(netns.ns_list())
 
 
+def run_namespaces(run: Path) -> set[str]:
+    """The host's /run/netns entries this run made: those named for its sessions (a session id
+    is its links' run id, net/<profile>/<session>/). Other tests and runs on the machine may make
+    namespaces meanwhile; only this run's count."""
+    sessions = {d.name for d in run.glob("net/*/*") if d.is_dir()}
+    assert sessions, f"{run}: no link was recorded"
+    return {n for n in host_namespaces() if any(n.startswith(f"pqs-{s}-") for s in sessions)}
+
+
 def test_rootless_doctor_and_run(account):
     pw, home, as_user = account
     pqs = str(REPO / ".venv" / "bin" / "pqshake")
@@ -165,7 +174,6 @@ def test_rootless_doctor_and_run(account):
 
     exp = home / "rootless.yaml"
     exp.write_text(exp_text(10))
-    before = host_namespaces()
     cp = as_user(pqs, "run", str(exp), "--yes")
     assert cp.returncode == 0, cp.stderr
     assert "complete: 2 cells complete, 0 failed" in cp.stdout, cp.stdout + cp.stderr
@@ -177,7 +185,7 @@ def test_rootless_doctor_and_run(account):
     assert len(s) == 2 * (10 + 2) and s["ok"].all() and set(s["backend"]) == {"userspace"}
     med = s[~s["warmup"]]["handshake_ns"].median()
     assert 10e6 < med < 500e6  # at least the emulated 10 ms RTT; a loose upper bound
-    assert host_namespaces() <= before  # nothing was made in the host's /run/netns
+    assert run_namespaces(run.parent) == set()  # nothing was made in the host's /run/netns
     assert user_pids(pw.pw_uid) == []
 
     # Killed hard (SIGKILL to the outermost unshare): the PID namespace takes every process along.
@@ -194,7 +202,8 @@ def test_rootless_doctor_and_run(account):
     while user_pids(pw.pw_uid) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert user_pids(pw.pw_uid) == []
-    assert host_namespaces() <= before
+    [killed] = sorted((home / "killed").glob("rootless/*/meta.json"))
+    assert run_namespaces(killed.parent) == set()
 
 
 def test_not_root_without_userns_one_line(account):
