@@ -316,9 +316,13 @@ def test_two_step_probe(devnet, tmp_path):
     assert p50_two <= p50_one + 0.1
     for p50 in (p50_one, p50_two, fast["p50_ns"] / 1e6):
         assert abs(p50 - 21) <= 0.3
-    # raw RTT minus the corrected one is the residence: positive, under 10 ms
-    for x in two_lines:
-        assert 0 < x["rtt_raw_ns"] - x["rtt_ns"] < 10_000_000, x
+    # raw RTT minus the corrected one is the residence: positive on every echo, and on most of
+    # them far below either of the link's one-way delays (1 and 20 ms), which is what a wrong
+    # subtraction would leave on every echo. A single residence may be long: the reflector
+    # descheduled on a busy machine (13.7 ms seen under load 5 on 2 vCPUs).
+    res = sorted(x["rtt_raw_ns"] - x["rtt_ns"] for x in two_lines)
+    assert res[0] > 0, res[:5]
+    assert res[len(res) // 2] < 500_000 and res[int(len(res) * 0.9)] < 10_000_000, res
     # echoes are not held back behind follow-ups: the 1 ms stream's p90 stays near the median
     # (a hold-back would delay most echoes; p99 is left to VM stalls, see test_rtt_matches_delay)
     assert fast["p90_ns"] / 1e6 - 21 <= 5.0, fast
