@@ -17,6 +17,7 @@ import pytest
 
 from pqshake.emulation import traces
 from pqshake.paths import binary
+from hostile.test_hostile_input import pqs_in  # noqa: F401 (a fixture: pqshake main() in-process)
 
 REPO = Path(__file__).resolve().parents[2]
 MARKER = "S3CR3T-M4RK3R-7f1c"  # in every secret file: must never reach the output
@@ -62,19 +63,6 @@ def one_line(rc: int, text: str, codes=(2,)) -> str:
     return lines[0]
 
 
-@pytest.fixture
-def pqs_in(capsys):
-    """pqshake's main() in this process: (exit status, stdout + stderr)."""
-    from pqshake import cli
-
-    def call(*argv) -> tuple[int, str]:
-        rc = cli.main([str(a) for a in argv])
-        out = capsys.readouterr()
-        return rc, out.out + out.err
-
-    return call
-
-
 def linkemu(field: str, path: Path) -> subprocess.CompletedProcess:
     """pqs-linkemu's own reader of the file: it checks its SPEC (and so reads the file) before
     anything else, and exits 2 with one line."""
@@ -91,10 +79,10 @@ def test_pqshake_names_file_and_line_and_quotes_nothing(pqs_in, tmp_path, secret
     s = write(tmp_path / "shadow", text)
     p = profile(tmp_path, field, s.name)
     if command == "validate":
-        rc, out = pqs_in("net", "validate", p)
+        rc, out, _ = pqs_in("net", "validate", p)
     else:  # an experiment naming the profile file
         e = write(tmp_path / "e.yaml", "name: c\ngroups: [x25519]\nsigs: [ecdsa-p256]\nprofiles: [p.yaml]\nsamples: 5\n")
-        rc, out = pqs_in("plan", e)
+        rc, out, _ = pqs_in("plan", e)
     got = one_line(rc, out)
     secret_gone(out)
     assert f"{p}:2 uplink.{field}: shadow:{line}: expected " in got, got
@@ -152,7 +140,7 @@ def test_a_5000_digit_number_is_one_line_naming_file_and_line(pqs_in, tmp_path, 
     write(tmp_path / "x.in", text)
     p = profile(tmp_path, field, "x.in")
     t0 = time.monotonic()
-    rc, out = pqs_in("net", "validate", p)
+    rc, out, _ = pqs_in("net", "validate", p)
     if "0" * 4990 in text:  # a valid trace: 1, 7
         assert rc == 0, out
         return

@@ -21,6 +21,7 @@ import pytest
 from needs import need
 from pqshake import safe_write as sw
 from pqshake.errors import UserError
+from hostile.test_hostile_input import pqs_in  # noqa: F401 (a fixture: pqshake main() in-process)
 
 matplotlib.use("Agg")
 
@@ -56,19 +57,6 @@ def plant(link: Path, target: Path, is_dir: bool = False) -> Path:
     return target
 
 
-@pytest.fixture
-def pqs_in(capsys):
-    """pqshake's main() in this process: (exit status, stdout + stderr)."""
-    from pqshake import cli
-
-    def call(*argv) -> tuple[int, str]:
-        rc = cli.main([str(a) for a in argv])
-        out = capsys.readouterr()
-        return rc, out.out + out.err
-
-    return call
-
-
 def one_line_refusal(rc: int, out: str, link: Path) -> None:
     lines = [ln for ln in out.splitlines() if ln.strip()]
     assert rc == 1, out
@@ -86,7 +74,7 @@ FILE_LINKS = ["analysis/report.md", "analysis/figures/ecdf-r10.png", "analysis/.
 def test_figures_refuses_a_link_planted_where_it_writes(pqs_in, run_dir, outside, where):
     link = run_dir / where
     target = plant(link, outside / "target")
-    rc, out = pqs_in("figures", run_dir, "--only", "ecdf", "--profile", "r10")
+    rc, out, _ = pqs_in("figures", run_dir, "--only", "ecdf", "--profile", "r10")
     one_line_refusal(rc, out, link)
     assert target.read_text() == PRECIOUS and link.is_symlink()
 
@@ -95,13 +83,13 @@ def test_figures_refuses_a_link_planted_where_it_writes(pqs_in, run_dir, outside
 def test_figures_refuses_a_linked_folder(pqs_in, run_dir, outside, where):
     link = run_dir / where
     target = plant(link, outside / "folder", is_dir=True)
-    rc, out = pqs_in("figures", run_dir, "--only", "ecdf", "--profile", "r10")
+    rc, out, _ = pqs_in("figures", run_dir, "--only", "ecdf", "--profile", "r10")
     one_line_refusal(rc, out, link)
     assert list(target.iterdir()) == []
 
 
 def test_figures_with_no_link_writes_no_link_and_no_temporary(pqs_in, run_dir):
-    rc, out = pqs_in("figures", run_dir, "--only", "ecdf", "--profile", "r10")
+    rc, out, _ = pqs_in("figures", run_dir, "--only", "ecdf", "--profile", "r10")
     assert rc == 0, out
     made = list((run_dir / "analysis").rglob("*"))
     assert (run_dir / "analysis/report.md").is_file() and (run_dir / "analysis/figures/ecdf-r10.png").is_file()
@@ -114,7 +102,7 @@ def test_an_out_folder_is_checked_too(pqs_in, run_dir, outside, tmp_path):
     out_dir = tmp_path / "elsewhere"
     link = out_dir / "summary.md"
     target = plant(link, outside / "target")
-    rc, out = pqs_in("analyze", run_dir, "--out", out_dir, "--bootstrap", "100")
+    rc, out, _ = pqs_in("analyze", run_dir, "--out", out_dir, "--bootstrap", "100")
     one_line_refusal(rc, out, link)
     assert target.read_text() == PRECIOUS
 
@@ -124,7 +112,7 @@ def test_an_out_folder_is_checked_too(pqs_in, run_dir, outside, tmp_path):
 def test_resume_refuses_a_linked_run_log(pqs_in, run_dir, outside):
     link = run_dir / "logs/run.log"
     target = plant(link, outside / "target")
-    rc, out = pqs_in("resume", run_dir)
+    rc, out, _ = pqs_in("resume", run_dir)
     one_line_refusal(rc, out, link)
     assert target.read_text() == PRECIOUS
 
@@ -244,7 +232,7 @@ def test_figures_on_a_full_disk_says_so_in_one_line(pqs_in, run_dir, small_fs, r
     run = small_fs / "run"
     shutil.copytree(run_dir, run)
     fill(small_fs, room)
-    rc, out = pqs_in("figures", run, "--only", "ecdf", "--profile", "r10")
+    rc, out, _ = pqs_in("figures", run, "--only", "ecdf", "--profile", "r10")
     lines = [ln for ln in out.splitlines() if ln.strip()]
     assert rc == 1 and "Traceback" not in out and len(lines) == 1, out
     assert str(run / "analysis") in lines[0] and "disk is full" in lines[0] and "ENOSPC" in lines[0], out
@@ -255,6 +243,6 @@ def test_merge_refuses_a_linked_merged_folder(pqs_in, run_dir, outside):
     """merged/ beside shards received from elsewhere (the default --out): a link there is refused."""
     link = run_dir.parent / "merged"
     target = plant(link, outside / "folder", is_dir=True)
-    rc, out = pqs_in("merge", run_dir, "--no-figures")
+    rc, out, _ = pqs_in("merge", run_dir, "--no-figures")
     one_line_refusal(rc, out, link)
     assert list(target.iterdir()) == []
