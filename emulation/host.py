@@ -14,7 +14,16 @@ _TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
 
 def steal_s() -> float:
     """CPU time the hypervisor has taken from this machine since boot, all CPUs, in seconds
-    (0 on bare metal). Resolution: one clock tick (10 ms)."""
+    (0 on bare metal). Resolution: one clock tick (10 ms). Inside the netem lane's user-mode
+    Linux kernel, whose own /proc/stat shows no steal, the host's figure as emulation/uml.py
+    publishes it (PQS_UML_HOST_STEAL names the file)."""
+    published = os.environ.get("PQS_UML_HOST_STEAL")
+    if published:
+        try:
+            with open(published) as f:
+                return float(f.read())
+        except (OSError, ValueError):
+            pass  # not published yet: this kernel's own figure
     with open("/proc/stat") as f:
         return int(f.readline().split()[_STEAL_FIELD]) * _TICK_S
 

@@ -23,6 +23,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -37,6 +38,11 @@ PRELOAD_NAME = "pqs-uml-xstate.so"
 PRELOAD_MODULES = ["sch_netem", "sch_tbf", "sch_htb", "veth", "bridge", "af_packet", "ifb"]
 # Environment variables that describe the host process, not the job.
 _ENV_DROP = {"LD_PRELOAD", "TMPDIR", "PQS_STATE_DIR", "OLDPWD", "PWD", "SHLVL", "_"}
+# The host's steal (emulation/host.py), published into the job for the kernel: UML's own /proc/stat
+# counts no steal, so inside it a VM stall would read as the emulator's fault. Its path reaches
+# the command as PQS_UML_HOST_STEAL; hostfs shows each rename as a new file, never a stale page.
+HOST_STEAL_FILE = "host-steal"
+HOST_STEAL_PERIOD_S = 0.1
 INSTALL_HINT = "install Debian's user-mode-linux and kmod packages ('make system' does), or set PQS_UML_KERNEL=/path/to/linux.uml"
 
 
@@ -82,6 +88,7 @@ def _write_job(d: Path, argv: list[str], cwd: Path, env: dict[str, str], modules
     d.mkdir(parents=True)
     keep = {k: v for k, v in env.items() if k not in _ENV_DROP and k.replace("_", "a").isalnum()}
     keep["PQS_IN_UML"] = "1"
+    keep["PQS_UML_HOST_STEAL"] = str(d / HOST_STEAL_FILE)
     keep["PQS_UML_KERNEL"] = json.dumps(info)  # recorded by runs inside (experiments/rundir.py provenance)
     (d / "env").write_text("".join(f"export {k}={shlex.quote(v)}\n" for k, v in sorted(keep.items())))
     (d / "cwd").write_text(str(cwd))
@@ -89,6 +96,22 @@ def _write_job(d: Path, argv: list[str], cwd: Path, env: dict[str, str], modules
     (d / "modules").write_text(modules)
     (d / "hostname").write_text(hostname)
     (d / "preload").write_text(" ".join(PRELOAD_MODULES))
+
+
+def _publish_host_steal(path: Path, stop: threading.Event) -> None:
+    """Write the host's steal (seconds, all CPUs) to `path` every HOST_STEAL_PERIOD_S until
+    `stop`: a temporary name renamed over it, so a reader sees the old value or the new one."""
+    from pqshake.emulation import host
+
+    tmp = path.with_name(path.name + ".tmp")
+    while True:
+        try:
+            tmp.write_text(f"{host.steal_s():.3f}\n")
+            tmp.replace(path)
+        except OSError:  # the job is being removed
+            return
+        if stop.wait(HOST_STEAL_PERIOD_S):
+            return
 
 
 def run(argv: list[str], mem: str = "2G", cwd: Path | None = None, out: Callable[[str], None] | None = None,
@@ -109,8 +132,11 @@ def run(argv: list[str], mem: str = "2G", cwd: Path | None = None, out: Callable
     job = _job_root() / name
     rec = netns.claim_run(rid, namespaces=[], purpose="uml", workdir=str(job))
     proc = None
+    stop = threading.Event()
+    publisher = threading.Thread(target=_publish_host_steal, args=(job / HOST_STEAL_FILE, stop), daemon=True)
     try:
         _write_job(job, argv, cwd or Path.cwd(), dict(os.environ), info["modules"], name, info)
+        publisher.start()
         cmd = [info["kernel"], f"mem={mem}", "root=/dev/root", "rootfstype=hostfs", "rootflags=/", "rw",
                f"init={INIT}", f"pqs_job={job}", f"umid={name}", f"uml_dir={job}",
                "con=null", "con0=fd:0,fd:1", "quiet", "loglevel=1"]
@@ -160,6 +186,9 @@ def run(argv: list[str], mem: str = "2G", cwd: Path | None = None, out: Callable
                             f"last lines: {tail[:600]}", exit_code=1)
         return int(rc_file.read_text().strip() or 1)
     finally:
+        stop.set()
+        if publisher.is_alive():
+            publisher.join()  # before the job goes: a late write would leave it behind
         if proc is not None and proc.poll() is None:
             netns.kill_group(proc.pid)
         netns.remove_run(rec)

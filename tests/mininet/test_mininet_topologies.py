@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
+from rtt_judgement import rtt_problems
 
 pytestmark = pytest.mark.netns
 # Mininet's links shaped by either backend; the netem cases run in the netem lane of `make test`
@@ -65,7 +66,10 @@ def test_chain_rtt_is_the_sum_of_its_hops(backend):
     assert abs(exp["p50_ns"] - 20e6) < 0.05e6  # 4 + 10 + 6 ms (+ the probe's serialization at 100 Mbit/s)
     assert r["received"] == 200
     tol = rtt_tolerance_ns(exp["p50_ns"], exp["sd_ns"], r["received"])
-    assert abs(r["p50_ns"] - exp["p50_ns"]) <= tol, (r["p50_ns"], exp["p50_ns"], tol)
+    # judged as the fidelity suite judges a link (tests/rtt_judgement.py): six hops' timers inside
+    # user-mode Linux make the median late on a busy VM, never the fastest probe
+    problems = rtt_problems(r, exp["p50_ns"], tol)
+    assert not problems, problems
     # every hop forwarded the probes in both directions (no hop bypassed)
     for w in ("w1", "w2", "w3"):
         assert c[w]["up"].get("forwarded", 0) >= 200 and c[w]["down"].get("forwarded", 0) >= 200, (w, c[w])
@@ -88,8 +92,10 @@ def test_dumbbell_two_clients_handshake_concurrently(tmp_path, backend):
         rtt_probes: 20
         order: sequential
         """).lstrip())
+    # A guard against a hang, not a bound on speed: inside user-mode Linux on a slow VM the
+    # interpreter's start, Mininet's build and the 26 handshakes took more than 120 s.
     r = subprocess.run([PY, "-m", "pqshake.cli", "run", str(exp), "--out", str(tmp_path / "res"), "--yes", "--quiet"],
-                       capture_output=True, text=True, timeout=120, cwd=REPO)
+                       capture_output=True, text=True, timeout=600, cwd=REPO)
     assert r.returncode == 0, r.stdout + r.stderr
     (run,) = list((tmp_path / "res" / "mn-dumbbell-test").iterdir())
     (cell,) = list((run / "raw").iterdir())
