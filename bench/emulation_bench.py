@@ -4,6 +4,14 @@ jitter, loss, TCP goodput and the link's own rate (UDP overload, which host stal
 the latency the wire adds at zero delay compared with a direct veth pair; the platform's own
 noise floor (how often a never-sleeping real-time thread loses its CPU); the emulator's CPU per
 10k packets. Ends with one verdict per goal and the CPU time the hypervisor stole meanwhile.
+
+Then pqs-linkemu side by side (part `share`): 1, 2, 4 and 8 emulators at once, each with its own
+namespaces and one TCP flow through a 10 / 100 / 1000 Mbit/s, 20 ms link: CPU per packet (the
+emulators' getrusage over their frames), the cores they took, the worst emulator's departure
+lateness p50 / p99 and its goodput against the configured rate; then per N the CPU the idle
+emulators take (no frame queued) and each link's RTT with all N probed at once. Goals: <= 10 us
+per packet at 100 Mbit/s, idle <= 0.1 % of a core, lateness no worse than the emulator before
+issue 30, every link's RTT within the host part's p50 / p99 goals.
 Prints a table (and --json FILE writes the numbers). Every row names the kernel it ran in.
 
 Then netem next to userspace, measured in one kernel in one run (the side-by-side): here when
@@ -482,6 +490,172 @@ def sbs_report(res: dict) -> list[tuple[str, bool]]:
     return verdicts
 
 
+# ------------------------------------------------------------------ emulators side by side --
+# Several pqs-linkemu instances at once (issue 30: cells side by side on one machine), each with
+# its own namespaces and a TCP flow through a rate-limited 20 ms link: the emulator's CPU per
+# packet (getrusage, from its stats file) and the departure lateness it achieves; then the RTT
+# each of N idle-traffic links gives at once, and the CPU N emulators take while no frame waits.
+SHARE_RATES_MBIT = (10, 100, 1000)
+SHARE_COUNTS = (1, 2, 4, 8)
+SHARE_RTT_MS = 20
+SHARE_SECONDS = 4
+SHARE_IDLE_S = 3.0
+# goals: CPU per packet at 100 Mbit/s (every N); an idle emulator (no frame queued) takes about
+# no CPU; each of N links at once within its configured RTT (the host part's p50 / p99 goals)
+GOAL_CPU_US_PER_PKT, GOAL_CPU_RATE_MBIT = 10.0, 100
+GOAL_IDLE_SHARE = 0.001  # of one core, per emulator
+# Departure lateness (the up direction's, one emulator, TCP through the link) of the emulator as
+# it was before issue 30 (a 50 us busy-wait before every departure), measured with this part on
+# the 2-vCPU dev VM (load average 4-6): the median of 6-11 runs per rate, in us (p50, p99). The
+# reference of "no worse than today"; single runs spread widely around it (p99 at 100 Mbit/s
+# 3.0-15.5 ms; p50 at 1000 Mbit/s 16-250 us before and after, about 200 us whenever the flow
+# fills the link), so a missed point is worth a second run before it is believed.
+SHARE_LATENESS_BEFORE_US = {10: (0.1, 69.6), 100: (0.88, 9700.0), 1000: (30.0, 26700.0)}
+# "no worse": within the lateness histogram's resolution (3.2 %) and 1 us
+SHARE_LATENESS_REL, SHARE_LATENESS_ABS_US = 0.032, 1.0
+
+
+def _proc_cpu_ns(pid: int) -> int:
+    """Run time of every thread of pid so far (ns; schedstat, read without waking it)."""
+    total = 0
+    for t in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            total += int((t / "schedstat").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass
+    return total
+
+
+def _concurrently(fn, items: list) -> list:
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=len(items)) as ex:
+        return list(ex.map(fn, items))
+
+
+def _emu(c: dict) -> dict:
+    return c.get("emulator", {})
+
+
+def share_load(rate: int, n: int) -> dict:
+    """N links at `rate`, one TCP flow each at once: CPU per packet (all N emulators' CPU over
+    all their packets), its share of the wall time, and the worst emulator's lateness."""
+    from contextlib import ExitStack
+
+    p = prof(rtt=f"{SHARE_RTT_MS}ms", rate=f"{rate}Mbit")
+    with ExitStack() as st:
+        topos = [st.enter_context(Topology(p, backend="userspace")) for _ in range(n)]
+        before = [_emu(t.counters()) for t in topos]
+        t0 = time.monotonic()
+        tps = _concurrently(lambda t: check.measure_throughput(t, "up", seconds=SHARE_SECONDS, omit=1), topos)
+        wall = time.monotonic() - t0
+        after = [t.counters() for t in topos]
+    cpu = sum(_emu(a).get("cpu_user_s", 0) + _emu(a).get("cpu_sys_s", 0) - b.get("cpu_user_s", 0) - b.get("cpu_sys_s", 0)
+              for a, b in zip(after, before))
+    spin = sum(_emu(a).get("busy_wait_s", 0) - b.get("busy_wait_s", 0) for a, b in zip(after, before))
+    pkts = sum(_emu(a).get("packets_total", 0) - b.get("packets_total", 0) for a, b in zip(after, before))
+    lat = [a["up"]["lateness_ns"] for a in after]
+    return {"rate": rate, "n": n, "cpu_s": cpu, "spin_s": spin, "packets": pkts, "wall_s": wall,
+            "us_per_pkt": cpu / pkts * 1e6 if pkts else float("inf"),
+            "us_per_pkt_excl_spin": (cpu - spin) / pkts * 1e6 if pkts else float("inf"),
+            "cores": cpu / wall, "goodput_mbit": [tp["bps"] / 1e6 for tp in tps],
+            "late_p50_us": max(x["p50"] for x in lat) / 1e3, "late_p99_us": max(x["p99"] for x in lat) / 1e3,
+            "late_share": max(a["up"]["late"] / max(1, a["up"]["forwarded"]) for a in after)}
+
+
+def share_rtt_idle(n: int, count: int) -> dict:
+    """N links of SHARE_RTT_MS at once: the CPU they take while no frame is queued, then each
+    one's RTT (probes 1 ms apart on all N at the same time)."""
+    from contextlib import ExitStack
+
+    p = prof(rtt=f"{SHARE_RTT_MS}ms")
+    with ExitStack() as st:
+        topos = [st.enter_context(Topology(p, backend="userspace")) for _ in range(n)]
+        time.sleep(0.5)  # past the start-up
+        pids = [t.emulator_pid() for t in topos]
+        c0, t0 = [_proc_cpu_ns(q) for q in pids], time.monotonic()
+        time.sleep(SHARE_IDLE_S)
+        idle = max((_proc_cpu_ns(q) - c) / 1e9 for q, c in zip(pids, c0)) / (time.monotonic() - t0)
+        rtts = _concurrently(lambda t: check.measure_rtt(t, count=count, interval_us=1000), topos)
+    return {"n": n, "idle_share": idle, "p50_err_ms": [r["p50_ns"] / 1e6 - SHARE_RTT_MS for r in rtts],
+            "p99_err_ms": [r["p99_ns"] / 1e6 - SHARE_RTT_MS for r in rtts]}
+
+
+def share_part(args) -> tuple[list, bool, dict]:
+    """(verdicts, ran all, results)"""
+    tag = kernel_tag()
+    stolen0, load0, t0 = host.steal_s(), loadavg(), time.monotonic()
+    print(f"\n  pqs-linkemu side by side: N emulators at once, each its own namespaces, {SHARE_RTT_MS} ms RTT, "
+          f"one TCP flow each for {SHARE_SECONDS} s")
+    print(f"  {'kernel':16} {'rate':>10} {'N':>2} {'CPU/packet':>11} {'excl. spin':>11} {'cores':>6} "
+          f"{'lateness p50 / p99 (worst)':>27} {'>100us':>7}  goodput each (configured)")
+    loads, ran = [], True
+    for rate in SHARE_RATES_MBIT:
+        for n in SHARE_COUNTS:
+            try:
+                r = share_load(rate, n)
+            except (UserError, subprocess.SubprocessError, OSError, KeyError) as e:
+                print(f"  {tag:16} {rate:>5} Mbit/s {n:>2} could not run: {str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}")
+                ran = False
+                continue
+            loads.append(r)
+            gp = ", ".join(f"{g:.1f}" for g in r["goodput_mbit"])
+            print(f"  {tag:16} {rate:>5} Mbit/s {n:>2} {r['us_per_pkt']:>8.1f} us {r['us_per_pkt_excl_spin']:>8.1f} us "
+                  f"{r['cores']:>6.2f} {r['late_p50_us']:>12.1f} / {r['late_p99_us']:>8.1f} us {r['late_share'] * 100:>6.2f}%"
+                  f"  {gp} ({rate * 1448 / 1514:.1f}) Mbit/s", flush=True)
+    print(f"\n  {'kernel':16} {'N':>2} {'idle CPU each (max)':>20} {'RTT p50 error (each)':>40}  RTT p99 error (each), configured {SHARE_RTT_MS} ms")
+    rtts = []
+    for n in SHARE_COUNTS:
+        try:
+            r = share_rtt_idle(n, args.share_count)
+        except (UserError, subprocess.SubprocessError, OSError, KeyError) as e:
+            print(f"  {tag:16} {n:>2} could not run: {str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}")
+            ran = False
+            continue
+        rtts.append(r)
+        print(f"  {tag:16} {n:>2} {r['idle_share'] * 100:>17.3f} % "
+              f"{' '.join(f'{e:+.3f}' for e in r['p50_err_ms']):>40}  {' '.join(f'{e:+.3f}' for e in r['p99_err_ms'])} ms",
+              flush=True)
+    print(f"  side by side took {time.monotonic() - t0:.0f} s; host steal meanwhile {host.steal_s() - stolen0:.2f} s; "
+          f"load average {load0} before, {loadavg()} after (on {os.cpu_count()} CPUs)")
+    return share_judge(loads, rtts), ran, {"load": loads, "rtt_idle": rtts}
+
+
+def share_judge(loads: list, rtts: list) -> list[tuple[str, bool]]:
+    tag, out = kernel_tag(), []
+
+    def verdict(goal, pts, want):
+        # pts: (point, shown, within); want: how many points the goal is judged on
+        n_ok = sum(ok for _, _, ok in pts)
+        met = n_ok == want and len(pts) == want
+        bad = [f"{w}: {s}" for w, s, ok in pts if not ok]
+        line = f"  {tag:16} userspace goal {goal}: {'met' if met else 'NOT met'} at {n_ok}/{want} points"
+        out.append((line + (f" (missed: {'; '.join(bad)})" if bad else ""), met))
+
+    verdict(f"CPU per packet at {GOAL_CPU_RATE_MBIT} Mbit/s <= {GOAL_CPU_US_PER_PKT:g} us",
+            [(f"N={r['n']}", f"{r['us_per_pkt']:.1f} us", r["us_per_pkt"] <= GOAL_CPU_US_PER_PKT)
+             for r in loads if r["rate"] == GOAL_CPU_RATE_MBIT], len(SHARE_COUNTS))
+    verdict(f"idle CPU <= {GOAL_IDLE_SHARE * 100:g} % of a core per emulator",
+            [(f"N={r['n']}", f"{r['idle_share'] * 100:.3f} %", r["idle_share"] <= GOAL_IDLE_SHARE) for r in rtts],
+            len(SHARE_COUNTS))
+    pts = []
+    for r in loads:
+        ref = SHARE_LATENESS_BEFORE_US.get(r["rate"])
+        if r["n"] != 1 or not ref or ref[0] is None:
+            continue
+        ok = all(got <= want * (1 + SHARE_LATENESS_REL) + SHARE_LATENESS_ABS_US
+                 for got, want in ((r["late_p50_us"], ref[0]), (r["late_p99_us"], ref[1])))
+        pts.append((f"{r['rate']} Mbit/s", f"p50 {r['late_p50_us']:.1f} (before {ref[0]:g}) / p99 {r['late_p99_us']:.1f} "
+                    f"(before {ref[1]:g}) us", ok))
+    verdict("departure lateness p50 and p99 no worse than before (one emulator)", pts,
+            sum(v[0] is not None for v in SHARE_LATENESS_BEFORE_US.values()))
+    verdict(f"each of N links at once: RTT p50 error <= {GOAL_P50_MS:g} ms and p99 error <= {GOAL_P99_MS:g} ms",
+            [(f"N={r['n']}", f"p50 worst {max(r['p50_err_ms'], key=abs):+.3f}, p99 worst {max(r['p99_err_ms'], key=abs):+.3f} ms",
+              all(abs(e) <= GOAL_P50_MS for e in r["p50_err_ms"]) and all(abs(e) <= GOAL_P99_MS for e in r["p99_err_ms"]))
+             for r in rtts], len(SHARE_COUNTS))
+    return out
+
+
 def host_part(args, backends: list[str]) -> tuple[list, bool, list]:
     """The original bench: each backend this kernel has, every quantity. (verdicts, ran all, rows)"""
     rows: list = []
@@ -502,9 +676,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--count", type=int, default=500, help="RTT probes per point (default 500)")
     ap.add_argument("--quick", action="store_true", help="fewer rate points (host part)")
-    ap.add_argument("--part", choices=("all", "host", "side-by-side"), default="all",
-                    help="host: every backend this kernel has; side-by-side: netem next to userspace in one kernel "
-                         "(this one if it has netem, else user-mode Linux); all (default): both")
+    ap.add_argument("--part", choices=("all", "host", "share", "side-by-side"), default="all",
+                    help="host: every backend this kernel has; share: 1, 2, 4 and 8 userspace emulators at once "
+                         "(CPU per packet, lateness, RTT, idle CPU); side-by-side: netem next to userspace in one kernel "
+                         "(this one if it has netem, else user-mode Linux); all (default): every part")
+    ap.add_argument("--share-count", type=int, default=300, help="RTT probes per link in the share part (default 300)")
     ap.add_argument("--json", type=Path, help="write the rows here (with --part all: both parts)")
     ap.add_argument("--uml-timeout", type=float, default=420, help="seconds the user-mode Linux part may take")
     # the side-by-side's own process in the kernel it measures (user-mode Linux): rows to --json
@@ -538,6 +714,10 @@ def main() -> int:
         else:
             print(f"netem: not available in this kernel ({detail}); benchmarking userspace only here")
         v, ran, out["host"] = host_part(args, backends)
+        verdicts += v
+        failed |= not ran
+    if args.part in ("all", "share"):
+        v, ran, out["share"] = share_part(args)
         verdicts += v
         failed |= not ran
     if args.part in ("all", "side-by-side"):

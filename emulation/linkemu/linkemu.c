@@ -62,6 +62,11 @@
  * next: at high frame rates (back-to-back departures) the spin would take
  * the CPU from the endpoint on the same CPU that feeds the link. */
 #define SPIN_SHARE_MAX 0.25
+/* ... nor one busier than this (CPU share without spinning).  0.35 before warm departures
+ * spun only the tail of their wake-up latency: a 100 Mbit/s stream (0.3-0.4 of a core) then
+ * flipped between spinning and not from one period to the next, and its departure lateness
+ * p50 between 0 and 13 us (a plain timer wake-up's latency). */
+#define SPIN_WORK_MAX 0.5
 /* a worker busier than this (CPU share without spinning) makes worker 0 read
  * every socket; it hands them back once it alone is below UNCOLLAPSE_WORK */
 #define COLLAPSE_WORK 0.35
@@ -74,7 +79,13 @@
  * PREEMPT_NONE kernel with busy CPUs delays even SCHED_FIFO wake-ups by up
  * to milliseconds now and then). */
 #define WATCHDOG_GRACE_NS 25000
+/* ... between close departures (see watch_grace): a stuck CPU, not the wake-up's spread */
+#define WATCHDOG_GRACE_WARM_NS 50000
 #define WAKE_MARGIN_MAX_NS 500000LL /* never spin longer than this for a wake-up */
+/* A timer sleep this long or longer is "cold": the vCPU may halt and the host take it away
+ * (measured on a 2-vCPU VM: timer lateness p90 21 us and p99 90 us after 120 us asleep, p90
+ * 36 us and p99 15 ms after 300 us); shorter ones are "warm" (see wake_warm_ns). */
+#define WAKE_COLD_NS 200000LL
 
 struct dir_stats {
 	uint64_t rx_frames, rx_bytes;
@@ -117,9 +128,19 @@ struct worker {
 	bool armed_self;         /* set by this worker (its wake-up latency is learned) */
 	/* How late the timer fires after an idle period (the VM's wake-up latency from a deep
 	 * idle state can exceed the fixed busy-wait: ~100 us seen after 20 ms idle). Learned
-	 * from every own timer wake: quick to rise, slow to fall; the worker wakes this much
-	 * earlier (plus busy_ns) and busy-waits to the departure, so it is not late. */
+	 * from every own timer wake after a sleep of WAKE_COLD_NS or more: quick to rise, slow
+	 * to fall; the worker wakes this much earlier (plus busy_ns) and busy-waits to the
+	 * departure, so it is not late. */
 	int64_t wake_margin_ns;
+	/* The same after a short sleep (close departures: the vCPU does not halt for long): its
+	 * 80th percentile, no busy_ns on top.  Waking busy_ns plus a high quantile early before
+	 * every departure at 100 Mbit/s (one per 120 us) spun away half of a core; waking this
+	 * much early spins only the difference on the frames that woke early, and the others
+	 * are late by the tail of the wake-up latency. */
+	int64_t wake_warm_ns;
+	bool armed_cold;         /* the own timer was armed for a sleep of WAKE_COLD_NS or more */
+	bool woke_cold;          /* woken by it and not sent since: spin to that departure (the
+				  * time left is short now, but a second sleep would be cold too) */
 	/* The send path, from just before send() to the frame's kernel TX
 	 * timestamp at the veth (where the receiver stamps its arrival), learned
 	 * from every send: ~5 us warm, 10-60 us for the first send after an idle
@@ -132,6 +153,9 @@ struct worker {
 	double last_work;        /* CPU share without spinning, last load period */
 	int rt_prio_active;
 	int64_t period_start, period_cpu, period_spin;
+	/* the spin's wall time: with the yield in it, other threads of our priority run inside
+	 * it, and the CPU is no more the endpoints' than while we spin (the spin share limit) */
+	int64_t period_spin_wall;
 	unsigned char *rxbuf;    /* RX_BATCH * RX_BUF */
 	struct mmsghdr msgs[RX_BATCH];
 	struct iovec iov[RX_BATCH];
@@ -198,7 +222,8 @@ static void print_help(void)
 	      "  --seed N            seed of every random stream (default: random, in the ready line)\n"
 	      "  --stats FILE        counters as JSON, written at exit and on SIGUSR1\n"
 	      "  --rt-priority N     SCHED_FIFO priority, 0 = normal scheduling (default 50)\n"
-	      "  --busy-wait-us N    poll this long before a departure, 0 = never (default 50)\n"
+	      "  --busy-wait-us N    poll this long before a departure 200 us or more away, 0 = never\n"
+	      "                      poll (default 50)\n"
 	      "  --calibrate-ns N    subtracted from each target on top of the learned send path (default 0)\n"
 	      "  --ready-file FILE   created once forwarding\n"
 	      "  --help              this text\n"
@@ -390,8 +415,8 @@ static void load_check(struct worker *w, int64_t now)
 	int64_t c = thread_cpu_ns();
 	double cpu = (double)(c - w->period_cpu) / (double)wall;
 	double work = (double)(c - w->period_cpu - w->period_spin) / (double)wall;
-	double spin = (double)w->period_spin / (double)wall;
-	w->spin_allowed = work < 0.35 && spin < SPIN_SHARE_MAX && e->busy_ns > 0;
+	double spin = (double)w->period_spin_wall / (double)wall;
+	w->spin_allowed = work < SPIN_WORK_MAX && spin < SPIN_SHARE_MAX && e->busy_ns > 0;
 	w->last_work = work;
 	if (w->idx == 0 && e->nworkers > 1) {
 		bool loaded = false;
@@ -415,6 +440,7 @@ static void load_check(struct worker *w, int64_t now)
 	w->period_start = now;
 	w->period_cpu = c;
 	w->period_spin = 0;
+	w->period_spin_wall = 0;
 }
 
 /* -------------------------------------------------------------- stats -- */
@@ -554,9 +580,10 @@ static void write_stats(struct emu *e, const char *reason)
 		e->flows.attempts[PQS_PROTO_TCP], e->flows.attempts[PQS_PROTO_UDP]);
 	for (int i = 0; i < e->nworkers; i++)
 		fprintf(f, "%s{\"cpu\":%d,\"wake_margin_ns\":%" PRId64 ",\"send_lead_warm_ns\":%" PRId64
-			",\"send_lead_cold_ns\":%" PRId64 ",\"spin_allowed\":%s}",
+			",\"send_lead_cold_ns\":%" PRId64 ",\"spin_allowed\":%s,\"wake_warm_ns\":%" PRId64 "}",
 			i ? "," : "", e->w[i].cpu, e->w[i].wake_margin_ns, e->w[i].send_lead_warm_ns,
-			e->w[i].send_lead_cold_ns, e->w[i].spin_allowed ? "true" : "false");
+			e->w[i].send_lead_cold_ns, e->w[i].spin_allowed ? "true" : "false",
+			e->w[i].wake_warm_ns);
 	fputs("],", f);
 	fputs("\"up\":", f);
 	write_dir_json(f, &e->dir[0]);
@@ -738,6 +765,77 @@ static void learn_send_lead(struct worker *w, bool cold, int64_t took)
 	*est += (took - *est) / 8;
 }
 
+/* A frame handed to the kernel at `wire` (its kernel TX timestamp, else the time it was
+ * handed to send()): its lateness and counters. */
+static void account_sent(struct emu *e, struct dir_state *d, const struct pqs_pkt *p, int64_t wire,
+			 int self)
+{
+	uint64_t late = (uint64_t)(wire > p->target ? wire - p->target : 0);
+	pqs_hist_add(&d->st.lateness, late);
+	if (p->traced)
+		pqs_hist_add(&d->st.trace_lateness, late);
+	if (late > LATE_THRESHOLD_NS)
+		d->st.late++;
+	d->st.forwarded++;
+	d->st.bytes += p->len;
+	if (d->owner != self && (int64_t)late >= WATCHDOG_GRACE_NS)
+		e->watchdog_sent++;
+}
+
+static bool send_would_block(int err)
+{
+	return err == EAGAIN || err == ENOBUFS || err == EINTR;
+}
+
+/* The due frames of direction d (up to TX_BATCH, in departure order) in one sendmmsg: frames
+ * that queued up while the worker was busy (a loaded emulator catching up) cost one system
+ * call, not one each.  Frames the kernel did not take go back into the heap (same order: the
+ * heap orders by target and arrival); a full socket backs the direction off as in tx_due.
+ * Returns the frames that left the heap (sent, or failed and counted in tx_errors). */
+#define TX_BATCH 32
+static unsigned tx_batch(struct emu *e, struct worker *w, struct dir_state *d, int64_t lead,
+			 int64_t now)
+{
+	struct pqs_pkt *pk[TX_BATCH];
+	struct mmsghdr mm[TX_BATCH];
+	struct iovec iov[TX_BATCH];
+	unsigned n = 0, done = 0;
+	struct pqs_pkt *p;
+	while (n < TX_BATCH && (p = pqs_heap_top(&d->heap)) && p->target - lead <= now) {
+		pk[n] = pqs_heap_pop(&d->heap);
+		iov[n] = (struct iovec){p->data, p->len};
+		memset(&mm[n], 0, sizeof(mm[n]));
+		mm[n].msg_hdr.msg_iov = &iov[n];
+		mm[n].msg_hdr.msg_iovlen = 1;
+		n++;
+	}
+	int r = sendmmsg(e->ifc[d->out].txfd, mm, n, MSG_DONTWAIT);
+	int err = errno;
+	int64_t after = mono_ns();
+	if (r > 0) {
+		done = (unsigned)r;
+		/* handed over one after another inside the call: the i-th i/n of the way through */
+		for (unsigned i = 0; i < done; i++)
+			account_sent(e, d, pk[i], now + (after - now) * (int64_t)i / (int64_t)n, w->idx);
+		w->last_send_ns = now;
+	} else if (r == 0 || send_would_block(err)) {
+		d->st.tx_retries++;
+		d->retry_at = now + 20000;
+	} else {
+		d->st.tx_errors++;
+		done = 1;
+	}
+	for (unsigned i = 0; i < done; i++)
+		free(pk[i]);
+	for (unsigned i = done; i < n; i++) {
+		if (pqs_heap_push(&d->heap, pk[i]) < 0) { /* cannot fail: it held them a moment ago */
+			d->st.tx_errors++;
+			free(pk[i]);
+		}
+	}
+	return done;
+}
+
 /* Send every frame whose departure is due: its target less this worker's
  * send lead.  Returns the number of frames sent; `self` is the sending
  * worker (a frame of a direction it does not own, sent WATCHDOG_GRACE_NS
@@ -768,13 +866,17 @@ static unsigned tx_due(struct emu *e, int64_t *nowp, int self)
 		 * sample of warm ones, none while loaded (1 Gbit/s is CPU-bound) */
 		bool stamp = out->tx_stamps && w->spin_allowed &&
 			     (cold || ++w->sends % WARM_SAMPLE == 0);
+		if (!stamp) {
+			sent += tx_batch(e, w, best, lead, now);
+			*nowp = now;
+			continue;
+		}
 		union pqs_tx_stamp_ctl ctl;
 		struct iovec iov = {p->data, p->len};
 		struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-		if (stamp)
-			pqs_ask_tx_stamp(&mh, &ctl);
+		pqs_ask_tx_stamp(&mh, &ctl);
 		ssize_t r = sendmsg(out->txfd, &mh, MSG_DONTWAIT);
-		if (r < 0 && (errno == EAGAIN || errno == ENOBUFS || errno == EINTR)) {
+		if (r < 0 && send_would_block(errno)) {
 			best->st.tx_retries++;
 			best->retry_at = now + 20000;
 			*nowp = now;
@@ -784,27 +886,30 @@ static unsigned tx_due(struct emu *e, int64_t *nowp, int self)
 		if (r < 0) {
 			best->st.tx_errors++;
 		} else {
-			int64_t wire = stamp ? wire_time(out, now) : -1;
+			int64_t wire = wire_time(out, now);
 			if (wire > 0)
 				learn_send_lead(w, cold, wire - now);
 			else
 				wire = now;
 			w->last_send_ns = now;
-			uint64_t late = (uint64_t)(wire > p->target ? wire - p->target : 0);
-			pqs_hist_add(&best->st.lateness, late);
-			if (p->traced)
-				pqs_hist_add(&best->st.trace_lateness, late);
-			if (late > LATE_THRESHOLD_NS)
-				best->st.late++;
-			best->st.forwarded++;
-			best->st.bytes += p->len;
-			if (best->owner != self && (int64_t)late >= WATCHDOG_GRACE_NS)
-				e->watchdog_sent++;
+			account_sent(e, best, p, wire, self);
 		}
 		free(p);
 		sent++;
 		*nowp = now;
 	}
+}
+
+/* How many CPUs this process may run on. With one (user-mode Linux, a container pinned to a
+ * CPU) a spin before a departure only keeps the endpoints, which need that very CPU to answer
+ * the frames before it, from running: the default busy-wait is off there and departures wake
+ * on the timer alone (--busy-wait-us given explicitly is kept). */
+static int usable_cpus(void)
+{
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof(set), &set) != 0)
+		return 0;
+	return CPU_COUNT(&set);
 }
 
 /* When direction d next needs attention: its head frame's target, or the
@@ -817,13 +922,16 @@ static int64_t dir_next(const struct dir_state *d)
 	return p->target > d->retry_at ? p->target : d->retry_at;
 }
 
-/* How long before a departure worker w wakes: its learned wake-up latency
- * plus the busy-wait, when it may spin. */
-static int64_t early_ns(const struct worker *w)
+/* How long before a departure worker w wakes: the send path, and when it may spin its
+ * learned wake-up latency: after a long sleep (cold) a high quantile plus the busy-wait,
+ * after a short one its 80th percentile (see wake_warm_ns). */
+static int64_t early_ns(const struct worker *w, bool cold)
 {
 	int64_t lead = w->send_lead_cold_ns > w->send_lead_warm_ns ? w->send_lead_cold_ns
 								 : w->send_lead_warm_ns;
-	return lead + (w->spin_allowed ? w->e->busy_ns + w->wake_margin_ns : 0);
+	if (!w->spin_allowed)
+		return lead;
+	return lead + (cold ? w->e->busy_ns + w->wake_margin_ns : w->wake_warm_ns);
 }
 
 /* The one worker that watches a direction: the owner's next (one watchdog,
@@ -833,27 +941,49 @@ static int watcher_of(const struct emu *e, const struct dir_state *d)
 	return (d->owner + 1) % e->nworkers;
 }
 
-/* When worker w must be awake: early_ns before a departure of a direction
- * it owns; as a direction's watchdog WATCHDOG_GRACE_NS after the target (a
- * busy owner hardly sleeps: then only after LOAD_PERIOD_NS).
- * watch_only: only the watchdog part. */
-static int64_t wake_at(const struct emu *e, const struct worker *w, bool watch_only)
+/* How long after a target the watchdog of a direction owned by o steps in: WATCHDOG_GRACE_NS
+ * while o sleeps long between departures (it spins from well before each one);
+ * WATCHDOG_GRACE_WARM_NS when its departures follow each other closely (it wakes only the
+ * 80th percentile of its wake-up latency early, so a tight watchdog would often step in and
+ * take the frame to the other CPU: a tenth of the frames at 100 Mbit/s); LOAD_PERIOD_NS while
+ * o is busy (it hardly sleeps). */
+static int64_t watch_grace(const struct worker *o)
+{
+	if (!o->spin_allowed)
+		return LOAD_PERIOD_NS;
+	return o->armed_cold ? WATCHDOG_GRACE_NS : WATCHDOG_GRACE_WARM_NS;
+}
+
+/* When worker w must be awake (at `now`): early_ns before a departure of a direction
+ * it owns (a departure WAKE_COLD_NS or more away is a cold one: the vCPU may halt
+ * meanwhile; *cold says which the earliest is); as a direction's watchdog
+ * watch_grace() after the target.  watch_only: only the watchdog part. */
+static int64_t wake_at(const struct emu *e, const struct worker *w, bool watch_only, int64_t now,
+		       bool *cold)
 {
 	int64_t at = INT64_MAX;
+	bool at_cold = false;
 	for (int i = 0; i < 2; i++) {
 		const struct dir_state *d = &e->dir[i];
 		int64_t t = dir_next(d);
+		bool c = false;
 		if (t == INT64_MAX || (watch_only && d->owner == w->idx))
 			continue;
 		if (d->owner != w->idx && watcher_of(e, d) != w->idx)
 			continue;
-		if (d->owner == w->idx)
-			t -= early_ns(w);
-		else
-			t += e->w[d->owner].spin_allowed ? WATCHDOG_GRACE_NS : LOAD_PERIOD_NS;
-		if (t < at)
+		if (d->owner == w->idx) {
+			c = w->woke_cold || t - now >= WAKE_COLD_NS;
+			t -= early_ns(w, c);
+		} else {
+			t += watch_grace(&e->w[d->owner]);
+		}
+		if (t < at) {
 			at = t;
+			at_cold = c;
+		}
 	}
+	if (cold)
+		*cold = at_cold;
 	return at;
 }
 
@@ -880,6 +1010,50 @@ static uint64_t ev_key(int kind, int ifc, int sock)
 	return (uint64_t)kind | (uint64_t)ifc << 8 | (uint64_t)sock << 16;
 }
 
+/* May another worker move w's timer later (or disarm it)?  Only if w times no departure of
+ * its own (a direction it owns holds a frame) and watches no direction closely (WATCHDOG_GRACE_NS,
+ * a cold departure): a timer armed by another worker fires on that worker's CPU, and a
+ * close watchdog must fire on its own CPU to cover an owner whose vCPU the host took away. */
+static bool watch_only_loose(const struct emu *e, const struct worker *w)
+{
+	for (int i = 0; i < 2; i++) {
+		const struct dir_state *d = &e->dir[i];
+		if (dir_next(d) == INT64_MAX)
+			continue;
+		if (d->owner == w->idx)
+			return false;
+		if (watcher_of(e, d) == w->idx && watch_grace(&e->w[d->owner]) == WATCHDOG_GRACE_NS)
+			return false;
+	}
+	return true;
+}
+
+/* The other workers' watchdog duty, set by worker w at `now`.  A worker that is only a loose
+ * watchdog (see watch_only_loose): its timer follows the watched head frame exactly, later too,
+ * or is disarmed when nothing is queued (a timer left at the frame just sent woke it for
+ * nothing after every departure: a wake-up per frame of a stream).  The timer is armed from
+ * this CPU, so it is not the first to expire here (the owner's own departure timer is earlier)
+ * and moving it costs a system call, not a timer reprogramming.  Any other worker: its timer
+ * is only ever made earlier (a wake-up for nothing costs little, a missed one the watchdog;
+ * it re-arms itself on its own CPU then); never its own departures: a timer armed here fires
+ * on this CPU and wakes the owner through an IPI, late; an owner arms its own timer (and it
+ * only gains a direction by receiving on it). */
+static void arm_watchdogs(struct emu *e, const struct worker *w, int64_t now)
+{
+	for (int i = 0; i < e->nworkers; i++) {
+		struct worker *v = &e->w[i];
+		if (v == w)
+			continue;
+		int64_t vat = wake_at(e, v, true, now, NULL);
+		if (vat != INT64_MAX)
+			vat = vat > now ? vat : now + 1;
+		if (watch_only_loose(e, v))
+			arm_timer(v, vat == INT64_MAX ? 0 : vat, false);
+		else if (vat != INT64_MAX && (v->timer_armed == 0 || vat < v->timer_armed))
+			arm_timer(v, vat, false);
+	}
+}
+
 /* A high quantile of the timer's lateness, tracked cheaply: a quarter of the way up towards
  * a later wake, a sixteenth of the way down towards an earlier one. */
 static void learn_wake_margin(struct worker *w, int64_t late)
@@ -892,6 +1066,25 @@ static void learn_wake_margin(struct worker *w, int64_t late)
 		w->wake_margin_ns += (late - w->wake_margin_ns) / 4;
 	else
 		w->wake_margin_ns -= (w->wake_margin_ns - late) / 16;
+}
+
+/* The 80th percentile of the timer's lateness after short sleeps: a step towards each sample,
+ * at most 250 ns + 1/16 of the estimate down and four times that up (sign steps converge on
+ * the quantile where they balance, 4:1 at 0.8; a VM stall moves it by one step, not by the
+ * stall). */
+#define WAKE_WARM_UP 4 /* up steps : down steps; quantile = UP / (UP + 1) */
+static void learn_wake_warm(struct worker *w, int64_t late)
+{
+	int64_t step = 250 + w->wake_warm_ns / 16;
+	if (late > WAKE_MARGIN_MAX_NS)
+		late = WAKE_MARGIN_MAX_NS;
+	if (late > w->wake_warm_ns)
+		w->wake_warm_ns += late - w->wake_warm_ns < WAKE_WARM_UP * step ? late - w->wake_warm_ns
+									 : WAKE_WARM_UP * step;
+	else if (late < w->wake_warm_ns)
+		w->wake_warm_ns -= w->wake_warm_ns - late < step ? w->wake_warm_ns - late : step;
+	if (w->wake_warm_ns < 0)
+		w->wake_warm_ns = 0;
 }
 
 /* returns -1 to stop */
@@ -910,8 +1103,14 @@ static int handle_events(struct worker *w, struct epoll_event *ev, int n)
 			if (read(w->tfd, &x, sizeof(x)) < 0) {
 				/* EAGAIN: already consumed */
 			}
-			if (w->timer_armed > 0 && w->armed_self)
-				learn_wake_margin(w, mono_ns() - w->timer_armed);
+			if (w->timer_armed > 0 && w->armed_self) {
+				int64_t late = mono_ns() - w->timer_armed;
+				w->woke_cold = w->armed_cold;
+				if (w->armed_cold)
+					learn_wake_margin(w, late);
+				else
+					learn_wake_warm(w, late);
+			}
 			w->timer_armed = 0;
 			break;
 		}
@@ -940,37 +1139,38 @@ static void run_worker(struct worker *w)
 	struct epoll_event ev[8];
 	while (!e->stop) {
 		int64_t now = mono_ns();
-		tx_due(e, &now, w->idx);
+		if (tx_due(e, &now, w->idx))
+			w->woke_cold = false;
 		load_check(w, now);
 		int timeout = -1;
-		int64_t at = wake_at(e, w, false);
+		bool cold = false;
+		int64_t at = wake_at(e, w, false, now, &cold);
 		if (at != INT64_MAX && at <= now && w->spin_allowed) {
 			/* short busy-wait before an owned departure: keep receiving while we wait */
 			timeout = 0;
 		} else if (at != INT64_MAX) {
 			arm_timer(w, at > now ? at : now + 1, true);
+			w->armed_cold = cold;
 		}
-		/* the other workers' watchdog duty: only ever make their timer earlier
-		 * (a wake-up for nothing costs little, a missed one the watchdog).
-		 * Never their own departures: a timer armed here fires on this CPU
-		 * and wakes the owner through an IPI, late; an owner arms its own
-		 * timer (and it only gains a direction by receiving on it). */
-		for (int i = 0; i < e->nworkers; i++) {
-			struct worker *v = &e->w[i];
-			if (v == w)
-				continue;
-			int64_t vat = wake_at(e, v, true);
-			if (vat != INT64_MAX && (v->timer_armed == 0 || vat < v->timer_armed))
-				arm_timer(v, vat > now ? vat : now + 1, false);
-		}
-		int64_t t0 = timeout == 0 ? now : 0;
+		arm_watchdogs(e, w, now);
+		/* the spin's CPU time (busy_wait_s, the work share) and wall time (the spin share) */
+		int64_t t0 = timeout == 0 ? thread_cpu_ns() : 0;
 		pthread_mutex_unlock(&e->lock);
+		/* Spinning, give the CPU to any other thread of our priority that is ready: the
+		 * other emulators on this machine (pqshake's parallel cells) run SCHED_FIFO at the
+		 * same priority, and FIFO does not preempt an equal one, so a spinning emulator
+		 * held their departures back (8 at once, probes 1 ms apart on each: RTT p50 error
+		 * +0.11..+0.55 ms without the yield, +0.02..+0.04 ms with it).  With none ready it
+		 * returns at once. */
+		if (timeout == 0)
+			sched_yield();
 		int n = epoll_wait(w->epfd, ev, 8, timeout);
 		int saved = errno;
 		lock_emu(e);
 		if (timeout == 0) {
-			int64_t dt = mono_ns() - t0;
+			int64_t dt = thread_cpu_ns() - t0;
 			w->period_spin += dt;
+			w->period_spin_wall += mono_ns() - now;
 			e->spin_ns_total += dt;
 		}
 		if (n < 0) {
@@ -1145,7 +1345,7 @@ int main(int argc, char **argv)
 	static struct emu E; /* the one named emulator state */
 	struct emu *e = &E;
 	const char *up = NULL, *down = NULL;
-	bool have_seed = false;
+	bool have_seed = false, busy_given = false;
 	char err[512];
 
 	e->rt_priority = DEFAULT_RT_PRIORITY;
@@ -1188,7 +1388,10 @@ int main(int argc, char **argv)
 		}
 		case 'S': e->stats_path = optarg; break;
 		case 'r': e->rt_priority = (int)parse_num("--rt-priority", optarg, 0, 99); break;
-		case 'w': e->busy_ns = parse_num("--busy-wait-us", optarg, 0, 10000) * 1000LL; break;
+		case 'w':
+			e->busy_ns = parse_num("--busy-wait-us", optarg, 0, 10000) * 1000LL;
+			busy_given = true;
+			break;
 		case 'c': e->calibrate_ns = parse_num("--calibrate-ns", optarg, 0, 1000000000LL); break;
 		case 'R': e->ready_path = optarg; break;
 		}
@@ -1204,6 +1407,8 @@ int main(int argc, char **argv)
 		usage_exit("--up: %s", err);
 	if (pqs_spec_parse(&sdown, down, err, sizeof(err)) < 0)
 		usage_exit("--down: %s", err);
+	if (!busy_given && usable_cpus() == 1)
+		e->busy_ns = 0; /* see usable_cpus */
 	if (!have_seed) {
 		if (getrandom(&e->seed, sizeof(e->seed), GRND_NONBLOCK) != sizeof(e->seed))
 			e->seed = (uint64_t)real_ns() ^ ((uint64_t)getpid() << 32);
