@@ -22,7 +22,7 @@ def write(tmp_path, text):
 
 
 @pytest.mark.parametrize("text, want", [
-    ("engine: mininet\nprofiles: [lan]\n", ":1 (top level): engine: mininet needs topology"),
+    ("engine: mininet\nprofiles: [lan]\n", ":4 engine: mininet needs topology"),
     ("profiles: [lan]\ntopology: {kind: star}\n", "topology is for engine: mininet"),
     ("engine: mininet\nprofiles: [lan]\ntopology: {kind: ring}\n", ":6 topology.kind: "),
     ("engine: mininet\ntopology: {kind: chain}\n", "a chain needs hops"),
