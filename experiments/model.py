@@ -244,9 +244,8 @@ class Experiment(BaseModel):
             i = self.transports.index(quic)
             rest = [t for t in self.transports if t not in rows and t != quic]
             self.transports = rest[:i] + rows + rest[i:]
-        knobs = [k for k in ("quic_cc", "quic_initial_rtt", "quic_max_udp_payload") if getattr(self, k) is not None]
-        if knobs and not any(getattr(T.get(t), "engine_args", None) and T.get(t).quic_engine != T.QUIC_ENGINE_DEFAULT
-                             for t in self.transports):
+        knobs = [k for k in T.ENGINE_KNOBS if getattr(self, k) is not None]
+        if knobs and not any(T.takes_engine_knobs(t) for t in self.transports):
             raise ValueError(f"{', '.join(knobs)}: settings of the ngtcp2 QUIC engine, but no cell runs it "
                              f"(add quic_engines: [{T.QUIC_ENGINE_DEFAULT}, ngtcp2], or remove them)")
         return self

@@ -591,11 +591,6 @@ class Setting:
     why: str  # what it is for and the way out; {keys} names the given ones
 
 
-def _ngtcp2(t: str) -> bool:
-    tr = T.find(t)
-    return bool(getattr(tr, "engine_args", None)) and getattr(tr, "quic_engine", None) != T.QUIC_ENGINE_DEFAULT
-
-
 _QUIC_ROWS = frozenset(t.name for t in T.QUIC_ENGINES.values())
 
 SETTINGS: tuple[Setting, ...] = (
@@ -610,8 +605,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(("turbo_requests", "turbo_fallback"), lambda m, cells: any(c.transport == T.TURBOTLS.name for c in cells),
             f"settings of the {T.TURBOTLS.name} cells, but there is none (add {T.TURBOTLS.name} to transports, or "
             "remove {keys})"),
-    Setting(("quic_cc", "quic_initial_rtt", "quic_max_udp_payload"),
-            lambda m, cells: any(_ngtcp2(c.transport) for c in cells),
+    Setting(T.ENGINE_KNOBS, lambda m, cells: any(T.takes_engine_knobs(c.transport) for c in cells),
             "settings of the ngtcp2 QUIC engine, but no cell runs it (the exclude rules remove every ngtcp2 cell; "
             "keep one, or remove {keys})"),
 )

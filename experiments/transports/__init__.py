@@ -229,7 +229,7 @@ def refuse_small_mtu(t: Transport, ef: Any, cells: list[Any], profs: dict[str, A
 
 # The rows, in the order experiment files and messages list them (the Literal of
 # experiments/model.py is built from it). Imported here, after Transport, which they subclass.
-from .quic import QUIC, QUIC_NGTCP2  # noqa: E402
+from .quic import NGTCP2_DEFAULTS, QUIC, QUIC_NGTCP2  # noqa: E402
 from .tcp import TCP, TCP_TFO  # noqa: E402
 from .turbotls import TURBOTLS  # noqa: E402
 
@@ -245,6 +245,14 @@ _BY_NAME = {t.name: t for t in REGISTRY}
 # default, whose cells keep the ids and argv they had before engines existed.
 QUIC_ENGINES: dict[str, Transport] = {t.quic_engine: t for t in REGISTRY if getattr(t, "quic_engine", None)}
 QUIC_ENGINE_DEFAULT: str = QUIC.quic_engine
+# The experiment keys that set a non-default engine's own knobs (quic_cc, ...), and which rows
+# take them: the model refuses them without such a row, the plan without such a cell.
+ENGINE_KNOBS: tuple[str, ...] = tuple(NGTCP2_DEFAULTS)
+
+
+def takes_engine_knobs(name: str) -> bool:
+    t = find(name)
+    return bool(getattr(t, "engine_args", None)) and getattr(t, "quic_engine", None) != QUIC_ENGINE_DEFAULT
 
 
 def columns(table: str) -> dict[str, str]:
