@@ -3,12 +3,34 @@
 # lane must not hide the next one's failures (the netem lane never ran behind a failing host lane).
 # Then one line per lane and, last, the totals as a plain 'N passed, N failed' line (CI reads the
 # closing lines), and exit 1 if any lane failed.
-# Usage: test-lanes.sh TARGET...   (make targets; each prints pytest's or the C tests' summary)
+#
+# --beside LANE starts that lane at once, in the background, while the others run one after
+# another: the netem lane lives in a user-mode Linux kernel that uses one CPU and mostly waits
+# on its own slow timers, so running it beside the host lanes takes the longer of the two
+# instead of their sum. Its output goes to its log and is shown whole after the others.
+# Usage: test-lanes.sh [--beside TARGET]... TARGET...   (make targets; each prints pytest's or
+# the C tests' summary)
 set -uo pipefail
-[ $# -gt 0 ] || { echo "usage: $0 TARGET..." >&2; exit 2; }
-logs=$(mktemp -d "${TMPDIR:-/tmp}/pqs-lanes.XXXXXX")
-trap 'rm -rf "$logs"' EXIT
 MAKE=${MAKE:-make}
+beside=()
+while [ $# -gt 0 ] && [ "$1" = --beside ]; do
+  [ $# -ge 2 ] || { echo "usage: $0 [--beside TARGET]... TARGET..." >&2; exit 2; }
+  beside+=("$2"); shift 2
+done
+[ $# -gt 0 ] || [ ${#beside[@]} -gt 0 ] || { echo "usage: $0 [--beside TARGET]... TARGET..." >&2; exit 2; }
+logs=$(mktemp -d "${TMPDIR:-/tmp}/pqs-lanes.XXXXXX")
+bg_pids=()
+# A lane beside the others runs in its own session (setsid): on Ctrl-C or TERM its whole group
+# (make, pytest, the UML kernel) is stopped by the id recorded here, and nothing else.
+stop_beside() { for p in "${bg_pids[@]}"; do kill -TERM -- "-$p" 2>/dev/null; done; }
+trap 'stop_beside; exit 130' INT
+trap 'stop_beside; exit 143' TERM
+trap 'rm -rf "$logs"' EXIT
+for lane in "${beside[@]}"; do
+  echo "=== lane $lane started beside the others (its output follows theirs)"
+  setsid "$MAKE" --no-print-directory "$lane" >"$logs/$lane.log" 2>&1 </dev/null &
+  bg_pids+=($!)
+done
 
 # counts LOG: "passed failed skipped" from the lane's summary lines: pytest's closing line, the
 # last one ("==== 3 failed, 1490 passed, 12 skipped in 2280.1s ====", or without the = with -q;
@@ -25,10 +47,9 @@ counts() {
 }
 
 total_p=0 total_f=0 failed_lanes=() summary=()
-for lane in "$@"; do
-  echo "=== lane $lane"
-  "$MAKE" --no-print-directory "$lane" 2>&1 | tee "$logs/$lane.log"
-  rc=${PIPESTATUS[0]}
+# tally LANE RC: the lane's line in the summary, from its log
+tally() {
+  local lane=$1 rc=$2 p f k note
   read -r p f k < <(counts "$logs/$lane.log")
   note=""
   # pytest selected nothing here (its closing line counts no test: "no tests ran", "N deselected";
@@ -43,7 +64,22 @@ for lane in "$@"; do
   total_p=$((total_p + p)) total_f=$((total_f + f))
   if [ "$rc" -eq 0 ]; then status=ok; else status=FAILED; failed_lanes+=("$lane"); fi
   summary+=("$(printf 'lane %-10s %-6s %d passed, %d failed, %d skipped%s' "$lane" "$status" "$p" "$f" "$k" "$note")")
+}
+
+for lane in "$@"; do
+  echo "=== lane $lane"
+  "$MAKE" --no-print-directory "$lane" 2>&1 | tee "$logs/$lane.log"
+  tally "$lane" "${PIPESTATUS[0]}"
 done
+for i in "${!beside[@]}"; do
+  lane=${beside[$i]}
+  wait "${bg_pids[$i]}"
+  rc=$?
+  echo "=== lane $lane (ran beside the others)"
+  cat "$logs/$lane.log"
+  tally "$lane" "$rc"
+done
+bg_pids=()
 echo
 printf '%s\n' "${summary[@]}"
 [ ${#failed_lanes[@]} -eq 0 ] || echo "failed lanes: ${failed_lanes[*]}"

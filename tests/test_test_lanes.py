@@ -13,10 +13,10 @@ LANES = REPO / "scripts" / "test-lanes.sh"
 
 def test_make_test_runs_every_lane_through_the_lane_runner():
     """The test target hands all three lanes to scripts/test-lanes.sh (not one recipe line per
-    lane, which make abandons at the first failure)."""
+    lane, which make abandons at the first failure), the netem lane beside the others."""
     mk = (REPO / "Makefile").read_text()
     recipe = re.search(r"^test:[^\n]*\n((?:\t[^\n]*\n)+)", mk, re.M).group(1)
-    assert re.fullmatch(r"\t@bash scripts/test-lanes\.sh test-c test-host netem-lane\n", recipe), recipe
+    assert re.fullmatch(r"\t@bash scripts/test-lanes\.sh --beside netem-lane test-c test-host\n", recipe), recipe
     for lane in ("test-c", "test-host", "netem-lane"):
         assert re.search(rf"^{lane}:", mk, re.M), f"no make target {lane}"
     assert "make test" in (REPO / ".ci" / "run").read_text()
@@ -69,3 +69,54 @@ def test_pytest_quiet_summary_counts_and_only_the_last_summary_line(tmp_path):
     printed before it (a test's own output) is not counted."""
     r = _lanes(tmp_path, "quiet")
     assert r.returncode == 1 and r.stdout.strip().splitlines()[-1] == "3 passed, 1 failed", r.stdout
+
+
+def _beside_makefile(tmp_path: Path) -> None:
+    # "slow" waits until "fast" has started, and "fast" until "slow" has: they can only both
+    # finish if they ran at the same time (each gives up after 20 s).
+    (tmp_path / "Makefile").write_text(
+        "slow:\n\t@echo $$$$ > slow.pid; touch slow-started; for i in $$(seq 200); do [ -e fast-started ] && break; "
+        "sleep 0.1; done; [ -e fast-started ] || exit 1; echo '==== 5 passed in 2.00s ===='\n"
+        "fast:\n\t@touch fast-started; for i in $$(seq 200); do [ -e slow-started ] && break; sleep 0.1; done; "
+        "[ -e slow-started ] || exit 1; echo '==== 3 passed in 1.00s ===='\n"
+        "hang:\n\t@echo $$$$ > hang.pid; touch slow-started; sleep 300\n")
+
+
+def test_a_lane_beside_runs_at_the_same_time_and_is_reported_after(tmp_path):
+    """make test runs the netem lane (a one-CPU user-mode Linux that mostly waits) beside the
+    host lanes: the run takes the longer of the two, not their sum."""
+    _beside_makefile(tmp_path)
+    r = subprocess.run(["bash", str(LANES), "--beside", "slow", "fast"], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=60, env={"PATH": "/usr/bin:/bin"})
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = r.stdout.strip().splitlines()
+    assert re.match(r"lane fast\s+ok\s+3 passed", lines[-3]) and re.match(r"lane slow\s+ok\s+5 passed", lines[-2]), lines
+    assert lines[-1] == "8 passed, 0 failed"
+    out = r.stdout
+    assert out.index("=== lane slow (ran beside the others)") > out.index("==== 3 passed"), "its log comes after"
+
+
+def test_a_lane_beside_is_stopped_with_the_runner(tmp_path):
+    import os
+    import signal
+    import time
+
+    _beside_makefile(tmp_path)
+    p = subprocess.Popen(["bash", str(LANES), "--beside", "hang", "fast"], cwd=tmp_path, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, env={"PATH": "/usr/bin:/bin"})
+    for _ in range(200):
+        if (tmp_path / "hang.pid").exists() and (tmp_path / "hang.pid").read_text().strip():
+            break
+        time.sleep(0.05)
+    shell = int((tmp_path / "hang.pid").read_text())
+    time.sleep(1.5)  # "fast" done: the runner waits for "hang"
+    p.send_signal(signal.SIGTERM)
+    assert p.wait(timeout=10) == 143
+    for _ in range(100):
+        try:
+            os.kill(shell, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    os.kill(shell, signal.SIGKILL)
+    raise AssertionError("the lane beside outlived the runner")
