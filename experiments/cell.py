@@ -9,6 +9,7 @@ import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +25,7 @@ from . import sampling
 from . import transports as T
 from . import validity
 from .plan import Cell, Plan, fmt_seconds, profile_figures
-from .processes import (POLL_S, READY_TIMEOUT_S, _count, _dead_companion, _first_line, _kill, _LineCounter,
+from .processes import (POLL_S, READY_TIMEOUT_S, Stop, _count, _dead_companion, _first_line, _kill, _LineCounter,
                         open_gate, spawn)
 # The programs' command lines (experiments/programs.py); imported into this module, where the
 # cell runner looks them up (tests replace them here).
@@ -36,6 +37,9 @@ if TYPE_CHECKING:
     from pqshake.emulation.link import Link
 
 DISK_MIN_FREE = 1 << 20
+# fs0rtt's BFE key is generated once per (n, p) and kept: slots opening fs0rtt cells at the same
+# time must not generate it twice
+_BFE_KEY_LOCK = threading.Lock()
 
 
 class DiskFull(Exception):
@@ -53,8 +57,16 @@ class LinkDown(Exception):
 
 
 class CellRunner:
-    def __init__(self, run: rd.RunDir, plan: Plan, progress: Progress, session: str):
+    def __init__(self, run: rd.RunDir, plan: Plan, progress: Progress, session: str,
+                 stop: threading.Event | None = None, slot: dict | None = None):
+        """stop: set when the run stops (slots: another slot failed, or a signal reached the
+        main thread); the cell's programs are killed and it stays without DONE. slot: with
+        slots, {"slot": k, "slots": N, "beside": slots.Beside}: what each cell records of
+        what ran beside it."""
         from pqshake.paths import binary
+
+        self.stop = stop
+        self.slot = slot
 
         self.run = run
         self.plan = plan
@@ -151,6 +163,10 @@ class CellRunner:
     # lifetime): one block in sequential/shuffled order with a fixed sample count; with
     # `order: interleaved` or `samples: auto`, blocks of `block` attempts, interleaved with the
     # other cells of the profile or until the adaptive target is met (experiments/sampling.py).
+    def check_stop(self) -> None:
+        if self.stop is not None and self.stop.is_set():
+            raise Stop("another slot stopped the run")
+
     def run_cell(self, topo: Link, cell: Cell) -> dict:
         """A whole cell at once (its blocks back to back)."""
         cr = self.open_cell(topo, cell)
@@ -163,6 +179,7 @@ class CellRunner:
         from pqshake.emulation.check import measure_rtt
 
         run, exp = self.run, self.exp
+        self.check_stop()
         why = topo.link_problem()
         if why:  # died between cells: this cell never starts, so it stays to do for resume
             raise LinkDown(cell.profile, None, why)
@@ -174,6 +191,8 @@ class CellRunner:
                                 "session": self.session, "started": rd.now_iso()}
         info["configured"] = profile_figures(self.plan.profiles[cell.profile])
         cr = CellState(cell, d, info, validity.Snapshot.take(topo), sampling.Target.of(exp))
+        if self.slot is not None:
+            self.slot["beside"].open(cell.cell_id)
         tr = T.get(cell.transport)
         info.update(tr.cell_info(exp))
         if tr.keeps_qlog(exp):
@@ -195,7 +214,8 @@ class CellRunner:
         if M.get(cell.mode).bfe_key:  # fs0rtt: the server's BFE key, generated once per (n, p) and kept
             from pqshake.paths import binary, build_dir
 
-            key = FS.ensure_key(exp.bfe_n, exp.bfe_p, build_dir(), binary("pqs-bfe-keygen"))
+            with _BFE_KEY_LOCK:
+                key = FS.ensure_key(exp.bfe_n, exp.bfe_p, build_dir(), binary("pqs-bfe-keygen"))
             info.update(FS.cell_info(key))
         cert_dir = d / "certs"
         cert_dir.mkdir()
@@ -258,6 +278,8 @@ class CellRunner:
             while timer.poll() is None:
                 time.sleep(POLL_S)
                 self.progress.attempts(counter.poll())
+                cr.runq.append(validity.procs_running())
+                self.check_stop()
                 if cr.server.poll() is not None:
                     cr.reason = f"server died (status {cr.server.returncode}) during the run"
                     _kill(timer)
@@ -396,6 +418,7 @@ class CellRunner:
         })
         if cr.target.adaptive:
             info["sampling"] = cr.sampling_record()
+        info.update(self._beside_record(cr, v))
         if header is not None and not (self.run.path / "timer-header.json").exists():
             rd.write_json(self.run.path / "timer-header.json", header, root=self.run.path)
         if reason is not None:
@@ -408,6 +431,19 @@ class CellRunner:
         if cr.link_down is not None:
             raise LinkDown(cell.profile, cell.cell_id, cr.link_down)
         return info
+
+
+    def _beside_record(self, cr: "CellState", v: dict) -> dict:
+        """What ran beside the cell (results format 3): its slot, the slots of the run, the
+        most other cells open at once during it, and the machine over it: its busy share of
+        all CPUs, the mean run queue while its timers ran, the steal share (validity's host)."""
+        host = v.get("host") or {}
+        runq = [x for x in cr.runq if x is not None]
+        beside = self.slot["beside"].close(cr.cell.cell_id) if self.slot is not None else 0
+        return {"slot": self.slot["slot"] if self.slot else 0, "slots": self.slot["slots"] if self.slot else 1,
+                "beside_max": beside, "host_busy_share": host.get("busy_share"),
+                "host_runq_mean": round(sum(runq) / len(runq), 2) if runq else None,
+                "host_steal_share": host.get("steal_share")}
 
 
 def _capture_point(topo: Link) -> tuple[str, list[str]] | None:
@@ -455,6 +491,7 @@ class CellState:
     stop: str | None = None  # adaptive: target | max
     ci: dict | None = None
     t0: float = field(default_factory=time.monotonic)
+    runq: list = field(default_factory=list)  # the machine's runnable threads at each poll of its timers
 
     @property
     def server_log(self) -> Path:

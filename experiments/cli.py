@@ -9,11 +9,15 @@ import typer
 
 from pqshake.errors import UserError
 
+PARALLEL_HELP = ("links side by side (default: the experiment's 'parallel', auto): auto packs independent links by "
+                 "CPU share under a budget; N at most N at once; 1 one cell at a time")
+
 
 def register(app: typer.Typer) -> None:
     @app.command("plan")
     def plan_cmd(
         experiment: Path = typer.Argument(..., help="experiment file, e.g. experiments/demo.yaml"),
+        parallel: Optional[str] = typer.Option(None, "--parallel", metavar="auto|N", help=PARALLEL_HELP),
         cells: bool = typer.Option(False, "--cells", help="list every cell in run order"),
         seed: Optional[int] = typer.Option(None, "--seed", help="order seed (default: the file's, else random)"),
         shards: Optional[str] = typer.Option(None, "--shards", help="also show the estimate split into N shards "
@@ -74,6 +78,20 @@ def register(app: typer.Typer) -> None:
               f"RTT probes {fmt_seconds(parts['probes'])}, servers and timers {fmt_seconds(parts['programs'])}, "
               f"links {fmt_seconds(parts['links'])}, the run's start and end {fmt_seconds(parts['run'])})"
               + (f"  (longer than {fmt_seconds(LONG_RUN_S)}: 'run' will ask, or pass --yes)" if est > LONG_RUN_S else ""))
+        from .slots import parse_parallel, plan_slots
+
+        sp = plan_slots(p, parallel=parse_parallel(parallel, "--parallel") if parallel is not None else None)
+        if sp.slots > 1:
+            print(f"  slots:    {sp.slots} links side by side ({sp.why}); {len(sp.chunks)} chunks of consecutive cells, "
+                  f"{len(sp.solo)} alone")
+            print(f"  estimated duration with slots: {fmt_seconds(sp.estimate_s)} "
+                  f"({sp.sequential_s / sp.estimate_s:.1f}x faster than one cell at a time)")
+        else:
+            print(f"  slots:    1, one cell at a time ({sp.why})")
+            auto = plan_slots(p, parallel="auto")
+            if auto.slots > 1:
+                print(f"            with --parallel auto: {auto.slots} links side by side, estimated "
+                      f"{fmt_seconds(auto.estimate_s)} ({auto.sequential_s / auto.estimate_s:.1f}x faster)")
         for n in shard_counts:
             _print_shards(p, n)
         if cells:
@@ -94,9 +112,14 @@ def register(app: typer.Typer) -> None:
         resume: bool = typer.Option(False, "--resume", help="with --shard: if OUT already holds a run of this shard "
                                     "of this experiment file, resume it instead of starting another (a "
                                     "resubmitted array task)"),
+        parallel: Optional[str] = typer.Option(None, "--parallel", metavar="auto|N",
+                                               help=PARALLEL_HELP),
     ) -> None:
         """Run an experiment; prints the run directory."""
         from .runner import resume_run, start_run
+        from .slots import parse_parallel
+
+        par = parse_parallel(parallel, "--parallel") if parallel is not None else None
 
         spec = None
         if shard is not None:
@@ -114,9 +137,9 @@ def register(app: typer.Typer) -> None:
             prev = find_existing(out or default_results_root(), ef.model.name, spec, ef.sha256())
             if prev is not None:
                 print(f"shard {spec}: resuming {prev}")
-                _print_result(resume_run(prev, quiet=quiet))
+                _print_result(resume_run(prev, quiet=quiet, parallel=par))
                 return
-        path = start_run(experiment, out=out, yes=yes, quiet=quiet, seed=seed, shard=spec)
+        path = start_run(experiment, out=out, yes=yes, quiet=quiet, seed=seed, shard=spec, parallel=par)
         _print_result(path)
 
     @app.command("resume")
@@ -129,11 +152,14 @@ def register(app: typer.Typer) -> None:
         allow_mixed: bool = typer.Option(False, "--allow-mixed",
                                          help="resume although the commit or the built programs changed since the "
                                               "run began (recorded in meta.json and shown in the report)"),
+        parallel: Optional[str] = typer.Option(None, "--parallel", metavar="auto|N", help=PARALLEL_HELP),
     ) -> None:
         """Run the cells an interrupted run left (partial cells are set aside under logs/)."""
         from .runner import resume_run
+        from .slots import parse_parallel
 
-        path = resume_run(run_dir, quiet=quiet, rerun_suspect=rerun_suspect, allow_mixed=allow_mixed)
+        par = parse_parallel(parallel, "--parallel") if parallel is not None else None
+        path = resume_run(run_dir, quiet=quiet, rerun_suspect=rerun_suspect, allow_mixed=allow_mixed, parallel=par)
         _print_result(path)
 
     @app.command("ls")

@@ -185,6 +185,11 @@ class Experiment(BaseModel):
                          "after bfe_n connections (0.001, or '2^-10')")
     repetitions: int = Field(default=1, ge=1, le=1000)
     concurrency: int = Field(default=1, ge=1, le=256)
+    # Default 1 until make bench's same-numbers comparison (issue 30) is in: then auto.
+    parallel: Annotated[int, Field(ge=1, le=32)] | Literal["auto"] = Field(
+        default=1, description="links side by side, each with its own namespaces, emulator, server and timer "
+                               "(experiments/slots.py): auto packs them by CPU share under a budget; N at most N; "
+                               "1 one cell at a time")
     response_bytes: int = Field(default=0, ge=0, le=1 << 34)
     timeout: int = Field(default=10_000_000_000, description="per attempt, ns ('10s' in YAML)")
     chain_depth: int = Field(default=1, ge=1, le=3)

@@ -12,21 +12,43 @@ Each stretch of wall time goes to a cell: a block's time to the cell whose block
 the time before a cell's first block (its opening) to that cell, any other time between
 blocks to the block before; the time before a profile's first block (its link coming up,
 and the opening of its first cell with it) to the link.
+
+With slots (experiments/slots.py) several cells run at once, one per thread: each thread's
+stretches of wall time go to its own cells and link, so a cell's pace is still its wall time
+over its estimate, and the ETA of what is left is divided by the slots' speed-up (the plan's
+sequential estimate over its slotted one).
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 import time
+from dataclasses import dataclass
 from typing import TextIO
 
 from .plan import fmt_seconds, id_profile
 
 
+@dataclass
+class _Lane:
+    """What one thread (one slot) is doing: its open block, and where its wall time was last charged."""
+
+    mark: float
+    current: str = ""
+    cell_hs: int = 0
+    cell_expected: int = 0
+    profile: str | None = None
+
+
 class Progress:
     def __init__(self, total_cells: int, done_cells: int, est_total_s: float, est_done_s: float = 0.0,
-                 stream: TextIO | None = None, rich: bool | None = None, quiet: bool = False):
+                 stream: TextIO | None = None, rich: bool | None = None, quiet: bool = False,
+                 speedup: float = 1.0):
         self.stream = stream or sys.stderr
+        self.speedup = max(1.0, speedup)  # the slots' (sequential estimate / slotted estimate)
+        self._lock = threading.RLock()
+        self._lanes: dict[int, _Lane] = {}
         self.total = total_cells
         self.done = done_cells
         self.est_remaining = max(0.0, est_total_s - est_done_s)
@@ -38,13 +60,8 @@ class Progress:
         self.run_done = 0  # cells finished in this process
         self.took_run_done = 0.0  # their wall time, as attributed (see the module's doc)
         self._spent: dict[str, float] = {}  # wall time of the cells open now
-        self._mark = self.t0
-        self._profile: str | None = None  # of the last cell opened
         self.links_took = 0.0  # wall time before each profile's first cell (its link coming up)
         self.hs = 0  # attempts finished in this process (all cells)
-        self.cell_hs = 0
-        self.cell_expected = 0
-        self.current = ""
         self.quiet = quiet
         use_rich = self.stream.isatty() if rich is None else rich
         self._bar = None
@@ -64,11 +81,28 @@ class Progress:
         el = time.monotonic() - self.t0
         return self.hs / el if el > 0 else 0.0
 
+    def _lane(self) -> _Lane:
+        """This thread's lane (the first event of a thread opens it, from the run's start)."""
+        return self._lanes.setdefault(threading.get_ident(), _Lane(self.t0))
+
+    # The open block of this thread (one thread without slots): what the bar shows.
+    @property
+    def current(self) -> str:
+        return self._lane().current
+
+    @property
+    def cell_hs(self) -> int:
+        return self._lane().cell_hs
+
+    @property
+    def cell_expected(self) -> int:
+        return self._lane().cell_expected
+
     def _charge(self, cell_id: str) -> None:
-        """The wall time since the last event, to `cell_id`."""
-        now = time.monotonic()
-        self._spent[cell_id] = self._spent.get(cell_id, 0.0) + max(0.0, now - self._mark)
-        self._mark = now
+        """The wall time since this thread's last event, to `cell_id`."""
+        lane, now = self._lane(), time.monotonic()
+        self._spent[cell_id] = self._spent.get(cell_id, 0.0) + max(0.0, now - lane.mark)
+        lane.mark = now
 
     def pace(self) -> float | None:
         """Wall time per estimated second of what the load stretches, from the cells done in
@@ -81,54 +115,79 @@ class Progress:
 
     def eta_s(self) -> float:
         # time already spent on what est_remaining still counts: the open cells, the links
-        open_s = sum(self._spent.values()) + self.links_took + max(0.0, time.monotonic() - self._mark)
-        pace = self.pace()
-        wait = min(self.wait_remaining, self.est_remaining)
-        return max(0.0, wait + (self.est_remaining - wait) * (1.0 if pace is None else pace) - open_s)
+        now = time.monotonic()
+        with self._lock:
+            open_s = (sum(self._spent.values()) + self.links_took
+                      + sum(max(0.0, now - lane.mark) for lane in self._lanes.values()))
+            if not self._lanes:
+                open_s += max(0.0, now - self.t0)
+            pace = self.pace()
+            wait = min(self.wait_remaining, self.est_remaining)
+            return max(0.0, wait + (self.est_remaining - wait) * (1.0 if pace is None else pace) - open_s) / self.speedup
 
     def _info(self) -> str:
-        cur = f"{self.current} {self.cell_hs}/{self.cell_expected}" if self.current else ""
+        busy = [lane for lane in self._lanes.values() if lane.current]
+        cur = "  ".join(f"{lane.current} {lane.cell_hs}/{lane.cell_expected}" for lane in busy[:2])
+        if len(busy) > 2:
+            cur += f"  (+{len(busy) - 2} more)"
         return f"{cur}  {self.rate():.1f} hs/s  ETA {fmt_seconds(self.eta_s())}"
 
     # events
     def message(self, text: str) -> None:
         if self.quiet:
             return
-        if self._bar is not None:
-            self._bar.console.print(text)
-        else:
-            print(text, file=self.stream, flush=True)
+        with self._lock:
+            if self._bar is not None:
+                self._bar.console.print(text)
+            else:
+                print(text, file=self.stream, flush=True)
 
     def start_cell(self, cell_id: str, expected: int) -> None:
+        with self._lock:
+            self._start_cell(cell_id, expected)
+
+    def _start_cell(self, cell_id: str, expected: int) -> None:
         """A block of the cell starts (its first one, or its turn in interleaved order)."""
         # The time since the block before ended (the runner reports its attempts as it ends): a
         # new cell's opening (its probes, its server) is its own, and before a profile's first
         # cell it is the link's (the plan prices links apart from cells); otherwise it belongs
         # to the block before.
         new = cell_id not in self._spent
-        if new and id_profile(cell_id) != self._profile:
-            self._profile = id_profile(cell_id)
+        lane = self._lane()
+        if new and id_profile(cell_id) != lane.profile:
+            lane.profile = id_profile(cell_id)
             now = time.monotonic()
-            self.links_took += max(0.0, now - self._mark)
-            self._mark = now
-        self._charge(cell_id if new or not self.current else self.current)
-        self.current = cell_id
-        self.cell_hs = 0
-        self.cell_expected = expected
+            self.links_took += max(0.0, now - lane.mark)
+            lane.mark = now
+        self._charge(cell_id if new or not lane.current else lane.current)
+        lane.current = cell_id
+        lane.cell_hs = 0
+        lane.cell_expected = expected
         if self._bar is not None:
             self._bar.update(self._task, info=self._info())
 
     def attempts(self, n_in_cell: int) -> None:
-        """The current block's attempts so far (reported while it runs and as it ends)."""
-        if self.current:
-            self._charge(self.current)
-        if n_in_cell > self.cell_hs:
-            self.hs += n_in_cell - self.cell_hs
-            self.cell_hs = n_in_cell
-        if self._bar is not None:
-            self._bar.update(self._task, info=self._info())
+        """This thread's current block's attempts so far (reported while it runs and as it ends)."""
+        with self._lock:
+            lane = self._lane()
+            if lane.current:
+                self._charge(lane.current)
+            if n_in_cell > lane.cell_hs:
+                self.hs += n_in_cell - lane.cell_hs
+                lane.cell_hs = n_in_cell
+            if self._bar is not None:
+                self._bar.update(self._task, info=self._info())
 
     def end_cell(self, cell_id: str, status: str, est_s: float, detail: str = "") -> None:
+        with self._lock:
+            self._end_cell(cell_id, status, est_s, detail)
+
+    def lane_done(self) -> None:
+        """This thread (a slot) has no more cells: its lane stops counting as open time."""
+        with self._lock:
+            self._lanes.pop(threading.get_ident(), None)
+
+    def _end_cell(self, cell_id: str, status: str, est_s: float, detail: str = "") -> None:
         self._charge(cell_id)
         self.done += 1
         self.run_done += 1
@@ -137,7 +196,7 @@ class Progress:
         self.wait_run_done += min(_wait(est_s), est_s)
         self.est_remaining = max(0.0, self.est_remaining - est_s)
         self.wait_remaining = max(0.0, self.wait_remaining - _wait(est_s))
-        self.current = ""
+        self._lane().current = ""
         if self._bar is not None:
             self._bar.update(self._task, completed=self.done, info=self._info())
             if status != "complete":
@@ -147,9 +206,10 @@ class Progress:
                   f"{self.rate():.1f} hs/s  ETA {fmt_seconds(self.eta_s())}", file=self.stream, flush=True)
 
     def close(self) -> None:
-        if self._bar is not None:
-            self._bar.stop()
-            self._bar = None
+        with self._lock:
+            if self._bar is not None:
+                self._bar.stop()
+                self._bar = None
 
 
 def _wait(est: float) -> float:

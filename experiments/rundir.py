@@ -13,7 +13,7 @@ tables and runs through here, the analysis reads through pqshake.results.
         qlog/server/ qlog/client/  quic cells with `qlog: true`: the programs' qlog traces
         <cell_id>.pcapng <cell_id>.keys   `capture: true`: the cell's flows on the link
                                    (pqs-capture) and the client's TLS key log (capture_paths)
-      net/<profile>/<session>/   describe.json check.json counters-before.json counters-after.json
+      net/<profile>/<session>[-c<chunk>]/   describe.json check.json counters-before.json counters-after.json
       logs/                      run.log, failed cells' logs, partial cells set aside by resume
       samples.parquet server.parquet cells.parquet   rebuilt from raw/ (run, resume, load)
 
@@ -34,6 +34,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -182,6 +183,9 @@ def check_writable(root: Path) -> None:
 class RunDir:
     def __init__(self, path: Path):
         self.path = Path(path)
+        # meta.json is read, changed and written whole: slots (experiments/slots.py) update it
+        # from several threads, so every read-modify-write holds this lock
+        self.meta_lock = threading.RLock()
 
     # paths
     @property
@@ -242,10 +246,11 @@ class RunDir:
         return read_json(self.meta_path)
 
     def update_meta(self, **fields: Any) -> dict:
-        m = self.meta() if self.meta_path.exists() else {}
-        m.update(fields)
-        write_json(self.meta_path, m, root=self.path)
-        return m
+        with self.meta_lock:
+            m = self.meta() if self.meta_path.exists() else {}
+            m.update(fields)
+            write_json(self.meta_path, m, root=self.path)
+            return m
 
     # cells
     def done(self, cell_id: str) -> dict | None:

@@ -28,13 +28,14 @@ from .plan import Plan, build_plan, fmt_seconds
 from .processes import POLL_S, READY_TIMEOUT_S, Stop  # noqa: F401
 from .programs import server_argv, timer_argv, transport_args, turbo_requests  # noqa: F401
 from .progress import Progress
+from .slots import SlotPlan, plan_slots
 from .session import _finish, execute, mininet_factory, run_profile  # noqa: F401
 
 LONG_RUN_S = 24 * 3600  # `run` asks before starting anything longer
 
 
-def confirm_long(plan: Plan, yes: bool) -> None:
-    est = plan.estimate_s()
+def confirm_long(plan: Plan, yes: bool, est: float | None = None) -> None:
+    est = plan.estimate_s() if est is None else est
     if est <= LONG_RUN_S or yes:
         return
     msg = f"{plan.model.name}: {len(plan.cells)} cells, estimated {fmt_seconds(est)}"
@@ -48,17 +49,20 @@ def confirm_long(plan: Plan, yes: bool) -> None:
 
 
 def start_run(exp_path: Path | str, *, out: Path | None = None, yes: bool = False, quiet: bool = False,
-              rich: bool | None = None, seed: int | None = None, topology_factory=None, shard=None) -> Path:
+              rich: bool | None = None, seed: int | None = None, topology_factory=None, shard=None,
+              parallel: int | str | None = None) -> Path:
     """`pqshake run`: plan (all checks before any network), lock, create the run directory,
     run every cell, build the tables. Returns the run directory. shard: a shard.ShardSpec, to
-    run only that part of the plan (its own run directory, <id>-s<I>of<N>)."""
+    run only that part of the plan (its own run directory, <id>-s<I>of<N>). parallel: slots
+    (experiments/slots.py), the experiment's `parallel` unless given."""
     plan = build_plan(exp_path, seed=seed)
     shard_info = None
     if shard is not None:
         from .shard import apply
 
         shard_info = apply(plan, shard)
-    confirm_long(plan, yes)
+    sp = plan_slots(plan, parallel=parallel)
+    confirm_long(plan, yes, sp.estimate_s)
     root = Path(out) if out else rd.default_results_root()
     rd.check_writable(root)
     lock = rd.RunLock(root)
@@ -92,17 +96,29 @@ def start_run(exp_path: Path | str, *, out: Path | None = None, yes: bool = Fals
             if rd.is_disk_full(e):
                 raise UserError(f"disk full under {root}: nothing started (free some space)", exit_code=1) from None
             raise UserError(f"cannot write the run directory {run.path}: {e.strerror or e}", exit_code=1) from None
-        progress = Progress(len(plan.cells), 0, plan.estimate_s(), quiet=quiet, rich=rich)
-        progress.message(f"run {run.path}: {len(plan.cells)} cells, estimated {fmt_seconds(plan.estimate_s())}")
+        progress = Progress(len(plan.cells), 0, plan.estimate_s(), quiet=quiet, rich=rich, speedup=_speedup(sp))
+        progress.message(f"run {run.path}: {len(plan.cells)} cells, estimated {fmt_seconds(sp.estimate_s)}"
+                         + _slots_text(sp))
         for note in plan.notes:
             progress.message(f"note: {note}")
-        return _finish(run, plan, progress, session, list(plan.cells), False, topology_factory)
+        return _finish(run, plan, progress, session, list(plan.cells), False, topology_factory, slot_plan=sp)
     finally:
         lock.release()
 
 
+def _speedup(sp: SlotPlan) -> float:
+    return sp.sequential_s / sp.estimate_s if sp.estimate_s > 0 else 1.0
+
+
+def _slots_text(sp: SlotPlan) -> str:
+    if sp.slots == 1:
+        return ""
+    return f" with {sp.slots} slots side by side ({fmt_seconds(sp.sequential_s)} one cell at a time)"
+
+
 def resume_run(run_dir: Path | str, *, quiet: bool = False, rich: bool | None = None,
-               topology_factory=None, rerun_suspect: bool = False, allow_mixed: bool = False) -> Path:
+               topology_factory=None, rerun_suspect: bool = False, allow_mixed: bool = False,
+               parallel: int | str | None = None) -> Path:
     """`pqshake resume`: run only the cells without DONE (partial ones set aside under logs/);
     with rerun_suspect also the cells whose validity verdict is suspect (set aside likewise, and
     listed in meta.json `reruns`). A different commit or rebuilt binaries are refused unless
@@ -156,12 +172,14 @@ def resume_run(run_dir: Path | str, *, quiet: bool = False, rich: bool | None = 
                 run.set_aside_partial(d.name)
         _, session = rd.new_run_id()
         est_done = plan.estimate_s([c for c in plan.cells if c.cell_id in done])
-        progress = Progress(len(plan.cells), len(done), plan.estimate_s(), est_done, quiet=quiet, rich=rich)
+        sp = plan_slots(plan, todo, parallel=parallel)
+        progress = Progress(len(plan.cells), len(done), plan.estimate_s(), est_done, quiet=quiet, rich=rich,
+                            speedup=_speedup(sp))
         if not todo:
             progress.message(f"{run.path}: all {len(ids)} cells already done; rebuilding the tables")
         else:
             progress.message(f"resume {run.path}: {len(todo)} of {len(ids)} cells left "
-                             f"(estimated {fmt_seconds(plan.estimate_s(todo))}; status was {meta.get('status')})")
-        return _finish(run, plan, progress, session, todo, True, topology_factory, prov)
+                             f"(estimated {fmt_seconds(sp.estimate_s)}{_slots_text(sp)}; status was {meta.get('status')})")
+        return _finish(run, plan, progress, session, todo, True, topology_factory, prov, slot_plan=sp)
     finally:
         lock.release()

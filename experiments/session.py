@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -23,6 +25,8 @@ from .progress import Progress
 if TYPE_CHECKING:
     from pqshake.emulation.link import Link
 
+    from .slots import SlotPlan
+
 
 def _net_record(run: rd.RunDir, profile: str, session: str, name: str, data: Any) -> None:
     d = sw.ensure_dir(run.net / profile / session, root=run.path)
@@ -30,70 +34,166 @@ def _net_record(run: rd.RunDir, profile: str, session: str, name: str, data: Any
 
 
 def execute(run: rd.RunDir, plan: Plan, todo: list[Cell], progress: Progress, session: str,
-            topology_factory: Callable[..., Any] | None = None) -> dict:
-    """Run `todo` (in plan order). Returns counts. Raises Stop / DiskFull after cleaning up."""
-    from pqshake.emulation.check import measure_rtt
-
+            topology_factory: Callable[..., Any] | None = None, slot_plan: "SlotPlan | None" = None) -> dict:
+    """Run `todo` (in plan order; with slot_plan.slots > 1, its chunks side by side). Returns
+    counts. Raises Stop / DiskFull after cleaning up."""
     if topology_factory is None and plan.model.engine == "mininet":
         topology_factory = mininet_factory(plan)
     if topology_factory is None:
         from pqshake.emulation.topology import Topology as topology_factory  # noqa: N813
 
-    runner = CellRunner(run, plan, progress, session)
-    todo_ids = {c.cell_id for c in todo}
-    blocks = [(name, [c for c in cells if c.cell_id in todo_ids]) for name, cells in plan.profile_blocks()]
-    blocks = [(n, cs) for n, cs in blocks if cs]
-    counts = {"complete": 0, "failed": 0}
-    backends: set[str] = set()
+    ctx = _Context(run, plan, progress, session, topology_factory)
     try:
-        for name, cells in blocks:
-            prof = plan.profiles[name]
-            run.log(f"profile {name}: bringing the link up ({len(cells)} cells)")
-            progress.message(f"profile {name}: {len(cells)} cells")
-            t = topology_factory(prof, run_id=session, backend=plan.model.backend)
-            if t.places_cpus:  # the single-link topology places CPUs; mininet does not
-                spec = plan.model.cpu_placement
-                t.placement_spec = spec.model_dump() if hasattr(spec, "model_dump") else spec
-            with t as topo:
-                backends.add(topo.backend)
-                _record_placement(run, topo)
-                _net_record(run, name, session, "describe", topo.describe())
-                # counters-*: the backend's raw figures on purpose (provenance); judgments read topo.link_counters()
-                _net_record(run, name, session, "counters-before", topo.counters())
-                try:
-                    check = dict(measure_rtt(topo, count=100))
-                except UserError as e:
-                    check = {"error": str(e)}
-                check["configured"] = profile_figures(prof)
-                _net_record(run, name, session, "check", check)
-                def finished(cell: Cell, info: dict) -> None:
-                    counts[info["status"]] += 1
-                    samp = info.get("sampling")
-                    detail = (f"ok {info['n_ok']}/{info['n_attempts'] - info['n_warmup']}"
-                              + (f" (auto: {samp['stopped']})" if samp else "")
-                              + (f" rtt {info['rtt_p50_ns'] / 1e6:.2f}ms" if info.get("rtt_p50_ns") else "")
-                              + (f" ({info['reason']})" if info.get("reason") else ""))
-                    progress.end_cell(cell.cell_id, info["status"], plan.cell_estimate_s(cell), detail)
-                    if str(info.get("verdict", "ok")).startswith("suspect"):
-                        progress.message(f"warning: cell {cell.cell_id} is {info['verdict']} "
-                                         f"(re-run it: pqshake resume {run.path} --rerun-suspect)")
-
-                try:
-                    run_profile(runner, topo, cells, plan, name, finished)
-                finally:
-                    runner.kill_all()
-                    try:
-                        _net_record(run, name, session, "counters-after", topo.counters())
-                    except Exception:  # noqa: BLE001 - teardown must go on
-                        pass
+        if slot_plan is not None and slot_plan.slots > 1:
+            _run_slots(ctx, slot_plan)
+        else:
+            runner = CellRunner(run, plan, progress, session)
+            todo_ids = {c.cell_id for c in todo}
+            blocks = [(name, [c for c in cells if c.cell_id in todo_ids]) for name, cells in plan.profile_blocks()]
+            try:
+                for name, cells in blocks:
+                    if cells:
+                        _run_on_link(ctx, runner, name, cells, session, session)
+            finally:
+                runner.kill_all()
     except OSError as e:
         if rd.is_disk_full(e):
             raise DiskFull(str(e)) from None
         raise
-    finally:
-        runner.kill_all()
-    counts["backends"] = sorted(backends)
-    return counts
+    ctx.counts["backends"] = sorted(ctx.backends)
+    return ctx.counts
+
+
+class _Context:
+    """What every link of a session shares: the run, the plan, the progress, the counts."""
+
+    def __init__(self, run: rd.RunDir, plan: Plan, progress: Progress, session: str, factory: Callable[..., Any]):
+        self.run, self.plan, self.progress, self.session, self.factory = run, plan, progress, session, factory
+        self.counts: dict[str, Any] = {"complete": 0, "failed": 0}
+        self.backends: set[str] = set()
+        self.lock = threading.Lock()
+
+
+def _run_on_link(ctx: _Context, runner: CellRunner, name: str, cells: list[Cell], run_id: str, net_tag: str) -> None:
+    """One profile's cells on a link of their own (run_id names its namespaces; net_tag its
+    records under net/<profile>/)."""
+    from pqshake.emulation.check import measure_rtt
+
+    run, plan, progress = ctx.run, ctx.plan, ctx.progress
+    prof = plan.profiles[name]
+    run.log(f"profile {name}: bringing the link up ({len(cells)} cells)" + ("" if run_id == ctx.session else f", link {run_id}"))
+    progress.message(f"profile {name}: {len(cells)} cells")
+    t = ctx.factory(prof, run_id=run_id, backend=plan.model.backend)
+    if t.places_cpus:  # the single-link topology places CPUs; mininet does not
+        spec = plan.model.cpu_placement
+        t.placement_spec = spec.model_dump() if hasattr(spec, "model_dump") else spec
+    with t as topo:
+        with ctx.lock:
+            ctx.backends.add(topo.backend)
+        _record_placement(run, topo)
+        _net_record(run, name, net_tag, "describe", topo.describe())
+        # counters-*: the backend's raw figures on purpose (provenance); judgments read topo.link_counters()
+        _net_record(run, name, net_tag, "counters-before", topo.counters())
+        try:
+            check = dict(measure_rtt(topo, count=100))
+        except UserError as e:
+            check = {"error": str(e)}
+        check["configured"] = profile_figures(prof)
+        _net_record(run, name, net_tag, "check", check)
+
+        def finished(cell: Cell, info: dict) -> None:
+            with ctx.lock:
+                ctx.counts[info["status"]] += 1
+            samp = info.get("sampling")
+            detail = (f"ok {info['n_ok']}/{info['n_attempts'] - info['n_warmup']}"
+                      + (f" (auto: {samp['stopped']})" if samp else "")
+                      + (f" rtt {info['rtt_p50_ns'] / 1e6:.2f}ms" if info.get("rtt_p50_ns") else "")
+                      + (f" ({info['reason']})" if info.get("reason") else ""))
+            progress.end_cell(cell.cell_id, info["status"], plan.cell_estimate_s(cell), detail)
+            if str(info.get("verdict", "ok")).startswith("suspect"):
+                progress.message(f"warning: cell {cell.cell_id} is {info['verdict']} "
+                                 f"(re-run it: pqshake resume {run.path} --rerun-suspect)")
+
+        try:
+            run_profile(runner, topo, cells, plan, name, finished)
+        finally:
+            runner.kill_all()
+            try:
+                _net_record(run, name, net_tag, "counters-after", topo.counters())
+            except Exception:  # noqa: BLE001 - teardown must go on
+                pass
+
+
+def _slot_run_id(session: str, slot: int) -> str:
+    """A slot's link's id: the session's first five characters and the slot as one base-36
+    digit (namespace and interface names allow six)."""
+    return session[:5] + "0123456789abcdefghijklmnopqrstuvwxyz"[slot]
+
+
+def _run_slots(ctx: _Context, sp: "SlotPlan") -> None:
+    """The slot plan's chunks as slots.simulate schedules them: the CPU-bound ones alone first
+    (nothing beside them), then the others in order, each on a thread and a link of its own as
+    soon as slots.may_start allows, on the lowest free slot. A signal (Stop, Ctrl-C) or a failure
+    in one slot stops every slot: each kills its programs and tears its link down, and the first
+    error is raised once all are down."""
+    from .slots import Beside, may_start
+
+    beside = Beside()
+    stop = threading.Event()
+    errors: list[BaseException] = []
+    running: dict[int, tuple[threading.Thread, float]] = {}  # slot -> (its thread, its chunk's CPU share)
+
+    def slot_main(k: int, chunk: Any, i: int) -> None:
+        runner = CellRunner(ctx.run, ctx.plan, ctx.progress, ctx.session, stop=stop,
+                            slot={"slot": k, "slots": sp.slots, "beside": beside})
+        try:
+            # net/<profile>/<session>-c<chunk>: each link's records (a profile has a link per chunk)
+            _run_on_link(ctx, runner, chunk.profile, chunk.cells, _slot_run_id(ctx.session, k), f"{ctx.session}-c{i}")
+        except Stop:
+            pass  # asked to stop: its open cell stays without DONE
+        except BaseException as e:  # noqa: BLE001 - handed to the main thread, which raises it
+            with ctx.lock:
+                errors.append(e)
+            stop.set()
+        finally:
+            runner.kill_all()
+            ctx.progress.lane_done()
+
+    def reap() -> None:
+        for k in [k for k, (t, _) in running.items() if not t.is_alive()]:
+            running.pop(k)[0].join()
+
+    def start(k: int, chunk: Any) -> None:
+        t = threading.Thread(target=slot_main, args=(k, chunk, sp.chunks.index(chunk)), name=f"pqs-slot-{k}", daemon=True)
+        running[k] = (t, chunk.cpu_share)
+        t.start()
+
+    try:
+        for chunk in sp.solo:
+            start(0, chunk)
+            while running and not stop.is_set():
+                running[0][0].join(timeout=0.2)
+                reap()
+        for chunk in sp.side_by_side:
+            while not stop.is_set():
+                reap()
+                if may_start(chunk.cpu_share, [sh for _, sh in running.values()], sp.slots, sp.budget):
+                    break
+                time.sleep(0.05)
+            if stop.is_set():
+                break
+            start(next(k for k in range(sp.slots) if k not in running), chunk)
+        while running:
+            for t, _ in list(running.values()):
+                t.join(timeout=0.2)
+            reap()
+    except BaseException:  # Stop (SIGTERM/SIGHUP), KeyboardInterrupt: every slot stops, then this
+        stop.set()
+        for t, _ in list(running.values()):
+            t.join()
+        raise
+    if errors:
+        raise errors[0]
 
 
 def run_profile(runner: CellRunner, topo: Link, cells: list[Cell], plan: Plan, profile: str,
@@ -138,9 +238,10 @@ def _record_placement(run: rd.RunDir, topo: Link) -> None:
     pl = topo.placement
     rec = pl.as_dict() if pl is not None else {"mode": "n/a", "emulator": [], "endpoints": [],
                                                "note": f"not placed by the {type(topo).__name__} engine"}
-    seen = run.meta().get("placement") or {}
-    if seen.get(topo.backend) != rec:
-        run.update_meta(placement={**seen, topo.backend: rec})
+    with run.meta_lock:
+        seen = run.meta().get("placement") or {}
+        if seen.get(topo.backend) != rec:
+            run.update_meta(placement={**seen, topo.backend: rec})
 
 
 def mininet_factory(plan: Plan) -> Callable[..., Any]:
@@ -189,17 +290,18 @@ def _session_record(run: rd.RunDir, session: str):
 
 
 def _finish(run: rd.RunDir, plan: Plan, progress: Progress, session: str, todo: list[Cell],
-            resumed: bool, topology_factory=None, prov: dict | None = None) -> Path:
+            resumed: bool, topology_factory=None, prov: dict | None = None, slot_plan: "SlotPlan | None" = None) -> Path:
     counts: dict[str, Any] = {}
     state = _session_record(run, session)
     sessions = run.meta().get("sessions", [])
     sessions.append({"session": session, "pid": os.getpid(), "started": rd.now_iso(), "cells": len(todo),
-                     "provenance": prov or rd.session_provenance()})
+                     "provenance": prov or rd.session_provenance(),
+                     **({"slots": slot_plan.as_dict()} if slot_plan is not None else {})})
     run.update_meta(status="running", sessions=sessions)
     status = "complete"
     try:
         with _stop_on_signals():
-            counts = execute(run, plan, todo, progress, session, topology_factory)
+            counts = execute(run, plan, todo, progress, session, topology_factory, slot_plan)
     except (KeyboardInterrupt, Stop, SystemExit):
         # SystemExit: the topology turns SIGTERM/SIGHUP into one while it is up.
         progress.close()

@@ -90,6 +90,18 @@ def _tree_cpu(root: int) -> tuple[float, set[int]]:
     return ticks / os.sysconf("SC_CLK_TCK"), tree
 
 
+def procs_running() -> int | None:
+    """The machine's runnable threads now (/proc/stat procs_running, the reader included)."""
+    try:
+        with open("/proc/stat") as f:
+            for line in f:
+                if line.startswith("procs_running "):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
 def _busy_s() -> float | None:
     """CPU time the machine spent busy since boot, all CPUs, in seconds (steal apart: host.py)."""
     try:
@@ -410,6 +422,8 @@ def _host(before: Snapshot, after: Snapshot) -> dict[str, Any]:
         other = max(0.0, (after.busy_s - before.busy_s) - (after.own_cpu_s - before.own_cpu_s))
         rec["other_cpu_s"] = round(other, 3)
     cap = wall * cpus
+    if None not in (after.busy_s, before.busy_s):  # everything's, the run's own included (slots: what ran beside)
+        rec["busy_share"] = round(min(1.0, max(0.0, after.busy_s - before.busy_s) / cap), 4)
     rec["steal_share"] = round(min(1.0, steal / cap), 4)
     rec["other_share"] = round(min(1.0, (other or 0.0) / cap), 4)
     rec["all_cpus_busy_share"] = round(rec["other_share"] ** cpus, 4)

@@ -12,6 +12,11 @@ Version 2 (over 1): the cells table has `reasons`, the validity verdict's reason
 list (from DONE `validity.reasons`), so that no reader splits the verdict string again. A v1
 run is read as if it had it (migrate.py); nothing else differs.
 
+Version 3 (over 2): every row of the three tables says what ran beside its cell: `slot`, `slots`
+and `beside_max` (experiments/slots.py), and DONE and the cells table the machine over the cell
+(`host_busy_share`, `host_runq_mean`, `host_steal_share`). Earlier runs ran one cell at a time and
+are read as slot 0 of 1 with nothing beside (migrate.py); their host columns are empty.
+
 Columns a new member of the JSON lines brings are not a new version: samples take every member
 as columns (flatten), and a reader finds them missing in older runs and reads them as empty
 (analysis/columns.py: optional). The timer's "msgs" member (message sizes and flights) has a

@@ -10,7 +10,7 @@ from pqshake.errors import UserError
 
 # Raised whenever what a run directory holds changes (pqshake/results/__init__.py says how);
 # migrate.py reads every lower version.
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 TABLES = ("samples", "server", "cells")
 DONE = "DONE"  # raw/<cell_id>/DONE: the cell is complete (written last, atomically)
 

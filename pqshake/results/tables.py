@@ -12,7 +12,12 @@ from pqshake.errors import UserError
 from .jsonl import JsonLines
 from .meta import DONE, TABLES
 
-CELL_COLUMNS = ("cell_id", "group", "sig", "profile", "mode", "transport", "repetition", "backend")
+# What ran beside a cell (format 3; experiments/slots.py): its slot, how many slots the run had,
+# the most other cells open at once during it. In every row of the three tables; a run from
+# before slots ran one cell at a time, which is what the defaults say.
+BESIDE_DEFAULTS = {"slot": 0, "slots": 1, "beside_max": 0}
+BESIDE_COLUMNS = tuple(BESIDE_DEFAULTS)
+CELL_COLUMNS = ("cell_id", "group", "sig", "profile", "mode", "transport", "repetition", "backend", *BESIDE_COLUMNS)
 SAMPLE_FIRST = ["cell_id", "group", "sig", "profile", "mode", "transport", "repetition", "i", "warmup", "ok",
                 "handshake_ns", "error", "backend"]
 CELL_FIRST = ["cell_id", "group", "sig", "profile", "mode", "transport", "repetition", "status", "reason",
@@ -196,6 +201,8 @@ def collect_tables(path: Path) -> dict:
         cell = dict(c)
         cell.setdefault("transport", "tcp")  # runs from before transports existed: all tcp
         cell["backend"] = info.get("backend")
+        for k, default in BESIDE_DEFAULTS.items():
+            cell[k] = info.get(k, default)
         d = path / "raw" / c["cell_id"]
         samples += timer_rows(d, cell, warmup)
         servers += server_rows(d, cell, info.get("blocks"))

@@ -157,7 +157,7 @@ def test_analyze_outputs(run_dir, capsys):
     assert "percentiles: numpy.percentile(method='linear')" in out
 
 
-@pytest.mark.parametrize("version,words", [(3, ("results format 3 is newer", "(2)", "update pqshake")),
+@pytest.mark.parametrize("version,words", [(4, ("results format 4 is newer", "(3)", "update pqshake")),
                                            (None, ("'format_version' missing",)),
                                            ("1", ("'format_version' missing",))])
 def test_format_version_refused_in_one_line(tmp_path, capsys, version, words):

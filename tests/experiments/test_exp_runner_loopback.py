@@ -52,7 +52,7 @@ def test_run_writes_everything(write_exp, tmp_path, loopback):
     # one topology per profile, entered once each
     assert len(loopback.instances) == 2 and all(t.entered == t.exited == 1 for t in loopback.instances)
     meta = run.meta()
-    assert meta["format_version"] == FORMAT_VERSION == 2 and meta["status"] == "complete"
+    assert meta["format_version"] == FORMAT_VERSION == 3 and meta["status"] == "complete"
     for k in ("git", "kernel", "iproute2", "cpu", "python_packages", "seeds", "started", "ended", "experiment", "stack"):
         assert k in meta, k
     assert meta["seeds"]["order"] == 3 and meta["experiment"]["sha256"]
