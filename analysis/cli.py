@@ -51,20 +51,26 @@ def register(app: typer.Typer) -> None:
         out: Optional[Path] = typer.Option(None, "--out", help="output folder (default: the folder the runs share, "
                                            "/merged)"),
         allow_differ: List[str] = typer.Option([], "--allow-differ", help="merge even though this meta.json field "
-                                               "differs (experiment.sha256, git.commit, backend, stack.*); repeatable"),
+                                               "differs (experiment.sha256, git.commit, backend, one stack.* "
+                                               "field); repeatable"),
+        allow_mixed_stacks: bool = typer.Option(False, "--allow-mixed-stacks", help="merge shards measured on "
+                                                "different crypto stacks (OpenSSL, liboqs, oqs-provider: every "
+                                                "stack.*version* field); stacks.csv and report.md say which cell "
+                                                "ran on which, notes name the profiles and modes that compare "
+                                                "algorithms across stacks"),
         figures: bool = typer.Option(True, "--figures/--no-figures", help="also draw the figures and report.md"),
         style: str = typer.Option("thesis", "--style", help="thesis | paper | slides"),
         speed: Optional[str] = typer.Option(None, "--speed", help="as for analyze"),
         baseline: Optional[str] = typer.Option(None, "--baseline", help="as for analyze"),
     ) -> None:
         """One analysis of an experiment's shards: refuses different experiment files, commits, stack versions
-        or backends; lists which cells ran on which machine (machines.csv, report.md) and notes algorithms
-        compared across CPU models."""
+        (unless --allow-mixed-stacks) or backends; lists which cells ran on which machine (machines.csv) and
+        crypto stack (stacks.csv), both in report.md, and notes algorithms compared across CPU models or stacks."""
         from .merge import default_out, expand, merge
 
         with sw.storage_errors(out if out is not None else default_out(expand(run_dirs))):
-            merge(run_dirs, out=out, allow_differ=allow_differ, figures=figures, style=style, speed=speed,
-                  baseline=baseline)
+            merge(run_dirs, out=out, allow_differ=allow_differ, allow_mixed_stacks=allow_mixed_stacks,
+                  figures=figures, style=style, speed=speed, baseline=baseline)
 
     @app.command("figures")
     def figures_cmd(

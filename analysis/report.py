@@ -83,10 +83,15 @@ def _write_frame(df: pd.DataFrame, path: Path) -> None:
 
 def versions(run: Run, speed: B.Speed | None = None) -> dict:
     m = run.meta
-    st = m.get("stack") or {}
+
+    def stack(key: str) -> str | None:
+        # every run's value, in order (a merge of runs on different stacks names each)
+        seen = [v for v in dict.fromkeys((x.get("stack") or {}).get(key) for x in run.metas) if v]
+        return " / ".join(seen) or (speed.header.get(key) if speed else None)
+
     v = {
-        "openssl": st.get("openssl_version") or (speed.header.get("openssl_version") if speed else None),
-        "liboqs": st.get("liboqs_version") or (speed.header.get("liboqs_version") if speed else None),
+        "openssl": stack("openssl_version"),
+        "liboqs": stack("liboqs_version"),
         "commit": (get(m, "git.commit") or "")[:12] or None,
         "dirty": get(m, "git.dirty"),
         "kernel": m.get("kernel"),
