@@ -98,15 +98,58 @@ def _write_job(d: Path, argv: list[str], cwd: Path, env: dict[str, str], modules
     (d / "preload").write_text(" ".join(PRELOAD_MODULES))
 
 
-def _publish_host_steal(path: Path, stop: threading.Event) -> None:
-    """Write the host's steal (seconds, all CPUs) to `path` every HOST_STEAL_PERIOD_S until
-    `stop`: a temporary name renamed over it, so a reader sees the old value or the new one."""
+class _RunDelay:
+    """The time the host kept the UML kernel's processes waiting for a CPU (the run delay of
+    /proc/<pid>/task/<tid>/schedstat, summed over every task of the kernel's process group):
+    for the guest, that is stolen time, as a hypervisor's steal is for a VM. Tasks come and go
+    (a guest process is a host process), so each task's growth is added as it is seen and what
+    a task had when it ended stays counted: the total only grows."""
+
+    def __init__(self, pgid: int) -> None:
+        self.pgid = pgid
+        self.seen: dict[int, int] = {}  # tid -> run delay (ns) at its last reading
+        self.total_ns = 0
+
+    def _tasks(self):
+        for d in os.listdir("/proc"):
+            if not d.isdigit():
+                continue
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                if int(fields[2]) != self.pgid:  # field 5, pgrp
+                    continue
+                yield from (int(t) for t in os.listdir(f"/proc/{d}/task"))
+            except (OSError, ValueError, IndexError):
+                continue
+
+    def seconds(self) -> float:
+        for tid in self._tasks():
+            try:
+                with open(f"/proc/{tid}/schedstat") as f:
+                    delay = int(f.read().split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            self.total_ns += max(0, delay - self.seen.get(tid, 0))
+            self.seen[tid] = delay
+        return self.total_ns / 1e9
+
+
+def _publish_host_steal(path: Path, stop: threading.Event, pgid: Callable[[], int | None]) -> None:
+    """Write the guest's stolen time (seconds) to `path` every HOST_STEAL_PERIOD_S until `stop`:
+    the host's steal (the hypervisor's, all CPUs) plus the run delay of the UML kernel's
+    processes (_RunDelay: the host's other work holding the guest off a CPU, e.g. the tests of
+    another lane beside it). A temporary name renamed over it, so a reader sees the old value or
+    the new one."""
     from pqshake.emulation import host
 
     tmp = path.with_name(path.name + ".tmp")
+    delay: _RunDelay | None = None
     while True:
+        if delay is None and pgid() is not None:
+            delay = _RunDelay(pgid())
         try:
-            tmp.write_text(f"{host.steal_s():.3f}\n")
+            tmp.write_text(f"{host.steal_s() + (delay.seconds() if delay else 0.0):.3f}\n")
             tmp.replace(path)
         except OSError:  # the job is being removed
             return
@@ -133,7 +176,9 @@ def run(argv: list[str], mem: str = "2G", cwd: Path | None = None, out: Callable
     rec = netns.claim_run(rid, namespaces=[], purpose="uml", workdir=str(job))
     proc = None
     stop = threading.Event()
-    publisher = threading.Thread(target=_publish_host_steal, args=(job / HOST_STEAL_FILE, stop), daemon=True)
+    started: list[int] = []  # the kernel's pid, its process group (start_new_session), once it runs
+    publisher = threading.Thread(target=_publish_host_steal, daemon=True,
+                                 args=(job / HOST_STEAL_FILE, stop, lambda: started[0] if started else None))
     try:
         _write_job(job, argv, cwd or Path.cwd(), dict(os.environ), info["modules"], name, info)
         publisher.start()
@@ -144,6 +189,7 @@ def run(argv: list[str], mem: str = "2G", cwd: Path | None = None, out: Callable
         out(f"pqs-uml: {name}: user-mode Linux {info['version']} ({info['origin']}), mem {mem}")
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 env=env, start_new_session=True)
+        started.append(proc.pid)
         rec["processes"].append({"pid": proc.pid, "start": netns.proc_start_time(proc.pid), "name": name,
                                  "group": True})
         netns.write_record(rec)

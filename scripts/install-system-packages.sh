@@ -23,7 +23,7 @@ done
 # command-or-file : package
 runtime=(
   "ip:iproute2" "tc:iproute2" "ethtool:ethtool" "ping:iputils-ping" "iperf3:iperf3"
-  "flock:util-linux" "python3:python3" "sysctl:procps"
+  "flock:util-linux" "setsid:util-linux" "nice:coreutils" "python3:python3" "sysctl:procps"
   # engine: mininet (Debian's package; --no-install-recommends: no Open vSwitch, Linux bridges)
   "mnexec:mininet"
   # the shared libraries the programs in build/bin load (testbed/Makefile links relic and bfe-bf
