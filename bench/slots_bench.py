@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         d, hw, within, p95ok = _pair(runs["S1"][c], runs["P1"][c])
         hw_all = max(runs[t][c]["hw"] or 0.0 for t in runs) / 1e6
         table.append({"cell": c, "seq_ms": ms, "slots_ms": mp, "diff_ms": mp - ms, "max_hw_ms": hw_all,
-                      "within": abs(mp - ms) <= hw_all, "p95_within": p95ok})
+                      "within": bool(abs(mp - ms) <= hw_all), "p95_within": bool(p95ok)})
         print(f"{c:<52} {ms:13.3f} {mp:9.3f} {mp - ms:+8.3f} {hw_all:10.3f}  {'ok' if p95ok else 'apart'}"
               + ("" if abs(mp - ms) <= hw_all else "   <- beyond"))
     literal = sum(t["within"] for t in table)
