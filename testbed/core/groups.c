@@ -411,7 +411,7 @@ static const pqs_sig_alg sig_table[] = {
     {"slh-dsa-sha2-128s", "SLH-DSA-SHA2-128s", NULL, 0, NULL, "slhdsa_sha2_128s"},
     {"slh-dsa-shake-128f", "SLH-DSA-SHAKE-128f", NULL, 0, NULL, "slhdsa_shake_128f"},
     {"slh-dsa-shake-128s", "SLH-DSA-SHAKE-128s", NULL, 0, NULL, "slhdsa_shake_128s"},
-    /* oqs-provider 0.9.0 (liboqs): pqshake name = its key type = its TLS 1.3 scheme name. The
+    /* oqs-provider 0.11.0 (liboqs): pqshake name = its key type = its TLS 1.3 scheme name. The
      * hybrids (p256_falcon512, ...) sign with both keys; no digest: the provider hashes. */
 #define OQSPROV_SIG(n) {n, n, NULL, 0, NULL, n}
     OQSPROV_SIG("falcon512"),
@@ -449,11 +449,10 @@ const pqs_sig_alg *pqs_sig_lookup(const char *name)
     return NULL;
 }
 
-/* oqs-provider 0.9.0 has the ML-DSA composites (draft-ietf-lamps-pq-composite-sigs) in its
- * tables, but its init (oqsprov/oqsprov.c, oqs_provider_init, lines 1154-1176) puts all 13 on its
- * run-time disabled list whenever the core's version string is >= "3.5.0", whatever the build
- * options; the query and capability functions then leave them out (testbed/README.md,
- * "ML-DSA composites"). Each with the OQS hybrid of the same ML-DSA level to use instead. */
+/* The ML-DSA composites (draft-ietf-lamps-pq-composite-sigs): oqs-provider 0.10.0 removed them
+ * (0.9.0 had them in its tables but put all 13 on its run-time disabled list on OpenSSL >= 3.5),
+ * so the pinned 0.11.0 has none (testbed/README.md, "ML-DSA composites"). pqshake keeps knowing
+ * the names to say why, each with the OQS hybrid of the same ML-DSA level to use instead. */
 static const struct {
     const char *name, *instead;
 } sig_composites[] = {
@@ -473,9 +472,8 @@ const char *pqs_sig_unavailable(const char *name)
     for (size_t i = 0; i < sizeof sig_composites / sizeof sig_composites[0]; i++)
         if (strcasecmp(name, sig_composites[i].name) == 0) {
             snprintf(why, sizeof why,
-                     "the ML-DSA composite %s is switched off by oqs-provider 0.9.0 on OpenSSL >= 3.5 "
-                     "(oqsprov/oqsprov.c, oqs_provider_init; no build option enables it, see "
-                     "testbed/README.md); use the hybrid %s instead",
+                     "the ML-DSA composite %s is not in oqs-provider 0.11.0 (removed in 0.10.0; "
+                     "see testbed/README.md); use the hybrid %s instead",
                      sig_composites[i].name, sig_composites[i].instead);
             return why;
         }
