@@ -58,10 +58,11 @@ static bool list_names(const char *list, const char *name)
     }
 }
 
-void pqs_groups_tls13_list(char *out, size_t outlen)
+/* The TLS 1.3 groups of LIBCTX's providers, ':'-separated. */
+static void tls13_groups(OSSL_LIB_CTX *libctx, char *out, size_t outlen)
 {
     out[0] = '\0';
-    SSL_CTX *ctx = SSL_CTX_new_ex(NULL, NULL, TLS_method());
+    SSL_CTX *ctx = SSL_CTX_new_ex(libctx, NULL, TLS_method());
     if (ctx == NULL)
         return;
     SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
@@ -73,13 +74,29 @@ void pqs_groups_tls13_list(char *out, size_t outlen)
             *p = ':';
 }
 
+void pqs_groups_tls13_list(char *out, size_t outlen) { tls13_groups(NULL, out, outlen); }
+
+/* The TLS 1.3 groups OpenSSL itself implements (its default provider alone, in a library
+ * context of its own): what the programs' providers add is not in it. */
+static void openssl_own_groups(char *out, size_t outlen)
+{
+    out[0] = '\0';
+    OSSL_LIB_CTX *libctx = OSSL_LIB_CTX_new();
+    OSSL_PROVIDER *dflt = libctx != NULL ? OSSL_PROVIDER_load(libctx, "default") : NULL;
+    if (dflt != NULL)
+        tls13_groups(libctx, out, outlen);
+    OSSL_PROVIDER_unload(dflt);
+    OSSL_LIB_CTX_free(libctx);
+}
+
 void pqs_groups_server_default(char *out, size_t outlen)
 {
     static const char *const first[] = {"X25519MLKEM768", "SecP256r1MLKEM768", "SecP384r1MLKEM1024",
                                          "MLKEM768", "MLKEM1024", "MLKEM512", "x25519", "secp256r1",
                                          "x448", "secp384r1", "secp521r1"};
-    char all[4096];
+    char all[4096], own[4096];
     pqs_groups_tls13_list(all, sizeof all);
+    openssl_own_groups(own, sizeof own);
     out[0] = '\0';
     for (size_t i = 0; i < sizeof first / sizeof first[0]; i++) {
         if (!list_names(all, first[i]))
@@ -92,10 +109,12 @@ void pqs_groups_server_default(char *out, size_t outlen)
     for (char *tok = strtok_r(all, ":", &save); tok; tok = strtok_r(NULL, ":", &save)) {
         if (out[0] && list_names(out, tok))
             continue;
-        /* pqs-oqs groups are offered when named (--groups): OpenSSL 3.5.x's server-side group
-         * selection read out of bounds with very long server lists (oqsprov/README.md; fixed in
-         * 3.6.3, the default is kept until long lists are re-tested). */
-        if (pqs_oqs_group_by_name(tok) != NULL)
+        /* The providers' groups (oqs-provider's, pqs-oqs's) are offered when named (--groups):
+         * OpenSSL 3.5.x's server-side group selection read out of bounds with very long server
+         * lists (oqsprov/README.md; fixed in 3.6.3, the default is kept until long lists are
+         * re-tested). Asked of OpenSSL, not of pqs-oqs's table: oqs-provider 0.11.0 has groups
+         * pqs-oqs lacks (bp256_mlkem512, ...). */
+        if (!list_names(own, tok))
             continue;
         if (out[0])
             append(out, outlen, ":");

@@ -22,8 +22,9 @@ void pqs_groups_available(SSL_CTX *ctx, char *out, size_t outlen);
  * server list and the default pqs-speed list). */
 void pqs_groups_tls13_list(char *out, size_t outlen);
 
-/* pqs-server's default: every TLS 1.3 group, PQ hybrids and ML-KEM first, then the classic
- * groups in OpenSSL 3.5's DEFAULT order, then the rest. */
+/* pqs-server's default: every TLS 1.3 group OpenSSL itself implements, PQ hybrids and ML-KEM
+ * first, then the classic groups in OpenSSL 3.5's DEFAULT order, then the rest; the groups of
+ * the other providers only when named. */
 void pqs_groups_server_default(char *out, size_t outlen);
 
 /* Server preference: a plain "a:b:c" list becomes "a/b/c" (strict preference order: OpenSSL
