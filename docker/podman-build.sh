@@ -56,7 +56,8 @@ PQS_CACHE=$cache . "$top/testbed/deps/common.sh"
 die() { echo "podman-build: $*" >&2; exit 1; }  # ours again, not common.sh's "deps:" one
 want=("$OPENSSL_CRATE-$OPENSSL_CRATE_VERSION.crate" "$LIBOQS_TARBALL" "$OQSPROVIDER_TARBALL"
   "$RELIC_CRATE-$RELIC_CRATE_VERSION.crate" "$BFE_TARBALL" "$NGTCP2_TARBALL")
-for p in $OQSPROVIDER_PATCHES; do want+=("${p%%:*}"); done
+# (the project's own patches are in the build context already: testbed/deps/patches/)
+for p in $OQSPROVIDER_PATCHES; do [ -f "$top/testbed/deps/patches/${p%%:*}" ] || want+=("${p%%:*}"); done
 stage=$store/sources
 rm -rf "$stage"; mkdir -p "$stage"
 for f in "${want[@]}"; do

@@ -79,7 +79,7 @@ def test_pins_are_full_sha256():
     v = versions()
     for key in ("OPENSSL_CRATE_SHA256", "LIBOQS_TREE_SHA256", "OQSPROVIDER_TREE_SHA256"):
         assert _is_sha256(v[key]), key
-    assert len(_patches(v)) == 2 and all(_is_sha256(h) for _, h in _patches(v))
+    assert len(_patches(v)) == 3 and all(_is_sha256(h) for _, h in _patches(v))
 
 
 def test_no_lock_file_or_registry_host_committed():
@@ -101,10 +101,12 @@ def _pack_and_verify(tmp_path: Path, tree: Path, top: str, tarball: Path, level:
 
 
 def _source_file(name: str) -> Path:
-    """A source file no registry carries where `make deps` finds it: $PQS_SOURCES_DIR,
-    ../shared/sources next to the clone, or the cache's downloads."""
+    """A source file no registry carries where `make deps` finds it: the project's own patches
+    (testbed/deps/patches), $PQS_SOURCES_DIR, ../shared/sources next to the clone, or the cache's
+    downloads."""
     cache = Path(os.environ.get("PQS_CACHE", Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "pqshake"))
-    dirs = [os.environ.get("PQS_SOURCES_DIR"), REPO.parent / "shared" / "sources", cache / "downloads"]
+    dirs = [REPO / "testbed/deps/patches", os.environ.get("PQS_SOURCES_DIR"), REPO.parent / "shared" / "sources",
+            cache / "downloads"]
     for d in dirs:
         if d and (Path(d) / name).is_file():
             return Path(d) / name
@@ -173,7 +175,8 @@ def test_liboqs_pin_and_upstream_url():
 
 
 def test_oqsprovider_patches_are_verified_and_applied(tmp_path):
-    """The oqs-provider patches: found where the tarball is, each checked by its sha256 and
+    """The oqs-provider patches: found where the tarball is (the project's own in
+    testbed/deps/patches), each checked by its sha256 and
     applied to the verified tree (the verify-only run says so per patch); a patch file with one
     changed byte stops the build with one line naming it and both hashes."""
     v = versions()
@@ -190,7 +193,7 @@ def test_oqsprovider_patches_are_verified_and_applied(tmp_path):
     for name, _ in _patches(v):
         assert f"{name} (sha256 verified)" in r.stderr, r.stderr
 
-    name, sha = _patches(v)[-1]
+    name, sha = _patches(v)[1]  # upstream's X509_NAME commit, taken from $PQS_SOURCES_DIR
     victim = src / name
     victim.write_bytes(victim.read_bytes().replace(b"X509_NAME_dup", b"X509_NAME_dUp", 1))
     r = run()
