@@ -453,6 +453,17 @@ static const pqs_sig_alg sig_table[] = {
     OQSPROV_SIG("p256_mldsa44"),
     OQSPROV_SIG("p384_mldsa65"),
     OQSPROV_SIG("p521_mldsa87"),
+    /* SNOVA, new in oqs-provider 0.10/0.11 (liboqs 0.15.0) */
+    OQSPROV_SIG("snova2454"),
+    OQSPROV_SIG("snova2454esk"),
+    OQSPROV_SIG("snova37172"),
+    OQSPROV_SIG("snova2455"),
+    OQSPROV_SIG("snova2965"),
+    OQSPROV_SIG("p256_snova2454"),
+    OQSPROV_SIG("p256_snova2454esk"),
+    OQSPROV_SIG("p256_snova37172"),
+    OQSPROV_SIG("p384_snova2455"),
+    OQSPROV_SIG("p521_snova2965"),
 #undef OQSPROV_SIG
 };
 

@@ -18,7 +18,7 @@ import pytest
 from oqs_helpers import REGISTRY
 from testbed_helpers import BUILD, PINNED, Server, binary, parse_lines, run_timer, run_tool
 
-SIGS = ["falcon512", "p256_falcon512", "p256_mldsa44", "mayo1", "CROSSrsdp128balanced"]
+SIGS = ["falcon512", "p256_falcon512", "p256_mldsa44", "mayo1", "CROSSrsdp128balanced", "snova2454", "p384_snova2455"]
 KEX = ["frodo640aes", "hqc128", "bikel1"]
 
 
