@@ -71,9 +71,9 @@ int pqs_print_list(const char *colon_list, bool sigs);
 void pqs_list_provider(const char *name, bool sigs, char *out, size_t outlen);
 
 /* OpenSSL 3.5.x writes past its tuple-count array when a group list has 32 or more tuples and
- * mis-sizes the 33rd tuple (ssl/t1_lib.c tuple_cb; README "Known issues"). 3.6.3 and later grow the array
- * before closing a tuple, so the pinned OpenSSL no longer needs it; lists stay limited to this
- * many tuples ('/'-separated parts) until longer lists are tested under ASan. */
+ * mis-sizes the 33rd tuple (ssl/t1_lib.c tuple_cb; README "Known issues"). 3.6.3 and later grow
+ * the array before closing a tuple, so the pinned OpenSSL no longer needs it; lists stay limited
+ * to this many tuples ('/'-separated parts) until longer lists are tested under ASan. */
 #define PQS_GROUPS_MAX_TUPLES 31
 
 /* Number of '/'-separated tuples in an OpenSSL group list. */
