@@ -13,7 +13,7 @@ second on loopback per group.
    = (direct + allocation + cleanse) - direct, (d) the rest (cache interplay of the EVP layers
    with the keypair call; the floor is timed with hot caches).
 2. Handshakes/s: pqs-timer, full mode, one connection at a time, one pqs-server per group, both
-   sides through the same provider: side by side through oqs-provider 0.9.0 (the default) and
+   sides through the same provider: side by side through oqs-provider (the default, as pinned) and
    pqs-oqs (--provider pqs-oqs) for the groups both have, pqs-oqs alone for the rest, plus
    OpenSSL's native ML-KEM groups for reference.
 3. Why (per group both providers have): the handshake time difference 1/hs(oqs-provider) -
@@ -118,7 +118,7 @@ def why(group, hs_theirs, hs_ours, ops_theirs, ops_ours):
 
 
 FOOTNOTE = """\
-why (oqs-provider 0.9.0 vs pqs-oqs, same liboqs): dms = 1/hs(oqsprov) - 1/hs(pqs-oqs) per handshake,
+why (oqs-provider vs pqs-oqs, same liboqs): dms = 1/hs(oqsprov) - 1/hs(pqs-oqs) per handshake,
 split into keygen = EVP keygen difference (client; pqs-speed, this run), enc+dec = encaps (server) +
 decaps (client) differences, paramgen = the server's EVP_PKEY_paramgen, which oqs-provider's gen turns
 into a whole key pair (it ignores the selection; pqs-oqs returns an empty key), rest = the remainder.

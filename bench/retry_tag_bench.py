@@ -84,7 +84,7 @@ def main(argv: list[str]) -> int:
               f"| {name} | " + " | ".join(cells) + " | - | - |")
 
     row("seed: Huitema 2019, OpenSSL 1.1.1c", SEED)
-    row("here: OpenSSL 3.6.3 EVP, context keyed once", ours)
+    row("here: the pinned OpenSSL's EVP, context keyed once", ours)
 
     print("\nThe Retry integrity tag (RFC 9001 5.8), us per tag, and against the floor (a context keyed once)")
     print("| engine | create | check | create / floor | check / floor | what is timed |")

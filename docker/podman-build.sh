@@ -45,16 +45,19 @@ if ! "${podman[@]}" image exists "$base"; then
 fi
 
 # The pinned stack's sources, when this machine has them (verified by the same sha256 checks
-# inside): the OpenSSL, liboqs and relic crates and the oqs-provider, bfe-bf and ngtcp2 tarballs, staged
-# and mounted read-only for the build steps only (PQS_SOURCES_DIR), so the image builds without
-# reaching a crate registry or code hosting. All six or none: missing any, none is mounted and
-# the build fetches them all. The lookup is testbed/deps/common.sh's (find_source), as for
+# inside): the OpenSSL and relic crates, the liboqs, oqs-provider, bfe-bf and ngtcp2 tarballs and
+# oqs-provider's patches, staged and mounted read-only for the build steps only (PQS_SOURCES_DIR),
+# so the image builds without reaching a crate registry or code hosting. All or none: missing
+# any, none is mounted and the build fetches them all (the patches are never downloaded: without
+# them staged, the oqs-provider build stops naming the missing file). The lookup is testbed/deps/common.sh's (find_source), as for
 # `make deps`.
 # shellcheck disable=SC1091
 PQS_CACHE=$cache . "$top/testbed/deps/common.sh"
 die() { echo "podman-build: $*" >&2; exit 1; }  # ours again, not common.sh's "deps:" one
-want=("$OPENSSL_CRATE-$OPENSSL_CRATE_VERSION.crate" "$LIBOQS_CRATE-$LIBOQS_CRATE_VERSION.crate" "$OQSPROVIDER_TARBALL"
+want=("$OPENSSL_CRATE-$OPENSSL_CRATE_VERSION.crate" "$LIBOQS_TARBALL" "$OQSPROVIDER_TARBALL"
   "$RELIC_CRATE-$RELIC_CRATE_VERSION.crate" "$BFE_TARBALL" "$NGTCP2_TARBALL")
+# (the project's own patches are in the build context already: testbed/deps/patches/)
+for p in $OQSPROVIDER_PATCHES; do [ -f "$top/testbed/deps/patches/${p%%:*}" ] || want+=("${p%%:*}"); done
 stage=$store/sources
 rm -rf "$stage"; mkdir -p "$stage"
 for f in "${want[@]}"; do

@@ -188,12 +188,31 @@ def stack_item() -> Item:
             if m:
                 pins[m.group(1).lower()] = m.group(2)
     got = {"openssl": header.get("openssl_version"), "liboqs": header.get("liboqs_version")}
-    detail = (f"OpenSSL {got['openssl']}, liboqs {got['liboqs']}, providers {header.get('providers')}, "
-              f"pqshake {header.get('pqshake_commit', '?')}")
+    oqsprov = oqsprovider_build(build_dir())
+    detail = (f"OpenSSL {got['openssl']}, liboqs {got['liboqs']}, providers {header.get('providers')}"
+              f"{', ' + oqsprov if oqsprov else ''}, pqshake {header.get('pqshake_commit', '?')}")
     off = [f"{k} {got[k]} != pinned {v}" for k, v in pins.items() if got.get(k) and got[k] != v]
     if off:
         return Item("crypto stack", WARN, detail + "; " + "; ".join(off), "make build (rebuilds against the pinned stack)")
     return Item("crypto stack", OK, detail + (" (as pinned)" if pins else ""))
+
+
+def oqsprovider_build(build: Path) -> str | None:
+    """"oqs-provider VERSION + N patches" of the build build/deps.mk names, from its
+    PQS-BUILD-INFO (its "patch:" line lists the patches applied to the release, name:sha256
+    each), or None when deps.mk or the record is not there (the programs say nothing of it)."""
+    mk = _deps_mk(build / "deps.mk")
+    if not mk or not mk.get("OQSPROVIDER_PREFIX"):
+        return None
+    try:
+        info = (Path(mk["OQSPROVIDER_PREFIX"]) / "PQS-BUILD-INFO").read_text().splitlines()
+    except OSError:
+        return None
+    first = info[0].split() if info else []
+    patches = next((ln.split(":", 1)[1].split() for ln in info if ln.startswith("patch:")), [])
+    patches = [p for p in patches if p != "none"]
+    ver = first[1] if len(first) > 1 else "?"
+    return f"oqs-provider {ver}" + (f" + {len(patches)} patch{'es' if len(patches) != 1 else ''}" if patches else "")
 
 
 def _deps_mk(path: Path) -> dict[str, str] | None:

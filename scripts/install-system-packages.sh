@@ -30,6 +30,10 @@ runtime=(
   # statically, and with them -lsodium -lgmp -lgomp): libsodium, GMP, gcc's OpenMP runtime
   # (tests/test_system_packages.py checks each library a built program needs against this list)
   "/usr/lib/*/libsodium.so.23:libsodium23" "/usr/lib/*/libgmp.so.10:libgmp10" "/usr/lib/*/libgomp.so.1:libgomp1"
+  # and the compression libraries of TLS certificate compression, which the static libcrypto
+  # (OpenSSL built with enable-zlib enable-brotli enable-zstd, testbed/deps/build-stack.sh) needs
+  "/usr/lib/*/libz.so.1:zlib1g" "/usr/lib/*/libbrotlienc.so.1:libbrotli1" "/usr/lib/*/libbrotlidec.so.1:libbrotli1"
+  "/usr/lib/*/libbrotlicommon.so.1:libbrotli1" "/usr/lib/*/libzstd.so.1:libzstd1"
 )
 build=(
   "cc:gcc" "gcc:gcc" "make:make" "cmake:cmake" "ninja:ninja-build" "pkg-config:pkg-config"
@@ -37,6 +41,11 @@ build=(
   # needs FindBin and friends
   "/usr/share/perl/*/FindBin.pm:perl"
   "cargo:cargo" "sha256sum:coreutils"
+  # oqs-provider's patches for OpenSSL 4 (testbed/deps/common.sh apply_patches)
+  "patch:patch"
+  # certificate compression in the static OpenSSL (-lz -lbrotlienc -lbrotlidec -lzstd: the .so
+  # the linker looks for)
+  "/usr/lib/*/libz.so:zlib1g-dev" "/usr/lib/*/libbrotlienc.so:libbrotli-dev" "/usr/lib/*/libzstd.so:libzstd-dev"
   # testbed/Makefile renames bfe-bf's copy of the Keccak symbols (nm, objcopy) in its archive
   "nm:binutils" "objcopy:binutils"
   # Bloom Filter Encryption (issue 22): bfe-bf and what links it (testbed/deps/build-stack.sh,

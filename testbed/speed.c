@@ -53,7 +53,7 @@ static void usage(FILE *f)
 "                     probability p in (0, 0.5], as 0.0009765625 or 2^-10 (at most 16 hash\n"
 "                     functions: p >= 2^-15). keygen takes ~0.4 ms CPU per slot, 1.44*n*log2(1/p)\n"
 "                     slots: 1024:2^-10 ~6 s, 4096:2^-10 ~24 s\n"
-"  --provider NAME    liboqs providers: oqsprovider (default: oqs-provider 0.9.0 built in, pqs-oqs\n"
+"  --provider NAME    liboqs providers: oqsprovider (default: oqs-provider 0.11.0 built in, pqs-oqs\n"
 "                     for the groups it lacks), pqs-oqs (ours alone), none, or a provider module\n"
 "                     instead of both: NAME (NAME.so in $OPENSSL_MODULES), FILE.so or a\n"
 "                     path (build/lib/ossl-modules/pqs-oqs.so, a system oqsprovider)\n"

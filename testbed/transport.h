@@ -130,8 +130,10 @@ static inline void pqs_attempt_prepare(SSL *ssl, const pqs_client *c, pqs_attemp
         SSL_set_msg_callback_arg(ssl, cb_arg);
     }
     SSL_set_tlsext_host_name(ssl, cfg->servername);
+    /* servername is a DNS name (the certificates' SAN is DNS:localhost plus the loopback
+     * addresses): OpenSSL 4.0 checks it with SSL_set1_dnsname (SSL_set1_host is deprecated). */
     if (cfg->verify)
-        SSL_set1_host(ssl, cfg->servername);
+        SSL_set1_dnsname(ssl, cfg->servername);
     if (resume && c->sess != NULL) {
         SSL_set_session(ssl, c->sess);
         a->session_offered = true;

@@ -150,6 +150,24 @@ def test_dead_run_is_reported_with_clean_as_fix(tmp_path, monkeypatch):
     assert it.status == WARN and "zz9" in it.detail and it.fix == "pqshake clean"
 
 
+def test_oqsprovider_build_names_version_and_patches(tmp_path):
+    """The crypto stack line's oqs-provider part: the version and the number of patches the build
+    record (PQS-BUILD-INFO's "patch:" line, written by build-stack.sh) lists; nothing when
+    deps.mk or the record is missing."""
+    prefix = tmp_path / "cache" / "oqs-provider-0.11.0-x"
+    prefix.mkdir(parents=True)
+    build = tmp_path / "build"
+    build.mkdir()
+    (build / "deps.mk").write_text(f"OQSPROVIDER_VERSION := 0.11.0\nOQSPROVIDER_PREFIX := {prefix}\n")
+    assert doctor.oqsprovider_build(build) is None  # no record
+    (prefix / "PQS-BUILD-INFO").write_text("oqs-provider 0.11.0\nsource: t\noptions: o\n"
+                                           "patch: a.patch:11 b.patch:22\nagainst: x y\n")
+    assert doctor.oqsprovider_build(build) == "oqs-provider 0.11.0 + 2 patches"
+    (prefix / "PQS-BUILD-INFO").write_text("oqs-provider 0.9.0\nsource: t\noptions: o\nagainst: x y\n")
+    assert doctor.oqsprovider_build(build) == "oqs-provider 0.9.0"
+    assert doctor.oqsprovider_build(tmp_path / "none") is None
+
+
 @pytest.mark.netns
 def test_doctor_here_passes_with_every_item(tmp_path):
     env = dict(os.environ, PQS_RESULTS=str(tmp_path))
@@ -159,6 +177,8 @@ def test_doctor_here_passes_with_every_item(tmp_path):
     for name in ITEMS:
         assert any(l[7:].startswith(name) for l in lines), f"no line for {name}:\n{r.stdout}"
     assert lines[-1].startswith("doctor: a run can start")
+    stack = next(l for l in lines if "crypto stack" in l)
+    assert "(as pinned)" in stack and "oqs-provider " in stack, stack
     backend = next(l for l in lines if "netem / backend" in l)
     assert "backend auto = " in backend
     # no scratch namespace left behind

@@ -58,10 +58,11 @@ static bool list_names(const char *list, const char *name)
     }
 }
 
-void pqs_groups_tls13_list(char *out, size_t outlen)
+/* The TLS 1.3 groups of LIBCTX's providers, ':'-separated. */
+static void tls13_groups(OSSL_LIB_CTX *libctx, char *out, size_t outlen)
 {
     out[0] = '\0';
-    SSL_CTX *ctx = SSL_CTX_new_ex(NULL, NULL, TLS_method());
+    SSL_CTX *ctx = SSL_CTX_new_ex(libctx, NULL, TLS_method());
     if (ctx == NULL)
         return;
     SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
@@ -73,13 +74,29 @@ void pqs_groups_tls13_list(char *out, size_t outlen)
             *p = ':';
 }
 
+void pqs_groups_tls13_list(char *out, size_t outlen) { tls13_groups(NULL, out, outlen); }
+
+/* The TLS 1.3 groups OpenSSL itself implements (its default provider alone, in a library
+ * context of its own): what the programs' providers add is not in it. */
+static void openssl_own_groups(char *out, size_t outlen)
+{
+    out[0] = '\0';
+    OSSL_LIB_CTX *libctx = OSSL_LIB_CTX_new();
+    OSSL_PROVIDER *dflt = libctx != NULL ? OSSL_PROVIDER_load(libctx, "default") : NULL;
+    if (dflt != NULL)
+        tls13_groups(libctx, out, outlen);
+    OSSL_PROVIDER_unload(dflt);
+    OSSL_LIB_CTX_free(libctx);
+}
+
 void pqs_groups_server_default(char *out, size_t outlen)
 {
     static const char *const first[] = {"X25519MLKEM768", "SecP256r1MLKEM768", "SecP384r1MLKEM1024",
                                          "MLKEM768", "MLKEM1024", "MLKEM512", "x25519", "secp256r1",
                                          "x448", "secp384r1", "secp521r1"};
-    char all[4096];
+    char all[4096], own[4096];
     pqs_groups_tls13_list(all, sizeof all);
+    openssl_own_groups(own, sizeof own);
     out[0] = '\0';
     for (size_t i = 0; i < sizeof first / sizeof first[0]; i++) {
         if (!list_names(all, first[i]))
@@ -92,10 +109,12 @@ void pqs_groups_server_default(char *out, size_t outlen)
     for (char *tok = strtok_r(all, ":", &save); tok; tok = strtok_r(NULL, ":", &save)) {
         if (out[0] && list_names(out, tok))
             continue;
-        /* pqs-oqs groups are offered when named (--groups): OpenSSL 3.5.x's server-side group
-         * selection read out of bounds with very long server lists (oqsprov/README.md; fixed in
-         * 3.6.3, the default is kept until long lists are re-tested). */
-        if (pqs_oqs_group_by_name(tok) != NULL)
+        /* The providers' groups (oqs-provider's, pqs-oqs's) are offered when named (--groups):
+         * OpenSSL 3.5.x's server-side group selection read out of bounds with very long server
+         * lists (oqsprov/README.md; fixed in 3.6.3, the default is kept until long lists are
+         * re-tested). Asked of OpenSSL, not of pqs-oqs's table: oqs-provider 0.11.0 has groups
+         * pqs-oqs lacks (bp256_mlkem512, ...). */
+        if (!list_names(own, tok))
             continue;
         if (out[0])
             append(out, outlen, ":");
@@ -411,7 +430,7 @@ static const pqs_sig_alg sig_table[] = {
     {"slh-dsa-sha2-128s", "SLH-DSA-SHA2-128s", NULL, 0, NULL, "slhdsa_sha2_128s"},
     {"slh-dsa-shake-128f", "SLH-DSA-SHAKE-128f", NULL, 0, NULL, "slhdsa_shake_128f"},
     {"slh-dsa-shake-128s", "SLH-DSA-SHAKE-128s", NULL, 0, NULL, "slhdsa_shake_128s"},
-    /* oqs-provider 0.9.0 (liboqs): pqshake name = its key type = its TLS 1.3 scheme name. The
+    /* oqs-provider 0.11.0 (liboqs): pqshake name = its key type = its TLS 1.3 scheme name. The
      * hybrids (p256_falcon512, ...) sign with both keys; no digest: the provider hashes. */
 #define OQSPROV_SIG(n) {n, n, NULL, 0, NULL, n}
     OQSPROV_SIG("falcon512"),
@@ -434,6 +453,17 @@ static const pqs_sig_alg sig_table[] = {
     OQSPROV_SIG("p256_mldsa44"),
     OQSPROV_SIG("p384_mldsa65"),
     OQSPROV_SIG("p521_mldsa87"),
+    /* SNOVA, new in oqs-provider 0.10/0.11 (liboqs 0.15.0) */
+    OQSPROV_SIG("snova2454"),
+    OQSPROV_SIG("snova2454esk"),
+    OQSPROV_SIG("snova37172"),
+    OQSPROV_SIG("snova2455"),
+    OQSPROV_SIG("snova2965"),
+    OQSPROV_SIG("p256_snova2454"),
+    OQSPROV_SIG("p256_snova2454esk"),
+    OQSPROV_SIG("p256_snova37172"),
+    OQSPROV_SIG("p384_snova2455"),
+    OQSPROV_SIG("p521_snova2965"),
 #undef OQSPROV_SIG
 };
 
@@ -449,11 +479,10 @@ const pqs_sig_alg *pqs_sig_lookup(const char *name)
     return NULL;
 }
 
-/* oqs-provider 0.9.0 has the ML-DSA composites (draft-ietf-lamps-pq-composite-sigs) in its
- * tables, but its init (oqsprov/oqsprov.c, oqs_provider_init, lines 1154-1176) puts all 13 on its
- * run-time disabled list whenever the core's version string is >= "3.5.0", whatever the build
- * options; the query and capability functions then leave them out (testbed/README.md,
- * "ML-DSA composites"). Each with the OQS hybrid of the same ML-DSA level to use instead. */
+/* The ML-DSA composites (draft-ietf-lamps-pq-composite-sigs): oqs-provider 0.10.0 removed them
+ * (0.9.0 had them in its tables but put all 13 on its run-time disabled list on OpenSSL >= 3.5),
+ * so the pinned 0.11.0 has none (testbed/README.md, "ML-DSA composites"). pqshake keeps knowing
+ * the names to say why, each with the OQS hybrid of the same ML-DSA level to use instead. */
 static const struct {
     const char *name, *instead;
 } sig_composites[] = {
@@ -473,9 +502,8 @@ const char *pqs_sig_unavailable(const char *name)
     for (size_t i = 0; i < sizeof sig_composites / sizeof sig_composites[0]; i++)
         if (strcasecmp(name, sig_composites[i].name) == 0) {
             snprintf(why, sizeof why,
-                     "the ML-DSA composite %s is switched off by oqs-provider 0.9.0 on OpenSSL >= 3.5 "
-                     "(oqsprov/oqsprov.c, oqs_provider_init; no build option enables it, see "
-                     "testbed/README.md); use the hybrid %s instead",
+                     "the ML-DSA composite %s is not in oqs-provider 0.11.0 (removed in 0.10.0; "
+                     "see testbed/README.md); use the hybrid %s instead",
                      sig_composites[i].name, sig_composites[i].instead);
             return why;
         }

@@ -22,8 +22,9 @@ void pqs_groups_available(SSL_CTX *ctx, char *out, size_t outlen);
  * server list and the default pqs-speed list). */
 void pqs_groups_tls13_list(char *out, size_t outlen);
 
-/* pqs-server's default: every TLS 1.3 group, PQ hybrids and ML-KEM first, then the classic
- * groups in OpenSSL 3.5's DEFAULT order, then the rest. */
+/* pqs-server's default: every TLS 1.3 group OpenSSL itself implements, PQ hybrids and ML-KEM
+ * first, then the classic groups in OpenSSL 3.5's DEFAULT order, then the rest; the groups of
+ * the other providers only when named. */
 void pqs_groups_server_default(char *out, size_t outlen);
 
 /* Server preference: a plain "a:b:c" list becomes "a/b/c" (strict preference order: OpenSSL
@@ -70,9 +71,9 @@ int pqs_print_list(const char *colon_list, bool sigs);
 void pqs_list_provider(const char *name, bool sigs, char *out, size_t outlen);
 
 /* OpenSSL 3.5.x writes past its tuple-count array when a group list has 32 or more tuples and
- * mis-sizes the 33rd tuple (ssl/t1_lib.c tuple_cb; README "Known issues"). 3.6.3 grows the array
- * before closing a tuple, so the pinned OpenSSL no longer needs it; lists stay limited to this
- * many tuples ('/'-separated parts) until longer lists are tested under ASan. */
+ * mis-sizes the 33rd tuple (ssl/t1_lib.c tuple_cb; README "Known issues"). 3.6.3 and later grow
+ * the array before closing a tuple, so the pinned OpenSSL no longer needs it; lists stay limited
+ * to this many tuples ('/'-separated parts) until longer lists are tested under ASan. */
 #define PQS_GROUPS_MAX_TUPLES 31
 
 /* Number of '/'-separated tuples in an OpenSSL group list. */
@@ -96,8 +97,8 @@ void pqs_sig_available(char *out, size_t outlen);
 /* --help: the same list on f, then a newline. */
 void pqs_sig_available_print(FILE *f);
 
-/* Why NAME, a signature algorithm pqshake knows of but cannot offer (oqs-provider 0.9.0's
- * ML-DSA composites, e.g. "mldsa44_p256"), is unavailable, naming the hybrid to use instead;
+/* Why NAME, a signature algorithm pqshake knows of but cannot offer (the ML-DSA
+ * composites oqs-provider dropped, e.g. "mldsa44_p256"), is unavailable, naming the hybrid to use instead;
  * NULL for any other name. */
 const char *pqs_sig_unavailable(const char *name);
 

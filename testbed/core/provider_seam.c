@@ -19,7 +19,7 @@
 #include "oqsprov/oqsprov.h"
 #include "slhdsa_shim.h"
 
-/* Open Quantum Safe's oqs-provider 0.9.0, linked in as liboqsprovider.a (static build). */
+/* Open Quantum Safe's oqs-provider, linked in as liboqsprovider.a (static build). */
 extern OSSL_provider_init_fn oqs_provider_init;
 
 /* The seam's state: which providers were loaded, and the property query that prefers them. */
@@ -193,7 +193,7 @@ static int load_pqs_oqs(OSSL_LIB_CTX *libctx, int native, const char *skip)
     return 0;
 }
 
-/* The liboqs providers. Default (PQS_OQS_PROVIDER_NAME): oqs-provider 0.9.0 built in, for
+/* The liboqs providers. Default (PQS_OQS_PROVIDER_NAME): oqs-provider built in, for
  * every group and signature it offers with its own code points, plus pqs-oqs for the liboqs
  * groups oqs-provider does not have (HQC, Kyber, sntrup761, liboqs's pure ML-KEM): pqs-oqs is
  * told to leave out every group oqs-provider declares, so each name has one implementation.
@@ -218,7 +218,7 @@ static int load_kem_provider(OSSL_LIB_CTX *libctx)
         if (oqs == NULL)
             return -1;
         add_name(PQS_OQS_PROVIDER_NAME);
-        /* oqs-provider 0.9.0 builds each operation's algorithm table on the first query into
+        /* oqs-provider (0.9.0, unchanged in 0.11.0) builds each operation's algorithm table on the first query into
          * an unlocked global: two threads querying first at once (pqs-timer --concurrency,
          * pqs-server's workers) both allocate it and one table leaks (LeakSanitizer). Querying
          * every operation here, while the program is single-threaded, builds them once. */

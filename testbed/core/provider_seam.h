@@ -14,7 +14,7 @@
 /* --help lines of the options pqs-server and pqs-timer both take from this seam
  * (--provider, --oqs-native, --list-groups, --list-sigs), in their 25-column layout. */
 #define PQS_SEAM_OPTIONS_HELP \
-	"  --provider NAME        liboqs provider: oqsprovider (default: oqs-provider 0.9.0 built in,\n" \
+	"  --provider NAME        liboqs provider: oqsprovider (default: oqs-provider 0.11.0 built in,\n" \
 	"                         pqs-oqs for the groups it lacks), pqs-oqs (ours alone), none\n" \
 	"                         (OpenSSL's groups only), or a provider module instead of both:\n" \
 	"                         NAME (NAME.so in $OPENSSL_MODULES), FILE.so or a path, e.g.\n" \
@@ -26,14 +26,14 @@
 	"                         name, a tab, the provider that implements it\n" \
 	"  --list-sigs            the same for TLS 1.3 signature algorithms\n"
 
-/* The built-in oqs-provider 0.9.0 (Open Quantum Safe, liboqsprovider.a): the default. */
+/* The built-in oqs-provider (Open Quantum Safe, liboqsprovider.a): the default. */
 #define PQS_OQS_PROVIDER_NAME "oqsprovider"
 
 /* Longest --provider value (a module path). */
 #define PQS_PROVIDER_NAME_MAX 4096
 
 /* Chooses the KEM provider before pqs_load_providers (a program's --provider option):
- * kem_provider NULL = not set (then $PQS_PROVIDER, else "oqsprovider": oqs-provider 0.9.0
+ * kem_provider NULL = not set (then $PQS_PROVIDER, else "oqsprovider": oqs-provider
  * built in, plus our pqs-oqs for the liboqs groups oqs-provider lacks), "pqs-oqs" = our
  * built-in liboqs provider alone, "none" = OpenSSL's groups only, any other value = a provider module loaded
  * instead of ours with OSSL_PROVIDER_load: NAME (NAME.so in $OPENSSL_MODULES or the default
@@ -63,7 +63,7 @@ const char *pqs_propq(void);
 /* Names of the loaded providers, comma separated (for the header line). */
 const char *pqs_provider_names(void);
 
-/* "3.6.3" etc. */
+/* "4.0.3" etc. */
 const char *pqs_openssl_version(void);
 const char *pqs_liboqs_version(void);
 

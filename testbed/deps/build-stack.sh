@@ -8,11 +8,18 @@
 
 out_mk=${1:?usage: build-stack.sh OUT_MK}
 
-OPENSSL_OPTS="no-shared no-module no-legacy no-tests no-docs"
+# TLS certificate compression (RFC 8879: zlib, brotli, zstd) on, against the system's libraries
+# (zlib1g-dev, libbrotli-dev, libzstd-dev): the static libcrypto then needs them on every link line
+# (COMPRESSION_LIBS, written into deps.mk for testbed/Makefile and given to ngtcp2's configure).
+OPENSSL_OPTS="no-shared no-module no-legacy no-tests no-docs enable-zlib enable-brotli enable-zstd"
+COMPRESSION_LIBS="-lbrotlienc -lbrotlidec -lbrotlicommon -lzstd -lz"
 # oqs-provider as a static library (entry point oqs_provider_init) for OSSL_PROVIDER_add_builtin,
 # position-independent so that testbed/ can also link it into a module for the openssl program;
 # its tests and examples are not built (BUILD_TESTING=OFF).
 OQSPROVIDER_OPTS="-DCMAKE_BUILD_TYPE=Release -DOQS_PROVIDER_BUILD_STATIC=ON -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DBUILD_TESTING=OFF"
+# The patches applied to the verified tree (OQSPROVIDER_PATCHES in versions.env, name:sha256 each):
+# part of the cache key and of PQS-BUILD-INFO, so a changed patch list means a new build.
+OQSPROVIDER_PATCH="${OQSPROVIDER_PATCHES:-none}"
 LIBOQS_OPTS="-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DOQS_BUILD_ONLY_LIB=ON -DOQS_USE_OPENSSL=OFF -DOQS_DIST_BUILD=ON -DOQS_ENABLE_KEM_HQC=ON"
 # relic 0.6.0 for bfe-bf: BLS12-381 (FP_PRIME=381) with the x64 assembly for 6-limb fields
 # (ARITH=x64-asm-6l), lazy-reduction pairings (close to relic's own BLS12-381 preset); static and
@@ -69,7 +76,7 @@ build_openssl() {
 build_liboqs() {
   local prefix=$1 work
   work=$(mktemp -d "$PQS_CACHE/work.XXXXXX")
-  unpack_source LIBOQS "$work"
+  unpack_release LIBOQS "$work"
   say "building liboqs $LIBOQS_VERSION from $SOURCE_DESC (a few minutes, once)"
   (
     # shellcheck disable=SC2086
@@ -87,6 +94,7 @@ build_oqsprovider() {
   local prefix=$1 work
   work=$(mktemp -d "$PQS_CACHE/work.XXXXXX")
   unpack_release OQSPROVIDER "$work"
+  apply_patches "$SRC_ROOT" $OQSPROVIDER_PATCHES
   say "building oqs-provider $OQSPROVIDER_VERSION from $SOURCE_DESC (about a minute, once)"
   (
     # shellcheck disable=SC2086
@@ -96,8 +104,8 @@ build_oqsprovider() {
     ninja -C "$work/build" -j"$JOBS" >"$work/build.log" 2>&1
     ninja -C "$work/build" install >>"$work/build.log" 2>&1
   ) || { tail -n 30 "$work"/*.log >&2; die "oqs-provider build failed; logs in $work"; }
-  printf 'oqs-provider %s\nsource: %s\noptions: %s\nagainst: %s %s\n' "$OQSPROVIDER_VERSION" "$SOURCE_DESC" \
-    "$OQSPROVIDER_OPTS" "$(basename "$ossl_prefix")" "$(basename "$oqs_prefix")" >"$prefix.tmp/PQS-BUILD-INFO"
+  printf 'oqs-provider %s\nsource: %s\noptions: %s\npatch: %s\nagainst: %s %s\n' "$OQSPROVIDER_VERSION" "$SOURCE_DESC" \
+    "$OQSPROVIDER_OPTS" "$OQSPROVIDER_PATCH" "$(basename "$ossl_prefix")" "$(basename "$oqs_prefix")" >"$prefix.tmp/PQS-BUILD-INFO"
   mv "$prefix.tmp" "$prefix"
   rm -rf "$work"
 }
@@ -153,11 +161,22 @@ build_ngtcp2() {
   work=$(mktemp -d "$PQS_CACHE/work.XXXXXX")
   unpack_release NGTCP2 "$work"
   say "building ngtcp2 $NGTCP2_VERSION from $SOURCE_DESC (under a minute, once)"
+  # Its configure checks (SSL_set_quic_tls_cbs, which turns the crypto/ossl backend on) link
+  # against the static libcrypto, which needs the compression libraries: given with it, as a
+  # CMake list (FindOpenSSL does not know about them). CMake takes every entry of that list as
+  # a file (it would make "-lz" a path under the current directory), so each -lNAME becomes the
+  # file the compiler's linker would pick for it.
+  local crypto_libs="$ossl_prefix/lib/libcrypto.a" l f
+  for l in $COMPRESSION_LIBS; do
+    f=$(${CC:-cc} -print-file-name="lib${l#-l}.so")
+    [ "$f" != "lib${l#-l}.so" ] || die "lib${l#-l}.so not found for $l (scripts/install-system-packages.sh installs it)"
+    crypto_libs="$crypto_libs;$f"
+  done
   (
     # shellcheck disable=SC2086
     cmake -S "$SRC_ROOT" -B "$work/build" -G Ninja -DCMAKE_INSTALL_PREFIX="$prefix.tmp" \
       -DCMAKE_INSTALL_LIBDIR=lib -DOPENSSL_ROOT_DIR="$ossl_prefix" -DOPENSSL_USE_STATIC_LIBS=TRUE \
-      $NGTCP2_OPTS >"$work/configure.log" 2>&1
+      -DOPENSSL_CRYPTO_LIBRARY="$crypto_libs" $NGTCP2_OPTS >"$work/configure.log" 2>&1
     ninja -C "$work/build" -j"$JOBS" >"$work/build.log" 2>&1
     ninja -C "$work/build" install >>"$work/build.log" 2>&1
   ) || { tail -n 30 "$work"/*.log >&2; die "ngtcp2 build failed; logs in $work"; }
@@ -173,11 +192,11 @@ ossl_prefix="$PQS_CACHE/$(cache_key openssl "$OPENSSL_VERSION" "$OPENSSL_OPTS")"
 oqs_prefix="$PQS_CACHE/$(cache_key liboqs "$LIBOQS_VERSION" "$LIBOQS_OPTS")"
 # Keyed by the two builds it links against too: a new OpenSSL or liboqs build means a new one.
 oqsprov_prefix="$PQS_CACHE/$(cache_key oqs-provider "$OQSPROVIDER_VERSION" "$OQSPROVIDER_OPTS" \
-  "$(basename "$ossl_prefix")" "$(basename "$oqs_prefix")")"
+  "$OQSPROVIDER_PATCH" "$(basename "$ossl_prefix")" "$(basename "$oqs_prefix")")"
 relic_prefix="$PQS_CACHE/$(cache_key relic "$RELIC_VERSION" "$RELIC_OPTS")"
 bfe_prefix="$PQS_CACHE/$(cache_key bfe-bf "$BFE_VERSION" "$BFE_OPTS" "$BFE_PATCH" "$(basename "$relic_prefix")")"
-# Keyed by the OpenSSL build it links against.
-ngtcp2_prefix="$PQS_CACHE/$(cache_key ngtcp2 "$NGTCP2_VERSION" "$NGTCP2_OPTS" "$(basename "$ossl_prefix")")"
+# Keyed by the OpenSSL build it links against (and the libraries that build needs).
+ngtcp2_prefix="$PQS_CACHE/$(cache_key ngtcp2 "$NGTCP2_VERSION" "$NGTCP2_OPTS" "$COMPRESSION_LIBS" "$(basename "$ossl_prefix")")"
 
 # PQS_DEPS_VERIFY_ONLY=1: fetch/unpack and verify the sources, build nothing (tests use it);
 # a list of components (e.g. OQSPROVIDER) verifies only those.
@@ -187,8 +206,9 @@ if [ -n "${PQS_DEPS_VERIFY_ONLY:-}" ]; then
   for comp in $comps; do
     work=$(mktemp -d "$PQS_CACHE/work.XXXXXX")
     case $comp in
-      OPENSSL|LIBOQS|RELIC) unpack_source "$comp" "$work" ;;
-      OQSPROVIDER|BFE|NGTCP2) unpack_release "$comp" "$work" ;;
+      OPENSSL|RELIC) unpack_source "$comp" "$work" ;;
+      LIBOQS|BFE|NGTCP2) unpack_release "$comp" "$work" ;;
+      OQSPROVIDER) unpack_release "$comp" "$work"; apply_patches "$SRC_ROOT" $OQSPROVIDER_PATCHES ;;
       *) die "PQS_DEPS_VERIFY_ONLY: unknown component $comp (OPENSSL, LIBOQS, OQSPROVIDER, RELIC, BFE, NGTCP2 or 1)" ;;
     esac
     say "$comp: $SOURCE_DESC -> $SRC_ROOT"
@@ -215,6 +235,9 @@ cat >"$out_mk.tmp" <<MK
 OPENSSL_VERSION := $OPENSSL_VERSION
 LIBOQS_VERSION := $LIBOQS_VERSION
 OPENSSL_PREFIX := $ossl_prefix
+# What the static libcrypto needs besides libc (certificate compression, OPENSSL_OPTS): every
+# program that links libcrypto.a links these after it.
+OPENSSL_EXTRA_LIBS := $COMPRESSION_LIBS
 LIBOQS_PREFIX := $oqs_prefix
 OQSPROVIDER_VERSION := $OQSPROVIDER_VERSION
 OQSPROVIDER_PREFIX := $oqsprov_prefix

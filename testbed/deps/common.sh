@@ -133,6 +133,24 @@ unpack_release() {
   unpack_tarball "$comp" "$f" "$dest"
 }
 
+# apply_patches DIR NAME:SHA256...: applies each patch file (the project's own from
+# testbed/deps/patches/, else found like a release tarball: find_source), verified by its sha256
+# first, with `patch -p1` in DIR, in the order given. Only ever on an unpacked copy whose tree was
+# verified (the patches are written against that tree).
+apply_patches() {
+  local dir=$1 entry name want f; shift
+  for entry in "$@"; do
+    name=${entry%%:*} want=${entry#*:}
+    f=$DEPS_DIR/patches/$name
+    [ -f "$f" ] || f=$(find_source "$name")
+    [ -n "$f" ] || die "patch $name not found (looked in testbed/deps/patches, \$PQS_SOURCES_DIR, ../shared/sources, $PQS_CACHE/downloads)"
+    verify "$f" "$want"
+    command -v patch >/dev/null || die "patch not found: install Debian's 'patch' (scripts/install-system-packages.sh)"
+    patch -d "$dir" -p1 --batch --forward --quiet <"$f" >&2 || die "patch $f does not apply to $dir"
+    SOURCE_DESC="$SOURCE_DESC + $name (sha256 verified)"
+  done
+}
+
 # unpack_source COMPONENT DEST: unpacks the verified source tree of COMPONENT (OPENSSL|LIBOQS|RELIC)
 # into DEST; sets SRC_ROOT (the source root) and SOURCE_DESC (where it came from).
 unpack_source() {

@@ -1,4 +1,4 @@
-/* oqsprovider_module.c - oqs-provider 0.9.0 (liboqsprovider.a, built static by `make deps`) as a
+/* oqsprovider_module.c - oqs-provider (liboqsprovider.a, built static by `make deps`) as a
  * loadable module for the pinned `openssl` program: $(BUILD)/lib/ossl-modules/oqsprovider.so.
  *
  * The static build names its entry point oqs_provider_init (so that it can sit next to other

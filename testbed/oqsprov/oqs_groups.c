@@ -71,7 +71,7 @@ static const pqs_oqs_group table[] = {
     /* ML-KEM, liboqs's implementation (OpenSSL's own is MLKEM512/768/1024, X25519MLKEM768...) */
     {"oqs_mlkem512", OQS_KEM_alg_ml_kem_512, PQS_CL_NONE, 0x0247, 1, 0, 0, "mlkem", "OQS-0.8"},
     HYB("p256_mlkem512", OQS_KEM_alg_ml_kem_512, PQS_CL_P256, 0x2F4B, 1, "mlkem", "OQS"),
-    /* oqs-provider 0.9.0 puts ML-KEM first in its X25519/X448 ML-KEM hybrids (share and
+    /* oqs-provider (0.9.0 and 0.11.0) puts ML-KEM first in its X25519/X448 ML-KEM hybrids (share and
      * secret, as X25519MLKEM768 does): pq_first, so the two providers interoperate. */
     {"x25519_mlkem512", OQS_KEM_alg_ml_kem_512, PQS_CL_X25519, 0x2FB6, 1, 1, 0, "mlkem", "OQS"},
     {"oqs_mlkem768", OQS_KEM_alg_ml_kem_768, PQS_CL_NONE, 0x0248, 3, 0, 0, "mlkem", "OQS-0.8"},

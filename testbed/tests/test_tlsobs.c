@@ -65,7 +65,7 @@ int main(void)
 {
     pqs_tlsobs o;
 
-    /* TLS 1.3 over TCP, x25519 + ECDSA P-256 (the sequence OpenSSL 3.6.3 reports) */
+    /* TLS 1.3 over TCP, x25519 + ECDSA P-256 (the sequence OpenSSL 3.6.3 and 4.0.3 report) */
     pqs_tlsobs_reset(&o);
     pqs_tlsobs_watch_tcp(&o, -1); /* no socket: records counted, segments unknown */
     rec(&o, 1, SSL3_RT_HANDSHAKE, 328);

@@ -66,10 +66,20 @@ def test_openssl_tarball_is_refused_unless_its_hash_is_pinned(tmp_path):
         assert "no pinned sha256" in last and "OPENSSL_TARBALL_SHA256" in last, last
 
 
+def _is_sha256(h: str) -> bool:
+    return len(h) == 64 and all(c in "0123456789abcdef" for c in h)
+
+
+def _patches(v: dict[str, str]) -> list[tuple[str, str]]:
+    """OQSPROVIDER_PATCHES as (file name, sha256) pairs, in the order they are applied."""
+    return [tuple(e.split(":", 1)) for e in v["OQSPROVIDER_PATCHES"].strip('"').split()]
+
+
 def test_pins_are_full_sha256():
     v = versions()
-    for key in ("OPENSSL_CRATE_SHA256", "LIBOQS_CRATE_SHA256"):
-        assert len(v[key]) == 64 and all(c in "0123456789abcdef" for c in v[key]), key
+    for key in ("OPENSSL_CRATE_SHA256", "LIBOQS_TREE_SHA256", "OQSPROVIDER_TREE_SHA256"):
+        assert _is_sha256(v[key]), key
+    assert len(_patches(v)) == 3 and all(_is_sha256(h) for _, h in _patches(v))
 
 
 def test_no_lock_file_or_registry_host_committed():
@@ -90,64 +100,31 @@ def _pack_and_verify(tmp_path: Path, tree: Path, top: str, tarball: Path, level:
     return subprocess.run(["bash", str(SCRIPT), str(tmp_path / "deps.mk")], env=env, capture_output=True, text=True)
 
 
-def _cached_crate(v: dict[str, str], name_key: str, ver_key: str) -> Path:
+def _source_file(name: str) -> Path:
+    """A source file no registry carries where `make deps` finds it: the project's own patches
+    (testbed/deps/patches), $PQS_SOURCES_DIR, ../shared/sources next to the clone, or the cache's
+    downloads."""
     cache = Path(os.environ.get("PQS_CACHE", Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "pqshake"))
-    crate = cache / "downloads" / f"{v[name_key]}-{v[ver_key]}.crate"
-    need(crate.exists(), f"{crate} missing: `make deps` fetches it before the tests")
-    return crate
-
-
-def test_upstream_liboqs_tarball_is_verified_by_its_source_tree(tmp_path):
-    """An offline user's upstream tarball (top folder liboqs-0.13.0/) passes when its source tree
-    is the pinned one, and a single changed byte stops the build naming the file and both hashes.
-    The tarball is made here from the verified crate's tree, repacked the way a release is."""
-    import tarfile
-
-    v = versions()
-    oqs = _cached_crate(v, "LIBOQS_CRATE", "LIBOQS_CRATE_VERSION")
-    ossl = _cached_crate(v, "OPENSSL_CRATE", "OPENSSL_CRATE_VERSION")
-    src = tmp_path / "src"
-    src.mkdir()
-    (src / ossl.name).symlink_to(ossl)
-    tree = tmp_path / "tree"
-    with tarfile.open(oqs) as t:
-        t.extractall(tree, filter="data")
-    top = tree / v["LIBOQS_TARBALL_SUBDIR"]
-    (tree / f"{v['LIBOQS_CRATE']}-{v['LIBOQS_CRATE_VERSION']}" / v["LIBOQS_CRATE_SUBDIR"]).rename(top)
-
-    tarball = src / v["LIBOQS_TARBALL"]
-    pack_and_verify = partial(_pack_and_verify, tmp_path, tree, v["LIBOQS_TARBALL_SUBDIR"], tarball, 1, "OPENSSL LIBOQS")
-
-    r = pack_and_verify()
-    assert r.returncode == 0, r.stderr
-    assert f"{tarball} (source tree sha256 verified)" in r.stderr
-
-    victim = top / "src" / "kem" / "kem.c"
-    victim.write_bytes(victim.read_bytes().replace(b"OQS_KEM", b"OQS_KEX", 1))
-    r = pack_and_verify()
-    assert r.returncode != 0
-    last = r.stderr.strip().splitlines()[-1]
-    assert str(tarball) in last and v["LIBOQS_TREE_SHA256"] in last and "got " in last, last
+    dirs = [REPO / "testbed/deps/patches", os.environ.get("PQS_SOURCES_DIR"), REPO.parent / "shared" / "sources",
+            cache / "downloads"]
+    for d in dirs:
+        if d and (Path(d) / name).is_file():
+            return Path(d) / name
+    need(False, f"{name} missing: `make deps` fetches it before the tests")
 
 
 def _release_tarball(v: dict[str, str], comp: str) -> Path:
-    """A component's release tarball where `make deps` finds it: $PQS_SOURCES_DIR,
-    ../shared/sources next to the clone, or the cache's downloads."""
-    cache = Path(os.environ.get("PQS_CACHE", Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "pqshake"))
-    dirs = [os.environ.get("PQS_SOURCES_DIR"), REPO.parent / "shared" / "sources", cache / "downloads"]
-    for d in dirs:
-        if d and (Path(d) / v[f"{comp}_TARBALL"]).is_file():
-            return Path(d) / v[f"{comp}_TARBALL"]
-    need(False, f"{v[f'{comp}_TARBALL']} missing: `make deps` fetches it before the tests")
+    return _source_file(v[f"{comp}_TARBALL"])
 
 
 # The components no registry carries, each with a source file and a word in it to change.
-RELEASES = [("OQSPROVIDER", "oqsprov/oqs_kem.c", b"OQS_KEM"), ("NGTCP2", "lib/ngtcp2_conn.c", b"ngtcp2_conn")]
+RELEASES = [("LIBOQS", "src/kem/kem.c", b"OQS_KEM"), ("OQSPROVIDER", "oqsprov/oqs_kem.c", b"OQS_KEM"),
+            ("NGTCP2", "lib/ngtcp2_conn.c", b"ngtcp2_conn")]
 
 
 @pytest.mark.parametrize("comp,victim_path,word", RELEASES, ids=[c for c, _, _ in RELEASES])
 def test_release_tarball_is_verified_by_its_source_tree(tmp_path, comp, victim_path, word):
-    """A release tarball (oqs-provider, ngtcp2), repacked (other bytes, same tree), passes; one
+    """A release tarball (liboqs, oqs-provider, ngtcp2), repacked (other bytes, same tree), passes; one
     changed byte in one source file stops the build with one line naming the file and both tree
     hashes."""
     import tarfile
@@ -188,6 +165,42 @@ def test_oqsprovider_pin_and_upstream_url():
     assert len(sha) == 64 and all(c in "0123456789abcdef" for c in sha)
     assert v["OQSPROVIDER_URL"].endswith(f"/open-quantum-safe/oqs-provider/archive/refs/tags/{v['OQSPROVIDER_VERSION']}.tar.gz")
     assert v["OQSPROVIDER_TARBALL_SUBDIR"] == f"oqs-provider-{v['OQSPROVIDER_VERSION']}"
+
+
+def test_liboqs_pin_and_upstream_url():
+    v = versions()
+    assert v["LIBOQS_URL"].endswith(f"/open-quantum-safe/liboqs/archive/refs/tags/{v['LIBOQS_VERSION']}.tar.gz")
+    assert v["LIBOQS_TARBALL_SUBDIR"] == f"liboqs-{v['LIBOQS_VERSION']}"
+    assert "LIBOQS_CRATE" not in v  # no registry carries the pinned liboqs
+
+
+def test_oqsprovider_patches_are_verified_and_applied(tmp_path):
+    """The oqs-provider patches: found where the tarball is (the project's own in
+    testbed/deps/patches), each checked by its sha256 and
+    applied to the verified tree (the verify-only run says so per patch); a patch file with one
+    changed byte stops the build with one line naming it and both hashes."""
+    v = versions()
+    orig = _release_tarball(v, "OQSPROVIDER")
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / orig.name).symlink_to(orig)
+    for name, _ in _patches(v):
+        (src / name).write_bytes(_source_file(name).read_bytes())
+    env = dict(os.environ, PQS_CACHE=str(tmp_path / "cache"), PQS_SOURCES_DIR=str(src), PQS_DEPS_VERIFY_ONLY="OQSPROVIDER")
+    run = partial(subprocess.run, ["bash", str(SCRIPT), str(tmp_path / "deps.mk")], env=env, capture_output=True, text=True)
+    r = run()
+    assert r.returncode == 0, r.stderr
+    for name, _ in _patches(v):
+        assert f"{name} (sha256 verified)" in r.stderr, r.stderr
+
+    name, sha = _patches(v)[1]  # upstream's X509_NAME commit, taken from $PQS_SOURCES_DIR
+    victim = src / name
+    victim.write_bytes(victim.read_bytes().replace(b"X509_NAME_dup", b"X509_NAME_dUp", 1))
+    r = run()
+    assert r.returncode != 0
+    last = r.stderr.strip().splitlines()[-1]
+    assert str(victim) in last and sha in last and "got " in last, last
+    assert not (tmp_path / "deps.mk").exists()
 
 
 def test_ngtcp2_pin_and_upstream_url():

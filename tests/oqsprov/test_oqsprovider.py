@@ -1,8 +1,8 @@
-"""oqs-provider 0.9.0 built in (the default for liboqs algorithms), cross-checked by pqs-oqs.
+"""oqs-provider (0.11.0, as pinned) built in (the default for liboqs algorithms), cross-checked by pqs-oqs.
 
 * Certificates (chains of depth 1 and 3) signed by oqs-provider's signatures and key exchanges
-  through it, real handshakes over loopback; the ML-DSA composites it switches off on
-  OpenSSL >= 3.5 are refused with one line.
+  through it, real handshakes over loopback; the ML-DSA composites it no longer has are refused
+  with one line.
 * Interop on every group both providers offer: pqs-timer with `--provider pqs-oqs` against
   pqs-server with oqs-provider and the reverse, full, resume and hrr.
 * Sizes: every key share, ciphertext, public key and signature size of the registry against
@@ -16,9 +16,9 @@ import time
 import pytest
 
 from oqs_helpers import REGISTRY
-from testbed_helpers import BUILD, Server, binary, parse_lines, run_timer, run_tool
+from testbed_helpers import BUILD, PINNED, Server, binary, parse_lines, run_timer, run_tool
 
-SIGS = ["falcon512", "p256_falcon512", "p256_mldsa44", "mayo1", "CROSSrsdp128balanced"]
+SIGS = ["falcon512", "p256_falcon512", "p256_mldsa44", "mayo1", "CROSSrsdp128balanced", "snova2454", "p384_snova2455"]
 KEX = ["frodo640aes", "hqc128", "bikel1"]
 
 
@@ -46,7 +46,7 @@ def test_shared_groups_are_frodo_bike_and_oqs_mlkem_hybrids():
 @pytest.mark.parametrize("sig", SIGS)
 def test_oqsprovider_certificates_and_key_exchange(tmp_path, sig, depth):
     """The leaf and every CA certificate use sig; CertificateVerify too. frodo640aes and bikel1
-    run on oqs-provider, hqc128 (which oqs-provider 0.9.0 does not have) on pqs-oqs."""
+    run on oqs-provider, hqc128 (which oqs-provider 0.11.0 does not have) on pqs-oqs."""
     with Server(tmp_path, "--sig", sig, "--chain-depth", depth, "--groups", ":".join(KEX),
                 "--threads", "2") as srv:
         assert srv.ready["sig"] == sig and srv.ready["chain_depth"] == depth
@@ -86,9 +86,9 @@ def test_certificate_algorithm_is_oqs_providers(tmp_path):
     ("pqs-timer", ["--connect", "127.0.0.1:1", "--no-verify", "--sigalgs", "ed25519:mldsa44_p256"]),
 ])
 def test_mldsa_composite_is_refused_one_line(tmp_path, prog, args):
-    """oqs-provider 0.9.0 switches mldsa44_p256 and the other composites off on OpenSSL >= 3.5
-    (no build option turns them back on; testbed/README.md): every option that takes a signature
-    algorithm refuses one with one line that says so and names the hybrid to use, exit 2."""
+    """oqs-provider 0.10.0 removed mldsa44_p256 and the other composites (0.9.0 had them switched
+    off on OpenSSL >= 3.5; testbed/README.md): every option that takes a signature algorithm
+    refuses one with one line that says so and names the hybrid to use, exit 2."""
     assert "mldsa44_p256" not in listing("--list-sigs")
     extra = ["--cert-dir", str(tmp_path)] if prog == "pqs-server" else []
     p = subprocess.run([binary(prog), *extra, *args], capture_output=True, text=True, timeout=30)
@@ -96,7 +96,7 @@ def test_mldsa_composite_is_refused_one_line(tmp_path, prog, args):
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1, lines
     assert "mldsa44_p256" in lines[0] and "use the hybrid p256_mldsa44" in lines[0], lines[0]
-    assert "oqs-provider 0.9.0" in lines[0] and "OpenSSL >= 3.5" in lines[0], lines[0]
+    assert f"not in oqs-provider {PINNED['OQSPROVIDER_VERSION']}" in lines[0], lines[0]
 
 
 def test_oqsprovider_signature_without_oqsprovider_is_one_line(tmp_path):
@@ -147,8 +147,9 @@ def speed(*args):
 
 @pytest.mark.parametrize("provider", ["oqsprovider", "pqs-oqs"])
 def test_registry_group_sizes_match_the_built_stack(provider):
-    """Client key share (keygen) and server ciphertext (encaps) of every registry group."""
-    groups = list(REGISTRY.groups)
+    """Client key share (keygen) and server ciphertext (encaps) of every registry group (with
+    pqs-oqs alone: all but oqs-provider's own, which it does not have)."""
+    groups = [g.name for g in REGISTRY.groups.values() if provider == "oqsprovider" or g.provider != "oqsprovider"]
     recs = speed("--only", "kex", "--groups", ":".join(groups), "--provider", provider)
     seen = set()
     for r in recs[1:]:
@@ -211,7 +212,7 @@ def test_openssl_program_loads_oqsprovider_and_talks_to_pqs_server(tmp_path):
     oqs-provider): falcon512 chain of depth 2 verified against ca.pem, frodo640aes key exchange."""
     ossl, prov = openssl_with_oqsprovider()
     p = subprocess.run([ossl, "list", *prov, "-providers"], capture_output=True, text=True, timeout=30)
-    assert p.returncode == 0 and "OpenSSL OQS Provider" in p.stdout and "0.9.0" in p.stdout, p.stderr
+    assert p.returncode == 0 and "OpenSSL OQS Provider" in p.stdout and PINNED["OQSPROVIDER_VERSION"] in p.stdout, p.stderr
     with Server(tmp_path, "--sig", "falcon512", "--chain-depth", 2, "--groups", "frodo640aes") as srv:
         c = subprocess.run([ossl, "s_client", *prov, "-connect", srv.addr, "-groups", "frodo640aes",
                             "-CAfile", srv.ca, "-verify_return_error", "-brief"], input="", capture_output=True,

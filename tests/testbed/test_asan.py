@@ -55,7 +55,7 @@ def test_sanitized_server_and_timer_all_modes(tmp_path, asan_built):
 def test_sanitized_oqsprovider_mutual_tls(tmp_path, asan_built):
     """oqs-provider built in (the default) under the sanitizers: falcon512 server chain of depth
     2, a required p256_falcon512 client chain, frodo640aes and x25519_mlkem512, two connections
-    at once (the first-query race of oqs-provider 0.9.0, see testbed/README.md)."""
+    at once (the first-query race of oqs-provider, see testbed/README.md)."""
     srv = Server(tmp_path, "--sig", "falcon512", "--chain-depth", 2, "--client-auth", "p256_falcon512",
                  "--groups", "frodo640aes:x25519_mlkem512:x25519", "--threads", "4", asan=True, env=SAN_ENV)
     for mode, group in (("full", "frodo640aes"), ("resume", "x25519_mlkem512"), ("hrr", "x25519_mlkem512")):

@@ -8,14 +8,15 @@ import pytest
 
 from testbed_helpers import PINNED, Server, binary, run_timer
 
-# Every TLS 1.3 group the pinned OpenSSL (3.6.3) implements (`openssl list -tls-groups`: 19;
-# X448MLKEM1024 is in neither 3.5.x nor 3.6.x).
+# Every TLS 1.3 group the pinned OpenSSL (4.0.3) implements (`openssl list -tls-groups`: 21, 3.6's
+# 19 plus curveSM2 and curveSM2MLKEM768; X448MLKEM1024 is in none of 3.5, 3.6 and 4.0).
 GROUPS = [
     "X25519MLKEM768", "SecP256r1MLKEM768", "SecP384r1MLKEM1024",
     "MLKEM512", "MLKEM768", "MLKEM1024",
     "x25519", "x448", "secp256r1", "secp384r1", "secp521r1",
     "brainpoolP256r1tls13", "brainpoolP384r1tls13", "brainpoolP512r1tls13",
     "ffdhe2048", "ffdhe3072", "ffdhe4096", "ffdhe6144", "ffdhe8192",
+    "curveSM2", "curveSM2MLKEM768",
 ]
 SIGS = ["ecdsa-p256", "ecdsa-p384", "ecdsa-p521", "ed25519", "ed448", "rsa-2048", "rsa-3072",
         "ml-dsa-44", "ml-dsa-65", "ml-dsa-87", "slh-dsa-sha2-128f", "slh-dsa-sha2-128s",

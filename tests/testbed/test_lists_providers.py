@@ -1,15 +1,24 @@
 """--list-groups / --list-sigs, --provider / --oqs-native on pqs-server and pqs-timer, and the
 group-list tuple limit that works around OpenSSL 3.5's tuple array bug (README "Known
-issues"; fixed in the pinned 3.6.3, the limit is kept until longer lists are tested)."""
+issues"; fixed since 3.6.3, the limit is kept until longer lists are tested)."""
 import subprocess
 import sys
+from collections import Counter
 
 import pytest
 
 from testbed_helpers import BUILD, REPO, Server, run_timer, run_tool
 from needs import need
 
+sys.path.insert(0, str(REPO))
+from pqshake.registry import load_registry  # noqa: E402
+
 TOOLS = ["pqs-timer", "pqs-server"]
+REGISTRY = load_registry()
+# registry groups per provider: openssl (OpenSSL's own), oqs (pqs-oqs's table, some of them
+# served by oqs-provider in the default setup), oqsprovider (oqs-provider only)
+PER_PROVIDER = Counter(g.provider for g in REGISTRY.groups.values())
+OQSPROVIDER_ONLY = {g.name for g in REGISTRY.groups.values() if g.provider == "oqsprovider"}
 
 
 def listing(p):
@@ -31,7 +40,8 @@ def test_list_groups(tool):
     for g in ("X25519MLKEM768", "MLKEM768", "x25519", "secp256r1", "ffdhe2048",
               "p256_frodo640aes", "hqc128", "oqs_mlkem768", "x25519_sntrup761"):
         assert g in groups
-    assert len(groups) == 19 + 56
+    assert len(groups) == PER_PROVIDER["openssl"] + PER_PROVIDER["oqs"] + PER_PROVIDER["oqsprovider"] == 21 + 56 + 3
+    assert set(groups) == set(REGISTRY.groups)
     # the experiment runner's parser reads exactly these names
     sys.path.insert(0, str(REPO))
     from experiments.plan import _parse_group_listing
@@ -41,7 +51,7 @@ def test_list_groups(tool):
 @pytest.mark.parametrize("tool", TOOLS)
 def test_list_groups_names_the_implementing_provider(tool):
     """Default: OpenSSL's groups (ML-KEM included) from default, the liboqs groups oqs-provider
-    0.9.0 has from it, the rest (HQC, Kyber, sntrup761, liboqs's ML-KEM) from pqs-oqs; with
+    has from it, the rest (HQC, Kyber, sntrup761, liboqs's ML-KEM) from pqs-oqs; with
     --provider pqs-oqs every liboqs group is ours; --oqs-native moves OpenSSL's ML-KEM names."""
     d = listing(run_tool(tool, "--list-groups"))
     for g in ("x25519", "MLKEM768", "X25519MLKEM768", "SecP256r1MLKEM768", "ffdhe2048"):
@@ -50,9 +60,13 @@ def test_list_groups_names_the_implementing_provider(tool):
         assert d[g] == "oqsprovider", g
     for g in ("hqc128", "kyber768", "sntrup761", "oqs_mlkem768", "x25519_mlkem768"):
         assert d[g] == "pqs-oqs", g
-    assert sorted(d.values()).count("oqsprovider") == 29
+    for g in ("curveSM2", "curveSM2MLKEM768"):  # new in OpenSSL 4.0
+        assert d[g] == "default", g
+    for g in OQSPROVIDER_ONLY:  # new in oqs-provider 0.11.0
+        assert d[g] == "oqsprovider", g
+    assert sorted(d.values()).count("oqsprovider") == 29 + len(OQSPROVIDER_ONLY)
     ours = listing(run_tool(tool, "--list-groups", "--provider", "pqs-oqs"))
-    assert set(ours) == set(d) and {ours[g] for g in ("frodo640aes", "bikel1", "p256_mlkem512")} == {"pqs-oqs"}
+    assert set(ours) == set(d) - OQSPROVIDER_ONLY and {ours[g] for g in ("frodo640aes", "bikel1", "p256_mlkem512")} == {"pqs-oqs"}
     native = listing(run_tool(tool, "--list-groups", "--oqs-native"))
     assert native["X25519MLKEM768"] == "pqs-oqs" and native["frodo640aes"] == "oqsprovider"
 
@@ -66,7 +80,7 @@ def test_list_sigs_names_the_implementing_provider(tool):
               "sphincssha2128fsimple", "p256_mldsa44"):
         assert d[s] == "oqsprovider", s
     assert d["slhdsa_sha2_128f"] == "pqs-slhdsa"
-    # oqs-provider 0.9.0 switches its ML-DSA composites off on OpenSSL >= 3.5 (README)
+    # oqs-provider has no ML-DSA composites (removed in 0.10.0; README)
     assert "mldsa44_p256" not in d
     ours = listing(run_tool(tool, "--list-sigs", "--provider", "pqs-oqs"))
     assert "falcon512" not in ours and ours["mldsa44"] == "default"
@@ -84,7 +98,7 @@ def test_list_sigs(tool):
 @pytest.mark.parametrize("tool", TOOLS)
 def test_provider_none_and_native(tool):
     none = lines(run_tool(tool, "--list-groups", "--provider", "none"))
-    assert "X25519MLKEM768" in none and "p256_frodo640aes" not in none and len(none) == 19
+    assert "X25519MLKEM768" in none and "p256_frodo640aes" not in none and len(none) == PER_PROVIDER["openssl"]
     native = lines(run_tool(tool, "--list-groups", "--oqs-native"))
     assert "X25519MLKEM768" in native and "p256_frodo640aes" in native
 
