@@ -23,6 +23,7 @@ NAME = "quic"
 # The smallest IPv4 MTU that carries a 1200-byte QUIC Initial datagram (RFC 9000 14.1): 1200
 # bytes of UDP payload + 8 UDP + 20 IPv4.
 QUIC_MIN_MTU = 1228
+QUIC_MAX_PENDING_DEFAULT = 128  # pqs-server's --quic-max-pending default (testbed/quic/quic_opts.h)
 # The modes pqs-server / pqs-timer refuse over QUIC: the reason, for the plan's message.
 QUIC_REFUSED_MODES = {M.ZERO_RTT: "QUIC 0-RTT is not supported by pqs-server/pqs-timer",
                       M.TLS12: "QUIC requires TLS 1.3",
@@ -330,7 +331,10 @@ class Quic(Transport):
         return []
 
     def server_args(self, cell: Any, exp: Any, qlog: Path | None) -> list[str]:
-        return (["--transport", NAME, "--quic-retry", exp.quic_retry] + self.engine_args(exp)
+        # The server refuses Initials beyond --quic-max-pending handshakes at once (default 128,
+        # its bound against floods): a timer with more concurrent handshakes must not meet it.
+        pending = ["--quic-max-pending", str(2 * exp.concurrency)] if 2 * exp.concurrency > QUIC_MAX_PENDING_DEFAULT else []
+        return (["--transport", NAME, "--quic-retry", exp.quic_retry] + self.engine_args(exp) + pending
                 + (["--qlog", str(qlog)] if qlog is not None else []))
 
     def timer_args(self, cell: Any, exp: Any, qlog: Path | None) -> list[str]:

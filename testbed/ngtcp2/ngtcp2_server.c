@@ -178,6 +178,15 @@ static void on_initial(srv_state *t, const ngtcp2_pkt_hd *hd, const uint8_t *d, 
     t->cnt.new_connections++;
 }
 
+/* Connections not through their handshake (--quic-max-pending bounds them, as with OpenSSL). */
+static size_t half_open(const srv_state *t)
+{
+    size_t h = 0;
+    for (size_t k = 0; k < t->n; k++)
+        h += !t->conns[k]->hs_ok;
+    return h;
+}
+
 static void on_datagram(srv_state *t, const uint8_t *d, size_t n, const struct sockaddr_storage *from,
                         socklen_t fromlen)
 {
@@ -211,6 +220,15 @@ static void on_datagram(srv_state *t, const uint8_t *d, size_t n, const struct s
     }
     if (n < NGTCP2_MAX_UDP_PAYLOAD_SIZE) {
         t->cnt.dropped_initial_short++; /* RFC 9000 14.1 */
+        return;
+    }
+    /* the OpenSSL engine's filter refuses the same two (quic/quicobs.h) */
+    if (vc.dcidlen < PQS_QRX_MIN_INITIAL_DCID) {
+        t->cnt.dropped_initial_short_dcid++; /* RFC 9000 7.2; ngtcp2_accept refuses it too */
+        return;
+    }
+    if (half_open(t) >= pqs_quic_max_pending(t->s->opts)) {
+        t->cnt.dropped_initial_busy++;
         return;
     }
     ngtcp2_pkt_hd hd;

@@ -40,6 +40,7 @@ typedef struct quic_opts {
     const char *qlog;            /* --qlog DIR */
     bool retry;                  /* server --quic-retry on|off */
     bool retry_set;
+    uint64_t max_pending;        /* server --quic-max-pending N (0: not given, the default) */
     const pqs_quic_engine *engine; /* --quic-engine (default: the first row, openssl) */
     bool engine_set;
     /* Settings OpenSSL's engine does not offer (0 / DEFAULT: the engine's default) */
@@ -49,6 +50,12 @@ typedef struct quic_opts {
 } quic_opts;
 
 extern const char *const pqs_quic_cc_names[];
+
+/* Server: connections in their handshake at most (--quic-max-pending): Initials that decrypt
+ * and never go on each hold a connection (about 75 kB, either engine) until the idle timeout. */
+#define PQS_QUIC_MAX_PENDING_DEFAULT 128
+#define PQS_QUIC_MAX_PENDING_MAX 4096 /* the listeners' connection tables */
+uint64_t pqs_quic_max_pending(const quic_opts *o);
 
 /* The engine's effective values of the three settings (its defaults where not given). */
 const char *pqs_quic_cc_name(const quic_opts *o);

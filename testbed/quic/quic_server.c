@@ -72,6 +72,8 @@ static int new_pending_conn(SSL_CTX *ctx, SSL *ssl, void *arg)
     }
     /* the Initial being processed opened it: its connection IDs are routed to it from now */
     o->rx_conn = pqs_qrx_conn_new(&qs->rx);
+    qs->rx.half_open++; /* until the loop counts again (half_open_recount) */
+    qs->made++;
     return 1;
 }
 
@@ -255,6 +257,76 @@ static void write_stats(pqs_quic_server *qs, bool final)
     pqs_qrx_stats_line(qs->log, &qs->rx.cnt, qs->fd, final);
 }
 
+static void conn_accepted(pqs_quic_server *qs, qconn *q, SSL *c, uint64_t id)
+{
+    qs->accepted++;
+    memset(q, 0, sizeof *q);
+    q->ssl = c;
+    q->id = id;
+    q->accepted_ns = pqs_mono_ns();
+    q->deadline_ns = q->accepted_ns + qs->idle_timeout_ns;
+    q->obs = SSL_get_ex_data(c, pqs_quicobs_ex_idx());
+    SSL_set_blocking_mode(c, 0);
+    /* a response larger than one write goes out in pieces between ticks */
+    SSL_set_mode(c, SSL_MODE_ENABLE_PARTIAL_WRITE);
+}
+
+/* With nothing left to accept, every connection OpenSSL made (the new-connection callback ran,
+ * the filter counted its Initial in new_connections) was accepted, or OpenSSL failed to set it
+ * up after the callback and dropped it: OpenSSL 4.0.3 does that, leaking the connection object,
+ * for an Initial whose Retry token names an original DCID another connection holds. Those are
+ * counted again as dropped_initial_invalid (they have no conn line). */
+static void count_lost(pqs_quic_server *qs, SSL *l)
+{
+    if (SSL_get_accept_connection_queue_len(l) != 0 || qs->made - qs->accepted == qs->lost)
+        return;
+    pqs_qrx_settle(&qs->rx);
+    uint64_t d = qs->made - qs->accepted - qs->lost;
+    qs->lost += d;
+    if (d > qs->rx.cnt.new_connections) /* made for no Initial the filter had pending: none */
+        d = qs->rx.cnt.new_connections;
+    qs->rx.cnt.new_connections -= d;
+    qs->rx.cnt.dropped_initial_invalid += d;
+}
+
+/* The connections in their handshake, counted again after each round: the accepted ones not
+ * through it and those OpenSSL holds for accepting. A connection OpenSSL made and then failed
+ * to register (the new-connection callback had run) is in neither, so it holds no place. */
+static void half_open_recount(pqs_quic_server *qs, SSL *l, const qconn *conns, size_t n)
+{
+    size_t h = SSL_get_accept_connection_queue_len(l);
+    for (size_t k = 0; k < n; k++)
+        h += !conns[k].hs_ok;
+    qs->rx.half_open = h;
+}
+
+/* Stopping: every connection still open is logged as it stands, those OpenSSL made and we had
+ * not accepted yet included (they too are in new_connections). */
+static void stop_conn(pqs_quic_server *qs, qconn *q)
+{
+    q->done = true;
+    if (!q->hs_ok && q->err == PQS_ERR_NONE) {
+        q->err = PQS_ERR_TIMEOUT;
+        q->stage = "handshake";
+        snprintf(q->msg, sizeof q->msg, "server stopped during the handshake");
+    }
+    conn_progress(qs, q, pqs_mono_ns());
+}
+
+static void stop_all(pqs_quic_server *qs, SSL *l, qconn *conns, size_t n, uint64_t seq)
+{
+    for (size_t k = 0; k < n; k++)
+        stop_conn(qs, &conns[k]);
+    SSL *c;
+    while ((c = SSL_accept_connection(l, SSL_ACCEPT_CONNECTION_NO_BLOCK)) != NULL) {
+        qconn q;
+        conn_accepted(qs, &q, c, seq++);
+        stop_conn(qs, &q);
+    }
+    count_lost(qs, l);
+    ERR_clear_error();
+}
+
 int pqs_quic_server_run(pqs_quic_server *qs, char *why, size_t whylen)
 {
     qconn *conns = calloc(MAX_CONNS, sizeof *conns);
@@ -262,6 +334,8 @@ int pqs_quic_server_run(pqs_quic_server *qs, char *why, size_t whylen)
     BIO *b = pqs_qwire_bio(&qs->wire, dg);
     qs->wire.server = true;
     pqs_qrx_init(&qs->rx);
+    qs->rx.max_half_open = qs->max_pending;
+    qs->made = qs->accepted = qs->lost = 0;
     qs->wire.rx = &qs->rx;
     SSL *l = SSL_new_listener(qs->ctx, qs->retry ? 0 : SSL_LISTENER_FLAG_NO_VALIDATE);
     if (conns == NULL || b == NULL || l == NULL) {
@@ -272,6 +346,11 @@ int pqs_quic_server_run(pqs_quic_server *qs, char *why, size_t whylen)
         return -1;
     }
     SSL_set_bio(l, b, b);
+#ifdef SSL_VALUE_QUIC_MAX_PENDING_CONNS
+    /* OpenSSL's own bound on what it holds for accepting (4.0.3: 256 by default); the filter
+     * refuses first (half_open counts these too), this bound is in case it cannot */
+    SSL_set_value_uint(l, SSL_VALUE_CLASS_GENERIC, SSL_VALUE_QUIC_MAX_PENDING_CONNS, qs->max_pending);
+#endif
     if (!SSL_set_blocking_mode(l, 0) || !SSL_listen(l)) {
         unsigned long e = ERR_get_error();
         snprintf(why, whylen, "cannot start the QUIC listener: %s", e ? ERR_reason_error_string(e) : "?");
@@ -305,17 +384,9 @@ int pqs_quic_server_run(pqs_quic_server *qs, char *why, size_t whylen)
             SSL *c = SSL_accept_connection(l, SSL_ACCEPT_CONNECTION_NO_BLOCK);
             if (c == NULL)
                 break;
-            qconn *q = &conns[n++];
-            memset(q, 0, sizeof *q);
-            q->ssl = c;
-            q->id = seq++;
-            q->accepted_ns = pqs_mono_ns();
-            q->deadline_ns = q->accepted_ns + qs->idle_timeout_ns;
-            q->obs = SSL_get_ex_data(c, pqs_quicobs_ex_idx());
-            SSL_set_blocking_mode(c, 0);
-            /* a response larger than one write goes out in pieces between ticks */
-            SSL_set_mode(c, SSL_MODE_ENABLE_PARTIAL_WRITE);
+            conn_accepted(qs, &conns[n++], c, seq++);
         }
+        count_lost(qs, l);
         ERR_clear_error();
         now = pqs_mono_ns();
         for (size_t k = 0; k < n;) {
@@ -325,19 +396,11 @@ int pqs_quic_server_run(pqs_quic_server *qs, char *why, size_t whylen)
             else
                 k++;
         }
+        half_open_recount(qs, l, conns, n);
         /* sleep until a datagram arrives or OpenSSL's next timer (PTO, idle, ...) */
         pqs_quic_wait(l, qs->fd, LOOP_MAX_WAIT_NS);
     }
-    /* stopping: log what is still open as it stands */
-    for (size_t k = 0; k < n; k++) {
-        conns[k].done = true;
-        if (!conns[k].hs_ok && conns[k].err == PQS_ERR_NONE) {
-            conns[k].err = PQS_ERR_TIMEOUT;
-            conns[k].stage = "handshake";
-            snprintf(conns[k].msg, sizeof conns[k].msg, "server stopped during the handshake");
-        }
-        conn_progress(qs, &conns[k], pqs_mono_ns());
-    }
+    stop_all(qs, l, conns, n, seq);
     SSL_free(l);
     free(conns);
     ERR_clear_error();

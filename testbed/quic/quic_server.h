@@ -20,6 +20,7 @@ typedef struct pqs_quic_server {
     pqs_sink *log;
     int64_t idle_timeout_ns;   /* a connection is dropped this long after it was accepted */
     bool retry;                /* address validation with Retry (OpenSSL's default) */
+    unsigned max_pending;      /* --quic-max-pending: connections in their handshake at most */
     const unsigned char *alpn; /* wire form, one protocol */
     size_t alpn_len;
     const sigset_t *sigs;      /* blocked; the loop returns when one is pending */
@@ -30,6 +31,7 @@ typedef struct pqs_quic_server {
     /* state */
     pqs_qwire wire;
     pqs_qrxstate rx;            /* what became of each received datagram: the "quic_stats" line */
+    uint64_t made, accepted, lost; /* connections OpenSSL made (callback), we accepted, it lost */
     unsigned char iobuf[16384]; /* request reads and response writes (one thread) */
 } pqs_quic_server;
 

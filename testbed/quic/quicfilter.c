@@ -142,11 +142,13 @@ static int qwire_recvmmsg(BIO *b, BIO_MSG *msg, size_t stride, size_t num, uint6
     if (w->rx != NULL) {
         /* Server: OpenSSL routed the whole previous batch before asking again. This batch is
          * read one datagram at a time and ends with the first Initial whose fate OpenSSL
-         * decides (see pqs_qrxstate): one recvmmsg call per datagram instead of per batch. */
+         * decides (see pqs_qrxstate): one recvmmsg call per datagram instead of per batch.
+         * An Initial the filter refuses is read over by the next datagram. */
         pqs_qrx_settle(w->rx);
         size_t n = 0;
         while (n < num) {
             BIO_MSG *m = (BIO_MSG *)((char *)msg + n * stride);
+            const size_t cap = m->data_len; /* in: the buffer's size; out: the datagram's */
             size_t got = 0;
             if (n > 0)
                 ERR_set_mark(); /* "no more for now" after some: not an error to report */
@@ -163,8 +165,13 @@ static int qwire_recvmmsg(BIO *b, BIO_MSG *msg, size_t stride, size_t num, uint6
             if (n > 0)
                 ERR_clear_last_mark();
             qwire_account(w, m, false, pqs_mono_ns());
+            pqs_qrx_rx_verdict v = pqs_qrx_rx(w, m);
+            if (v == PQS_QRX_RX_REFUSE) {
+                m->data_len = cap;
+                continue;
+            }
             n++;
-            if (pqs_qrx_rx(w, m))
+            if (v == PQS_QRX_RX_LAST)
                 break;
         }
         *done = n;

@@ -64,7 +64,14 @@ typedef struct {
  * when OpenSSL comes back for the next batch (the whole batch is routed by then) or when the
  * server's loop asks (pqs_qrx_settle). What OpenSSL does inside a connection with a datagram
  * routed to it (a packet that fails decryption, a duplicate) it does not expose: those count
- * as to_connection. */
+ * as to_connection.
+ *
+ * Two such Initials the filter refuses itself, before OpenSSL reads them: one whose DCID is
+ * under 8 bytes (RFC 9000 7.2: a client's first DCID has at least 8; OpenSSL 4.0.3 makes a
+ * connection for it, fails to register the ID and leaks the connection object, 3.6.3 freed
+ * part of it twice), and every one while the server holds --quic-max-pending connections in
+ * their handshake (accepted or not yet: half_open, which the server keeps current), so that
+ * Initials that never go on hold a bounded amount of memory. */
 
 typedef struct {
     uint64_t datagrams;                 /* received */
@@ -74,10 +81,13 @@ typedef struct {
     uint64_t version_negotiation_sent;  /* Version Negotiation packets sent */
     uint64_t dropped_malformed, dropped_unknown_connection, dropped_version, dropped_initial_short,
         dropped_initial_invalid, dropped_token_invalid;
+    uint64_t dropped_initial_short_dcid; /* refused: DCID under PQS_QRX_MIN_INITIAL_DCID bytes */
+    uint64_t dropped_initial_busy;      /* refused: max_half_open connections in their handshake */
     uint64_t untracked_connections;     /* connections whose IDs the tables could not hold */
 } pqs_qrx_counters;
 
 #define PQS_QRX_SHORT_DCID 8       /* OpenSSL's listener: 8-byte connection IDs (INIT_DCID_LEN) */
+#define PQS_QRX_MIN_INITIAL_DCID 8 /* RFC 9000 7.2: a client's first Destination Connection ID */
 #define PQS_QRX_CONNS 4096         /* connections tracked at once */
 #define PQS_QRX_CIDS 3             /* per connection: client's first DCID, Retry's, ours */
 #define PQS_QRX_CID_SLOTS 16384    /* power of two, kept at most 3/4 full */
@@ -119,6 +129,9 @@ typedef struct pqs_qrxstate {
     } pend;
     uint64_t seed, seq;
     int learning;           /* connections with learn_scid */
+    /* connections made and not through their handshake (the server's count, raised by each
+     * new one); at max_half_open (0: no limit) new Initials are refused */
+    size_t half_open, max_half_open;
     size_t ncids;
     pqs_qrx_conn conns[PQS_QRX_CONNS];
     pqs_qrx_cid slots[PQS_QRX_CID_SLOTS];

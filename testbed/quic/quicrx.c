@@ -245,9 +245,9 @@ void pqs_qrx_tx(pqs_qrxstate *s, const BIO_MSG *m)
         s->cnt.untracked_connections++;
 }
 
-/* A datagram received (server), classified as OpenSSL's listener will route it. True if it is
- * an Initial whose fate OpenSSL decides after decrypting it (it becomes the pending one). */
-bool pqs_qrx_rx(pqs_qwire *w, const BIO_MSG *m)
+/* A datagram received (server), classified as OpenSSL's listener will route it; an Initial
+ * OpenSSL would decrypt becomes the pending one unless the filter refuses it (quicobs.h). */
+pqs_qrx_rx_verdict pqs_qrx_rx(pqs_qwire *w, const BIO_MSG *m)
 {
     pqs_qrxstate *s = w->rx;
     pqs_qrx_counters *c = &s->cnt;
@@ -256,29 +256,37 @@ bool pqs_qrx_rx(pqs_qwire *w, const BIO_MSG *m)
     pqs_quic_rx_classify(m->data, m->data_len, PQS_QRX_SHORT_DCID, &q);
     if (q.kind == PQS_QRX_NO_DCID) {
         c->dropped_malformed++;
-        return false;
+        return PQS_QRX_RX_PASS;
     }
     if (pqs_qrx_tracked(s, q.dcid, q.dcid_len)) {
         c->to_connection++;
-        return false;
+        return PQS_QRX_RX_PASS;
     }
     switch (q.kind) {
     case PQS_QRX_SHORT:
     case PQS_QRX_NOT_INITIAL:
         c->dropped_unknown_connection++;
-        return false;
+        return PQS_QRX_RX_PASS;
     case PQS_QRX_VERSION:
         c->dropped_version++;
-        return false;
+        return PQS_QRX_RX_PASS;
     case PQS_QRX_INITIAL:
         break;
     default:
         c->dropped_malformed++;
-        return false;
+        return PQS_QRX_RX_PASS;
     }
     if (m->data_len < 1200) { /* RFC 9000 14.1: a client's Initial datagram is >= 1200 bytes */
         c->dropped_initial_short++;
-        return false;
+        return PQS_QRX_RX_PASS;
+    }
+    if (q.dcid_len < PQS_QRX_MIN_INITIAL_DCID) {
+        c->dropped_initial_short_dcid++;
+        return PQS_QRX_RX_REFUSE;
+    }
+    if (s->max_half_open > 0 && s->half_open >= s->max_half_open) {
+        c->dropped_initial_busy++;
+        return PQS_QRX_RX_REFUSE;
     }
     memset(&s->pend, 0, sizeof s->pend);
     s->pend.active = true;
@@ -292,7 +300,7 @@ bool pqs_qrx_rx(pqs_qwire *w, const BIO_MSG *m)
         memcpy(s->pend.odcid, w->peers[pi].odcid, w->peers[pi].odcid_len);
         s->pend.odcid_len = w->peers[pi].odcid_len;
     }
-    return true;
+    return PQS_QRX_RX_LAST;
 }
 
 void pqs_qrx_stats_line(pqs_sink *log, const pqs_qrx_counters *c, int fd, bool final)
@@ -312,6 +320,8 @@ void pqs_qrx_stats_line(pqs_sink *log, const pqs_qrx_counters *c, int fd, bool f
     pqs_json_uint(&j, "dropped_initial_short", c->dropped_initial_short);
     pqs_json_uint(&j, "dropped_initial_invalid", c->dropped_initial_invalid);
     pqs_json_uint(&j, "dropped_token_invalid", c->dropped_token_invalid);
+    pqs_json_uint(&j, "dropped_initial_short_dcid", c->dropped_initial_short_dcid);
+    pqs_json_uint(&j, "dropped_initial_busy", c->dropped_initial_busy);
     pqs_json_uint(&j, "untracked_connections", c->untracked_connections);
     pqs_json_bool(&j, "final", final);
     pqs_json_end(&j);

@@ -28,9 +28,10 @@
 
 /* ---------------- options (quic_opts.h: every engine's) ---------------- */
 
-enum { OPT_ALPN = 1, OPT_QLOG, OPT_RETRY, OPT_ENGINE, OPT_CC, OPT_INITIAL_RTT, OPT_MAX_UDP };
+enum { OPT_ALPN = 1, OPT_QLOG, OPT_RETRY, OPT_ENGINE, OPT_CC, OPT_INITIAL_RTT, OPT_MAX_UDP, OPT_MAX_PENDING };
 
-/* Both programs take the engine and its settings; --quic-retry is the server's. */
+/* Both programs take the engine and its settings; --quic-retry and --quic-max-pending are the
+ * server's. */
 #define ENGINE_ROWS                                                                                \
     {"quic-engine", required_argument, 0, OPT_ENGINE}, {"quic-cc", required_argument, 0, OPT_CC},   \
         {"quic-initial-rtt", required_argument, 0, OPT_INITIAL_RTT},                                \
@@ -38,8 +39,8 @@ enum { OPT_ALPN = 1, OPT_QLOG, OPT_RETRY, OPT_ENGINE, OPT_CC, OPT_INITIAL_RTT, O
 static const struct option client_rows[] = {
     {"alpn", required_argument, 0, OPT_ALPN}, {"qlog", required_argument, 0, OPT_QLOG}, ENGINE_ROWS, {0, 0, 0, 0}};
 static const struct option server_rows[] = {
-    {"quic-retry", required_argument, 0, OPT_RETRY}, {"alpn", required_argument, 0, OPT_ALPN},
-    {"qlog", required_argument, 0, OPT_QLOG}, ENGINE_ROWS, {0, 0, 0, 0}};
+    {"quic-retry", required_argument, 0, OPT_RETRY}, {"quic-max-pending", required_argument, 0, OPT_MAX_PENDING},
+    {"alpn", required_argument, 0, OPT_ALPN}, {"qlog", required_argument, 0, OPT_QLOG}, ENGINE_ROWS, {0, 0, 0, 0}};
 
 #define ENGINE_USAGE \
 "  --quic-engine E        QUIC: the implementation, openssl (default: OpenSSL's own QUIC stack)\n" \
@@ -62,6 +63,8 @@ static const struct option server_rows[] = {
 "                         the client's first bidirectional stream)\n" \
 "  --quic-retry on|off    QUIC address validation with a Retry round trip (default on,\n" \
 "                         OpenSSL's default; off = no Retry)\n" \
+"  --quic-max-pending N   QUIC: connections in their handshake at most (default 128, 1..4096);\n" \
+"                         Initials beyond are refused (quic_stats dropped_initial_busy)\n" \
 "  --alpn NAME            QUIC: the one ALPN protocol accepted (default pqshake)\n" \
 "  --qlog DIR             QUIC: write qlog traces into DIR\n" ENGINE_USAGE
 
@@ -100,6 +103,11 @@ static void opt(void *p, const char *prog, int id, const char *arg)
         o->retry = strcmp(arg, "on") == 0;
         o->retry_set = true;
         break;
+    case OPT_MAX_PENDING:
+        if (!pqs_parse_u64(arg, 1, PQS_QUIC_MAX_PENDING_MAX, &o->max_pending))
+            pqs_usage_error(prog, "bad --quic-max-pending '%s': connections from 1 to %d", arg,
+                            PQS_QUIC_MAX_PENDING_MAX);
+        break;
     case OPT_ENGINE:
         o->engine = engine_find(prog, arg);
         o->engine_set = true;
@@ -128,8 +136,8 @@ static void opt(void *p, const char *prog, int id, const char *arg)
 static bool opts_given(const void *p)
 {
     const quic_opts *o = p;
-    return o->retry_set || o->alpn != NULL || o->qlog != NULL || o->engine_set || o->cc != PQS_QCC_DEFAULT
-           || o->initial_rtt_ns != 0 || o->max_udp_payload != 0;
+    return o->retry_set || o->max_pending != 0 || o->alpn != NULL || o->qlog != NULL || o->engine_set
+           || o->cc != PQS_QCC_DEFAULT || o->initial_rtt_ns != 0 || o->max_udp_payload != 0;
 }
 
 /* --qlog DIR: DIR must be a writable directory; sets QLOGDIR (and, unless already set,
@@ -190,6 +198,11 @@ uint64_t pqs_quic_max_udp_payload(const quic_opts *o)
     if (o->engine->knobs_why != NULL)
         return 0;
     return o->max_udp_payload != 0 ? o->max_udp_payload : o->engine->max_udp_payload_default;
+}
+
+uint64_t pqs_quic_max_pending(const quic_opts *o)
+{
+    return o->max_pending != 0 ? o->max_pending : PQS_QUIC_MAX_PENDING_DEFAULT;
 }
 
 void pqs_quic_engine_json(pqs_json *j, const quic_opts *o)
@@ -447,6 +460,7 @@ static int server_listen(pqs_srv *s, char *why, size_t whylen)
     qs->log = s->log;
     qs->idle_timeout_ns = s->p->idle_timeout_ns;
     qs->retry = o->retry;
+    qs->max_pending = (unsigned)pqs_quic_max_pending(o);
     qs->alpn = o->alpn_wire;
     qs->alpn_len = o->alpn_wire_len;
     qs->sigs = s->sigs;
@@ -462,6 +476,7 @@ void pqs_quic_ready_json(pqs_json *j, const pqs_srv *s)
 {
     const quic_opts *o = s->opts;
     pqs_json_bool(j, "quic_retry", o->retry);
+    pqs_json_uint(j, "quic_max_pending", pqs_quic_max_pending(o));
     pqs_json_str(j, "alpn", o->alpn);
     pqs_json_str(j, "qlog", o->qlog);
     pqs_quic_engine_json(j, o);

@@ -332,3 +332,17 @@ def test_replayed_quic_handshakes_never_beat_the_bound(rate, rtt):
                     for dgram in (1200, 1472):
                         t = _replay_quic(b.client_bytes, b.server_bytes, rtt=rtt, rate=rate, retry=retry, dgram=dgram)
                         assert b.total <= t * (1 + 1e-9), (g, s, depth, retry, dgram, b.total, t)
+
+
+def test_a_timer_with_many_concurrent_handshakes_gets_a_server_that_takes_them(tmp_path):
+    """pqs-server refuses Initials beyond --quic-max-pending handshakes at once (default 128, its
+    bound against floods, testbed/README.md): a cell whose timer runs more at once must raise it,
+    or its own handshakes would be refused as a flood."""
+    quic = Cell("c", "lan", "x25519", "ecdsa-p256", "full", 1, "quic")
+
+    class Many(_Exp):
+        concurrency = 100
+
+    s = runner_mod.server_argv(Path("bin"), "x:0", quic, Many, tmp_path, tmp_path / "s.jsonl")
+    assert s[s.index("--quic-max-pending") + 1] == "200"
+    assert "--quic-max-pending" not in runner_mod.server_argv(Path("bin"), "x:0", quic, _Exp, tmp_path, tmp_path / "s.jsonl")

@@ -8,8 +8,6 @@ pqs-timer still complete.
 Counts are exact when the kernel dropped nothing on the server's UDP socket (the flood is
 paced on its receive queue, read from /proc/net/udp with the socket's drop counter); if it did
 drop, each cause may only be lower than what was sent and the total must match what arrived."""
-import hashlib
-import hmac
 import os
 import random
 import signal
@@ -19,6 +17,7 @@ import threading
 import time
 
 import pytest
+from quic_packets import AES128, aes128_gcm_encrypt, client_initial_keys, protected_initial, varint
 from testbed_helpers import Server, parse_lines_safe, run_timer
 
 FLOOD_SECONDS = 10          # each flood stops sending after this, whatever is left
@@ -109,129 +108,6 @@ def assert_counts(got, want, received, exact):
 
 
 # ------------------------------------------- QUIC Initial protection (RFC 9001 5), pure Python
-
-def _aes_sbox():
-    sbox, p, q = [0] * 256, 1, 1
-    sbox[0] = 0x63
-    while True:
-        p = (p ^ (p << 1) ^ (0x1b if p & 0x80 else 0)) & 0xff
-        q ^= q << 1
-        q ^= q << 2
-        q ^= q << 4
-        q &= 0xff
-        if q & 0x80:
-            q ^= 0x09
-        r = q
-        for s in range(1, 5):
-            r ^= ((q << s) | (q >> (8 - s))) & 0xff
-        sbox[p] = r ^ 0x63
-        if p == 1:
-            return sbox
-
-
-SBOX = _aes_sbox()
-
-
-def _xt(a):
-    return ((a << 1) ^ 0x1b) & 0xff if a & 0x80 else a << 1
-
-
-class AES128:
-    """AES-128 encryption of single blocks (FIPS 197); enough for GCM and header protection."""
-
-    def __init__(self, key):
-        w = [list(key[i:i + 4]) for i in range(0, 16, 4)]
-        rcon = 1
-        for i in range(4, 44):
-            t = list(w[i - 1])
-            if i % 4 == 0:
-                t = [SBOX[b] for b in t[1:] + t[:1]]
-                t[0] ^= rcon
-                rcon = _xt(rcon)
-            w.append([a ^ b for a, b in zip(w[i - 4], t)])
-        self.rk = [sum(w[4 * r:4 * r + 4], []) for r in range(11)]
-
-    def block(self, b):
-        s = [x ^ k for x, k in zip(b, self.rk[0])]
-        for r in range(1, 11):
-            s = [SBOX[x] for x in s]
-            s = [s[(i + 4 * (i % 4)) % 16] for i in range(16)]        # ShiftRows (column-major)
-            if r < 10:
-                m = []
-                for c in range(4):
-                    a = s[4 * c:4 * c + 4]
-                    t = a[0] ^ a[1] ^ a[2] ^ a[3]
-                    m += [a[i] ^ t ^ _xt(a[i] ^ a[(i + 1) % 4]) for i in range(4)]
-                s = m
-            s = [x ^ k for x, k in zip(s, self.rk[r])]
-        return bytes(s)
-
-
-def _gmul(x, y):
-    z = 0
-    for i in range(127, -1, -1):
-        if (x >> i) & 1:
-            z ^= y
-        y = (y >> 1) ^ (0xE1 << 120) if y & 1 else y >> 1
-    return z
-
-
-def aes128_gcm_encrypt(key, iv, aad, pt):
-    aes = AES128(key)
-    h = int.from_bytes(aes.block(bytes(16)), "big")
-    j0 = iv + b"\x00\x00\x00\x01"
-    ct = bytearray()
-    for i in range(0, len(pt), 16):
-        ctr = iv + struct.pack(">I", 2 + i // 16)
-        ct += bytes(a ^ b for a, b in zip(pt[i:i + 16], aes.block(ctr)))
-    x = 0
-    for data in (aad, bytes(ct)):
-        for i in range(0, len(data), 16):
-            x = _gmul(x ^ int.from_bytes(data[i:i + 16].ljust(16, b"\x00"), "big"), h)
-    x = _gmul(x ^ ((len(aad) * 8) << 64 | len(ct) * 8), h)
-    tag = bytes(a ^ b for a, b in zip(x.to_bytes(16, "big"), aes.block(j0)))
-    return bytes(ct) + tag
-
-
-def _hkdf_label(secret, label, length):
-    full = b"tls13 " + label
-    info = struct.pack(">HB", length, len(full)) + full + b"\x00"
-    return hmac.new(secret, info + b"\x01", hashlib.sha256).digest()[:length]
-
-
-def client_initial_keys(dcid):
-    salt = bytes.fromhex("38762cf7f55934b34d179ae6a4c80cadccbb7f0a")
-    secret = hmac.new(salt, dcid, hashlib.sha256).digest()
-    client = _hkdf_label(secret, b"client in", 32)
-    return _hkdf_label(client, b"quic key", 16), _hkdf_label(client, b"quic iv", 12), _hkdf_label(client, b"quic hp", 16)
-
-
-def protected_initial(dcid, scid, token, size=1200):
-    """A client Initial that OpenSSL's server can decrypt (PADDING frames only), in a datagram
-    of size bytes."""
-    key, iv, hp = client_initial_keys(dcid)
-    pn = b"\x00\x00\x00\x00"
-    head = b"\xc3\x00\x00\x00\x01" + bytes([len(dcid)]) + dcid + bytes([len(scid)]) + scid
-    head += varint(len(token)) + token
-    payload_len = size - len(head) - 2 - len(pn) - 16
-    head += struct.pack(">H", 0x4000 | (len(pn) + payload_len + 16)) + pn
-    ct = aes128_gcm_encrypt(key, iv, head, bytes(payload_len))   # nonce: iv ^ pn (pn = 0)
-    pkt = bytearray(head + ct)
-    pn_off = len(head) - 4
-    mask = AES128(hp).block(bytes(pkt[pn_off + 4:pn_off + 20]))
-    pkt[0] ^= mask[0] & 0x0f
-    for i in range(4):
-        pkt[pn_off + i] ^= mask[1 + i]
-    return bytes(pkt)
-
-
-def varint(v):
-    if v < 64:
-        return bytes([v])
-    if v < 16384:
-        return struct.pack(">H", 0x4000 | v)
-    return struct.pack(">I", 0x80000000 | v)
-
 
 def test_initial_protection_vectors():
     """The pure-Python protection against published vectors (RFC 9001 A.1/A.2, GCM spec test
