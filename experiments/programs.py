@@ -35,10 +35,13 @@ def bfe_key(exp) -> Path:
 
 
 def mode_args(cell: Cell, exp, server: bool) -> list[str]:
-    """What the cell's mode adds (its row in experiments/modes/): the BFE key for fs0rtt."""
-    if not M.get(cell.mode).bfe_key:
-        return []
-    return FS.server_args(bfe_key(exp)) if server else FS.timer_args(bfe_key(exp))
+    """What the cell's mode adds (its row in experiments/modes/): the server's own options (ech:
+    an ECH config), the BFE key for fs0rtt."""
+    mode = M.get(cell.mode)
+    extra = list(mode.server_args) if server else []
+    if not mode.bfe_key:
+        return extra
+    return extra + (FS.server_args(bfe_key(exp)) if server else FS.timer_args(bfe_key(exp)))
 
 
 def server_argv(binary: Path, listen: str, cell: Cell, exp, cert_dir: Path, log: Path,

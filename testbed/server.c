@@ -23,6 +23,7 @@
 #include "certs.h"
 #include "cli.h"
 #include "common.h"
+#include "ech.h"
 #include "groups.h"
 #include "provider_seam.h"
 #include "transport.h"
@@ -44,6 +45,7 @@ typedef struct server_cfg {
     bool tls12;
     bool psk_ke;             /* --psk-ke on|off: resume without a key share when the client offers it */
     const char *bfe_key;     /* --bfe-key DIR: open fs0rtt identities with this BFE key */
+    const char *ech_public;  /* --ech NAME: an ECH config with this public name (--mode ech) */
 } server_cfg;
 
 typedef struct server {
@@ -51,6 +53,7 @@ typedef struct server {
     SSL_CTX *ctx;
     pqs_sink log;
     pqs_srv srv;             /* what the transport serves with */
+    char ech_path[4400];     /* --ech: the ECHConfigList published for pqs-timer */
 } server;
 
 static void usage(FILE *f)
@@ -86,6 +89,9 @@ static void usage(FILE *f)
 "  --psk-ke on|off        resumption without a key share (psk_ke, no forward secrecy) when the\n"
 "                         client offers it (default off: OpenSSL's psk_dhe_ke only)\n"
 "  --bfe-key DIR          fs0rtt: the Bloom Filter Encryption key pqs-bfe-keygen wrote in DIR\n"
+"  --ech NAME             ech: accept Encrypted Client Hello with a fresh X25519 config whose\n"
+"                         public (outer) name is NAME, one a certificate name (localhost);\n"
+"                         its ECHConfigList goes to DIR/" PQS_ECH_CONFIG_FILE " (--cert-dir)\n"
 "                         (verified against DIR/key.json); a ClientHello whose PSK identity is\n"
 "                         a ciphertext under it is decapsulated, the key punctured, its early\n"
 "                         data accepted; replays and a used-up key fall back to a full handshake\n"
@@ -122,7 +128,7 @@ static void parse_args(int argc, char **argv, server_cfg *cfg)
 {
     enum { OPT_LISTEN = 1, OPT_SIG, OPT_CA_SIG, OPT_DEPTH, OPT_CERTDIR, OPT_EARLY, OPT_TICKETS, OPT_CACHE,
            OPT_NOTLS12, OPT_THREADS, OPT_BACKLOG, OPT_IDLE, OPT_LOG, OPT_CLIENTAUTH, OPT_CLIENTDEPTH,
-           OPT_EARLYRESP, OPT_PSKKE, OPT_TFO, OPT_BFEKEY };
+           OPT_EARLYRESP, OPT_PSKKE, OPT_TFO, OPT_BFEKEY, OPT_ECH };
     /* pqs-server's own rows; the shared ones are pqs_cli_rows, the transports' their own. */
     static const struct option rows[] = {
         {"listen", required_argument, 0, OPT_LISTEN},
@@ -138,6 +144,7 @@ static void parse_args(int argc, char **argv, server_cfg *cfg)
         {"client-chain-depth", required_argument, 0, OPT_CLIENTDEPTH},
         {"early-response", required_argument, 0, OPT_EARLYRESP}, {"psk-ke", required_argument, 0, OPT_PSKKE},
         {"tcp-fastopen", required_argument, 0, OPT_TFO}, {"bfe-key", required_argument, 0, OPT_BFEKEY},
+        {"ech", required_argument, 0, OPT_ECH},
         {0, 0, 0, 0}};
     pqs_cli *cli = &cfg->cli;
     static pqs_optset os;
@@ -219,6 +226,7 @@ static void parse_args(int argc, char **argv, server_cfg *cfg)
             p->tcp_fastopen = (int)v;
             break;
         case OPT_BFEKEY: cfg->bfe_key = optarg; break;
+        case OPT_ECH: cfg->ech_public = optarg; break;
         }
     }
     p->response_bytes = cli->response_bytes;
@@ -230,6 +238,9 @@ static void parse_args(int argc, char **argv, server_cfg *cfg)
     if (cfg->bfe_key != NULL && cli->transport->early_data_why != NULL)
         pqs_usage_error(PROG, "--bfe-key with --transport %s: %s (fs0rtt sends early data)", cli->transport->name,
                         cli->transport->early_data_why);
+    if (cfg->ech_public != NULL && cli->transport->mode_why[PQS_MODE_ECH] != NULL)
+        pqs_usage_error(PROG, "--ech with --transport %s: %s", cli->transport->name,
+                        cli->transport->mode_why[PQS_MODE_ECH]);
     if (cli->transport->early_data_why != NULL)
         p->max_early_data = 0;
     if (cfg->bfe_key != NULL && p->max_early_data == 0)
@@ -297,6 +308,11 @@ static SSL_CTX *make_ctx(server *s, char *why, size_t whylen, char *groups_out, 
         SSL_CTX_set_options(ctx, SSL_OP_ALLOW_NO_DHE_KEX | SSL_OP_PREFER_NO_DHE_KEX);
     if (s->cfg.p.fs0rtt != NULL)
         pqs_fs0rtt_server_install(ctx, s->cfg.p.fs0rtt);
+    if (s->cfg.ech_public != NULL
+        && !pqs_ech_server_setup(ctx, s->cfg.cert_dir, s->cfg.ech_public, s->ech_path, sizeof s->ech_path, why, whylen)) {
+        SSL_CTX_free(ctx);
+        return NULL;
+    }
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER);
     SSL_CTX_sess_set_cache_size(ctx, s->cfg.session_cache);
     SSL_CTX_set_session_id_context(ctx, (const unsigned char *)"pqshake", 7);
@@ -411,6 +427,8 @@ int main(int argc, char **argv)
                                         : ((struct sockaddr_in *)&sv->bound)->sin_port));
     pqs_json_int(&j, "pid", getpid());
     pqs_json_str(&j, "ca", ca_path);
+    pqs_json_str(&j, "ech_config", s->cfg.ech_public != NULL ? s->ech_path : NULL);
+    pqs_json_str(&j, "ech_public_name", s->cfg.ech_public);
     pqs_json_str(&j, "sig", s->cfg.sig->name);
     pqs_json_str(&j, "ca_sig", s->cfg.ca_sig->name);
     pqs_json_int(&j, "chain_depth", s->cfg.chain_depth);

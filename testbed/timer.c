@@ -22,6 +22,7 @@
 
 #include "cli.h"
 #include "common.h"
+#include "ech.h"
 #include "groups.h"
 #include "provider_seam.h"
 #include "tcpinfo.h"
@@ -54,6 +55,7 @@ typedef struct timer_cfg {
     bool start_gate;         /* --start-gate: wait for stdin after the header line */
     const char *bfe_public;  /* --bfe-public FILE (--mode fs0rtt) */
     const char *keylog;      /* --keylog FILE: the TLS secrets, NSS key log format */
+    char ech_config[4200];   /* --ech-config FILE (--mode ech; default: PQS_ECH_CONFIG_FILE beside --ca) */
 } timer_cfg;
 
 struct timer;
@@ -114,8 +116,11 @@ static void usage(FILE *f)
 "                         fs0rtt: forward-secure 0-RTT: a fresh Bloom Filter Encryption\n"
 "                           ciphertext under --bfe-public as an external PSK, --early-data\n"
 "                           bytes as early data (testbed/README.md, fs0rtt)\n"
+"                         ech: Encrypted Client Hello with the server's ECHConfigList (pqs-server\n"
+"                           --ech); an attempt whose ECH is not accepted fails (stage \"ech\")\n"
 "  --bfe-public FILE      fs0rtt mode: the server's BFE public key (pqs-bfe-keygen's public.bin;\n"
 "                         its key.json beside it)\n"
+"  --ech-config FILE      ech mode: the ECHConfigList (default: " PQS_ECH_CONFIG_FILE " in --ca's folder)\n"
 "  --hrr-decoy GROUP      hrr mode: the group given the key share (default: first of x25519,\n"
 "                         secp256r1, x448, secp384r1 not in --groups)\n"
 "  --early-data N         0rtt, fs0rtt modes: early data bytes (the request; default 64, min 24)\n"
@@ -255,6 +260,8 @@ static void own_json(pqs_json *j, const void *arg)
 
 static void log_attempt(tworker *w, const pqs_attempt *a)
 {
+    /* --mode ech: accepted / rejected / ... as the library reported it (ech.h); null otherwise */
+    const char *ech_status = pqs_ech_take_status();
     const timer_cfg *cfg = &w->t->cfg;
     const pqs_client_params *p = &cfg->p;
     pqs_json j;
@@ -312,6 +319,7 @@ static void log_attempt(tworker *w, const pqs_attempt *a)
         pqs_tlsobs_msgs_json(&j, &a->obs);
     else
         pqs_json_null(&j, "msgs");
+    pqs_json_str(&j, "ech", ech_status);
     if (p->mode == PQS_MODE_FS0RTT)
         pqs_fs0rtt_attempt_json(&j, &a->fs0rtt);
     else
@@ -472,7 +480,7 @@ static void parse_args(int argc, char **argv, timer_cfg *cfg)
 {
     enum { OPT_CONNECT = 1, OPT_CA, OPT_NOVERIFY, OPT_SNI, OPT_SIGALGS, OPT_CIPHERS, OPT_SAMPLES, OPT_DURATION,
            OPT_WARMUP, OPT_MODE, OPT_DECOY, OPT_EARLY, OPT_REQ, OPT_CONC, OPT_TIMEOUT, OPT_TICKETWAIT,
-           OPT_NOINSTR, OPT_OUT, OPT_CLIENTCERT, OPT_TFO, OPT_GATE, OPT_BFEPUB, OPT_KEYLOG };
+           OPT_NOINSTR, OPT_OUT, OPT_CLIENTCERT, OPT_TFO, OPT_GATE, OPT_BFEPUB, OPT_KEYLOG, OPT_ECH };
     /* pqs-timer's own rows; the shared ones are pqs_cli_rows, the transports' their own. */
     static const struct option rows[] = {
         {"connect", required_argument, 0, OPT_CONNECT}, {"client-cert", required_argument, 0, OPT_CLIENTCERT},
@@ -488,6 +496,7 @@ static void parse_args(int argc, char **argv, timer_cfg *cfg)
         {"no-instrument", no_argument, 0, OPT_NOINSTR}, {"out", required_argument, 0, OPT_OUT},
         {"tcp-fastopen", no_argument, 0, OPT_TFO}, {"start-gate", no_argument, 0, OPT_GATE},
         {"bfe-public", required_argument, 0, OPT_BFEPUB}, {"keylog", required_argument, 0, OPT_KEYLOG},
+        {"ech-config", required_argument, 0, OPT_ECH},
         {0, 0, 0, 0}};
     pqs_cli *cli = &cfg->cli;
     static pqs_optset os;
@@ -534,7 +543,7 @@ static void parse_args(int argc, char **argv, timer_cfg *cfg)
                     found = true;
                 }
             if (!found)
-                pqs_usage_error(PROG, "unknown --mode '%s'; available: full,resume,0rtt,hrr,tls12,resume_psk,fs0rtt",
+                pqs_usage_error(PROG, "unknown --mode '%s'; available: full,resume,0rtt,hrr,tls12,resume_psk,fs0rtt,ech",
                                 optarg);
             break;
         }
@@ -566,6 +575,7 @@ static void parse_args(int argc, char **argv, timer_cfg *cfg)
         case OPT_GATE: cfg->start_gate = true; break;
         case OPT_BFEPUB: cfg->bfe_public = optarg; break;
         case OPT_KEYLOG: cfg->keylog = optarg; break;
+        case OPT_ECH: snprintf(cfg->ech_config, sizeof cfg->ech_config, "%s", optarg); break;
         }
     }
     bool groups_set = cli->groups != NULL;
@@ -592,6 +602,16 @@ static void parse_args(int argc, char **argv, timer_cfg *cfg)
         pqs_usage_error(PROG, p->mode == PQS_MODE_FS0RTT
                         ? "--mode fs0rtt needs --bfe-public FILE (the public.bin pqs-bfe-keygen wrote)"
                         : "--bfe-public is for --mode fs0rtt");
+    if (p->mode != PQS_MODE_ECH && cfg->ech_config[0] != '\0')
+        pqs_usage_error(PROG, "--ech-config is for --mode ech");
+    if (p->mode == PQS_MODE_ECH && cfg->ech_config[0] == '\0') {
+        if (cfg->ca == NULL)
+            pqs_usage_error(PROG, "--mode ech needs --ech-config FILE (or --ca, beside which pqs-server writes it)");
+        const char *slash = strrchr(cfg->ca, '/');
+        int dirlen = slash != NULL ? (int)(slash - cfg->ca) : 1;
+        snprintf(cfg->ech_config, sizeof cfg->ech_config, "%.*s/%s", dirlen, slash != NULL ? cfg->ca : ".",
+                 PQS_ECH_CONFIG_FILE);
+    }
     if (p->mode == PQS_MODE_FS0RTT && cfg->early_bytes > 16384)
         pqs_usage_error(PROG, "bad --early-data %" PRIu64 " with --mode fs0rtt: at most 16384 (the early data an "
                         "fs0rtt key allows)", cfg->early_bytes);
@@ -688,6 +708,8 @@ int main(int argc, char **argv)
             pqs_usage_error(PROG, "bad --ca '%s': no PEM certificate could be loaded", cfg->ca);
         SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
     }
+    if (cfg->p.mode == PQS_MODE_ECH && !pqs_ech_client_setup(ctx, cfg->ech_config, why, sizeof why))
+        pqs_usage_error(PROG, "bad --ech-config: %s", why);
     ERR_clear_error();
     if (cfg->p.mode == PQS_MODE_RESUME_PSK) /* offer psk_ke beside psk_dhe_ke; OpenSSL still sends a key share */
         SSL_CTX_set_options(ctx, SSL_OP_ALLOW_NO_DHE_KEX);

@@ -35,6 +35,7 @@ typedef enum {
     PQS_MODE_TLS12,
     PQS_MODE_RESUME_PSK,
     PQS_MODE_FS0RTT,            /* forward-secure 0-RTT with Bloom Filter Encryption (fs0rtt/) */
+    PQS_MODE_ECH,               /* TLS 1.3 Encrypted Client Hello (core/ech.c) */
     PQS_MODE__COUNT
 } pqs_mode;
 extern const char *const pqs_mode_names[PQS_MODE__COUNT];

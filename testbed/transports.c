@@ -31,7 +31,7 @@ const size_t pqs_transport_count = sizeof pqs_transports / sizeof pqs_transports
 const char *const pqs_mode_names[PQS_MODE__COUNT] = {
     [PQS_MODE_FULL] = "full", [PQS_MODE_RESUME] = "resume", [PQS_MODE_0RTT] = "0rtt",
     [PQS_MODE_HRR] = "hrr", [PQS_MODE_TLS12] = "tls12", [PQS_MODE_RESUME_PSK] = "resume_psk",
-    [PQS_MODE_FS0RTT] = "fs0rtt",
+    [PQS_MODE_FS0RTT] = "fs0rtt", [PQS_MODE_ECH] = "ech",
 };
 
 static pthread_once_t attempt_idx_once = PTHREAD_ONCE_INIT;

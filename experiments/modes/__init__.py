@@ -22,6 +22,17 @@ ZERO_RTT = "0rtt"
 HRR = "hrr"
 TLS12 = "tls12"
 FS0RTT = "fs0rtt"
+ECH = "ech"
+
+# TLS 1.3 Encrypted Client Hello (testbed/core/ech.c): the bytes the encrypted inner ClientHello
+# and its HPKE encapsulation (X25519: ECH's HPKE is classical) add to the ClientHello, measured by
+# pqs-timer's msgs.client_hello with and without ECH (pqs-server --ech localhost, SNI localhost):
+# 355 -> 545 with x25519, 1539 -> 1729 with X25519MLKEM768, alike over tcp, quic and turbotls;
+# the inner ClientHello reuses the outer key share (tests/testbed/test_ech.py).
+ECH_CH_EXTRA_BYTES = 190
+# The public (outer) name of pqs-server's ECH config: one its certificate carries, so that a
+# client can authenticate a rejection.
+ECH_PUBLIC_NAME = "localhost"
 
 
 @dataclass(frozen=True)
@@ -47,6 +58,8 @@ class Mode:
     # It speaks TLS 1.2: its group, signature algorithm and client_auth must be ones TLS 1.2 has
     # (pqshake/algorithms.yaml tls1_2: true); the plan refuses cells of others.
     tls1_2: bool = False
+    # What pqs-server needs for the mode beyond the cell's settings (experiments/programs.py).
+    server_args: tuple[str, ...] = ()
     # Its own columns in the run tables: (table, column as written, analysis name), table one of
     # samples, server, cells (analysis/columns.py merges them).
     columns: tuple[tuple[str, str, str], ...] = ()
@@ -61,6 +74,8 @@ REGISTRY: tuple[Mode, ...] = (
     Mode(TLS12, "TLS 1.2", tcp_rtts=3, tls1_2=True),
     Mode(FS0RTT, "FS 0-RTT (BFE)", certificate=False, early_data=True, synthetic=False,
          client_hello_extra=_fs0rtt.CH_EXTRA_BYTES, bfe_key=True, columns=_fs0rtt.COLUMNS),
+    Mode(ECH, "ECH", synthetic=False, client_hello_extra=ECH_CH_EXTRA_BYTES,
+         server_args=("--ech", ECH_PUBLIC_NAME), columns=(("samples", "ech", "ech"),)),
 )
 
 NAMES: tuple[str, ...] = tuple(m.name for m in REGISTRY)  # also the order of tables and figures
