@@ -265,6 +265,7 @@ static SSL_CTX *make_ctx(server *s, char *why, size_t whylen, char *groups_out, 
         snprintf(why, whylen, "SSL_CTX_new failed");
         return NULL;
     }
+    pqs_ctx_no_cert_compression(ctx);
     if (!tr->method_tls13) { /* e.g. QUIC contexts are TLS 1.3 by construction */
         SSL_CTX_set_min_proto_version(ctx, s->cfg.tls12 ? TLS1_2_VERSION : TLS1_3_VERSION);
         SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION);

@@ -20,6 +20,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include "certs.h"
 #include "cli.h"
 #include "common.h"
 #include "ech.h"
@@ -641,6 +642,7 @@ int main(int argc, char **argv)
         return PQS_EXIT_ENV;
     }
     SSL_CTX *ctx = t->ctx;
+    pqs_ctx_no_cert_compression(ctx);
     if (cfg->p.mode == PQS_MODE_TLS12) {
         SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
         SSL_CTX_set_max_proto_version(ctx, TLS1_2_VERSION);

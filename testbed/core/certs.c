@@ -278,3 +278,8 @@ void pqs_chain_free(pqs_chain *c)
     memset(c, 0, sizeof *c);
     c->gen_ns = g;
 }
+
+void pqs_ctx_no_cert_compression(SSL_CTX *ctx)
+{
+    SSL_CTX_set_options(ctx, SSL_OP_NO_TX_CERTIFICATE_COMPRESSION | SSL_OP_NO_RX_CERTIFICATE_COMPRESSION);
+}
