@@ -1,0 +1,344 @@
+"""Crypto stack move: did it change a number it should not? (issue 31) The same fixed experiment on
+two builds of pqshake's programs - an old crypto stack (--old, e.g. a build of the last commit
+before the move) and a new one (--new, default build/) - run twice each, interleaved O1 N1 O2 N2,
+same seed, one cell at a time; and pqs-speed of both builds for the per-operation CPU deltas.
+
+    python bench/stack_bench.py --old DIR [--new DIR] [--samples N | --budget MIN] [--tol 5]
+                                [--keep DIR] [--json FILE]
+
+The experiment: transports tcp, quic (OpenSSL's engine and ngtcp2), turbotls; modes full, resume,
+0rtt, fs0rtt (less what the plan refuses: 0-RTT modes over quic and turbotls); groups x25519,
+X25519MLKEM768, MLKEM768, frodo640aes (oqs-provider); sigs ecdsa-p256, ml-dsa-44; profiles lan,
+RTT 20 ms, RTT 100 ms. --samples defaults to the most that keeps the four runs within --budget
+minutes by the plan's estimate (at least 6).
+
+Printed: which stack each run recorded (meta.json, checked against each build's deps.mk); per
+operation pqs-speed's medians on both stacks; per cell the medians of the old and the new stack
+(each pooled over its two runs), new - old, the reference it is judged against and the verdict:
+- network-dominated cells (RTT > 1 ms): |new - old| within the allowance, the larger of the
+  run-to-run spread (max of |O1 - O2| and |N1 - N2|) and the larger 95 % CI half-width of the two
+  pooled medians: the stack moved the cell no more than running it again moves it;
+- CPU-dominated cells (lan): new - old minus what pqs-speed predicts for the cell's operations
+  (kex: keygen + encaps + decaps, or 2 keygen + 2 derive for ECDH; mode full adds sign and two
+  verifies, the CertificateVerify and the leaf's certificate) within the allowance above or
+  --tol % of the old median, whichever is larger.
+
+Goals (exit 1 when one is missed or the benchmark could not run):
+- every run recorded the stack of the build it was given, and the two stacks differ;
+- unexplained cells at most 5 % of each class (what a 95 % interval leaves to chance);
+- the new stack fails no more attempts than the old one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+GROUPS = ["x25519", "X25519MLKEM768", "MLKEM768", "frodo640aes"]
+SIGS = ["ecdsa-p256", "ml-dsa-44"]
+PROFILES = ["lan", "{name: rtt20, rtt: 20ms}", "rtt100"]
+# Names from the registries (tests/test_registry_only.py): no module but theirs spells one.
+from pqshake.experiments import modes as _M  # noqa: E402
+from pqshake.experiments.transports import quic as _quic, tcp as _tcp, turbotls as _turbo  # noqa: E402
+from pqshake.experiments.transports import QUIC_ENGINES as _ENGINES  # noqa: E402
+
+TRANSPORTS = [_tcp.NAME, _quic.NAME, _turbo.NAME]
+MODES = [_M.FULL, _M.RESUME, _M.ZERO_RTT, _M.FS0RTT]
+EARLY = [_M.ZERO_RTT, _M.FS0RTT]  # refused over QUIC and TurboTLS
+NOT_TCP = [t.name for t in _ENGINES.values()] + [_turbo.NAME]
+ORDER = ["O1", "N1", "O2", "N2"]
+NETWORK_RTT_MS = 1.0  # cells above it are network-dominated
+GOAL_UNEXPLAINED = 0.05
+MIN_SAMPLES = 6
+
+
+def _experiment(path: Path, samples: int) -> Path:
+    path.write_text(f"name: stack-bench\ngroups: [{', '.join(GROUPS)}]\nsigs: [{', '.join(SIGS)}]\n"
+                    f"profiles: [{', '.join(PROFILES)}]\ntransports: [{', '.join(TRANSPORTS)}]\n"
+                    f"quic_engines: [openssl, ngtcp2]\nmodes: [{', '.join(MODES)}]\n"
+                    f"exclude:\n  - {{transport: [{', '.join(NOT_TCP)}], mode: [{', '.join(EARLY)}]}}\n"
+                    f"samples: {samples}\nwarmup: 1\nparallel: 1\norder: interleaved\nbackend: userspace\nseed: 31\n")
+    return path
+
+
+def _stack(build: Path) -> dict[str, str]:
+    """The versions a build's deps.mk records (the same reading as a run's meta.json)."""
+    out = {}
+    for line in (build / "deps.mk").read_text().splitlines():
+        if ":=" in line and not line.lstrip().startswith("#") and "VERSION" in line.split(":=")[0]:
+            k, v = line.split(":=", 1)
+            out[k.strip().lower()] = v.strip()
+    return out
+
+
+def _label(stack: dict[str, str]) -> str:
+    return (f"OpenSSL {stack.get('openssl_version')} / liboqs {stack.get('liboqs_version')} / "
+            f"oqs-provider {stack.get('oqsprovider_version')}")
+
+
+def _size(exp: Path, budget_s: float, runs: int) -> tuple[int, float]:
+    """The most samples whose plan estimate for `runs` runs fits the budget (the BFE key's
+    generation counted once), and that estimate per run."""
+    from pqshake.experiments.plan import build_plan
+
+    def est(n: int) -> float:
+        return float(build_plan(_experiment(exp, n)).estimate_s(keygen=False))
+
+    lo, hi = MIN_SAMPLES, 200
+    if est(lo) * runs > budget_s:
+        return lo, est(lo)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if est(mid) * runs <= budget_s else (lo, mid)
+    return lo, est(lo)
+
+
+def _run(exp: Path, build: Path, out: Path) -> Path:
+    """`pqshake run` with the programs of `build` (PQS_BUILD); its run directory. A run that
+    finished with failed cells is data (counted per stack), not a benchmark that could not run.
+    A finished run already in `out` (--keep, a bench interrupted before) is reused."""
+    done = _finished(out)
+    if done:
+        return done
+    env = dict(os.environ, PQS_BUILD=str(build))
+    cli = Path(sys.executable).with_name("pqshake")
+    p = subprocess.run([str(cli), "run", str(exp), "--out", str(out), "--yes", "--quiet"], env=env,
+                       capture_output=True, text=True)
+    done = _finished(out)
+    if done is None:
+        raise RuntimeError(f"pqshake run ({build}) exited {p.returncode}: {(p.stderr or p.stdout).strip()[-400:]}")
+    return done
+
+
+def _finished(out: Path) -> Path | None:
+    """The run directory under out/ whose meta.json says it finished (complete, with or without
+    failed cells), or None."""
+    for meta in sorted(out.glob("*/*/meta.json")):
+        if str(json.loads(meta.read_text()).get("status", "")).startswith("complete"):
+            return meta.parent
+    return None
+
+
+def _recorded_stack(run: Path) -> dict[str, str]:
+    meta = json.loads((run / "meta.json").read_text())
+    sessions = meta.get("sessions") or []
+    return (sessions[0].get("provenance") or sessions[0]).get("stack", {}) if sessions else {}
+
+
+def _cells(run: Path) -> dict[str, dict]:
+    """Per cell: its key fields, its measured attempts (a failure as +inf) and its failure count."""
+    import numpy as np
+
+    from pqshake.experiments import load
+
+    s = load(run)
+    s = s[~s["warmup"].astype(bool)]
+    cells = load(run, "cells").set_index("cell_id")
+    out = {}
+    for cid, g in s.groupby("cell_id"):
+        c = cells.loc[cid]
+        ok = g["ok"].astype(bool)
+        out[cid] = {"x": np.where(ok, g["handshake_ns"].astype(float), np.inf), "failed": int((~ok).sum()),
+                    "profile": c["profile"], "group": c["group"], "sig": c["sig"], "mode": c["mode"],
+                    "transport": c.get("transport", _tcp.NAME), "rtt_ms": float(c["rtt_ns"]) / 1e6}
+    return out
+
+
+def _failed_cells(run: Path) -> list[str]:
+    """Cells the run marked failed (server or timer did not run: no samples), with the reason."""
+    from pqshake.experiments import load
+
+    c = load(run, "cells")
+    bad = c[c["status"].astype(str) != "complete"] if "status" in c else c.iloc[0:0]
+    return [f"{r.cell_id} ({r.reason})" for r in bad.itertuples()]
+
+
+def _speed(build: Path) -> dict[tuple[str, str, str], float]:
+    """pqs-speed of a build for the experiment's groups and signatures: (kind, name, op) -> median ns."""
+    p = subprocess.run([str(build / "bin" / "pqs-speed"), "--groups", ":".join(GROUPS), "--sigs", ":".join(SIGS),
+                        "--only", "kex,sig", "--no-direct"], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"{build}/bin/pqs-speed exited {p.returncode}: {p.stderr.strip()[-300:]}")
+    out = {}
+    for ln in p.stdout.splitlines():
+        r = json.loads(ln)
+        if r.get("type") in ("kex", "sig") and r.get("ok"):
+            out[(r["type"], r["name"], r["op"])] = float(r["median_ns"])
+    return out
+
+
+def _cpu_ns(speed: dict, group: str, sig: str, mode: str) -> float:
+    """The handshake's primitive operations as pqs-speed times them (client and server share the
+    link's CPUs on lan, so their costs add up on the critical path)."""
+    if ("kex", group, "encaps") in speed:
+        kex = sum(speed[("kex", group, op)] for op in ("keygen", "encaps", "decaps"))
+    else:
+        kex = 2 * speed[("kex", group, "keygen")] + 2 * speed[("kex", group, "derive")]
+    if mode != _M.FULL:
+        return kex  # resume, 0rtt, fs0rtt: psk_dhe_ke, no certificate (BFE is not in the stack)
+    return kex + speed[("sig", sig, "sign")] + 2 * speed[("sig", sig, "verify")]
+
+
+def _judge(runs: dict[str, dict], cid: str, speed_delta: dict, tol: float) -> dict:
+    import numpy as np
+
+    from pqshake.experiments.sampling import median_ci
+
+    def med(tags):
+        return float(np.median(np.concatenate([runs[t][cid]["x"] for t in tags])))
+
+    def hw(tags):
+        ci = median_ci(list(np.concatenate([runs[t][cid]["x"] for t in tags])))
+        return ci["median"] * ci["half_width_rel"] if ci["half_width_rel"] is not None else float("inf")
+
+    c = runs["O1"][cid]
+    old, new = med(("O1", "O2")), med(("N1", "N2"))
+    one = {t: float(np.median(runs[t][cid]["x"])) for t in ORDER}
+    spread = max(abs(one["O1"] - one["O2"]), abs(one["N1"] - one["N2"]))
+    ci_hw = max(hw(("O1", "O2")), hw(("N1", "N2")))
+    allow, by = (spread, "A/A") if spread >= ci_hw else (ci_hw, "CI")
+    network = c["rtt_ms"] > NETWORK_RTT_MS
+    predicted = 0.0 if network else speed_delta[(c["group"], c["sig"], c["mode"])]
+    if not network and tol / 100 * old > allow:
+        allow, by = tol / 100 * old, f"{tol:g}%"
+    diff = new - old
+    return {"cell": cid, "class": "network" if network else "cpu", "old_ms": old / 1e6, "new_ms": new / 1e6,
+            "diff_ms": diff / 1e6, "predicted_ms": predicted / 1e6, "spread_ms": spread / 1e6, "ci_hw_ms": ci_hw / 1e6,
+            "allow_ms": allow / 1e6, "by": by, "explained": bool(abs(diff - predicted) <= allow),
+            "failed_old": sum(runs[t][cid]["failed"] for t in ("O1", "O2")),
+            "failed_new": sum(runs[t][cid]["failed"] for t in ("N1", "N2"))}
+
+
+def _short(cid: str) -> str:
+    return cid.replace("__r1", "").replace("X25519MLKEM768", "X25519MLKEM").replace("frodo640aes", "frodo640")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--old", type=Path, required=True, help="build directory of the old stack (bin/, deps.mk)")
+    ap.add_argument("--new", type=Path, default=REPO / "build", help="build directory of the new stack (default build/)")
+    ap.add_argument("--samples", type=int, help="per cell and run (default: sized by --budget)")
+    ap.add_argument("--budget", type=float, default=22.0, metavar="MIN", help="the four runs' estimated minutes (default 22)")
+    ap.add_argument("--tol", type=float, default=5.0, metavar="PCT", help="lan cells: tolerance, %% of the old median (default 5)")
+    ap.add_argument("--keep", type=Path, help="keep the run directories here, DIR/<O1|N1|O2|N2>/ (default: a temporary "
+                    "folder, removed); a finished run already there is reused, so an interrupted bench carries on")
+    ap.add_argument("--json", type=Path)
+    a = ap.parse_args(argv)
+    if os.geteuid() != 0:
+        print("stack_bench: could not run: needs root (network namespaces)", file=sys.stderr)
+        return 1
+    builds = {"O": a.old.resolve(), "N": a.new.resolve()}
+    for b in builds.values():
+        if not (b / "deps.mk").is_file() or not os.access(b / "bin" / "pqs-timer", os.X_OK):
+            print(f"stack_bench: could not run: {b}: not a build directory (no deps.mk or bin/pqs-timer); "
+                  f"run 'make build' in its checkout", file=sys.stderr)
+            return 1
+    stacks = {k: _stack(b) for k, b in builds.items()}
+
+    from pqshake.errors import UserError
+
+    tmp = Path(tempfile.mkdtemp(prefix="pqs-bench-stack-"))
+    out = a.keep or tmp / "results"
+    runs: dict[str, dict] = {}
+    walls: dict[str, float] = {}
+    recorded: dict[str, dict] = {}
+    failed_cells: dict[str, list[str]] = {}
+    try:
+        exp = tmp / "stack-bench.yaml"
+        if a.samples:
+            samples = a.samples
+            from pqshake.experiments.plan import build_plan
+            per_run = float(build_plan(_experiment(exp, samples)).estimate_s(keygen=False))
+        else:
+            samples, per_run = _size(exp, a.budget * 60, len(ORDER))
+        _experiment(exp, samples)
+        print(f"old: {builds['O']} ({_label(stacks['O'])})\nnew: {builds['N']} ({_label(stacks['N'])})")
+        print(f"experiment: {len(GROUPS)} groups x {len(SIGS)} sigs x {len(MODES)} modes x tcp/quic/quic+ngtcp2/turbotls "
+              f"x lan/rtt20/rtt100 (0-RTT modes over quic and turbotls excluded: the plan refuses them), "
+              f"{samples} samples + 1 warm-up, parallel 1; plan {per_run / 60:.1f} min per run, "
+              f"{len(ORDER) * per_run / 60:.1f} min for {' '.join(ORDER)}", flush=True)
+        speeds = {}
+        for k in ("O", "N"):
+            speeds[k] = _speed(builds[k])
+        for tag in ORDER:
+            t0 = time.monotonic()
+            path = _run(exp, builds[tag[0]], out / tag)
+            walls[tag] = time.monotonic() - t0
+            recorded[tag] = _recorded_stack(path)
+            runs[tag] = _cells(path)
+            failed_cells[tag] = _failed_cells(path)
+            print(f"  run {tag}: {walls[tag] / 60:.1f} min, recorded {_label(recorded[tag])}; "
+                  f"load average {os.getloadavg()[0]:.2f}; failed cells: {', '.join(failed_cells[tag]) or 'none'}",
+                  flush=True)
+        for k in ("O", "N"):  # again after the runs: drift of the machine shows as the two disagreeing
+            speeds[k + "2"] = _speed(builds[k])
+    except (UserError, RuntimeError, OSError, KeyError) as e:
+        print(f"stack_bench: could not run: {e}", file=sys.stderr)
+        return 1
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    import numpy as np
+
+    # pqs-speed: each stack's operation = the mean of its two medians (before and after the runs)
+    ops = sorted(set(speeds["O"]) & set(speeds["N"]) & set(speeds["O2"]) & set(speeds["N2"]))
+    sp = {k: {op: (speeds[k][op] + speeds[k + "2"][op]) / 2 for op in ops} for k in ("O", "N")}
+    print(f"\npqs-speed (median ns, mean of a run before and after the handshakes)\n{'operation':<32} {'old':>10} {'new':>10} {'new/old':>8}")
+    for op in ops:
+        print(f"{' '.join(op):<32} {sp['O'][op]:10.0f} {sp['N'][op]:10.0f} {sp['N'][op] / sp['O'][op]:8.3f}")
+    delta = {(g, s, m): _cpu_ns(sp["N"], g, s, m) - _cpu_ns(sp["O"], g, s, m) for g in GROUPS for s in SIGS for m in MODES}
+
+    ids = sorted(set.intersection(*(set(r) for r in runs.values())),
+                 key=lambda c: (runs["O1"][c]["rtt_ms"], c))
+    table = [_judge(runs, c, delta, a.tol) for c in ids]
+    print(f"\n{'cell (profile__group__sig__mode[__transport])':<50} {'old ms':>8} {'new ms':>8} {'new-old':>8} "
+          f"{'pred':>7} {'allow':>7} by")
+    for t in table:
+        print(f"{_short(t['cell']):<50} {t['old_ms']:8.3f} {t['new_ms']:8.3f} {t['diff_ms']:+8.3f} {t['predicted_ms']:+7.3f} "
+              f"{t['allow_ms']:7.3f} {t['by']}" + ("" if t["explained"] else "   <- unexplained"))
+    share = {}
+    for cls in ("network", "cpu"):
+        rows = [t for t in table if t["class"] == cls]
+        bad = [t for t in rows if not t["explained"]]
+        share[cls] = len(bad) / len(rows) if rows else 0.0
+        print(f"{cls} cells: {len(rows) - len(bad)} of {len(rows)} explained; unexplained: "
+              + (", ".join(f"{_short(t['cell'])} ({t['diff_ms'] - t['predicted_ms']:+.3f} ms)" for t in bad) or "none"))
+    rel = [t["diff_ms"] / t["old_ms"] for t in table if t["class"] == "cpu" and t["old_ms"] > 0]
+    if rel:
+        print(f"lan cells, new vs old median: mean {sum(rel) / len(rel):+.1%}, range {min(rel):+.1%} .. {max(rel):+.1%}")
+    failed = {k: sum(t[f"failed_{k}"] for t in table) for k in ("old", "new")}
+    configured = len(table) * samples * 2
+    got = {k: sum(int(np.isfinite(runs[t][c]["x"]).sum()) for c in ids for t in ORDER if t[0] == k) for k in ("O", "N")}
+    print(f"attempts: configured {configured} per stack ({len(table)} cells x {samples} x 2 runs); measured ok: "
+          f"old {got['O']}, new {got['N']}; failed: old {failed['old']}, new {failed['new']}")
+    print(f"wall time: {', '.join(f'{t} {walls[t] / 60:.1f} min' for t in ORDER)} (plan {per_run / 60:.1f} min per run); "
+          f"load average now {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print("cells failed (left out of the table): " + ("; ".join(f"{t}: {len(v)}" for t, v in failed_cells.items() if v) or "none"))
+    stack_ok = (all(recorded[t] == stacks[t[0]] for t in ORDER) and stacks["O"] != stacks["N"])
+    goals = {
+        "each run recorded its build's stack, and the stacks differ": stack_ok,
+        f"unexplained network cells <= {GOAL_UNEXPLAINED:.0%}": share["network"] <= GOAL_UNEXPLAINED,
+        f"unexplained lan cells <= {GOAL_UNEXPLAINED:.0%} (tolerance {a.tol:g} % or the allowance)": share["cpu"] <= GOAL_UNEXPLAINED,
+        "new stack fails no more attempts and cells": failed["new"] <= failed["old"]
+        and sum(len(failed_cells[t]) for t in ("N1", "N2")) <= sum(len(failed_cells[t]) for t in ("O1", "O2")),
+    }
+    for g, ok in goals.items():
+        print(f"goal {g}: {'met' if ok else 'MISSED'}")
+    if a.json:
+        a.json.write_text(json.dumps({"stacks": stacks, "recorded": recorded, "samples": samples, "walls_s": walls,
+                                      "plan_per_run_s": per_run, "speed_ns": {k: {" ".join(op): v for op, v in d.items()}
+                                                                             for k, d in sp.items()},
+                                      "table": table, "unexplained_share": share, "failed": failed}, indent=2) + "\n")
+    return 0 if all(goals.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
