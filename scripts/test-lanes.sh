@@ -12,24 +12,42 @@
 # at nice 5: where both want a CPU the host lanes' timing tests (pqs-linkemu at 100 Mbit/s) come
 # first, and the lane beside counts its wait for a CPU as stolen time (emulation/uml.py) and judges
 # by it.
-# Usage: test-lanes.sh [--beside TARGET]... TARGET...   (make targets; each prints pytest's or
-# the C tests' summary)
+#
+# --prepare TARGET starts a make target that lanes need later (make test: the container image,
+# which test_container.py otherwise builds in line, about 5 minutes cold) at once, in the
+# background, at nice 19 and idle I/O priority: it only takes what the lanes leave idle (the netem
+# lane's user-mode Linux leaves a CPU mostly idle), as the two nice-19 busy loops every test must
+# bear would. Whoever needs its result waits for it there (podman-build.sh holds a lock while it
+# builds). It is reported after the lanes, one line; if it failed, make test fails.
+# Usage: test-lanes.sh [--prepare TARGET]... [--beside TARGET]... TARGET...   (make targets; each
+# lane prints pytest's or the C tests' summary)
 set -uo pipefail
 MAKE=${MAKE:-make}
-beside=()
-while [ $# -gt 0 ] && [ "$1" = --beside ]; do
-  [ $# -ge 2 ] || { echo "usage: $0 [--beside TARGET]... TARGET..." >&2; exit 2; }
-  beside+=("$2"); shift 2
+beside=() prepare=()
+usage="usage: $0 [--prepare TARGET]... [--beside TARGET]... TARGET..."
+while [ $# -gt 0 ] && { [ "$1" = --beside ] || [ "$1" = --prepare ]; }; do
+  [ $# -ge 2 ] || { echo "$usage" >&2; exit 2; }
+  if [ "$1" = --beside ]; then beside+=("$2"); else prepare+=("$2"); fi
+  shift 2
 done
-[ $# -gt 0 ] || [ ${#beside[@]} -gt 0 ] || { echo "usage: $0 [--beside TARGET]... TARGET..." >&2; exit 2; }
+[ $# -gt 0 ] || [ ${#beside[@]} -gt 0 ] || { echo "$usage" >&2; exit 2; }
 logs=$(mktemp -d "${TMPDIR:-/tmp}/pqs-lanes.XXXXXX")
-bg_pids=()
+bg_pids=() prep_pids=()
 # A lane beside the others runs in its own session (setsid): on Ctrl-C or TERM its whole group
 # (make, pytest, the UML kernel) is stopped by the id recorded here, and nothing else.
-stop_beside() { for p in "${bg_pids[@]}"; do kill -TERM -- "-$p" 2>/dev/null; done; }
+# The same for a target prepared in the background.
+stop_beside() { for p in "${bg_pids[@]}" "${prep_pids[@]}"; do kill -TERM -- "-$p" 2>/dev/null; done; }
 trap 'stop_beside; exit 130' INT
 trap 'stop_beside; exit 143' TERM
 trap 'rm -rf "$logs"' EXIT
+prep_start=$(date +%s)
+for t in "${prepare[@]}"; do
+  echo "=== $t started in the background (nice 19, idle I/O); its result follows the lanes'"
+  # (the time it finished is written beside its log: how long it took, whatever the lanes took)
+  setsid nice -n 19 ionice -c 3 bash -c '"$1" --no-print-directory "$2"; rc=$?; date +%s >"$3.end"; exit $rc' \
+    prepare "$MAKE" "$t" "$logs/prepare-$t" >"$logs/prepare-$t.log" 2>&1 </dev/null &
+  prep_pids+=($!)
+done
 for lane in "${beside[@]}"; do
   echo "=== lane $lane started beside the others (its output follows theirs)"
   setsid nice -n 5 "$MAKE" --no-print-directory "$lane" >"$logs/$lane.log" 2>&1 </dev/null &
@@ -84,6 +102,21 @@ for i in "${!beside[@]}"; do
   tally "$lane" "$rc"
 done
 bg_pids=()
+for i in "${!prepare[@]}"; do
+  t=${prepare[$i]}
+  wait "${prep_pids[$i]}"
+  rc=$?
+  end=$(cat "$logs/prepare-$t.end" 2>/dev/null || date +%s)
+  if [ "$rc" -eq 0 ]; then
+    summary+=("$(printf 'prepared %-10s ok     in %d s, in the background' "$t" $((end - prep_start)))")
+  else
+    echo "=== $t (prepared in the background) FAILED, exit $rc; the end of its output:"
+    tail -n 40 "$logs/prepare-$t.log"
+    summary+=("$(printf 'prepared %-10s FAILED exit %d after %d s' "$t" "$rc" $((end - prep_start)))")
+    failed_lanes+=("$t") total_f=$((total_f + 1))
+  fi
+done
+prep_pids=()
 echo
 printf '%s\n' "${summary[@]}"
 [ ${#failed_lanes[@]} -eq 0 ] || echo "failed lanes: ${failed_lanes[*]}"

@@ -16,7 +16,8 @@ def test_make_test_runs_every_lane_through_the_lane_runner():
     lane, which make abandons at the first failure)."""
     mk = (REPO / "Makefile").read_text()
     recipe = re.search(r"^test:[^\n]*\n((?:\t[^\n]*\n)+)", mk, re.M).group(1)
-    assert re.fullmatch(r"\t@bash scripts/test-lanes\.sh test-c test-host netem-lane\n", recipe), recipe
+    assert re.fullmatch(r"\t@bash scripts/test-lanes\.sh \$\(if \$\(PYTEST_ARGS\),,--prepare podman-build\) "
+                        r"test-c netem-lane test-host\n", recipe), recipe
     for lane in ("test-c", "test-host", "netem-lane"):
         assert re.search(rf"^{lane}:", mk, re.M), f"no make target {lane}"
     assert "make test" in (REPO / ".ci" / "run").read_text()
@@ -120,3 +121,68 @@ def test_a_lane_beside_is_stopped_with_the_runner(tmp_path):
         time.sleep(0.05)
     os.kill(shell, signal.SIGKILL)
     raise AssertionError("the lane beside outlived the runner")
+
+
+def _prepare_makefile(tmp_path: Path) -> None:
+    # "image" records its niceness and waits until the lane "fast" has started (so it ran beside
+    # the lanes, not before them); "broken" fails with a message.
+    (tmp_path / "Makefile").write_text(
+        "image:\n\t@nice > image-nice; touch slow-started; for i in $$(seq 200); do [ -e fast-started ] && break; "
+        "sleep 0.1; done; [ -e fast-started ] || exit 1; touch image-built\n"
+        "fast:\n\t@touch fast-started; for i in $$(seq 200); do [ -e slow-started ] && break; sleep 0.1; done; "
+        "[ -e slow-started ] || exit 1; echo '==== 3 passed in 1.00s ===='\n"
+        "broken:\n\t@echo 'debootstrap failed: no route to the mirror'; exit 2\n")
+
+
+def test_a_prepared_target_builds_beside_the_lanes_at_nice_19_and_is_reported(tmp_path):
+    """make test builds the container image in the background from the start (--prepare), at the
+    lowest CPU priority: the lanes see it as the nice-19 load every test must bear."""
+    _prepare_makefile(tmp_path)
+    r = subprocess.run(["bash", str(LANES), "--prepare", "image", "fast"], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=60, env={"PATH": "/usr/bin:/bin"})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (tmp_path / "image-built").exists()
+    assert (tmp_path / "image-nice").read_text().strip() == "19"
+    lines = r.stdout.strip().splitlines()
+    assert re.match(r"lane fast\s+ok\s+3 passed", lines[-3]), lines
+    assert re.match(r"prepared image\s+ok\s+in \d+ s, in the background", lines[-2]), lines
+    assert lines[-1] == "3 passed, 0 failed"
+
+
+def test_a_prepared_target_that_fails_fails_the_run_and_shows_why(tmp_path):
+    _prepare_makefile(tmp_path)
+    (tmp_path / "slow-started").touch()
+    r = subprocess.run(["bash", str(LANES), "--prepare", "broken", "fast"], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=60, env={"PATH": "/usr/bin:/bin"})
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "debootstrap failed: no route to the mirror" in r.stdout
+    lines = r.stdout.strip().splitlines()
+    assert re.match(r"prepared broken\s+FAILED exit 2", lines[-3]), lines
+    assert lines[-2] == "failed lanes: broken"
+    assert lines[-1] == "3 passed, 1 failed"
+
+
+def test_a_prepared_target_is_stopped_with_the_runner(tmp_path):
+    import os
+    import signal
+    import time
+
+    _beside_makefile(tmp_path)
+    p = subprocess.Popen(["bash", str(LANES), "--prepare", "hang", "fast"], cwd=tmp_path, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, env={"PATH": "/usr/bin:/bin"})
+    for _ in range(200):
+        if (tmp_path / "hang.pid").exists() and (tmp_path / "hang.pid").read_text().strip():
+            break
+        time.sleep(0.05)
+    shell = int((tmp_path / "hang.pid").read_text())
+    time.sleep(1.5)  # "fast" done: the runner waits for "hang"
+    p.send_signal(signal.SIGTERM)
+    assert p.wait(timeout=10) == 143
+    for _ in range(100):
+        try:
+            os.kill(shell, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    os.kill(shell, signal.SIGKILL)
+    raise AssertionError("the target prepared in the background outlived the runner")
