@@ -15,7 +15,7 @@
 #
 # --prepare TARGET starts a make target that lanes need later (make test: the container image,
 # which test_container.py otherwise builds in line, about 5 minutes cold) at once, in the
-# background, at nice 19 and idle I/O priority: it only takes what the lanes leave idle (the netem
+# background, at nice 19: it only takes the CPU the lanes leave idle (the netem
 # lane's user-mode Linux leaves a CPU mostly idle), as the two nice-19 busy loops every test must
 # bear would. Whoever needs its result waits for it there (podman-build.sh holds a lock while it
 # builds). It is reported after the lanes, one line; if it failed, make test fails.
@@ -42,9 +42,9 @@ trap 'stop_beside; exit 143' TERM
 trap 'rm -rf "$logs"' EXIT
 prep_start=$(date +%s)
 for t in "${prepare[@]}"; do
-  echo "=== $t started in the background (nice 19, idle I/O); its result follows the lanes'"
+  echo "=== $t started in the background (nice 19); its result follows the lanes'"
   # (the time it finished is written beside its log: how long it took, whatever the lanes took)
-  setsid nice -n 19 ionice -c 3 bash -c '"$1" --no-print-directory "$2"; rc=$?; date +%s >"$3.end"; exit $rc' \
+  setsid nice -n 19 bash -c '"$1" --no-print-directory "$2"; rc=$?; date +%s >"$3.end"; exit $rc' \
     prepare "$MAKE" "$t" "$logs/prepare-$t" >"$logs/prepare-$t.log" 2>&1 </dev/null &
   prep_pids+=($!)
 done
