@@ -7,6 +7,8 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parent.parent
 LANES = REPO / "scripts" / "test-lanes.sh"
 
@@ -97,13 +99,14 @@ def test_a_lane_beside_runs_at_the_same_time_and_is_reported_after(tmp_path):
     assert out.index("=== lane slow (ran beside the others)") > out.index("==== 3 passed"), "its log comes after"
 
 
-def test_a_lane_beside_is_stopped_with_the_runner(tmp_path):
+@pytest.mark.parametrize("flag", ["--beside", "--prepare"])
+def test_a_lane_beside_or_a_prepared_target_is_stopped_with_the_runner(tmp_path, flag):
     import os
     import signal
     import time
 
     _beside_makefile(tmp_path)
-    p = subprocess.Popen(["bash", str(LANES), "--beside", "hang", "fast"], cwd=tmp_path, stdout=subprocess.PIPE,
+    p = subprocess.Popen(["bash", str(LANES), flag, "hang", "fast"], cwd=tmp_path, stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, env={"PATH": "/usr/bin:/bin"})
     for _ in range(200):
         if (tmp_path / "hang.pid").exists() and (tmp_path / "hang.pid").read_text().strip():
@@ -120,7 +123,7 @@ def test_a_lane_beside_is_stopped_with_the_runner(tmp_path):
             return
         time.sleep(0.05)
     os.kill(shell, signal.SIGKILL)
-    raise AssertionError("the lane beside outlived the runner")
+    raise AssertionError(f"the target run with {flag} outlived the runner")
 
 
 def _prepare_makefile(tmp_path: Path) -> None:
@@ -160,29 +163,3 @@ def test_a_prepared_target_that_fails_fails_the_run_and_shows_why(tmp_path):
     assert re.match(r"prepared broken\s+FAILED exit 2", lines[-3]), lines
     assert lines[-2] == "failed lanes: broken"
     assert lines[-1] == "3 passed, 1 failed"
-
-
-def test_a_prepared_target_is_stopped_with_the_runner(tmp_path):
-    import os
-    import signal
-    import time
-
-    _beside_makefile(tmp_path)
-    p = subprocess.Popen(["bash", str(LANES), "--prepare", "hang", "fast"], cwd=tmp_path, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, env={"PATH": "/usr/bin:/bin"})
-    for _ in range(200):
-        if (tmp_path / "hang.pid").exists() and (tmp_path / "hang.pid").read_text().strip():
-            break
-        time.sleep(0.05)
-    shell = int((tmp_path / "hang.pid").read_text())
-    time.sleep(1.5)  # "fast" done: the runner waits for "hang"
-    p.send_signal(signal.SIGTERM)
-    assert p.wait(timeout=10) == 143
-    for _ in range(100):
-        try:
-            os.kill(shell, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.05)
-    os.kill(shell, signal.SIGKILL)
-    raise AssertionError("the target prepared in the background outlived the runner")
