@@ -196,7 +196,7 @@ def run(argv: list[str], mem: str = "2G", cwd: Path | None = None, out: Callable
         deadline = None if timeout is None else time.monotonic() + timeout
         boot: list[str] = []
         pending = ""
-        started = ended = False
+        booted = ended = False
         assert proc.stdout is not None
         fd = proc.stdout.fileno()
         while True:
@@ -204,7 +204,7 @@ def run(argv: list[str], mem: str = "2G", cwd: Path | None = None, out: Callable
             if not chunk:
                 break
             text = chunk.decode(errors="replace").replace("\r", "")
-            if started and not ended:
+            if booted and not ended:
                 # after boot: as it comes (pytest's progress dots have no newline); nothing of
                 # the kernel's own halt after the end marker
                 if "pqs-uml: end" in text:
@@ -212,13 +212,13 @@ def run(argv: list[str], mem: str = "2G", cwd: Path | None = None, out: Callable
                 write(text)
             else:
                 pending += text
-                while "\n" in pending and not started:
+                while "\n" in pending and not booted:
                     line, pending = pending.split("\n", 1)
                     boot.append(line)
                     if line.startswith("pqs-uml: cannot load module"):
                         out(line)
                     if line.startswith("pqs-uml: start"):
-                        started = True
+                        booted = True
                         out(f"pqs-uml: {name}: booted, running {shlex.join(argv)}")
                         write(pending)
                         pending = ""
