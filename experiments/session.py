@@ -135,44 +135,58 @@ def _run_slots(ctx: _Context, sp: "SlotPlan") -> None:
     (nothing beside them), then the others in order, each on a thread and a link of its own as
     soon as slots.may_start allows, on the lowest free slot. A signal (Stop, Ctrl-C) or a failure
     in one slot stops every slot: each kills its programs and tears its link down, and the first
-    error is raised once all are down."""
+    error is raised once all are down.
+
+    The main thread waits on each slot's own `done` event, never on Thread.join: in Python 3.11 a
+    join that a signal handler interrupts (SIGTERM's Stop, Ctrl-C) marks a thread that still runs
+    as stopped, so every later join returned at once and the process exited while a slot was still
+    tearing its link down, leaving its namespaces (test_stopping_a_slotted_run_then_resume)."""
+    from pqshake.emulation.signals import signals_ignored
+
     from .slots import Beside, may_start
 
     beside = Beside()
     stop = threading.Event()
     errors: list[BaseException] = []
-    running: dict[int, tuple[threading.Thread, float]] = {}  # slot -> (its thread, its chunk's CPU share)
+    running: dict[int, tuple[threading.Event, float]] = {}  # slot -> (set when its thread is done, its chunk's CPU share)
 
-    def slot_main(k: int, chunk: Any, i: int) -> None:
-        runner = CellRunner(ctx.run, ctx.plan, ctx.progress, ctx.session, stop=stop,
-                            slot={"slot": k, "slots": sp.slots, "beside": beside})
+    def slot_main(k: int, chunk: Any, i: int, done: threading.Event) -> None:
         try:
-            # net/<profile>/<session>-c<chunk>: each link's records (a profile has a link per chunk)
-            _run_on_link(ctx, runner, chunk.profile, chunk.cells, _slot_run_id(ctx.session, k), f"{ctx.session}-c{i}")
-        except Stop:
-            pass  # asked to stop: its open cell stays without DONE
-        except BaseException as e:  # noqa: BLE001 - handed to the main thread, which raises it
-            with ctx.lock:
-                errors.append(e)
-            stop.set()
+            runner = CellRunner(ctx.run, ctx.plan, ctx.progress, ctx.session, stop=stop,
+                                slot={"slot": k, "slots": sp.slots, "beside": beside})
+            try:
+                # net/<profile>/<session>-c<chunk>: each link's records (a profile has a link per chunk)
+                _run_on_link(ctx, runner, chunk.profile, chunk.cells, _slot_run_id(ctx.session, k), f"{ctx.session}-c{i}")
+            except Stop:
+                pass  # asked to stop: its open cell stays without DONE
+            except BaseException as e:  # noqa: BLE001 - handed to the main thread, which raises it
+                with ctx.lock:
+                    errors.append(e)
+                stop.set()
+                # in the run's log whatever the main thread raises in the end (a signal's Stop
+                # wins over a teardown that failed, which must not go unseen)
+                ctx.run.log(f"slot {k} (profile {chunk.profile}): {type(e).__name__}: {e}")
+            finally:
+                runner.kill_all()
+                ctx.progress.lane_done()
         finally:
-            runner.kill_all()
-            ctx.progress.lane_done()
+            done.set()
 
     def reap() -> None:
-        for k in [k for k, (t, _) in running.items() if not t.is_alive()]:
-            running.pop(k)[0].join()
+        for k in [k for k, (done, _) in running.items() if done.is_set()]:
+            running.pop(k)
 
     def start(k: int, chunk: Any) -> None:
-        t = threading.Thread(target=slot_main, args=(k, chunk, sp.chunks.index(chunk)), name=f"pqs-slot-{k}", daemon=True)
-        running[k] = (t, chunk.cpu_share)
-        t.start()
+        done = threading.Event()
+        running[k] = (done, chunk.cpu_share)
+        threading.Thread(target=slot_main, args=(k, chunk, sp.chunks.index(chunk), done), name=f"pqs-slot-{k}",
+                         daemon=True).start()
 
     try:
         for chunk in sp.solo:
             start(0, chunk)
             while running and not stop.is_set():
-                running[0][0].join(timeout=0.2)
+                running[0][0].wait(timeout=0.2)
                 reap()
         for chunk in sp.side_by_side:
             while not stop.is_set():
@@ -184,13 +198,14 @@ def _run_slots(ctx: _Context, sp: "SlotPlan") -> None:
                 break
             start(next(k for k in range(sp.slots) if k not in running), chunk)
         while running:
-            for t, _ in list(running.values()):
-                t.join(timeout=0.2)
+            for done, _ in list(running.values()):
+                done.wait(timeout=0.2)
             reap()
     except BaseException:  # Stop (SIGTERM/SIGHUP), KeyboardInterrupt: every slot stops, then this
         stop.set()
-        for t, _ in list(running.values()):
-            t.join()
+        with signals_ignored():  # a second Ctrl-C waits for the teardowns (delivered after them)
+            for done, _ in list(running.values()):
+                done.wait()
         raise
     if errors:
         raise errors[0]
