@@ -34,7 +34,7 @@ static void usage(FILE *f)
 "\n"
 "  --n N          connections the key serves (Bloom filter elements), %u..%u\n"
 "  --p P          false-positive probability after n connections, e.g. 0.001 or 2^-10\n"
-"                 (%g..%g)\n"
+"                 (2^-15 = %g .. %g: bfe-bf takes at most 16 hash functions)\n"
 "  --out DIR      the key folder (created; an existing key there is replaced)\n"
 "  --threads T    OpenMP threads for key generation (default 1)\n"
 "  --help, --version\n"
@@ -120,8 +120,10 @@ int main(int argc, char **argv)
             break;
         case OPT_P:
             if (!parse_p(optarg, &p))
-                pqs_usage_error(PROG, "bad --p '%s': a probability %g..%g, e.g. 0.001 or 2^-10", optarg,
-                                PQS_FS0RTT_P_MIN, PQS_FS0RTT_P_MAX);
+                pqs_usage_error(PROG,
+                                "bad --p '%s': a probability from 2^-15 (%g; bfe-bf takes at most 16 hash "
+                                "functions) to %g, e.g. 0.001 or 2^-10",
+                                optarg, PQS_FS0RTT_P_MIN, PQS_FS0RTT_P_MAX);
             p_text = optarg;
             break;
         case OPT_OUT: out = optarg; break;

@@ -10,10 +10,10 @@
 #include <bfe/bfe-bf.h>
 #include <openssl/crypto.h>
 
+#include "fs0rtt.h"
 #include "speed.h"
 
 #define BFE_KEY_BYTES 32 /* the encapsulated key: a TLS secret (and bfe-bf's maximum) */
-#define BFE_MAX_HASHES 16 /* bfe-bf's MAX_BLOOMFILTER_HASH_COUNT: keygen refuses a larger k */
 #define BFE_MAX_N (1u << 24)
 
 /* ---------------- --bfe N:P,... ---------------- */
@@ -106,9 +106,9 @@ int speed_bfe_parse(const char *list, speed_bfe_param *out, int max, char *why, 
             return 0;
         }
         bfe_filter(bp->n, bp->p, &bp->m, &bp->k);
-        if (bp->k > BFE_MAX_HASHES) {
+        if (bp->k > PQS_FS0RTT_MAX_HASHES) {
             snprintf(why, whylen, "bad --bfe p '%s': needs %u hash functions, bfe-bf allows at most %d "
-                     "(use p >= 2^-15)", colon + 1, bp->k, BFE_MAX_HASHES);
+                     "(use p >= 2^-15)", colon + 1, bp->k, PQS_FS0RTT_MAX_HASHES);
             return 0;
         }
         char pn[32];

@@ -23,9 +23,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-# The C bounds (testbed/fs0rtt/fs0rtt.h PQS_FS0RTT_N_*, PQS_FS0RTT_P_*).
+# The C bounds (testbed/fs0rtt/fs0rtt.h PQS_FS0RTT_N_*, PQS_FS0RTT_P_*). P_MIN is bfe-bf's: at
+# most 16 hash functions, which p = 2^-15 needs for any n (hash_count below); smaller p failed
+# only when the cell's key was generated.
 N_MIN, N_MAX = 1, 1 << 20
-P_MIN, P_MAX = 1e-9, 0.5
+P_MIN, P_MAX = 2.0 ** -15, 0.5
+MAX_HASH_COUNT = 16
 DEFAULT_N = 4096
 DEFAULT_P = 2.0 ** -10
 # Key generation CPU per secret-key slot (pqs-bfe-keygen, relic's x64 backend, one thread): the
@@ -50,7 +53,8 @@ def parse_p(value: Any) -> float:
         # reading a huge N (int() of 5000 digits raises, 2.0 ** -10^400 overflows).
         value = 2.0 ** int(m.group(1)) if len(m.group(1)) <= 6 else 0.0
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not P_MIN <= float(value) <= P_MAX:
-        raise ValueError(f"{given!r} is out of range: a false-positive probability from {P_MIN:g} to {P_MAX:g} "
+        raise ValueError(f"{given!r} is out of range: a false-positive probability from 2^-15 ({P_MIN:.3g}; the Bloom "
+                         f"Filter Encryption library takes at most {MAX_HASH_COUNT} hash functions) to {P_MAX:g} "
                          "(e.g. 0.001 or '2^-10')")
     return float(value)
 

@@ -33,10 +33,14 @@
 #define PQS_FS0RTT_KEY_BYTES 32 /* the encapsulated key: the PSK */
 
 /* Parameter bounds (pqs-bfe-keygen, and experiments' bfe_n / bfe_p): n connections per key,
- * p the Bloom filter's false-positive probability at n. */
+ * p the Bloom filter's false-positive probability at n. p's floor is bfe-bf's: it takes at most
+ * 16 hash functions (MAX_BLOOMFILTER_HASH_COUNT as built), and k = ceil(m ln 2 / n) with
+ * m = ceil(-n ln p / ln(2)^2) stays at 16 down to p = 2^-15 for every n; below, key generation
+ * fails (status 2). */
 #define PQS_FS0RTT_N_MIN 1
 #define PQS_FS0RTT_N_MAX (1u << 20)
-#define PQS_FS0RTT_P_MIN 1e-9
+#define PQS_FS0RTT_P_MIN (1.0 / 32768)
+#define PQS_FS0RTT_MAX_HASHES 16 /* bfe-bf's MAX_BLOOMFILTER_HASH_COUNT: its keygen refuses a larger k */
 #define PQS_FS0RTT_P_MAX 0.5
 
 /* ---------------- the key (fs0rtt_key.c) ---------------- */

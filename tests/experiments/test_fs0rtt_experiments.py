@@ -47,6 +47,9 @@ def _error(write_exp, extra: str) -> str:
     ("bfe_p: 0.9", ["exp.yaml:9", "bfe_p", "0.9", "out of range"]),
     ("bfe_p: 0", ["bfe_p", "out of range"]),
     ('bfe_p: "2^-x"', ["bfe_p", "not a probability", "'2^-10'"]),
+    # below 2^-15 the key would need more than bfe-bf's 16 hash functions (it failed at keygen)
+    ('bfe_p: "2^-16"', ["exp.yaml:9", "bfe_p", "out of range", "2^-15", "16 hash functions"]),
+    ("bfe_p: 0.000001", ["bfe_p", "out of range", "2^-15"]),
 ])
 def test_bfe_bounds_are_one_line_errors_naming_the_field(write_exp, extra, words):
     msg = _error(write_exp, extra)
