@@ -61,6 +61,7 @@ SAMPLES_OPTIONAL = {
     "tcp_data_segs_in": "segs_down",
     "tcp_total_retrans": "retrans",
     "tcp_rtt_ns": "tcp_srtt_ns",
+    "cpu_ns": "client_cpu_ns",  # the timer's worker thread's CPU for the attempt, t0 to the close
     # Each transport's own columns (its JSON member, e.g. the timer's quic object; null for the
     # other transports): the rows' sample_columns (experiments/transports/).
     **_T.columns("samples"),

@@ -225,7 +225,8 @@ static void run_attempt(tworker *w, pqs_attempt *a)
         a->t0 = a->t_end = pqs_mono_ns();
         return;
     }
-    /* ---- measured interval ---- */
+    /* ---- measured interval ---- (the CPU clock is read outside it: a system call) */
+    int64_t cpu0 = pqs_clock_ns(CLOCK_THREAD_CPUTIME_ID);
     a->t0 = pqs_mono_ns();
     int64_t deadline = a->t0 + c->p->timeout_ns;
     tr->client_handshake(c, a, deadline);
@@ -234,6 +235,7 @@ static void run_attempt(tworker *w, pqs_attempt *a)
         check_mode(c->p, a);
     }
     tr->client_close(c, a);
+    a->cpu_ns = pqs_clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
     if (a->new_sess != NULL) {
         if (c->sess != NULL)
             SSL_SESSION_free(c->sess);
@@ -283,6 +285,7 @@ static void log_attempt(tworker *w, const pqs_attempt *a)
     pqs_json_rel(&j, "ttfb_ns", a->t_first, a->t0);
     pqs_json_rel(&j, "ttlb_ns", a->t_last, a->t0);
     pqs_json_int(&j, "elapsed_ns", a->t_end - a->t0);
+    pqs_json_int(&j, "cpu_ns", a->cpu_ns);
     pqs_tlsinfo_json(&j, &a->info);
     if (p->instrument)
         pqs_tlsobs_sizes_json(&j, &a->obs);

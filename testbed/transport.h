@@ -75,6 +75,8 @@ typedef struct pqs_attempt {
     bool warmup, prime;         /* prime: the untimed first handshake of a resuming mode */
     int64_t t0;                 /* CLOCK_MONOTONIC when the measured interval began */
     int64_t t_conn, t_hs, t_first, t_last, t_end;
+    int64_t cpu_ns;             /* the worker thread's CPU from t0 to the close (the server's conn
+                                 * line has its side: cpu_ns, accept to close) */
     pqs_tlsobs obs;
     pqs_tlsinfo info;
     pqs_tcpinfo tcp;            /* TCP_INFO after the exchange (invalid without a TCP socket) */

@@ -66,13 +66,13 @@ def test_v1_fixture_gives_the_tables_v1_gave(v1_run):
     # other column is what v1 gave, and the fixture (no verdicts) has none.
     assert run.cells["reasons"].isna().all()
     run.cells = run.cells.drop(columns="reasons")
-    # Columns added since (the server's per-connection CPU, the mode fs0rtt's own, the timer's
+    # Columns added since (the server's and the client's per-connection CPU, the mode fs0rtt's own, the timer's
     # message sizes, the QUIC engine of a quic cell): empty in a v1 run, and everything else as v1
     # gave it.
     from pqshake.analysis.columns import MSGS_OPTIONAL
     from pqshake.experiments import modes as M
 
-    for k, new in (("samples", {**M.columns("samples"), **MSGS_OPTIONAL}),
+    for k, new in (("samples", {**M.columns("samples"), **MSGS_OPTIONAL, "cpu_ns": "client_cpu_ns"}),
                    ("server", {"cpu_ns": "server_cpu_ns", **M.columns("server")}),
                    ("cells", {**M.columns("cells"), "quic_engine": "cfg_quic_engine"})):
         df = getattr(run, k)

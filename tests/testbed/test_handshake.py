@@ -95,6 +95,9 @@ def test_mode_full_header_and_summary(default_server):
     assert [a["i"] for a in att] == list(range(7))
     assert [a.get("warmup", False) for a in att] == [True, True] + [False] * 5
     assert "warmup" not in att[-1]
+    # the client's CPU for each attempt (its worker thread, t0 to the close): some, and no more
+    # than the attempt's wall time (plus the close after elapsed_ns and a clock read)
+    assert all(0 < a["cpu_ns"] <= a["elapsed_ns"] + 2_000_000 for a in att), [(a["cpu_ns"], a["elapsed_ns"]) for a in att]
     s = r.summary
     assert s["attempts"] == 5 and s["ok"] == 5 and s["handshake_ns_median"] > 0
     assert r.records[-1]["type"] == "summary"
