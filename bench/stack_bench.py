@@ -159,7 +159,10 @@ def _cpu_median(df, cid: str) -> float | None:
 
     if df is None or "cpu_ns" not in df:
         return None
-    g = df[(df["cell_id"] == cid) & df["ok"].astype(bool) & ~df["warmup"].fillna(False).astype(bool)]
+    keep = (df["cell_id"] == cid) & df["ok"].fillna(False).astype(bool)
+    if "warmup" in df:  # the server's table has no warm-up flag: its conns include the timer's warm-up
+        keep &= ~df["warmup"].fillna(False).astype(bool)
+    g = df[keep]
     x = g["cpu_ns"].astype(float).dropna()
     return float(np.median(x)) if len(x) else None
 

@@ -54,6 +54,19 @@ def test_a_network_cell_moved_past_its_spread_is_unexplained_and_relabelings_see
         assert abs(j["diff_ms"]) < 0.25, (name, j)  # each side holds one run of each stack, or time
 
 
+def test_cpu_medians_from_tables_as_the_runs_write_them(sb):
+    """samples: with its warm-up flag; server: without one (its conns carry none); a QUIC
+    server's conns: no cpu_ns at all."""
+    import pandas as pd
+
+    samples = pd.DataFrame({"cell_id": ["a"] * 4, "ok": [True, True, True, False], "warmup": [True, False, False, False],
+                            "cpu_ns": [9e6, 1e6, 3e6, 5e6]})
+    assert sb._cpu_median(samples, "a") == 2e6 and sb._cpu_median(samples, "b") is None
+    server = pd.DataFrame({"cell_id": ["a"] * 3, "ok": [True, True, None], "cpu_ns": [1e6, 2e6, 7e6]})
+    assert sb._cpu_median(server, "a") == 1.5e6
+    assert sb._cpu_median(server.drop(columns="cpu_ns"), "a") is None and sb._cpu_median(None, "a") is None
+
+
 def test_the_goal_is_the_relabeled_share_plus_slack(sb):
     assert sb._reference({"stack": 0.3, "time": 0.0, "mixed": 0.0}) == sb.GOAL_UNEXPLAINED
     assert sb._reference({"stack": 0.0, "time": 0.169, "mixed": 0.138}) == pytest.approx(0.169 + sb.GOAL_SLACK)
