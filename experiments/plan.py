@@ -362,6 +362,9 @@ class Plan:
             registry=load_registry(), iw_c=f["initcwnd_client"] or None, iw_s=f["initcwnd_server"] or None,
             client_auth=m.client_auth, client_chain_depth=m.client_chain_depth, response=m.response_bytes > 0,
             transport=c.transport, quic_retry=m.quic_retry == "on")
+        # what the cell's implementation adds to the bound (OpenSSL's QUIC client and a long
+        # ClientHello: up to a second); the bound itself stays a bound
+        wait += T.get(c.transport).engine_extra_s(f["rtt_ns"] / 1e9, hm.sizes_for(c.group, c.sig, load_registry()), m, c.mode)
         return Estimate(wait + work, wait)
 
     def cell_parts_s(self, c: Cell) -> dict[str, Estimate]:

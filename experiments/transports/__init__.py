@@ -153,6 +153,12 @@ class Transport:
         leaves the others without one)."""
         return mode in self.modes
 
+    def engine_extra_s(self, rtt_s: float, sizes: tuple[int, int, int, int], exp: Any, mode: str) -> float:
+        """For planning only, never in the bound: the wait its implementation is measured to add
+        to the bound's (round trips, timers; docs/methodology.md, "What is an engine's"). sizes:
+        (share_c, share_s, sig_pk, sig_len) as for bound."""
+        return 0.0
+
     # --- the summary (analysis/summary.py): its own columns, NaN for other transports ---
     def summary_attempts(self, ctx: Any) -> None:
         """Columns from the client's attempts, added to ctx.out."""
