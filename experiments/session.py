@@ -81,7 +81,8 @@ def _run_on_link(ctx: _Context, runner: CellRunner, name: str, cells: list[Cell]
 
     run, plan, progress = ctx.run, ctx.plan, ctx.progress
     prof = plan.profiles[name]
-    run.log(f"profile {name}: bringing the link up ({len(cells)} cells)" + ("" if run_id == ctx.session else f", link {run_id}"))
+    # a slot's link is named in the log (its id can equal the session's: session[:5] + slot 0)
+    run.log(f"profile {name}: bringing the link up ({len(cells)} cells)" + ("" if net_tag == ctx.session else f", link {run_id}"))
     progress.message(f"profile {name}: {len(cells)} cells")
     t = ctx.factory(prof, run_id=run_id, backend=plan.model.backend)
     if t.places_cpus:  # the single-link topology places CPUs; mininet does not

@@ -126,6 +126,8 @@ def test_a_slotted_run_records_what_ran_beside_each_cell(pqs, write_exp, tmp_pat
     assert "complete: 4 cells complete, 0 failed" in cp.stdout
     assert "slots side by side" in cp.stderr
     assert _leftovers(path) == set()
+    ups = [ln for ln in (path / "logs" / "run.log").read_text().splitlines() if "bringing the link up" in ln]
+    assert len(ups) == 3 and all(", link " in ln for ln in ups), ups  # each slot's link named, slot 0's too
     meta = json.loads((path / "meta.json").read_text())
     assert meta["format_version"] == 3 and meta["sessions"][0]["slots"]["slots"] == 2
     cells = load(path, "cells").set_index("cell_id")
