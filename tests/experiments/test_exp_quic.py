@@ -46,7 +46,8 @@ def test_transports_cross_product_and_ids(write_exp):
 
 def test_estimate_uses_the_quic_model(write_exp):
     """A quic cell's estimate: one RTT less than tcp without Retry (no TCP handshake), the
-    same number of round trips with it."""
+    same number of round trips with it - and with a Retry, OpenSSL's client takes a round trip
+    more for a two-Initial ClientHello (MLKEM768; Quic.engine_extra_s; the bound does not)."""
     def per_attempt(text):
         p = build_plan(write_exp(text, "e.yaml"), check_stack=False)
         by = {(c.group, c.transport): p.cell_estimate_s(c) for c in p.cells if c.profile == "r20"}
@@ -56,7 +57,8 @@ def test_estimate_uses_the_quic_model(write_exp):
     on = per_attempt(BASE + "transports: [tcp, quic]\nquic_retry: on\nrtt_probes: 0\n")
     for g in ("x25519", "MLKEM768"):
         assert off[(g, "tcp")] - off[(g, "quic")] == pytest.approx(att * 0.020, rel=0.05)
-        assert on[(g, "quic")] == pytest.approx(on[(g, "tcp")], rel=0.02)
+    assert on[("x25519", "quic")] == pytest.approx(on[("x25519", "tcp")], rel=0.02)
+    assert on[("MLKEM768", "quic")] - on[("MLKEM768", "tcp")] == pytest.approx(att * 0.020, rel=0.1)
 
 
 @pytest.mark.parametrize("text,expect", [
