@@ -88,7 +88,7 @@ SERVER_OPTIONAL = {
     "handshake_done_mono_ns": "handshake_done_mono_ns",
     "first_app_byte_mono_ns": "first_app_byte_mono_ns",
     "tcp_total_retrans": "server_retrans",
-    "cpu_ns": "server_cpu_ns",  # the worker thread's CPU for the connection (TCP, TurboTLS servers)
+    "cpu_ns": "server_cpu_ns",  # the server's CPU for the connection (TCP, TurboTLS: its worker thread; QUIC: its share of the loop thread)
     **_T.columns("server"),  # each transport's own (its rows' server_columns)
     **_M.columns("server"),  # each mode's own (fs0rtt's decapsulation and puncture)
     **OPTIONAL_KEY,

@@ -23,9 +23,9 @@ operation pqs-speed's medians on both stacks; per cell the medians of the old an
 - CPU-dominated cells (lan): new - old minus what the cell's CPU moved, within the allowance above
   or --tol % of the old median, whichever is larger. The CPU: the client's and the server's per
   handshake as the programs measured it (pqs-timer's and the conn lines' cpu_ns, medians); where a
-  side records none (QUIC servers, an old build without the timer's), what pqs-speed predicts for
-  the cell's operations (kex: keygen + encaps + decaps, or 2 keygen + 2 derive for ECDH; mode full
-  adds sign and two verifies). pqs-speed times the primitives only: OpenSSL 4.0's cheaper handshake
+  side records none (a build from before the timer's or the QUIC servers' cpu_ns), what pqs-speed
+  predicts for the cell's operations (kex: keygen + encaps + decaps, or 2 keygen + 2 derive for
+  ECDH; mode full adds sign and two verifies). pqs-speed times the primitives only: OpenSSL 4.0's cheaper handshake
   code (the server's CPU per handshake fell ~10 % here) is in the measured CPU, not in its figures.
 
 The same rule is applied twice more to the same runs relabeled so that no stack differs (first
@@ -38,8 +38,9 @@ Goals (exit 1 when one is missed or the benchmark could not run):
   (and never less than 5 %, what a 95 % interval leaves to chance);
 - the new stack fails no more attempts than the old one.
 
-For the old stack, build the commit before the move with this file's timer change (pqs-timer's
-cpu_ns) applied, or its lan cells fall back to pqs-speed's prediction.
+For the old stack, build the commit before the move with the CPU records applied (pqs-timer's
+cpu_ns, the QUIC servers' cpu_ns), or its cells fall back to pqs-speed's prediction (lan) and
+to none (network).
 """
 
 from __future__ import annotations
@@ -156,7 +157,7 @@ def _recorded_stack(run: Path) -> dict[str, str]:
 
 def _cpu_median(df, cid: str) -> float | None:
     """The median CPU (cpu_ns) of a cell's measured, successful rows; None where the program
-    records none (the QUIC servers' conn lines; a build from before pqs-timer's cpu_ns)."""
+    records none (a build from before pqs-timer's or the QUIC servers' cpu_ns)."""
     import numpy as np
 
     if df is None or "cpu_ns" not in df:
@@ -231,7 +232,7 @@ def _cpu_ns(speed: dict, group: str, sig: str, mode: str) -> float:
 
 def _measured_cpu(runs: dict[str, dict], cid: str, tags: tuple[str, ...]) -> float | None:
     """Client + server CPU per handshake (the mean of the runs' medians); None when a run lacks
-    either side (QUIC servers record none)."""
+    either side (a build from before the QUIC servers' cpu_ns)."""
     v = []
     for t in tags:
         c = runs[t][cid]
@@ -391,7 +392,7 @@ def main(argv: list[str] | None = None) -> int:
               f"rule without a stack contrast: {', '.join(f'{n} {share[cls][n]:.1%}' for n in CONTRASTS if n != 'stack')}); "
               "unexplained: " + (", ".join(f"{_short(t['cell'])} ({t['diff_ms'] - t['predicted_ms']:+.3f} ms)" for t in bad)
                                  or "none"))
-    for basis, what in (("cpu", "both sides' CPU measured"), ("-", "no server CPU (QUIC servers record none)")):
+    for basis, what in (("cpu", "both sides' CPU measured"), ("-", "a side without CPU (a build from before its cpu_ns)")):
         rows = [t for t in table if t["class"] == "network" and t["basis"] == basis]
         if rows:
             print(f"network cells with {what}: {sum(not t['explained'] for t in rows)} of {len(rows)} unexplained")

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <sys/socket.h>
 
+#include "cpushare.h"
 #include "ngconn.h"
 #include "ngtcp2_server.h"
 
@@ -50,6 +51,8 @@ typedef struct sconn {
     pqs_err err;
     char msg[256];
     const char *stage;
+    int64_t cpu_mark;           /* its account in the loop thread's CPU (pqs_cpushare) */
+    bool cpu_open;
 } sconn;
 
 typedef struct {
@@ -77,6 +80,7 @@ struct srv_state {
     pending_retry retries[PQS_NGSRV_RETRIES];
     unsigned next_retry;
     pqs_qrx_counters cnt;       /* the quic_stats line */
+    pqs_cpushare cpu;           /* the loop thread's CPU, shared among the open connections */
     uint8_t buf[PQS_NG_MAX_DGRAM];   /* datagrams we write */
     uint8_t rxbuf[PQS_NG_MAX_DGRAM]; /* the datagram being read (ngtcp2 may point into it) */
 };

@@ -189,6 +189,9 @@ sconn *pqs_ngsrv_conn_new(srv_state *t, const ngtcp2_pkt_hd *hd, const ngtcp2_ci
     c->t = t;
     c->st = *st;
     c->stream_id = -1;
+    /* from here (its first Initial's processing) the loop's CPU is shared with it */
+    c->cpu_mark = pqs_cpushare_open(&t->cpu);
+    c->cpu_open = true;
     memcpy(&c->peer, peer, peer_len);
     c->peer_len = peer_len;
     pqs_tlsobs_reset(&c->obs);
@@ -262,6 +265,8 @@ fail:
 
 void pqs_ngsrv_conn_free(sconn *c)
 {
+    if (c->cpu_open) /* no conn line: the Initial opened nothing */
+        pqs_cpushare_forget(&c->t->cpu);
     while (c->ncids > 0)
         cid_del(c, &c->cids[c->ncids - 1]);
     if (c->ssl != NULL) {
@@ -384,6 +389,8 @@ static void log_conn(sconn *c)
     pqs_tlsinfo info;
     pqs_ng_tlsinfo(c->ssl, c->conn, false, &info);
     bool ok = c->hs_ok && c->err == PQS_ERR_NONE;
+    int64_t cpu = pqs_cpushare_close(&t->cpu, c->cpu_mark);
+    c->cpu_open = false;
     pqs_json j;
     pqs_json_begin(&j, "conn");
     pqs_json_uint(&j, "conn", c->id);
@@ -412,6 +419,7 @@ static void log_conn(sconn *c)
     pqs_json_uint(&j, "early_data_bytes", 0);
     pqs_json_uint(&j, "request_bytes", c->rq.request_bytes);
     pqs_json_uint(&j, "response_bytes", c->response_bytes);
+    pqs_json_int(&j, "cpu_ns", cpu);
     pqs_json_str(&j, "close", c->close_kind ? c->close_kind : c->err == PQS_ERR_TIMEOUT ? "timeout" : "none");
     if (c->err != PQS_ERR_NONE) {
         pqs_json_str(&j, "error", pqs_err_str(c->err));

@@ -305,6 +305,7 @@ int pqs_ng_server_run(pqs_ng_server *s, char *why, size_t whylen)
         return -1;
     }
     t->s = s;
+    pqs_cpushare_init(&t->cpu);
     struct timespec zero = {0, 0};
     int64_t last_stats = pqs_mono_ns();
     uint64_t stats_seen = 0;

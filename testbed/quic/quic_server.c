@@ -74,6 +74,9 @@ static int new_pending_conn(SSL_CTX *ctx, SSL *ssl, void *arg)
     o->rx_conn = pqs_qrx_conn_new(&qs->rx);
     qs->rx.half_open++; /* until the loop counts again (half_open_recount) */
     qs->made++;
+    /* the ClientHello's processing, next, is this connection's CPU */
+    o->cpu_mark = pqs_cpushare_open(&qs->cpu);
+    o->cpu_open = true;
     return 1;
 }
 
@@ -103,6 +106,11 @@ static void log_conn(pqs_quic_server *qs, qconn *c)
     pqs_tlsinfo info;
     pqs_tlsinfo_get(c->ssl, false, &info);
     bool ok = c->hs_ok && c->err == PQS_ERR_NONE;
+    int64_t cpu = -1;
+    if (o != NULL && o->cpu_open) {
+        cpu = pqs_cpushare_close(&qs->cpu, o->cpu_mark);
+        o->cpu_open = false;
+    }
     pqs_json j;
     pqs_json_begin(&j, "conn");
     pqs_json_uint(&j, "conn", c->id);
@@ -130,6 +138,10 @@ static void log_conn(pqs_quic_server *qs, qconn *c)
     pqs_json_uint(&j, "early_data_bytes", 0);
     pqs_json_uint(&j, "request_bytes", c->rq.request_bytes);
     pqs_json_uint(&j, "response_bytes", c->response_bytes);
+    if (cpu >= 0)
+        pqs_json_int(&j, "cpu_ns", cpu);
+    else
+        pqs_json_null(&j, "cpu_ns");
     SSL_CONN_CLOSE_INFO ci;
     memset(&ci, 0, sizeof ci);
     const char *close_kind = "none";
@@ -283,6 +295,8 @@ static void count_lost(pqs_quic_server *qs, SSL *l)
     pqs_qrx_settle(&qs->rx);
     uint64_t d = qs->made - qs->accepted - qs->lost;
     qs->lost += d;
+    for (uint64_t k = 0; k < d; k++)
+        pqs_cpushare_forget(&qs->cpu);
     if (d > qs->rx.cnt.new_connections) /* made for no Initial the filter had pending: none */
         d = qs->rx.cnt.new_connections;
     qs->rx.cnt.new_connections -= d;
@@ -336,6 +350,7 @@ int pqs_quic_server_run(pqs_quic_server *qs, char *why, size_t whylen)
     pqs_qrx_init(&qs->rx);
     qs->rx.max_half_open = qs->max_pending;
     qs->made = qs->accepted = qs->lost = 0;
+    pqs_cpushare_init(&qs->cpu);
     qs->wire.rx = &qs->rx;
     SSL *l = SSL_new_listener(qs->ctx, qs->retry ? 0 : SSL_LISTENER_FLAG_NO_VALIDATE);
     if (conns == NULL || b == NULL || l == NULL) {

@@ -11,6 +11,7 @@
 #include <openssl/ssl.h>
 
 #include "common.h"
+#include "cpushare.h"
 #include "quicobs.h"
 
 typedef struct pqs_quic_server {
@@ -32,6 +33,7 @@ typedef struct pqs_quic_server {
     pqs_qwire wire;
     pqs_qrxstate rx;            /* what became of each received datagram: the "quic_stats" line */
     uint64_t made, accepted, lost; /* connections OpenSSL made (callback), we accepted, it lost */
+    pqs_cpushare cpu;           /* the loop thread's CPU, shared among the open connections */
     unsigned char iobuf[16384]; /* request reads and response writes (one thread) */
 } pqs_quic_server;
 

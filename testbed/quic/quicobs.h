@@ -203,6 +203,9 @@ typedef struct pqs_quicobs {
     pqs_qwire *wire;
     int peer_idx;               /* -1 until our EncryptedExtensions name the original DCID */
     int rx_conn;                /* its IDs in wire->rx (pqs_qrx_conn_new), -1: none */
+    /* server: its account in the loop thread's CPU (pqs_cpushare), open from its first Initial */
+    int64_t cpu_mark;
+    bool cpu_open;
 } pqs_quicobs;
 
 void pqs_quicobs_reset(pqs_quicobs *o, pqs_qwire *wire);

@@ -57,6 +57,9 @@ def check_conn(c, engine, retry, last=False):
     assert q["retry_sent"] is retry
     assert c["first_initial_mono_ns"] <= c["accepted_mono_ns"]
     assert c["handshake_ns"] == c["handshake_done_mono_ns"] - c["first_initial_mono_ns"] > 0
+    # the loop thread's CPU while it was open, shared among the open ones (the timer opens one at
+    # a time: all of it); the server derived keys and signed, so some, and at most its open span
+    assert 0 < c["cpu_ns"] <= c["closed_mono_ns"] - c["first_initial_mono_ns"] + 2_000_000, c
     if engine == "ngtcp2":
         assert q["amplification_limited"] is (None if retry else False)
         assert q["packets_lost"] >= 0 and q["smoothed_rtt_ns"] > 0 and q["pto_unmatched_datagrams"] is None
