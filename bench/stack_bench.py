@@ -3,7 +3,7 @@ two builds of pqshake's programs - an old crypto stack (--old, e.g. a build of t
 before the move) and a new one (--new, default build/) - run twice each, interleaved O1 N1 O2 N2,
 same seed, one cell at a time; and pqs-speed of both builds for the per-operation CPU deltas.
 
-    python bench/stack_bench.py --old DIR [--new DIR] [--samples N | --budget MIN] [--tol 5]
+    python bench/stack_bench.py [--old DIR] [--new DIR] [--samples N | --budget MIN] [--tol 5]
                                 [--keep DIR] [--json FILE]
 
 The experiment: transports tcp, quic (OpenSSL's engine and ngtcp2), turbotls; modes full, resume,
@@ -38,9 +38,11 @@ Goals (exit 1 when one is missed or the benchmark could not run):
   (and never less than 5 %, what a 95 % interval leaves to chance);
 - the new stack fails no more attempts than the old one.
 
-For the old stack, build the commit before the move with the CPU records applied (pqs-timer's
-cpu_ns, the QUIC servers' cpu_ns), or its cells fall back to pqs-speed's prediction (lan) and
-to none (network).
+Without --old (as `make bench` runs it), the old stack is built once into the cache: the last
+commit on OpenSSL 3.6.3 / liboqs 0.13.0 / oqs-provider 0.9.0 (OLD_COMMIT, from this clone's
+history) with the CPU records it lacks applied (stack_bench_old.patch: pqs-timer's and the QUIC
+servers' cpu_ns, as in this tree), keyed by both. An --old build without them falls back to
+pqs-speed's prediction on lan cells and to none on network cells.
 """
 
 from __future__ import annotations
@@ -147,6 +149,54 @@ def _finished(out: Path) -> Path | None:
         if str(json.loads(meta.read_text()).get("status", "")).startswith("complete"):
             return meta.parent
     return None
+
+
+# The old stack when --old is not given (module docstring): the commit and the patch, both keys of
+# its build in the cache.
+OLD_COMMIT = "8541ad18fba8232ac94bf578d275fba5ade43142"
+OLD_PATCH = Path(__file__).with_name("stack_bench_old.patch")
+
+
+def _cache_dir() -> Path:
+    """$PQS_CACHE as testbed/deps/common.sh reads it."""
+    if os.environ.get("PQS_CACHE"):
+        return Path(os.environ["PQS_CACHE"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pqshake"
+
+
+def _old_build() -> Path:
+    """The old stack's build directory, made once (OLD_COMMIT + OLD_PATCH, `make build`, its own
+    pinned stack from the cache or built into it). RuntimeError, in one line, when it cannot be."""
+    import hashlib
+
+    key = f"{OLD_COMMIT[:12]}-{hashlib.sha256(OLD_PATCH.read_bytes()).hexdigest()[:12]}"
+    root = _cache_dir() / "stack-bench-old" / key
+    tree, stamp = root / "tree", root / "built"
+    if stamp.is_file():
+        return tree / "build"
+    shutil.rmtree(root, ignore_errors=True)
+    tree.mkdir(parents=True)
+    arch = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", OLD_COMMIT], capture_output=True)
+    if arch.returncode != 0:
+        shutil.rmtree(root, ignore_errors=True)
+        raise RuntimeError(f"the old stack's commit {OLD_COMMIT[:12]} is not in this clone's history "
+                           "(a shallow clone? 'git fetch --unshallow'), or pass --old DIR")
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=arch.stdout, check=True)
+    p = subprocess.run(["git", "apply", str(OLD_PATCH)] if OLD_PATCH.stat().st_size else ["true"], cwd=tree,
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"{OLD_PATCH.name} does not apply to {OLD_COMMIT[:12]}: {p.stderr.strip()[-200:]}")
+    env = dict(os.environ)
+    shared = REPO.parent / "shared" / "sources"
+    if "PQS_SOURCES_DIR" not in env and shared.is_dir():
+        env["PQS_SOURCES_DIR"] = str(shared)  # oqs-provider 0.9.0, as the old tree looks beside itself
+    print(f"building the old stack ({OLD_COMMIT[:12]} + {OLD_PATCH.name}) into {root} ...", flush=True)
+    with open(root / "build.log", "w") as log:
+        p = subprocess.run(["make", "build"], cwd=tree, env=env, stdout=log, stderr=subprocess.STDOUT)
+    if p.returncode != 0:
+        raise RuntimeError(f"building the old stack failed (make build exited {p.returncode}); see {root / 'build.log'}")
+    stamp.write_text(key + "\n")
+    return tree / "build"
 
 
 def _recorded_stack(run: Path) -> dict[str, str]:
@@ -294,7 +344,8 @@ def _short(cid: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--old", type=Path, required=True, help="build directory of the old stack (bin/, deps.mk)")
+    ap.add_argument("--old", type=Path, help="build directory of the old stack (bin/, deps.mk; default: "
+                    "OLD_COMMIT + stack_bench_old.patch, built once into the cache)")
     ap.add_argument("--new", type=Path, default=REPO / "build", help="build directory of the new stack (default build/)")
     ap.add_argument("--samples", type=int, help="per cell and run (default: sized by --budget)")
     ap.add_argument("--budget", type=float, default=22.0, metavar="MIN", help="the four runs' estimated minutes (default 22)")
@@ -306,7 +357,12 @@ def main(argv: list[str] | None = None) -> int:
     if os.geteuid() != 0:
         print("stack_bench: could not run: needs root (network namespaces)", file=sys.stderr)
         return 1
-    builds = {"O": a.old.resolve(), "N": a.new.resolve()}
+    try:
+        old = a.old if a.old is not None else _old_build()
+    except (RuntimeError, OSError, subprocess.CalledProcessError) as e:
+        print(f"stack_bench: could not run: {e}", file=sys.stderr)
+        return 1
+    builds = {"O": old.resolve(), "N": a.new.resolve()}
     for b in builds.values():
         if not (b / "deps.mk").is_file() or not os.access(b / "bin" / "pqs-timer", os.X_OK):
             print(f"stack_bench: could not run: {b}: not a build directory (no deps.mk or bin/pqs-timer); "

@@ -96,3 +96,23 @@ def test_main_prints_the_table_and_judges_the_goals(sb, monkeypatch, tmp_path, c
     assert rc == 0, out
     assert "lan__c" in out and " cpu" in out and "without a stack contrast: time 0.0%, mixed 0.0%" in out, out
     assert "goal unexplained network cells <= 5.0%" in out and "MISSED" not in out, out
+
+
+def test_the_old_stack_is_its_commit_and_patch(sb, tmp_path):
+    """Without --old the bench builds OLD_COMMIT with stack_bench_old.patch: the commit is in this
+    clone's history and the patch applies to it (the build itself is the bench's, minutes)."""
+    import subprocess
+
+    shallow = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--is-shallow-repository"], capture_output=True,
+                             text=True).stdout.strip()
+    if shallow == "true":
+        pytest.skip("a shallow clone has no history to take the old stack from")
+    arch = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", sb.OLD_COMMIT], capture_output=True)
+    assert arch.returncode == 0, arch.stderr.decode()[-300:]
+    subprocess.run(["tar", "-x", "-C", str(tmp_path)], input=arch.stdout, check=True)
+    versions = (tmp_path / "testbed" / "deps" / "versions.env").read_text()
+    assert "OPENSSL_VERSION=3.6.3" in versions and "LIBOQS_VERSION=0.13.0" in versions
+    p = subprocess.run(["git", "apply", "--check", str(sb.OLD_PATCH)], cwd=tmp_path, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    # what the patch adds is the tree's own CPU accounting, as it is now (while there is a patch)
+    assert not sb.OLD_PATCH.read_text() or (REPO / "testbed" / "core" / "cpushare.c").read_text() in sb.OLD_PATCH.read_text().replace("\n+", "\n")
