@@ -91,6 +91,12 @@ def quic_dgrams(nbytes: int, dgram: int) -> int:
     return max(1, math.ceil(nbytes / (dgram - QUIC_PACKET_MIN)))
 
 
+def hello_initials(sizes: tuple[int, int, int, int], exp: Any, dgram: int) -> tuple[int, bool]:
+    """What an engine's extra wait turns on (engine_extra_s): the ClientHello's Initials at dgram
+    bytes of UDP payload each, and whether the server answers the first with a Retry."""
+    return quic_dgrams(quic_client_hello_bytes(sizes[0]), dgram), getattr(exp, "quic_retry", "on") == "on"
+
+
 def quic_initial(ch: int, mtu: int = 1500) -> tuple[int, int, int]:
     """The client's Initial flight of a ClientHello of ch bytes: (fewest datagrams, fewest wire
     bytes incl. Ethernet/IP/UDP, most UDP payload bytes the server can count for its
@@ -388,8 +394,8 @@ class Quic(Transport):
         trips more (measured 1005 / 1107 / 1506 ms at 0.2 / 20 / 100 ms RTT, the bound 2 RTT;
         nothing measured between 3 and 9 Initials: taken as ten); without a Retry, more than two
         Initials take a round trip more."""
-        n = quic_dgrams(quic_client_hello_bytes(sizes[0]), QUIC_MIN_DGRAM)
-        if getattr(exp, "quic_retry", "on") == "on":
+        n, retry = hello_initials(sizes, exp, QUIC_MIN_DGRAM)
+        if retry:
             return 0.0 if n < 2 else rtt_s if n == 2 else OPENSSL_QUIC_PTO_S + 3 * rtt_s
         return rtt_s if n > 2 else 0.0
 
@@ -490,9 +496,8 @@ class QuicNgtcp2(Quic):
         (frodo640aes, nine Initials by the bound's count, ten on the wire: 305 ms at 100 ms RTT,
         the bound 200; two Initials: none; docs/methodology.md). Nothing measured between 3 and 8
         Initials: taken as nine."""
-        d = int(self.settings(exp)["quic_max_udp_payload"])
-        n = quic_dgrams(quic_client_hello_bytes(sizes[0]), d)
-        return rtt_s if getattr(exp, "quic_retry", "on") == "on" and n >= 3 else 0.0
+        n, retry = hello_initials(sizes, exp, int(self.settings(exp)["quic_max_udp_payload"]))
+        return rtt_s if retry and n >= 3 else 0.0
 
     def plan_settings(self, m: Any, present: bool) -> dict[str, Any]:
         return {k: (v if present else None) for k, v in self.settings(m).items()}
