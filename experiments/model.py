@@ -190,6 +190,9 @@ class Experiment(BaseModel):
         default=1, description="links side by side, each with its own namespaces, emulator, server and timer "
                                "(experiments/slots.py): auto packs them by CPU share under a budget; N at most N; "
                                "1 one cell at a time")
+    cpu_wakeup: Literal["held", "os"] = Field(
+        default="held", description="held: idle CPUs poll instead of halting while the run measures (a 0 us PM QoS "
+                                    "request, experiments/cpuwake.py); os: the machine's own idle states")
     response_bytes: int = Field(default=0, ge=0, le=1 << 34)
     timeout: int = Field(default=10_000_000_000, description="per attempt, ns ('10s' in YAML)")
     chain_depth: int = Field(default=1, ge=1, le=3)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from pqshake import safe_write as sw
 from pqshake.errors import UserError
 
+from . import cpuwake
 from . import rundir as rd
 from .cell import CellRunner, CellState, DiskFull, LinkDown
 from .plan import Cell, Plan, profile_figures
@@ -309,14 +310,16 @@ def _finish(run: rd.RunDir, plan: Plan, progress: Progress, session: str, todo: 
             resumed: bool, topology_factory=None, prov: dict | None = None, slot_plan: "SlotPlan | None" = None) -> Path:
     counts: dict[str, Any] = {}
     state = _session_record(run, session)
-    sessions = run.meta().get("sessions", [])
-    sessions.append({"session": session, "pid": os.getpid(), "started": rd.now_iso(), "cells": len(todo),
-                     "provenance": prov or rd.session_provenance(),
-                     **({"slots": slot_plan.as_dict()} if slot_plan is not None else {})})
-    run.update_meta(status="running", sessions=sessions)
     status = "complete"
     try:
-        with _stop_on_signals():
+        with _stop_on_signals(), cpuwake.held(plan.model.cpu_wakeup) as wake:
+            sessions = run.meta().get("sessions", [])
+            sessions.append({"session": session, "pid": os.getpid(), "started": rd.now_iso(), "cells": len(todo),
+                             "provenance": prov or rd.session_provenance(), **wake,
+                             **({"slots": slot_plan.as_dict()} if slot_plan is not None else {})})
+            run.update_meta(status="running", sessions=sessions)
+            if wake.get("cpu_wakeup_refused"):
+                run.log(f"cpu_wakeup held refused ({wake['cpu_wakeup_refused']}): idle CPUs keep their own wake-up times")
             counts = execute(run, plan, todo, progress, session, topology_factory, slot_plan)
     except (KeyboardInterrupt, Stop, SystemExit):
         # SystemExit: the topology turns SIGTERM/SIGHUP into one while it is up.
