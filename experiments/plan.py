@@ -41,6 +41,15 @@ PROFILE_SETUP_S = 0.4  # namespaces and emulator up (0.23 s) and torn down (0.15
 CELL_SETUP_S = 0.15  # pqs-server up with its chain, ready (0.10 s); closing: server stop, validity, DONE (0.05 s)
 BLOCK_S = 0.24  # a pqs-timer: exec, providers (73 ms), set-up (12 ms), its exit seen (POLL_S) and counted (153 ms)
 PROBE_START_S = 0.025  # the pqs-probe server and client processes of one RTT measurement
+# What of those occupies a CPU (slots.py packs links side by side by it; the rest is processes
+# starting and being waited for). Measured on the slots bench's far subset (24 cells at 40-100 ms,
+# 1008 handshakes, one cell at a time and 16 links at once) with /proc/stat: 12.0 s and 13.3 s of
+# CPU in all, of which the handshakes' own (client and server cpu_ns) 2.5 s and the emulator's
+# packets about 0.9 s; the 21 more links of the slotted run cost 1.3 s (0.06 s each, of
+# PROFILE_SETUP_S's 0.4), and per cell 0.25 s of its programs' 0.66 s (server, two timers, a
+# probe, the runner's share).
+PROGRAMS_CPU_SHARE = 0.4
+PROFILE_SETUP_CPU_S = 0.06
 CHECK_PROBES = 100  # RTT probes per profile when its link comes up
 
 
@@ -261,19 +270,26 @@ class Estimate(float):
     """A duration in seconds (a float wherever one is expected) that also says how much of it
     is the emulated link's waiting (wait_s): propagation, serialization, loss recovery, probe
     spacing. The machine's load does not stretch that part; it stretches the rest (CPU,
-    program starts), so the progress ETA scales only the rest by the pace it observes."""
+    program starts), so the progress ETA scales only the rest by the pace it observes. Of the
+    rest, cpu_s occupies a CPU (default: all of it); slots.py packs links by it."""
 
     wait_s: float
+    cpu_s: float
 
-    def __new__(cls, total: float, wait_s: float = 0.0) -> "Estimate":
+    def __new__(cls, total: float, wait_s: float = 0.0, cpu_s: float | None = None) -> "Estimate":
         e = super().__new__(cls, total)
         e.wait_s = float(wait_s)
+        e.cpu_s = float(total) - e.wait_s if cpu_s is None else float(cpu_s)
         return e
 
 
+def _cpu_of(x: float) -> float:
+    return float(getattr(x, "cpu_s", float(x) - getattr(x, "wait_s", 0.0)))
+
+
 def add(*parts: float) -> Estimate:
-    """The sum of estimates, with the sum of their waits (a plain float has none)."""
-    return Estimate(sum(parts), sum(getattr(x, "wait_s", 0.0) for x in parts))
+    """The sum of estimates, with the sum of their waits and CPU (a plain float is all CPU)."""
+    return Estimate(sum(parts), sum(getattr(x, "wait_s", 0.0) for x in parts), sum(_cpu_of(x) for x in parts))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -293,7 +309,7 @@ def probes_s(profile: Any, count: int) -> Estimate:
     timeout = probe_timeout_ms(profile) / 1e3
     p_lost = 1 - (1 - expected_roundtrip_loss(profile)) ** count
     wait = count * probe_interval_us(profile) / 1e6 + (1 - p_lost) * rtt + p_lost * timeout
-    return Estimate(PROBE_START_S + wait, wait)
+    return Estimate(PROBE_START_S + wait, wait, PROGRAMS_CPU_SHARE * PROBE_START_S)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -376,16 +392,17 @@ class Plan:
             attempts += 1  # the priming full handshake
         one = self.attempt_estimate_s(c)
         k = attempts / max(1, min(m.concurrency, attempts))
+        programs = CELL_SETUP_S + self.blocks_per_cell() * BLOCK_S
         return {"handshakes": Estimate(k * one, k * one.wait_s),
                 "probes": probes_s(self.profiles[c.profile], m.rtt_probes),
-                "programs": Estimate(CELL_SETUP_S + self.blocks_per_cell() * BLOCK_S)}
+                "programs": Estimate(programs, 0.0, PROGRAMS_CPU_SHARE * programs)}
 
     def cell_estimate_s(self, c: Cell) -> Estimate:
         return add(*self.cell_parts_s(c).values())
 
     def profile_setup_s(self, name: str) -> Estimate:
         """Bringing a profile's link up, checking it (CHECK_PROBES probes) and tearing it down."""
-        return add(PROFILE_SETUP_S, probes_s(self.profiles[name], CHECK_PROBES))
+        return add(Estimate(PROFILE_SETUP_S, 0.0, PROFILE_SETUP_CPU_S), probes_s(self.profiles[name], CHECK_PROBES))
 
     def bfe_key(self, cells: list[Cell] | None = None) -> dict[str, Any] | None:
         """fs0rtt cells' BFE key: its parameters, whether the cache has it, and if not the key

@@ -8,11 +8,13 @@ each working through its own share of the cells.
 What runs where (the plan, before anything starts):
 - A profile's cells are cut into chunks of consecutive cells (plan order; each chunk's cells keep
   their order, interleaved or not, on a link of its own); a chunk is the unit a slot takes.
-- A cell's CPU share is the part of its estimate that is not the link's waiting (plan.Estimate:
-  program starts, the handshakes' computation, probes' processing) over its wall time. A chunk
-  whose share is above SOLO_SHARE is mostly CPU - a LAN-like profile, where the CPU is what is
-  measured - and runs alone, before the others, with nothing beside it.
-- The other chunks run side by side, in order, each starting as soon as the CPU budget allows:
+- A cell's CPU share is the part of its estimate that occupies a CPU (plan.Estimate.cpu_s: the
+  handshakes' computation, and the measured CPU part of its program starts, probes and link
+  set-up, plan.PROGRAMS_CPU_SHARE) over its wall time. A profile whose handshakes are more
+  than SOLO_SHARE CPU - a LAN-like profile, where the CPU is what is measured - runs alone, as
+  one chunk, before the others, with nothing beside it.
+- The other chunks run side by side, the longest first (a long one started last would end the
+  run alone), each starting as soon as the CPU budget allows:
   the sum of the shares of the chunks running stays within BUDGET_SHARE of the machine's CPUs
   (headroom for the emulators, the runner and the machine's own work), and never more than
   MAX_SLOTS (or the experiment's `parallel: N`) at once. With one CPU, auto runs one cell at a
@@ -35,7 +37,7 @@ if TYPE_CHECKING:
 
 SOLO_SHARE = 0.5  # a chunk whose time is more than half CPU runs alone
 BUDGET_SHARE = 0.5  # the chunks side by side use at most this share of the machine's CPUs
-MAX_SLOTS = 16  # links at once (bench/slots_bench.py measures the subset with up to this many)
+MAX_SLOTS = 10  # links at once: with 16 the p95s moved beyond run to run (bench/slots_bench.py, docs/methodology.md)
 
 
 @dataclass
@@ -121,8 +123,8 @@ def parse_parallel(value: Any, where: str) -> int | str:
 
 
 def _share(est: Any) -> float:
-    """CPU share of an estimate: what is not the link's waiting, over the whole."""
-    return max(0.0, min(1.0, (float(est) - est.wait_s) / float(est))) if float(est) > 0 else 1.0
+    """CPU share of an estimate: what of it occupies a CPU (plan.Estimate.cpu_s), over the whole."""
+    return max(0.0, min(1.0, est.cpu_s / float(est))) if float(est) > 0 else 1.0
 
 
 def _chunks(plan: "Plan", cells: list["Cell"], pieces: int) -> list[Chunk]:
@@ -138,7 +140,8 @@ def _chunks(plan: "Plan", cells: list["Cell"], pieces: int) -> list[Chunk]:
     for name, cs in by_profile.items():
         ests = [plan.cell_estimate_s(c) for c in cs]
         total = float(add(*ests))
-        solo = _share(add(*ests)) > SOLO_SHARE
+        # what is measured decides: handshakes that are mostly CPU (program starts aside)
+        solo = _share(add(*(plan.cell_parts_s(c)["handshakes"] for c in cs))) > SOLO_SHARE
         k = 1 if solo else max(1, min(pieces, len(cs)))
         parts: list[list[int]] = [[] for _ in range(k)]
         before = 0.0
@@ -204,6 +207,8 @@ def plan_slots(plan: "Plan", cells: list["Cell"] | None = None, parallel: int | 
         return _one_at_a_time(plan, cells, sequential, cpus, "auto: one CPU here", budget)
     slots = MAX_SLOTS if parallel == "auto" else int(parallel)
     chunks = _chunks(plan, cells, slots)
+    # the longest first (Graham's LPT rule): a long chunk started last would end the run alone
+    chunks = [c for c in chunks if c.solo] + sorted((c for c in chunks if not c.solo), key=lambda c: -c.estimate_s)
     side = [c for c in chunks if not c.solo]
     slots = max(1, min(slots, len(side)))
     if slots == 1:
