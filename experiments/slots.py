@@ -15,8 +15,9 @@ What runs where (the plan, before anything starts):
   one chunk, before the others, with nothing beside it.
 - The other chunks run side by side, the longest first (a long one started last would end the
   run alone), each starting as soon as the CPU budget allows:
-  the sum of the shares of the chunks running stays within BUDGET_SHARE of the machine's CPUs
-  (headroom for the emulators, the runner and the machine's own work), and never more than
+  the sum of the shares of the chunks running stays within BUDGET_SHARE of the CPUs the
+  endpoints run on (all of them, or with the emulator placed apart the rest: endpoint_cpus;
+  headroom for the runner and the machine's own work), and never more than
   MAX_SLOTS (or the experiment's `parallel: N`) at once. With one CPU, auto runs one cell at a
   time (the emulator and the endpoints already share it).
 The estimate is the same schedule, simulated with the chunks' estimates (simulate).
@@ -155,6 +156,24 @@ def _chunks(plan: "Plan", cells: list["Cell"], pieces: int) -> list[Chunk]:
     return out
 
 
+def endpoint_cpus(plan: "Plan", cpus: int) -> int:
+    """The CPUs the clients and servers - the crypto being timed - run on: all of them, or, with
+    the userspace emulator placed on CPUs of its own (emulation/placement.py, the default on two
+    CPUs or more), the rest. The budget is a share of these: every slot's endpoints share them,
+    while the emulators have theirs."""
+    from pqshake.emulation import placement
+
+    m = plan.model
+    if m.backend == "netem" or m.engine == "mininet":
+        return cpus  # not placed: netem runs in the senders' softirqs, mininet places nothing
+    spec = m.cpu_placement.model_dump() if hasattr(m.cpu_placement, "model_dump") else m.cpu_placement
+    try:
+        pl = placement.plan(spec, "userspace", cpus=list(range(cpus)))
+    except UserError:
+        return cpus  # an explicit placement naming CPUs past `cpus` (a plan for another machine)
+    return len(pl.endpoints) if pl.active else cpus
+
+
 def may_start(share: float, running: list[float], slots: int, budget: float) -> bool:
     """Whether a chunk of CPU share `share` may start beside chunks of shares `running`: a slot
     free, and their shares within the budget (one chunk alone always may)."""
@@ -195,7 +214,7 @@ def plan_slots(plan: "Plan", cells: list["Cell"] | None = None, parallel: int | 
     parallel = plan.model.parallel if parallel is None else parallel
     sequential = float(plan.estimate_s(cells))
     fixed = sequential - float(plan.estimate_s(cells, keygen=False, fixed=False))  # key generation, start and end
-    budget = BUDGET_SHARE * cpus
+    budget = BUDGET_SHARE * endpoint_cpus(plan, cpus)
     if not cells:
         return SlotPlan(1, [], sequential, sequential, cpus, "no cells", budget)
     if parallel == 1 or plan.model.engine == "mininet":
@@ -213,8 +232,10 @@ def plan_slots(plan: "Plan", cells: list["Cell"] | None = None, parallel: int | 
     slots = max(1, min(slots, len(side)))
     if slots == 1:
         return _one_at_a_time(plan, cells, sequential, cpus, "nothing to run side by side", budget)
+    ends = endpoint_cpus(plan, cpus)
     why = (f"{parallel}: up to {slots} at once while their CPU shares sum to at most {budget:.2g} CPU "
-           f"({BUDGET_SHARE:.0%} of {cpus})")
+           + (f"({BUDGET_SHARE:.0%} of the {ends} of {cpus} the endpoints run on; the emulators placed apart)"
+              if ends < cpus else f"({BUDGET_SHARE:.0%} of {cpus})"))
     if len(chunks) != len(side):
         why += f"; {len(chunks) - len(side)} CPU-bound chunk(s) alone first"
     span, schedule = simulate(chunks, slots, budget)
