@@ -29,7 +29,8 @@ def register(app: typer.Typer) -> None:
         baseline: Optional[str] = typer.Option(None, "--baseline", help="GROUP:SIG of the slowdown baseline "
                                                "(default: x25519:ecdsa-p256, else a classical pair)"),
         allow_differ: List[str] = typer.Option([], "--allow-differ", help="merge even though this meta.json "
-                                               "field differs (e.g. git.commit); repeatable"),
+                                               "field differs (e.g. git.commit, or cpu_wakeup: the sessions' "
+                                               "wake-up setting); repeatable"),
         bootstrap: int = typer.Option(S.BOOTSTRAP_N, "--bootstrap", min=100, max=1_000_000,
                                       help="bootstrap resamples per CI"),
         seed: int = typer.Option(S.BOOTSTRAP_SEED, "--seed", help="bootstrap seed"),
@@ -52,7 +53,7 @@ def register(app: typer.Typer) -> None:
                                            "/merged)"),
         allow_differ: List[str] = typer.Option([], "--allow-differ", help="merge even though this meta.json field "
                                                "differs (experiment.sha256, git.commit, backend, one stack.* "
-                                               "field); repeatable"),
+                                               "field, cpu_wakeup: the sessions' wake-up setting); repeatable"),
         allow_mixed_stacks: bool = typer.Option(False, "--allow-mixed-stacks", help="merge shards measured on "
                                                 "different crypto stacks (OpenSSL, liboqs, oqs-provider: every "
                                                 "stack.*version* field); stacks.csv and report.md say which cell "

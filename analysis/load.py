@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from pqshake import results as fmt
+from pqshake.experiments import cpuwake
 from pqshake.experiments import modes as M
 from pqshake.experiments import transports as T
 from pqshake.errors import UserError
@@ -34,6 +35,8 @@ MERGE_FIELDS = (
     "cpu.model",
     "backend",
 )
+# Not a meta.json field but its sessions' records (experiments/cpuwake.py): must agree too.
+WAKEUP_FIELD = "cpu_wakeup"
 # Configured profile figures that must agree between runs for a profile of the same name.
 PROFILE_FIELDS = ("cfg_rtt_ns", "cfg_loss_up", "cfg_loss_down", "cfg_rate_bps_up", "cfg_rate_bps_down",
                   "cfg_mtu", "cfg_jitter_ns_up", "cfg_jitter_ns_down", "cfg_initcwnd_client", "cfg_initcwnd_server")
@@ -232,6 +235,9 @@ def load_one(path: Path | str) -> tuple[dict, pd.DataFrame, pd.DataFrame | None,
         diffs = ", ".join(f"{d.get('field')} {d.get('change')}" for d in m.get("differences", []))
         notes.append(f"mixed provenance: resumed on {m.get('at')} with --allow-mixed although {diffs}; "
                      f"cells before and after ran different code (meta.json sessions)")
+    if " and " in (wake := cpuwake.of_run(meta)):
+        notes.append(f"{path}: its sessions measured with cpu_wakeup {wake} (meta.json sessions): idle CPUs' "
+                     f"wake-ups were in some cells' times and not in others'")
     if fresh:
         notes.append(f"{path}: tables built from raw/ in memory (newer than the parquet files); "
                      f"'pqshake load {path}' writes them")
@@ -295,6 +301,13 @@ def check_merge(metas: list[dict], paths: list[Path], allow: Iterable[str] = ())
             if v != v0:
                 raise UserError(f"cannot merge {paths[0]} and {p}: meta.json field '{f}' differs ({v0!r} vs {v!r}); "
                                 f"analyse them separately, or pass --allow-differ {f} if it does not matter")
+    if WAKEUP_FIELD not in allow:
+        w0 = cpuwake.of_run(metas[0])
+        for m, p in zip(metas[1:], paths[1:]):
+            if cpuwake.of_run(m) != w0:
+                raise UserError(f"cannot merge {paths[0]} and {p}: measured with cpu_wakeup {w0} vs {cpuwake.of_run(m)} "
+                                f"(idle CPUs' wake-ups move medians by up to ~1 ms at 100 ms RTT); analyse them "
+                                f"separately, or pass --allow-differ {WAKEUP_FIELD} to pool them")
 
 
 def load_runs(paths: Iterable[Path | str], allow_differ: Iterable[str] = (), exclude_suspect: bool = False) -> Run:

@@ -59,3 +59,11 @@ def current_us(path: Path | None = None) -> int | None:
         return struct.unpack("<i", (PATH if path is None else path).read_bytes()[:4])[0]
     except (OSError, struct.error):
         return None
+
+
+def of_run(meta: dict) -> str:
+    """How a run's cells were measured, from its sessions' records: "held", "os", or "held and os"
+    when sessions of one run differ (a resume without root, say). Runs from before the setting
+    record nothing: they measured with the machine's own wake-ups, "os"."""
+    seen = {s.get("cpu_wakeup") or OS for s in meta.get("sessions") or [] if isinstance(s, dict)}
+    return " and ".join(sorted(seen)) if seen else OS
