@@ -63,6 +63,7 @@ SIGS = ["ecdsa-p256", "ml-dsa-44"]
 PROFILES = ["lan", "{name: rtt20, rtt: 20ms}", "rtt100"]
 # Names from the registries (tests/test_registry_only.py): no module but theirs spells one.
 from pqshake.experiments import modes as _M  # noqa: E402
+from pqshake.paths import cache_dir  # noqa: E402
 from pqshake.experiments.transports import quic as _quic, tcp as _tcp, turbotls as _turbo  # noqa: E402
 from pqshake.experiments.transports import QUIC_ENGINES as _ENGINES  # noqa: E402
 
@@ -157,20 +158,13 @@ OLD_COMMIT = "8541ad18fba8232ac94bf578d275fba5ade43142"
 OLD_PATCH = Path(__file__).with_name("stack_bench_old.patch")
 
 
-def _cache_dir() -> Path:
-    """$PQS_CACHE as testbed/deps/common.sh reads it."""
-    if os.environ.get("PQS_CACHE"):
-        return Path(os.environ["PQS_CACHE"])
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pqshake"
-
-
 def _old_build() -> Path:
     """The old stack's build directory, made once (OLD_COMMIT + OLD_PATCH, `make build`, its own
     pinned stack from the cache or built into it). RuntimeError, in one line, when it cannot be."""
     import hashlib
 
     key = f"{OLD_COMMIT[:12]}-{hashlib.sha256(OLD_PATCH.read_bytes()).hexdigest()[:12]}"
-    root = _cache_dir() / "stack-bench-old" / key
+    root = cache_dir() / "stack-bench-old" / key
     tree, stamp = root / "tree", root / "built"
     if stamp.is_file():
         return tree / "build"

@@ -14,6 +14,14 @@ def build_dir() -> Path:
     return Path(os.environ.get("PQS_BUILD", REPO / "build"))
 
 
+def cache_dir() -> Path:
+    """The build cache outside the clone, as testbed/deps/common.sh reads it: $PQS_CACHE, else
+    $XDG_CACHE_HOME/pqshake, else ~/.cache/pqshake."""
+    if os.environ.get("PQS_CACHE"):
+        return Path(os.environ["PQS_CACHE"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pqshake"
+
+
 def binary(name: str) -> Path:
     """A built program (pqs-server, pqs-timer, pqs-speed, pqs-linkemu, pqs-probe)."""
     p = build_dir() / "bin" / name

@@ -4,8 +4,8 @@ testbed/fs0rtt/, the protocol is in testbed/README.md "fs0rtt").
 A cell of this mode needs the server's BFE key pair for the experiment's `bfe_n` (connections per
 key) and `bfe_p` (false-positive probability at n). Key generation costs about 0.4 ms of CPU per
 secret-key slot (n = 4096 at p = 2^-10: about 24 s), so a key is made once per parameter set by
-pqs-bfe-keygen and kept, like a build, in the cache (PQS_CACHE, default ~/.cache/pqshake) under a
-name with n, p and the relic and bfe-bf versions of the build; pqs-server verifies it against its
+pqs-bfe-keygen and kept, like a build, in the cache (pqshake.paths.cache_dir: PQS_CACHE, else
+$XDG_CACHE_HOME/pqshake or ~/.cache/pqshake) under a name with n, p and the relic and bfe-bf versions of the build; pqs-server verifies it against its
 key.json when it loads it. Each cell's server starts from that unpunctured key, so a cell makes
 at most n connections (the plan refuses fewer), and punctures live in that server's memory only.
 """
@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from pqshake.paths import cache_dir
 
 # The C bounds (testbed/fs0rtt/fs0rtt.h PQS_FS0RTT_N_*, PQS_FS0RTT_P_*). P_MIN is bfe-bf's: at
 # most 16 hash functions, which p = 2^-15 needs for any n (hash_count below); smaller p failed
@@ -91,7 +93,7 @@ def _stack_versions(build: Path) -> tuple[str, str]:
 
 
 def cache_root() -> Path:
-    return Path(os.environ.get("PQS_CACHE") or Path.home() / ".cache" / "pqshake") / "bfe-keys"
+    return cache_dir() / "bfe-keys"
 
 
 def key_dir(n: int, p: float, build: Path) -> Path:
