@@ -30,25 +30,26 @@ from .modes import fs0rtt as FS
 from . import transports as T
 from .model import SEED_MAX, ExperimentFile, load_experiment
 
-# What a run costs besides its handshakes (seconds). Measured from a run of experiments/demo.yaml
-# (24 cells, 72 blocks; userspace link) on a 2-vCPU VM with 8-10 % steal and a load average
-# of 3.7 from other work: the run log, each cell's DONE and the programs' monotonic stamps
-# (pqs-server's header and ready lines, pqs-timer's header and attempts). The estimate is a
-# sum of these per run, per profile's link, per cell and per block, so the same pieces
-# price a part of a run (a shard, a slot) as they price the whole.
-RUN_FIXED_S = 2.8  # before the first link: plan, run folder, provenance (0.9 s); after the last: tables, meta (1.9 s)
-PROFILE_SETUP_S = 0.4  # namespaces and emulator up (0.23 s) and torn down (0.15 s); the check's probes apart
-CELL_SETUP_S = 0.15  # pqs-server up with its chain, ready (0.10 s); closing: server stop, validity, DONE (0.05 s)
-BLOCK_S = 0.24  # a pqs-timer: exec, providers (73 ms), set-up (12 ms), its exit seen (POLL_S) and counted (153 ms)
+# What a run costs besides its handshakes (seconds). Measured on a quiet 2-vCPU VM (8-10 % steal)
+# with the run's CPU wake-up request held (cpu_wakeup: held, the default; the program starts were
+# 2-3x slower without it and under a load average of 3.7, when these were first measured):
+# runs of 1 cell and of 3 profiles x 1 cell (the run's fixed part and a link's), of 16 cells
+# one timer each and of the same 16 cells two timers each (a cell's and a block's), each cell's
+# wall time from its DONE, its attempts from the timer's monotonic stamps. The estimate is a sum
+# of these per run, per profile's link, per cell and per block, so the same pieces price a part
+# of a run (a shard, a slot) as they price the whole.
+RUN_FIXED_S = 1.0  # the runner's start (imports, plan, run folder, provenance) and end (tables, meta)
+PROFILE_SETUP_S = 0.17  # namespaces and emulator up and torn down; the check's probes apart
+CELL_SETUP_S = 0.08  # pqs-server up with its chain, ready; closing: server stop, validity, DONE
+BLOCK_S = 0.09  # a pqs-timer: exec, providers, set-up, its exit seen and counted
 PROBE_START_S = 0.025  # the pqs-probe server and client processes of one RTT measurement
 # What of those occupies a CPU (slots.py packs links side by side by it; the rest is processes
-# starting and being waited for). Measured on the slots bench's far subset (24 cells at 40-100 ms,
-# 1008 handshakes, one cell at a time and 16 links at once) with /proc/stat: 12.0 s and 13.3 s of
-# CPU in all, of which the handshakes' own (client and server cpu_ns) 2.5 s and the emulator's
-# packets about 0.9 s; the 21 more links of the slotted run cost 1.3 s (0.06 s each, of
-# PROFILE_SETUP_S's 0.4), and per cell 0.25 s of its programs' 0.66 s (server, two timers, a
-# probe, the runner's share).
-PROGRAMS_CPU_SHARE = 0.4
+# starting and being waited for). The program starts, with wake-ups held, are mostly CPU: the
+# runner's process tree over the 16-cell run took 5.2 s of CPU in 14.4 s, of which the
+# handshakes (client and server cpu_ns) 1.1 s and the run's fixed part 1.5 s, leaving about
+# 0.12 s per cell of its programs' 0.17 s. A link's set-up: 0.06 s of CPU (/proc/stat over the
+# slots bench's far cells, 21 more links with slots than without).
+PROGRAMS_CPU_SHARE = 0.7
 PROFILE_SETUP_CPU_S = 0.06
 CHECK_PROBES = 100  # RTT probes per profile when its link comes up
 

@@ -29,14 +29,15 @@ def test_cell_estimate_counts_each_block_timer_and_the_server(write_exp):
     assert five.cell_estimate_s(c5) - one.cell_estimate_s(c1) == pytest.approx(4 * P.BLOCK_S)
     attempts = 100 * one.attempt_estimate_s(c1)
     assert one.cell_estimate_s(c1) == pytest.approx(attempts + P.CELL_SETUP_S + P.BLOCK_S)
-    # measured on the demo: a LAN cell of 53 attempts takes ~1 s, mostly not its handshakes
+    # measured on the demo (wake-ups held): its 8 LAN cells of 53 attempts in 4.4 s after their
+    # link came up, ~0.55 s a cell, mostly not its handshakes
     demo_lan = _plan(write_exp, "samples: 50\nwarmup: 3\nrtt_probes: 50\nblock: 20\n")
-    assert 0.8 * 1.1 < demo_lan.cell_estimate_s(demo_lan.cells[0]) < 1.2 * 1.1
+    assert 0.8 * 0.55 < demo_lan.cell_estimate_s(demo_lan.cells[0]) < 1.2 * 0.55
 
 
 def test_an_attempt_is_the_links_waiting_and_the_machines_work(write_exp):
-    """At 40 ms an attempt waits two round trips on the link; what the machine adds (measured
-    on the demo: +2 ms on lan, +8 ms at 40 ms on average) is the work part."""
+    """At 40 ms an attempt waits two round trips on the link; what the machine adds (its CPU and
+    a margin for scheduling, handshake_model.ATTEMPT_HOST_S) is the work part."""
     from pqshake.experiments import handshake_model as hm
 
     p = _plan(write_exp, "samples: 10\n", profiles="[rtt40]")
