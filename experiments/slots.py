@@ -37,8 +37,8 @@ if TYPE_CHECKING:
     from .plan import Cell, Plan
 
 SOLO_SHARE = 0.5  # a chunk whose time is more than half CPU runs alone
-BUDGET_SHARE = 0.5  # the chunks side by side use at most this share of the machine's CPUs
-MAX_SLOTS = 10  # links at once: with 16 the p95s moved beyond run to run (bench/slots_bench.py, docs/methodology.md)
+BUDGET_SHARE = 0.3  # the chunks side by side use at most this share of the endpoints' CPUs (0.35 and 0.5 lengthened the 100 ms tails: bench/slots_bench.py)
+MAX_SLOTS = 16  # links at once (bench/slots_bench.py, docs/methodology.md)
 
 
 @dataclass
