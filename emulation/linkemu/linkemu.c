@@ -4,6 +4,7 @@
 #include "cli.h"
 #include "emu_core.h"
 #include "tstamp.h"
+#include "wake_cost.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -226,6 +227,9 @@ static void print_help(void)
 	      "                      poll (default 50)\n"
 	      "  --calibrate-ns N    subtracted from each target on top of the learned send path (default 0)\n"
 	      "  --ready-file FILE   created once forwarding\n"
+	      "  --wake-cost N       forward nothing: time N timer wake-ups --wake-gap-us apart (default\n"
+	      "                      120) at --rt-priority, print the CPU per wake-up as JSON, exit\n"
+	      "  --wake-gap-us N     the gap of --wake-cost\n"
 	      "  --help              this text\n"
 	      "  --version           print pqshake's version and exit\n\n"
 	      "SPEC: comma-separated key=value, all optional (empty = ideal wire):\n"
@@ -1346,6 +1350,7 @@ int main(int argc, char **argv)
 	struct emu *e = &E;
 	const char *up = NULL, *down = NULL;
 	bool have_seed = false, busy_given = false;
+	long long wake_cost = 0, wake_gap_us = 120;
 	char err[512];
 
 	e->rt_priority = DEFAULT_RT_PRIORITY;
@@ -1366,6 +1371,8 @@ int main(int argc, char **argv)
 		{"busy-wait-us", required_argument, NULL, 'w'},
 		{"calibrate-ns", required_argument, NULL, 'c'},
 		{"ready-file", required_argument, NULL, 'R'},
+		{"wake-cost", required_argument, NULL, 'W'},
+		{"wake-gap-us", required_argument, NULL, 'G'},
 		PQS_CLI_ROWS_END,
 	};
 	int c;
@@ -1394,8 +1401,12 @@ int main(int argc, char **argv)
 			break;
 		case 'c': e->calibrate_ns = parse_num("--calibrate-ns", optarg, 0, 1000000000LL); break;
 		case 'R': e->ready_path = optarg; break;
+		case 'W': wake_cost = parse_num("--wake-cost", optarg, 1, 10000000); break;
+		case 'G': wake_gap_us = parse_num("--wake-gap-us", optarg, 1, 1000000); break;
 		}
 	}
+	if (wake_cost)
+		return pqs_wake_cost(wake_cost, wake_gap_us * 1000LL, e->rt_priority, stdout);
 	if (!e->ifc[0].name || !e->ifc[1].name)
 		usage_exit("--a and --b are required");
 	if (!strcmp(e->ifc[0].name, e->ifc[1].name))
