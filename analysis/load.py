@@ -304,8 +304,8 @@ def check_merge(metas: list[dict], paths: list[Path], allow: Iterable[str] = ())
     if WAKEUP_FIELD not in allow:
         w0 = cpuwake.of_run(metas[0])
         for m, p in zip(metas[1:], paths[1:]):
-            if cpuwake.of_run(m) != w0:
-                raise UserError(f"cannot merge {paths[0]} and {p}: measured with cpu_wakeup {w0} vs {cpuwake.of_run(m)} "
+            if (w := cpuwake.of_run(m)) != w0:
+                raise UserError(f"cannot merge {paths[0]} and {p}: measured with cpu_wakeup {w0} vs {w} "
                                 f"(idle CPUs' wake-ups move medians by up to ~1 ms at 100 ms RTT); analyse them "
                                 f"separately, or pass --allow-differ {WAKEUP_FIELD} to pool them")
 

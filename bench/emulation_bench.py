@@ -502,10 +502,11 @@ SHARE_COUNTS = (1, 2, 4, 8)
 SHARE_RTT_MS = 20
 SHARE_SECONDS = 4
 SHARE_IDLE_S = 3.0
-WAKE_GAP_US, WAKE_COUNT = 121, 20000  # the floor: one wake-up per full frame at 100 Mbit/s
 # goals: CPU per packet at 100 Mbit/s (every N); an idle emulator (no frame queued) takes about
 # no CPU; each of N links at once within its configured RTT (the host part's p50 / p99 goals)
 GOAL_CPU_US_PER_PKT, GOAL_CPU_RATE_MBIT = 10.0, 100
+# the floor: one wake-up per full frame at the goal's rate (1514 bytes every 121 us at 100 Mbit/s)
+WAKE_GAP_US, WAKE_COUNT = round(1514 * 8 / GOAL_CPU_RATE_MBIT), 20000
 GOAL_IDLE_SHARE = 0.001  # of one core, per emulator
 # Departure lateness (the up direction's, one emulator, TCP through the link) of the emulator as
 # it was before issue 30 (a 50 us busy-wait before every departure), measured with this part on
@@ -651,7 +652,7 @@ def _share_part(args) -> tuple[list, bool, dict]:
         print(f"  {tag:16} one timer wake-up here (pqs-linkemu --wake-cost {floor['wakes']}, {floor['gap_ns'] / 1e3:g} us apart"
               f"{', real-time' if floor['rt'] else ''}): {floor['cpu_ns_per_wake'] / 1e3:.1f} us of CPU, "
               f"{floor['late_ns_mean'] / 1e3:.1f} us late on average; at {GOAL_CPU_RATE_MBIT} Mbit/s full frames leave "
-              f"{1514 * 8 / GOAL_CPU_RATE_MBIT:.0f} us apart, one wake-up each")
+              f"that far apart, one wake-up each")
     return share_judge(loads, rtts, floor), ran, {"load": loads, "rtt_idle": rtts, "wake_cost": floor}
 
 
