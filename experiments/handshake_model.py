@@ -346,15 +346,31 @@ def _first_response_byte(t_done: float, c2: int, cpu: Cpu, *, rate_up, rate_down
     return t_req + serialization_s(RECORD_OVERHEAD + 1, rate_down, mtu) + rtt / 2
 
 
+def _backoff_s(q: float, first_s: float, cap_s: float = 10.0) -> float:
+    """Expected sum of the waits when each try fails with probability q and the k-th wait is
+    first_s * 2^(k-1) (TCP's exponential backoff), the waits ending at cap_s (an attempt's default
+    timeout): sum over k of q^k * first_s * 2^(k-1)."""
+    total = waited = 0.0
+    wait, qk = first_s, q
+    while waited + wait <= cap_s and qk > 1e-9:
+        total += qk * wait
+        waited += wait
+        wait, qk = wait * 2, qk * q
+    return total
+
+
 def loss_penalty_s(rtt_s: float, loss: float, data_packets: int, rto_s: float = 0.2) -> float:
-    """Expected extra time from Bernoulli loss p per packet per direction (a rough mean for
-    duration estimates, not a bound): a lost SYN/SYN-ACK costs 1 s, a lost data segment about
-    max(2 RTT, RTO)."""
+    """Expected extra time from Bernoulli loss p per packet per direction (a mean for duration
+    estimates, not a bound): a lost SYN or SYN-ACK costs 1 s, a lost data segment about
+    max(2 RTT, RTO), and each retransmission lost again twice the wait before it. Without the
+    backoff the estimate was a first-order term that a slotted paquin2020 run took 1.3-1.8x of
+    at 15-20 % loss; with it 0.8-1.1x (docs/methodology.md "Slots")."""
     if not loss:
         return 0.0
     p_syn = 1 - (1 - loss) ** 2
     p_data = 1 - (1 - loss) ** max(1, data_packets)
-    return p_syn * 1.0 + p_data * max(2 * rtt_s, rto_s)
+    recover = max(2 * rtt_s, rto_s)
+    return _backoff_s(p_syn, 1.0) + p_data * (recover + _backoff_s(loss, 2 * recover))
 
 
 def _registry(registry):

@@ -288,6 +288,17 @@ def test_model_cross_check():
     assert hm.loss_penalty_s(rtt, 0.0, 10) == 0.0 and hm.loss_penalty_s(rtt, 0.1, 10) > 0.2
 
 
+def test_loss_penalty_counts_backoff():
+    # each retry fails with q; waits 1, 2, 4 s (8 more would pass the 10 s timeout)
+    assert hm._backoff_s(0.5, 1.0) == pytest.approx(0.5 + 0.5 + 0.5)
+    assert hm._backoff_s(0.1, 1.0) == pytest.approx(0.1 + 0.02 + 0.004, rel=1e-3)
+    # at 20 % loss a SYN exchange fails 36 % of the time: the first-order 0.36 s is a third of it
+    first_order = 0.36 * 1.0 + (1 - 0.8 ** 6) * 0.2
+    assert hm.loss_penalty_s(0.0787, 0.2, 6) > 2 * first_order
+    pens = [hm.loss_penalty_s(0.03, p, 6) for p in (0.001, 0.01, 0.05, 0.1, 0.2, 0.4)]
+    assert pens == sorted(pens) and pens[-1] < 30  # grows with loss, bounded by the timeouts
+
+
 def test_model_windows_per_end_and_the_client_second_flight():
     rtt = 0.05
     # A server flight of ~14 segments (ML-DSA-65, depth 2): one round more at IW 10, none at 24.
