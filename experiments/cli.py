@@ -9,7 +9,7 @@ import typer
 
 from pqshake.errors import UserError
 
-PARALLEL_HELP = ("links side by side (default: the experiment's 'parallel', else 1): auto packs independent links by "
+PARALLEL_HELP = ("links side by side (default: the experiment's 'parallel', else auto): auto packs independent links by "
                  "CPU share under a budget; N at most N at once; 1 one cell at a time")
 
 

@@ -185,9 +185,9 @@ class Experiment(BaseModel):
                          "after bfe_n connections (0.001, or '2^-10')")
     repetitions: int = Field(default=1, ge=1, le=1000)
     concurrency: int = Field(default=1, ge=1, le=256)
-    # Default 1 until make bench's same-numbers comparison (issue 30) is in: then auto.
+    # auto: bench/slots_bench.py shows the same numbers both ways (docs/methodology.md "Slots")
     parallel: Annotated[int, Field(ge=1, le=32)] | Literal["auto"] = Field(
-        default=1, description="links side by side, each with its own namespaces, emulator, server and timer "
+        default="auto", description="links side by side, each with its own namespaces, emulator, server and timer "
                                "(experiments/slots.py): auto packs them by CPU share under a budget; N at most N; "
                                "1 one cell at a time")
     cpu_wakeup: Literal["held", "os"] = Field(

@@ -49,8 +49,10 @@ def test_run_writes_everything(write_exp, tmp_path, loopback):
     path = _run(write_exp, tmp_path, loopback)
     run = RunDir(path)
     assert path.parent.parent == tmp_path / "results" and path.parent.name == "lo"
-    # one topology per profile, entered once each
-    assert len(loopback.instances) == 2 and all(t.entered == t.exited == 1 for t in loopback.instances)
+    # a link per chunk, entered once each: lan (CPU-bound) one, rtt10 one per chunk with slots (the default)
+    profs = [getattr(t.profile, "name", t.profile) for t in loopback.instances]
+    assert sorted(set(profs)) == ["lan", "rtt10"] and profs.count("lan") == 1, profs
+    assert all(t.entered == t.exited == 1 for t in loopback.instances)
     meta = run.meta()
     assert meta["format_version"] == FORMAT_VERSION == 3 and meta["status"] == "complete"
     for k in ("git", "kernel", "iproute2", "cpu", "python_packages", "seeds", "started", "ended", "experiment", "stack"):

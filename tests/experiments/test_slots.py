@@ -51,10 +51,11 @@ def test_cpu_bound_profiles_run_alone_the_rest_side_by_side(write_exp):
 
 
 def test_parallel_one_and_mininet_run_one_at_a_time(write_exp):
-    p = _plan(write_exp)  # the default, until make bench's same-numbers comparison is in: 1
+    p = _plan(write_exp, EXP + "parallel: 1\n")
     sp = plan_slots(p, cpus=2)
     assert sp.slots == 1 and sp.estimate_s == sp.sequential_s and sp.why == "parallel: 1"
-    auto = _plan(write_exp, EXP + "parallel: auto\n")
+    auto = _plan(write_exp)  # the default: auto
+    assert auto.model.parallel == "auto" and plan_slots(auto, cpus=2).slots == 2
     assert plan_slots(auto, parallel=1, cpus=2).slots == 1  # --parallel 1 over the file's auto
     assert plan_slots(p, parallel=2, cpus=2).slots == 2 and plan_slots(p, parallel="auto", cpus=2).slots == 2
     # one CPU (user-mode Linux, a 1-CPU VM): auto runs one at a time; an explicit N still runs N
@@ -99,7 +100,7 @@ def test_plan_prints_the_slots_and_both_estimates(pqs, write_exp):
     cp = pqs("plan", str(write_exp(EXP)), "--parallel", "auto")
     assert cp.returncode == 0, cp.stderr
     assert "slots:" in cp.stdout and "estimated duration with slots:" in cp.stdout and "faster than one cell" in cp.stdout
-    cp = pqs("plan", str(write_exp(EXP)))
+    cp = pqs("plan", str(write_exp(EXP)), "--parallel", "1")
     assert "slots:    1, one cell at a time (parallel: 1)" in cp.stdout
     assert "with --parallel auto:" in cp.stdout  # what slots would give
 
