@@ -13,10 +13,15 @@ the time before a cell's first block (its opening) to that cell, any other time 
 blocks to the block before; the time before a profile's first block (its link coming up,
 and the opening of its first cell with it) to the link.
 
-With slots (experiments/slots.py) several cells run at once, one per thread: each thread's
-stretches of wall time go to its own cells and link, so a cell's pace is still its wall time
-over its estimate, and the ETA of what is left is divided by the slots' speed-up (the plan's
-sequential estimate over its slotted one).
+With slots (experiments/slots.py) several cells run at once, one per thread, and how many at
+once changes over the run (longest first: many long, mostly waiting chunks side by side early,
+the CPU-leaning ones a few at a time at the end), so no single speed-up maps what is left onto
+wall time: dividing the sequential ETA by the plan's overall one said "0s" a tenth into a
+paquin2020 run with 17 minutes to go. The ETA follows the slot plan's simulated schedule
+instead (slots.SlotPlan.finish_curve: how much of the cells' estimates is done by when):
+before a tenth of the cells are done, the schedule's span less the time elapsed; after, the
+point of the schedule the cells done so far reach, and the rest of the schedule stretched by
+how far behind (or ahead of) it the run is at that point.
 """
 
 from __future__ import annotations
@@ -44,9 +49,10 @@ class _Lane:
 class Progress:
     def __init__(self, total_cells: int, done_cells: int, est_total_s: float, est_done_s: float = 0.0,
                  stream: TextIO | None = None, rich: bool | None = None, quiet: bool = False,
-                 speedup: float = 1.0):
+                 schedule: list[tuple[float, float]] | None = None):
         self.stream = stream or sys.stderr
-        self.speedup = max(1.0, speedup)  # the slots' (sequential estimate / slotted estimate)
+        # with slots: (planned time from the start, cell estimate done by then), rising
+        self.schedule = schedule or []
         self._lock = threading.RLock()
         self._lanes: dict[int, _Lane] = {}
         self.total = total_cells
@@ -113,17 +119,33 @@ class Progress:
             return None
         return max(0.0, self.took_run_done - self.wait_run_done) / work
 
+    def _eta_scheduled(self, now: float) -> float:
+        """Slots: the rest of the planned schedule, stretched by how far behind it the run is."""
+        elapsed, span = now - self.t0, self.schedule[-1][0]
+        if self.pace() is None:
+            return max(0.0, span - elapsed)
+        done, at = self.est_run_done, span
+        prev_t = prev_c = 0.0
+        for t, c in self.schedule:  # the planned time by which `done` of the estimates is finished
+            if c >= done:
+                at = prev_t + (t - prev_t) * ((done - prev_c) / (c - prev_c) if c > prev_c else 1.0)
+                break
+            prev_t, prev_c = t, c
+        return max(0.0, (span - at) * (elapsed / at)) if at > 0 else max(0.0, span - elapsed)
+
     def eta_s(self) -> float:
         # time already spent on what est_remaining still counts: the open cells, the links
         now = time.monotonic()
         with self._lock:
+            if self.schedule:
+                return self._eta_scheduled(now)
             open_s = (sum(self._spent.values()) + self.links_took
                       + sum(max(0.0, now - lane.mark) for lane in self._lanes.values()))
             if not self._lanes:
                 open_s += max(0.0, now - self.t0)
             pace = self.pace()
             wait = min(self.wait_remaining, self.est_remaining)
-            return max(0.0, wait + (self.est_remaining - wait) * (1.0 if pace is None else pace) - open_s) / self.speedup
+            return max(0.0, wait + (self.est_remaining - wait) * (1.0 if pace is None else pace) - open_s)
 
     def _info(self) -> str:
         busy = [lane for lane in self._lanes.values() if lane.current]

@@ -96,7 +96,8 @@ def start_run(exp_path: Path | str, *, out: Path | None = None, yes: bool = Fals
             if rd.is_disk_full(e):
                 raise UserError(f"disk full under {root}: nothing started (free some space)", exit_code=1) from None
             raise UserError(f"cannot write the run directory {run.path}: {e.strerror or e}", exit_code=1) from None
-        progress = Progress(len(plan.cells), 0, plan.estimate_s(), quiet=quiet, rich=rich, speedup=_speedup(sp))
+        progress = Progress(len(plan.cells), 0, plan.estimate_s(), quiet=quiet, rich=rich,
+                            schedule=sp.finish_curve(plan.cell_estimate_s))
         progress.message(f"run {run.path}: {len(plan.cells)} cells, estimated {fmt_seconds(sp.estimate_s)}"
                          + _slots_text(sp))
         for note in plan.notes:
@@ -104,10 +105,6 @@ def start_run(exp_path: Path | str, *, out: Path | None = None, yes: bool = Fals
         return _finish(run, plan, progress, session, list(plan.cells), False, topology_factory, slot_plan=sp)
     finally:
         lock.release()
-
-
-def _speedup(sp: SlotPlan) -> float:
-    return sp.sequential_s / sp.estimate_s if sp.estimate_s > 0 else 1.0
 
 
 def _slots_text(sp: SlotPlan) -> str:
@@ -174,7 +171,7 @@ def resume_run(run_dir: Path | str, *, quiet: bool = False, rich: bool | None = 
         est_done = plan.estimate_s([c for c in plan.cells if c.cell_id in done])
         sp = plan_slots(plan, todo, parallel=parallel)
         progress = Progress(len(plan.cells), len(done), plan.estimate_s(), est_done, quiet=quiet, rich=rich,
-                            speedup=_speedup(sp))
+                            schedule=sp.finish_curve(plan.cell_estimate_s))
         if not todo:
             progress.message(f"{run.path}: all {len(ids)} cells already done; rebuilding the tables")
         else:

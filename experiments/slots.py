@@ -75,6 +75,20 @@ class SlotPlan:
     def side_by_side(self) -> list[Chunk]:
         return [c for c in self.chunks if not c.solo]
 
+    def finish_curve(self, cell_estimate_s: Any) -> list[tuple[float, float]]:
+        """The simulated schedule as progress (experiments/progress.py): for each chunk's planned
+        end, from the first cell's start, the sum of the cell estimates (cell_estimate_s(cell))
+        finished by then, all of a chunk's cells counted at its end. Empty one cell at a time."""
+        if self.slots == 1:
+            return []
+        ends = sorted((start + c.estimate_s, sum(float(cell_estimate_s(x)) for x in c.cells))
+                      for _, start, c in self.schedule)
+        out, total = [], 0.0
+        for t, est in ends:
+            total += est
+            out.append((t, total))
+        return out
+
     def as_dict(self) -> dict[str, Any]:
         return {"slots": self.slots, "cpus": self.cpus, "why": self.why, "chunks": len(self.chunks),
                 "solo_chunks": len(self.solo), "budget_cpus": round(self.budget, 3), "solo_share": SOLO_SHARE,

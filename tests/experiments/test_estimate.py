@@ -165,6 +165,33 @@ def test_eta_stretches_what_the_load_stretches_not_the_links_waiting(clock):
     assert pr.eta_s() == pytest.approx(true_left)
 
 
+def test_eta_with_slots_follows_the_schedule_not_one_speed_up(clock):
+    """Slots: four long, mostly waiting chunks side by side, then four short CPU-leaning ones one
+    at a time (as longest first schedules them), everything 10 % slower than planned. Once the
+    long ones are done only the short ones are left, one at a time: the ETA is their 44 s, where
+    the sequential ETA over the plan's overall speed-up said 14 s."""
+    from pqshake.experiments.slots import Chunk, SlotPlan, simulate
+
+    est = {f"long{i}": 100.0 for i in range(4)} | {f"short{i}": 10.0 for i in range(4)}
+    chunks = [Chunk("far", [c], e, 0.01 if e > 50 else 0.25, False) for c, e in est.items()]
+    span, schedule = simulate(chunks, 4, 0.3)
+    assert span == pytest.approx(140.0)
+    sp = SlotPlan(4, chunks, sum(est.values()), span, 2, "test", 0.3, schedule)
+    curve = sp.finish_curve(est.__getitem__)
+    assert curve[-1] == pytest.approx((140.0, 440.0)) and [c for _, c in curve] == sorted(c for _, c in curve)
+    assert SlotPlan(1, chunks, 440.0, 440.0, 2, "one", 0.3).finish_curve(est.__getitem__) == []
+    pr = Progress(len(est), 0, sum(est.values()), stream=io.StringIO(), rich=False, schedule=curve)
+    assert pr.eta_s() == pytest.approx(140.0)  # nothing done: the schedule's span
+    clock.t += 110.0
+    for c in [c for c in est if c.startswith("long")]:
+        pr.end_cell(c, "complete", est[c])
+    assert pr.eta_s() == pytest.approx(4 * 11.0)
+    for i in range(3):
+        clock.t += 11.0
+        pr.end_cell(f"short{i}", "complete", 10.0)
+    assert pr.eta_s() == pytest.approx(11.0)
+
+
 def test_quic_estimates_count_what_each_engine_adds_to_the_bound(write_exp):
     """The plan prices the engines' measured departures from the bound (docs/methodology.md,
     "What is an engine's"): after a Retry OpenSSL's client waits about a second (its first PTO)
