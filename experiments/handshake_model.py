@@ -364,7 +364,7 @@ def loss_penalty_s(rtt_s: float, loss: float, data_packets: int, rto_s: float = 
     estimates, not a bound): a lost SYN or SYN-ACK costs 1 s, a lost data segment about
     max(2 RTT, RTO), and each retransmission lost again twice the wait before it. Without the
     backoff the estimate was a first-order term that a slotted paquin2020 run took 1.3-1.8x of
-    at 15-20 % loss; with it 0.8-1.1x (docs/methodology.md "Slots")."""
+    at 15-20 % loss; with it 0.7-1.1x (docs/methodology.md "Slots")."""
     if not loss:
         return 0.0
     p_syn = 1 - (1 - loss) ** 2

@@ -16,9 +16,10 @@ and the opening of its first cell with it) to the link.
 With slots (experiments/slots.py) several cells run at once, one per thread, and how many at
 once changes over the run (longest first: many long, mostly waiting chunks side by side early,
 the CPU-leaning ones a few at a time at the end), so no single speed-up maps what is left onto
-wall time: dividing the sequential ETA by the plan's overall one said "0s" a tenth into a
-paquin2020 run with 17 minutes to go. The ETA follows the slot plan's simulated schedule
-instead (slots.SlotPlan.finish_curve: how much of the cells' estimates is done by when):
+wall time: dividing the sequential ETA by the plan's overall one said 8m24s a tenth into a
+paquin2020 run with 20 minutes to go, and 0s from its 33rd cell of 240 on. The ETA follows
+the slot plan's simulated schedule instead (slots.SlotPlan.finish_curve: how much of the
+cells' estimates is done by when):
 before a tenth of the cells are done, the schedule's span less the time elapsed; after, the
 point of the schedule the cells done so far reach, and the rest of the schedule stretched by
 how far behind (or ahead of) it the run is at that point.
@@ -26,6 +27,7 @@ how far behind (or ahead of) it the run is at that point.
 
 from __future__ import annotations
 
+import bisect
 import sys
 import threading
 import time
@@ -124,13 +126,12 @@ class Progress:
         elapsed, span = now - self.t0, self.schedule[-1][0]
         if self.pace() is None:
             return max(0.0, span - elapsed)
+        # the planned time by which the estimates done so far are finished (linear between chunk ends)
         done, at = self.est_run_done, span
-        prev_t = prev_c = 0.0
-        for t, c in self.schedule:  # the planned time by which `done` of the estimates is finished
-            if c >= done:
-                at = prev_t + (t - prev_t) * ((done - prev_c) / (c - prev_c) if c > prev_c else 1.0)
-                break
-            prev_t, prev_c = t, c
+        i = bisect.bisect_left([c for _, c in self.schedule], done)
+        if i < len(self.schedule):
+            (t0, c0), (t1, c1) = (self.schedule[i - 1] if i else (0.0, 0.0)), self.schedule[i]
+            at = t0 + (t1 - t0) * ((done - c0) / (c1 - c0) if c1 > c0 else 1.0)
         return max(0.0, (span - at) * (elapsed / at)) if at > 0 else max(0.0, span - elapsed)
 
     def eta_s(self) -> float:

@@ -26,6 +26,7 @@ The estimate is the same schedule, simulated with the chunks' estimates (simulat
 from __future__ import annotations
 
 import heapq
+import itertools
 import os
 import threading
 from dataclasses import dataclass, field
@@ -83,11 +84,7 @@ class SlotPlan:
             return []
         ends = sorted((start + c.estimate_s, sum(float(cell_estimate_s(x)) for x in c.cells))
                       for _, start, c in self.schedule)
-        out, total = [], 0.0
-        for t, est in ends:
-            total += est
-            out.append((t, total))
-        return out
+        return list(zip((t for t, _ in ends), itertools.accumulate(e for _, e in ends)))
 
     def as_dict(self) -> dict[str, Any]:
         return {"slots": self.slots, "cpus": self.cpus, "why": self.why, "chunks": len(self.chunks),
