@@ -25,6 +25,10 @@ MSG_COLUMNS = {f"msgs_{m}": f"msg_{m}" for m in _R.MSGS_MESSAGES}
 FLIGHT_COLUMNS = {f"msgs_flights_{f}_{k}": f"flight_{f}_{k}" for f in _R.MSGS_FLIGHTS for k in _R.MSGS_FLIGHT_FIELDS}
 MSGS_OPTIONAL = {**MSG_COLUMNS, **FLIGHT_COLUMNS, "msgs_tcp_info_cb_ns": "msg_tcp_info_cb_ns"}
 
+# The swept settings (experiments/axes/): every column named with pqshake.results.AXIS_PREFIX
+# (axis_chain_depth, ...) in any of the three tables keeps its name; load.py fills those of the
+# registry's rows a run lacks.
+
 # --- samples.parquet (client side, one row per timer attempt) -------------------------------
 # Columns without which no statistic can be computed.
 SAMPLES_REQUIRED = {

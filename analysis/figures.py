@@ -33,7 +33,6 @@ from pqshake.errors import UserError
 from pqshake.experiments import transports as T
 
 from . import style as ST
-from .columns import CELL_KEY
 from .figs import costs, distributions, fs0rtt, heatmap, msgsizes, onertt, quic_engines, sweeps, traces, transport
 from .figs.base import Ctx, FigOut, Skip  # noqa: F401
 from .figs.costs import fig_bound, fig_bytes, fig_cpu, fig_modes  # noqa: F401
@@ -96,17 +95,17 @@ def parse_only(only: list[str] | None) -> list[str]:
 def context(a: Analysis, style: str, profiles: list[str] | None = None) -> Ctx:
     if style not in ST.STYLES:
         raise UserError(f"--style {style}: one of {', '.join(ST.STYLES)}")
-    s = a.run.samples
-    ok = s.loc[s["ok"].to_numpy(dtype=bool), CELL_KEY + ["handshake_ns"]]
-    ok = pd.DataFrame({**{c: ok[c].astype(str).to_numpy() for c in CELL_KEY}, "ms": ok["handshake_ns"].to_numpy() / 1e6})
+    s, key = a.run.samples, a.run.key
+    ok = s.loc[s["ok"].to_numpy(dtype=bool), key + ["handshake_ns"]]
+    ok = pd.DataFrame({**{c: ok[c].astype(str).to_numpy() for c in key}, "ms": ok["handshake_ns"].to_numpy() / 1e6})
     srv = None
     if a.run.server is not None:
         sv = a.run.server
-        sv = sv.loc[sv["ok"].to_numpy(dtype=bool) & sv["server_handshake_ns"].notna().to_numpy(), CELL_KEY + ["server_handshake_ns"]]
-        srv = pd.DataFrame({**{c: sv[c].astype(str).to_numpy() for c in CELL_KEY},
+        sv = sv.loc[sv["ok"].to_numpy(dtype=bool) & sv["server_handshake_ns"].notna().to_numpy(), key + ["server_handshake_ns"]]
+        srv = pd.DataFrame({**{c: sv[c].astype(str).to_numpy() for c in key},
                             "ms": sv["server_handshake_ns"].to_numpy() / 1e6})
     t = a.summary.table.copy()
-    for c in CELL_KEY:
+    for c in key:
         t[c] = t[c].astype(str)
     # A quantile beyond the timeout (+inf, "> timeout" in the tables) has no place on an axis:
     # the point is left out and the sweep captions say so.
@@ -156,7 +155,8 @@ def render(a: Analysis, *, style: str = "thesis", only: list[str] | None = None,
     with plt.rc_context(ST.rc(style)):
         for k in kinds:
             try:
-                outs = _per_transport(k, ctx) if (k in PER_TRANSPORT and len(ctx.transports) > 1) else KINDS[k](ctx)
+                outs = [o for sub in ctx.per_setting() for o in sub.named(
+                    _per_transport(k, sub) if (k in PER_TRANSPORT and len(sub.transports) > 1) else KINDS[k](sub))]
             except Skip as e:
                 skipped.append((k, str(e)))
                 echo(f"skipped {k}: {e}")

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from pqshake import results as fmt
+from pqshake.experiments import axes as AX
 from pqshake.experiments import cpuwake
 from pqshake.experiments import modes as M
 from pqshake.experiments import transports as T
@@ -59,9 +60,29 @@ class Run:
     # The transports' own settings their bound needs, by keyword (each row's run_settings from
     # plan.json, merge_settings for runs analysed together; experiments/transports/).
     settings: dict[str, Any] = field(default_factory=dict)
+    # Each swept setting's value where a row has none (experiments/axes/): the first run's own
+    # (its file's value, or the first it listed).
+    axis_values: dict[str, Any] = field(default_factory=dict)
     n_warmup_dropped: int = 0
     notes: list[str] = field(default_factory=list)
     excluded_suspect: list[str] = field(default_factory=list)  # cell ids left out (--exclude-suspect)
+
+    @property
+    def axes(self) -> list[str]:
+        """The swept settings' columns whose value differs between the cells (experiments/axes/)."""
+        return [a.column for a in AX.REGISTRY
+                if a.column in self.cells.columns and self.cells[a.column].astype(str).nunique() > 1]
+
+    def setting(self, key: str, shown: Any) -> Any:
+        """A swept setting's value for a row that shows `shown` (its value, or NOT_APPLIED)."""
+        if shown is None or shown == AX.NOT_APPLIED:
+            return self.axis_values.get(key, AX.get(key).default())
+        return shown
+
+    @property
+    def key(self) -> list[str]:
+        """A summary row's key: the cell key and the settings that vary in the run(s)."""
+        return C.CELL_KEY + self.axes
 
     @property
     def meta(self) -> dict:
@@ -114,6 +135,7 @@ def read_table(run_dir: Path, table: str, what: str, fresh: dict[str, pd.DataFra
         raise UserError(f"{f}: missing; rebuild the tables with 'pqshake load {run_dir}' (or re-run the experiment)")
     names = list(mem.columns) if mem is not None else fmt.table_columns(run_dir, table)
     req, opt = C.required_for(table), C.optional_for(table)
+    opt = {**opt, **{c: c for c in names if c.startswith(fmt.AXIS_PREFIX)}}  # swept settings' (columns.py)
     missing = [c for c in req if c not in names]
     if missing:
         raise UserError(f"{f}: column '{missing[0]}' missing (needed for {what}); the file comes from another "
@@ -156,6 +178,23 @@ def _fill_transport(df: pd.DataFrame) -> None:
     if isinstance(col.dtype, pd.CategoricalDtype):
         col = col.astype("string")
     df["transport"] = col.astype("object").where(col.notna(), C.TRANSPORT_DEFAULT).astype(str)
+
+
+def _first(v: Any) -> Any:
+    return v[0] if isinstance(v, list) and v else v
+
+
+def _fill_axes(df: pd.DataFrame, exp: dict) -> None:
+    """Every swept-setting column (experiments/axes/), as text. A run that did not sweep one (or
+    ran before sweeps existed) has the experiment's value in every row; one that swept it has
+    AX.NOT_APPLIED in the rows of cells it does not change."""
+    for a in AX.REGISTRY:
+        given = exp.get(a.key, a.default())
+        fill = AX.NOT_APPLIED if isinstance(given, list) else a.show(given)
+        col = df[a.column].astype("object") if a.column in df.columns else pd.Series([None] * len(df), dtype=object)
+        # a column of whole numbers with gaps comes back as floats: 1.0 is shown as 1
+        df[a.column] = [fill if v is None or v != v else a.show(int(v) if isinstance(v, float) and v.is_integer() else v)
+                        for v in col]
 
 
 def _as_bool(s: pd.Series) -> pd.Series:
@@ -253,7 +292,9 @@ def load_one(path: Path | str) -> tuple[dict, pd.DataFrame, pd.DataFrame | None,
         except (OSError, ValueError):
             notes.append(f"{path}/plan.json unreadable: chain depth 1 and the tables' warm-up counts assumed")
     exp = plan.get("experiment", {}) if isinstance(plan, dict) else {}
-    chain_depth = int(exp.get("chain_depth", 1) or 1)
+    chain_depth = int(_first(exp.get("chain_depth", 1)) or 1)
+    for df in (cells, samples):
+        _fill_axes(df, exp)
     warmup_default = int(exp.get("warmup", 0) or 0)
     timeout_ns = exp.get("timeout")
     timeout_ns = int(timeout_ns) if isinstance(timeout_ns, (int, float)) and timeout_ns > 0 else None
@@ -280,6 +321,7 @@ def load_one(path: Path | str) -> tuple[dict, pd.DataFrame, pd.DataFrame | None,
             notes.append(f"server-side figures skipped: {e}")
         if server is not None:
             _fill_transport(server)
+            _fill_axes(server, exp)
             server["ok"] = _as_bool(server["ok"])
             server["server_handshake_ns"] = _as_float(server["server_handshake_ns"])
             if "n_warmup" in cells.columns:
@@ -287,7 +329,8 @@ def load_one(path: Path | str) -> tuple[dict, pd.DataFrame, pd.DataFrame | None,
     else:
         notes.append(f"{path}/server.parquet missing: server-side figures skipped")
     _categorical(cells, C.CELL_KEY + ["cell_id"])
-    return meta, samples, server, cells, chain_depth, n_w, notes, timeout_ns, settings
+    axis_values = {a.key: _first(exp.get(a.key, a.default())) for a in AX.REGISTRY}
+    return meta, samples, server, cells, chain_depth, n_w, notes, timeout_ns, settings, axis_values
 
 
 def check_merge(metas: list[dict], paths: list[Path], allow: Iterable[str] = ()) -> None:
@@ -367,9 +410,11 @@ def load_runs(paths: Iterable[Path | str], allow_differ: Iterable[str] = (), exc
               profiles=_profiles(cells), chain_depth=max(depths), n_warmup_dropped=sum(x[5] for x in loaded),
               notes=notes, timeout_ns=max(timeouts) if timeouts else None,
               settings={k: v for i, t in enumerate(T.REGISTRY)
-                        for k, v in t.merge_settings([x[8][i] for x in loaded]).items()})
+                        for k, v in t.merge_settings([x[8][i] for x in loaded]).items()},
+              axis_values=loaded[0][9])
     if len(depths) > 1:
-        run.notes.append(f"runs differ in certificate chain depth {sorted(depths)}: the bound uses {run.chain_depth}")
+        run.notes.append(f"runs differ in certificate chain depth {sorted(depths)}: their cells are kept apart "
+                         f"(column axis_chain_depth), each bounded with its own chain")
     if exclude_suspect:
         _exclude_suspect(run)
     return run

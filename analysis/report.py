@@ -20,7 +20,7 @@ from . import stats as S
 from . import tables as T
 from pqshake.experiments.portable import portable
 
-from .columns import CELL_KEY
+from pqshake.experiments import axes as AX
 from .load import Run, get, load_runs
 from pqshake.experiments import transports as TR
 
@@ -194,6 +194,8 @@ def suspect_rows(t: pd.DataFrame) -> pd.DataFrame:
 
 def cell_label(r) -> str:
     extra = f", {r.transport}" if "transport" in r._fields and r.transport not in (TR.DEFAULT, None) else ""
+    # a swept setting's value (a column of the summary only when it varies in the run)
+    extra += "".join(f", {a.label} {getattr(r, a.column)}" for a in AX.REGISTRY if a.column in r._fields)
     return f"{r.group} / {r.sig} @ {r.profile} ({MODE_LABELS.get(r.mode, r.mode)}{extra})"
 
 
@@ -234,7 +236,7 @@ def validity_lines(a: Analysis) -> list[str]:
             f"`pqshake resume RUN --rerun-suspect` measures them again; `--exclude-suspect` leaves them out). "
             f"{rule}", ""]
     for r in sus.itertuples(index=False):
-        out.append(f"- {cell_label(r)}: {'; '.join(a.summary.reasons.get(tuple(str(getattr(r, c)) for c in CELL_KEY), []))}")
+        out.append(f"- {cell_label(r)}: {'; '.join(a.summary.reasons.get(tuple(str(getattr(r, c)) for c in a.run.key), []))}")
     return out + [""]
 
 

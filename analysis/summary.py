@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from pqshake.errors import UserError
+from pqshake.experiments import axes as AX
 from pqshake.experiments import modes as M
 from pqshake.experiments import transports as T
 
@@ -39,7 +40,7 @@ class Summary:
     notes: list[str] = field(default_factory=list)
     cpu_note: str = ""
     params: dict = field(default_factory=dict)
-    # validity reasons per judged row, by its CELL_KEY values (as strings): [] = ok
+    # validity reasons per judged row, by its key's values (Run.key, as strings): [] = ok
     reasons: dict[tuple, list[str]] = field(default_factory=dict)
 
 
@@ -101,12 +102,12 @@ def choose_baseline(pairs: set[tuple[str, str]], option: str | None) -> tuple[st
     return cands[0] if cands else None
 
 
-def key_codes(df: pd.DataFrame, code_of: dict[tuple[str, ...], int]) -> np.ndarray:
+def key_codes(df: pd.DataFrame, code_of: dict[tuple[str, ...], int], key: list[str] = CELL_KEY) -> np.ndarray:
     """Row -> index of its cell in code_of (-1 if absent), vectorised over the categorical codes
-    (a Python loop runs only over the distinct cells)."""
+    (a Python loop runs only over the distinct cells). key: the columns of code_of's tuples."""
     combined = np.zeros(len(df), dtype=np.int64)
     cats, sizes = [], []
-    for c in CELL_KEY:
+    for c in key:
         col = df[c]
         if not isinstance(col.dtype, pd.CategoricalDtype):
             col = col.astype("category")
@@ -118,7 +119,7 @@ def key_codes(df: pd.DataFrame, code_of: dict[tuple[str, ...], int]) -> np.ndarr
     lut = np.empty(len(uniq), dtype=np.int64)
     for i, u in enumerate(uniq.tolist()):
         parts = []
-        for j in reversed(range(len(CELL_KEY))):
+        for j in reversed(range(len(key))):
             u, k = divmod(u, sizes[j])
             parts.append(cats[j][k - 1] if k > 0 else "nan")
         lut[i] = code_of.get(tuple(reversed(parts)), -1)
@@ -192,7 +193,25 @@ class _Ctx:
         return self.run.server
 
     def key_codes(self, df: pd.DataFrame) -> np.ndarray:
-        return key_codes(df, self.code_of)
+        return key_codes(df, self.code_of, self.run.key)
+
+    def find(self, i: int, **change: str) -> int | None:
+        """The row of the cell like row i but for `change` (a baseline pair, the default
+        transport). With swept settings, the one of the same settings; where the other cell has
+        one only (a setting that does not change it, such as a QUIC setting for a TCP cell), that
+        one."""
+        row = dict(zip(self.keys.columns, self.keys.iloc[i]))
+        row.update(change)
+        key = self.run.key
+        j = self.code_of.get(tuple(row[c] for c in key))
+        axes = key[len(CELL_KEY):]
+        if j is not None or not axes:
+            return j
+        same = [k for k in self.code_of if all(k[n] == row[c] for n, c in enumerate(CELL_KEY))]
+        for n, c in enumerate(key[len(CELL_KEY):], len(CELL_KEY)):
+            if len({k[n] for k in same}) > 1:  # the other cells differ in it: take the one of row i's
+                same = [k for k in same if k[n] == row[c]]
+        return self.code_of[same[0]] if len(same) == 1 else None
 
 
 def summarize(run: Run, *, speed: B.Speed | None = None, cpu_note: str = "", baseline: str | None = None,
@@ -229,8 +248,9 @@ def _cells(run: Run) -> _Ctx:
     """Every cell that exists (in the cells table or in the samples), in the tables' order."""
     reg = _registry()
     s = run.samples
-    keys = pd.concat([run.cells[CELL_KEY].drop_duplicates().astype(str),
-                      s[CELL_KEY].drop_duplicates().astype(str)], ignore_index=True)
+    key = run.key
+    keys = pd.concat([run.cells[key].drop_duplicates().astype(str),
+                      s[key].drop_duplicates().astype(str)], ignore_index=True)
     keys = keys.drop_duplicates().reset_index(drop=True)
     keys["_mo"] = keys["mode"].map(lambda m: MODE_ORDER.index(m) if m in MODE_ORDER else 99)
     prof_order = {p: i for i, p in enumerate(dict.fromkeys(run.cells["profile"].astype(str)))}
@@ -238,10 +258,16 @@ def _cells(run: Run) -> _Ctx:
     keys["_go"] = keys["group"].map(lambda g: order_key(reg, "group", g))
     keys["_so"] = keys["sig"].map(lambda g: order_key(reg, "sig", g))
     keys["_to"] = keys["transport"].map(lambda t: (TRANSPORT_ORDER.index(t), t) if t in TRANSPORT_ORDER else (9, t))
-    keys = keys.sort_values(["_go", "_so", "_po", "_mo", "_to"]).drop(columns=["_go", "_so", "_po", "_mo", "_to"]).reset_index(drop=True)
+    # a swept setting's values in the order the plan ran them (the cells table's)
+    order = ["_go", "_so", "_po", "_mo", "_to"]
+    for c in run.axes:
+        rank = {v: i for i, v in enumerate(dict.fromkeys(run.cells[c].astype(str)))}
+        keys["_" + c] = keys[c].map(lambda v, rank=rank: rank.get(v, 10**6))
+        order.append("_" + c)
+    keys = keys.sort_values(order).drop(columns=order).reset_index(drop=True)
     index = pd.MultiIndex.from_frame(keys)
     code_of = {k: i for i, k in enumerate(index)}
-    return _Ctx(run, reg, keys, code_of, key_codes(s, code_of), s["ok"].to_numpy(dtype=bool), keys.copy())
+    return _Ctx(run, reg, keys, code_of, key_codes(s, code_of, key), s["ok"].to_numpy(dtype=bool), keys.copy())
 
 
 def _counts(ctx: _Ctx) -> None:
@@ -255,7 +281,7 @@ def _counts(ctx: _Ctx) -> None:
         out["failure_rate"] = np.where(n_att > 0, 1 - n_ok / np.maximum(n_att, 1), np.nan)
 
     # Most common error of the failed attempts.
-    fail = s.loc[~ok, CELL_KEY + ["error"]]
+    fail = s.loc[~ok, ctx.run.key + ["error"]]
     top = [""] * ng
     if len(fail):
         fe = fail.assign(error=fail["error"].astype("string").fillna("unknown"), _c=codes[~ok])
@@ -349,8 +375,8 @@ def _slowdown(ctx: _Ctx, baseline: str | None) -> tuple[str, str] | None:
         ctx.notes.append("no classical group x classical signature cell in the run: slowdown not computed "
                          "(choose one with --baseline GROUP:SIG)")
     else:
-        for i, (g, sg, p, m, tr) in enumerate(keys.itertuples(index=False)):
-            r = _ratio_of_medians(ctx, i, code_of.get((base[0], base[1], p, m, tr)))
+        for i in range(ctx.ng):
+            r = _ratio_of_medians(ctx, i, ctx.find(i, group=base[0], sig=base[1]))
             if r is not None:
                 sl[i] = r
     out["baseline_group"] = base[0] if base else None
@@ -362,10 +388,10 @@ def _slowdown(ctx: _Ctx, baseline: str | None) -> tuple[str, str] | None:
 def _against_default_transport(ctx: _Ctx) -> None:
     """Each cell against the same cell over TLS/TCP (the default transport): the ratio of medians."""
     qt = np.full((ctx.ng, 3), np.nan)
-    for i, (g, sg, p, m, tr) in enumerate(ctx.keys.itertuples(index=False)):
+    for i, tr in enumerate(ctx.keys["transport"]):
         if tr == T.DEFAULT:
             continue
-        r = _ratio_of_medians(ctx, i, ctx.code_of.get((g, sg, p, m, T.DEFAULT)))
+        r = _ratio_of_medians(ctx, i, ctx.find(i, transport=T.DEFAULT))
         if r is not None:
             qt[i] = r
     ctx.out["vs_tcp"], ctx.out["vs_tcp_ci_lo"], ctx.out["vs_tcp_ci_hi"] = qt[:, 0], qt[:, 1], qt[:, 2]
@@ -399,11 +425,11 @@ def _network(ctx: _Ctx) -> None:
     """Achieved RTT (median over the cells' probe medians), cell outcomes, configured figures."""
     run = ctx.run
     cells = run.cells.copy()
-    for c in CELL_KEY:
+    for c in run.key:
         cells[c] = cells[c].astype(str)
     if "verdict" in cells and "reasons" not in cells:  # a Run not read by load_runs
         _reasons_lists(cells)
-    cg = cells.groupby(CELL_KEY, observed=True)
+    cg = cells.groupby(run.key, observed=True)
     cinfo = pd.DataFrame({
         "n_cells": cg.size(),
         "rtt_achieved_ms": cg["rtt_p50_ns"].median() / 1e6 if "rtt_p50_ns" in cells else np.nan,
@@ -414,7 +440,7 @@ def _network(ctx: _Ctx) -> None:
     reasons = {k: _reasons(g) for k, g in cg[["verdict", "reasons"]]} if "verdict" in cells else {}
     cinfo["verdict"] = pd.Series({k: _verdict(r) for k, r in reasons.items()}, dtype=object)
     ctx.reasons = {k: r for k, r in reasons.items() if r is not None}
-    out = ctx.out.merge(cinfo, left_on=CELL_KEY, right_index=True, how="left")
+    out = ctx.out.merge(cinfo, left_on=run.key, right_index=True, how="left")
     out["verdict"] = out["verdict"].fillna("not judged")
     out["suspect"] = out["verdict"].astype(str).str.startswith("suspect")
     prof = run.profiles.set_index("profile")
@@ -435,20 +461,24 @@ def _bound(ctx: _Ctx, speed: B.Speed | None) -> None:
     brows = []
     cpu_missing: set[str] = set()
     unsized: set[str] = set()
-    for i, (g_, s_, p_, m_, t_) in enumerate(ctx.keys.itertuples(index=False)):
+    for i, row in enumerate(ctx.keys.to_dict("records")):
+        g_, s_, m_, t_ = row["group"], row["sig"], row["mode"], row["transport"]
         if not np.isfinite(rtt_ms[i]):
             brows.append({})
             continue
-        cpu = B.cpu_terms(speed, g_, s_, m_, run.chain_depth)
+        # the cell's own settings (a swept one from its row, the others the run's)
+        axes = {**run.settings, **AX.bound_kwargs_of({a.key: run.setting(a.key, row.get(a.column, run.cells[a.column].iloc[0]))
+                                                       for a in AX.REGISTRY})}
+        cpu = B.cpu_terms(speed, g_, s_, m_, axes["chain_depth"])
         if speed and cpu is None:
             cpu_missing.add(f"{g_}/{s_}")
         mtu = out.at[i, "mtu"]
         try:
             b = B.bound(g_, s_, m_, rtt_s=rtt_ms[i] / 1e3, rate_up=out.at[i, "rate_up_bps"],
                         rate_down=out.at[i, "rate_down_bps"], mtu=int(mtu) if np.isfinite(mtu) else 1500,
-                        cpu=cpu, chain_depth=run.chain_depth, registry=reg,
+                        cpu=cpu, registry=reg,
                         iw_c=_window(out.at[i, "initcwnd_client"]), iw_s=_window(out.at[i, "initcwnd_server"]),
-                        transport=t_, **run.settings)
+                        transport=t_, **axes)
         except ValueError as e:  # an algorithm without checked sizes: no bound rather than a wrong one
             unsized.add(str(e).split(" (")[0])
             brows.append({})

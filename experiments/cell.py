@@ -108,7 +108,7 @@ class CellRunner:
             cert_dir = d / f"certs-{c}"
             cert_dir.mkdir()
             log = d / f"server-{c}.jsonl"
-            argv = topo.ns_argv(s, server_argv(self.server_bin, f"{topo.addr_of(s)}:0", cell, self.exp,
+            argv = topo.ns_argv(s, server_argv(self.server_bin, f"{topo.addr_of(s)}:0", cell, self.exp.for_cell(cell),
                                                Path(cert_dir.name), Path(log.name)))
             rd.write_json(d / f"server-{c}.argv.json", argv, root=self.run.path)
             out.append({"client": c, "server_host": s, "log": log, "cert_dir": cert_dir,
@@ -126,7 +126,8 @@ class CellRunner:
             ca = Path(ready.get("ca") or Path(comp["cert_dir"].name) / "ca.pem")
             comp["out"] = d / f"timer-{comp['client']}.jsonl"
             targv = topo.ns_argv(comp["client"], timer_argv(self.timer_bin, f"{topo.addr_of(comp['server_host'])}:{port}",
-                                                           cell, self.exp, ca, Path(comp["out"].name)) + ["--start-gate"])
+                                                           cell, self.exp.for_cell(cell), ca, Path(comp["out"].name))
+                                 + ["--start-gate"])
             rd.write_json(d / f"timer-{comp['client']}.argv.json", targv, root=self.run.path)
             comp["targv"] = targv
         for comp in out:  # each waits at its start gate; run_block opens all gates with c1's
@@ -178,7 +179,7 @@ class CellRunner:
         """Folder, validity snapshot, RTT probes and the cell's server (ready to accept)."""
         from pqshake.emulation.check import measure_rtt
 
-        run, exp = self.run, self.exp
+        run, exp = self.run, self.exp.for_cell(cell)  # the cell's settings (experiments/axes/)
         self.check_stop()
         why = topo.link_problem()
         if why:  # died between cells: this cell never starts, so it stays to do for resume
@@ -250,7 +251,7 @@ class CellRunner:
     def run_block(self, topo: Link, cr: "CellState") -> None:
         """One timer invocation of the cell's next block (appending to timer.jsonl); sets
         cr.reason when the cell cannot go on."""
-        exp, d, cell = self.exp, cr.d, cr.cell
+        exp, d, cell = self.exp.for_cell(cr.cell), cr.d, cr.cell
         n, warm = cr.next_block(self.block_size)
         expected = n + warm
         timer = None

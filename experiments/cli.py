@@ -33,14 +33,18 @@ def register(app: typer.Typer) -> None:
         m = p.model
         print(f"{m.name}: {s['cells']} cells ({len(p.profiles)} profiles x {len(p.groups)} groups x "
               f"{len(p.sigs)} sigs x {len(m.modes)} modes x {len(m.transports)} transports x {m.repetitions} repetitions"
+              + "".join(f" x {len(v)} {k}" for k, v in s["sweeps"].items())
               + (f", {s['excluded']} excluded" if s["excluded"] else "") + ")")
         print(f"  groups:   {', '.join(p.groups)}")
         print(f"  sigs:     {', '.join(p.sigs)}")
         print(f"  modes:    {', '.join(m.modes)}")
+        from . import axes as AX
         from . import transports as T
 
         print(f"  transports: {', '.join(m.transports)}"
               + "".join(t.plan_note(m) for t in T.REGISTRY if t.name in m.transports))
+        for k, v in s["sweeps"].items():  # a swept setting: the cells it changes run once per value
+            print(f"  {k}: {', '.join(AX.get(k).show(x) for x in v)} (swept: once per value in each cell it changes)")
         if m.samples == "auto":
             a = m.adaptive
             lo, hi = (a.min + m.warmup) * s["cells"], (a.max + m.warmup) * s["cells"]

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import (BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, ValidationInfo, field_validator,
-                      model_validator)
+from pydantic import (BaseModel, ConfigDict, Discriminator, Field, PrivateAttr, Tag, ValidationError, ValidationInfo,
+                      field_validator, model_validator)
 
 from pqshake.errors import UserError
 from pqshake.yamlsrc import Budget, Doc, clean_errors, describe, dotted, load_docs, located, short
@@ -219,6 +219,36 @@ class Experiment(BaseModel):
                                   "exclude: group, sig, profile, mode, transport); every cell when absent")
     capture_max_bytes: int = Field(default=CAPTURE_MAX_BYTES_DEFAULT, description="capture: true: each pcapng's cap "
                                    "in bytes; recording stops there (DONE capture.capped)")
+
+    # The settings swept as matrix axes (experiments/axes/): key -> the values, each validated as
+    # the field is; the field itself holds the first (validate_experiment fills both).
+    _sweeps: dict[str, list[Any]] = PrivateAttr(default_factory=dict)
+    _views: dict[tuple, "Experiment"] = PrivateAttr(default_factory=dict)
+
+    @property
+    def sweeps(self) -> dict[str, list[Any]]:
+        return self._sweeps
+
+    def with_settings(self, settings: tuple[tuple[str, Any], ...]) -> "Experiment":
+        """The experiment as one cell sees it: each swept setting at the cell's value (a copy,
+        made once per combination)."""
+        if not settings:
+            return self
+        view = self._views.get(settings)
+        if view is None:
+            view = self._views[settings] = self.model_copy(update=dict(settings))
+            view._views = {}
+        return view
+
+    def for_cell(self, cell: Any) -> "Experiment":
+        return self.with_settings(getattr(cell, "settings", ()))
+
+    def dump(self) -> dict[str, Any]:
+        """As plan.json records it: every field, a swept one as its list of values."""
+        out = self.model_dump(mode="json")
+        for k, values in self._sweeps.items():
+            out[k] = [self.model_copy(update={k: v}).model_dump(mode="json", include={k})[k] for v in values]
+        return out
 
     @model_validator(mode="after")
     def _tcp_fastopen(self) -> "Experiment":
@@ -501,11 +531,10 @@ def load_experiment(path: Path | str) -> ExperimentFile:
     p = p.resolve()
     data, key_doc, files = _load_one(p, (p,))
     try:
-        model = Experiment.model_validate(data)
-    except ValidationError as e:
+        model = validate_experiment(data)
+    except Invalid as e:
         rows = []
-        for err in clean_errors(e):
-            loc, text = located(err, describe(err, Experiment))
+        for loc, text in e.errors:
             doc = key_doc.get(loc[0]) if loc else None
             if doc is None:
                 doc = next(iter(key_doc.values()), None)
@@ -517,3 +546,56 @@ def load_experiment(path: Path | str) -> ExperimentFile:
             rows.append(f"{src}:{line} {dotted(loc)}: {text}")
         raise UserError(yamlsrc_one_line(rows)) from None
     return ExperimentFile(path=p, model=model, data=data, key_doc=key_doc, files=files)
+
+
+class Invalid(Exception):
+    """Validation errors as (location, message) pairs, located in the file's terms (a swept
+    setting's value at (key, index))."""
+
+    def __init__(self, errors: list[tuple[tuple, str]]):
+        super().__init__(errors)
+        self.errors = errors
+
+
+def _errors(e: ValidationError, key: str | None = None, index: int = 0) -> list[tuple[tuple, str]]:
+    out = []
+    for err in clean_errors(e):
+        loc, text = located(err, describe(err, Experiment))
+        if key is not None and loc[:1] == (key,):
+            loc = (key, index, *loc[1:])
+        out.append((loc, text))
+    return out
+
+
+def validate_experiment(data: dict[str, Any]) -> Experiment:
+    """The model of an experiment's merged keys. A setting that is a matrix axis
+    (experiments/axes/) may be a list: each value is validated as the setting's one value would
+    be (the other settings as given, swept ones at their first value), its errors located at
+    (key, index); the model holds the first value and, for a list of two or more, the sweep."""
+    from . import axes as A
+
+    lists = {k: v for k, v in data.items() if k in A.keys() and isinstance(v, list)}
+    for k, v in lists.items():
+        if not v:
+            raise Invalid([((k,), "an empty list: give one value, or a list of the values to sweep")])
+    first = {**data, **{k: v[0] for k, v in lists.items()}}
+    try:
+        model = Experiment.model_validate(first)
+    except ValidationError as e:
+        raise Invalid([(loc if loc[:1] not in [(k,) for k in lists] else (loc[0], 0, *loc[1:]), text)
+                       for loc, text in _errors(e)]) from None
+    sweeps: dict[str, list[Any]] = {}
+    for k, given in lists.items():
+        values = [getattr(model, k)]
+        for i, x in enumerate(given[1:], 1):
+            try:
+                value = getattr(Experiment.model_validate({**first, k: x}), k)
+            except ValidationError as e:
+                raise Invalid(_errors(e, k, i)) from None
+            if value in values:
+                raise Invalid([((k, i), f"{short(x)} is listed twice (keep one)")])
+            values.append(value)
+        if len(values) > 1:
+            sweeps[k] = values
+    model._sweeps = sweeps
+    return model

@@ -24,6 +24,7 @@ from pydantic import BaseModel
 from pqshake.errors import UserError
 from pqshake.registry import load_registry
 
+from . import axes as A
 from . import handshake_model as hm
 from . import modes as M
 from .modes import fs0rtt as FS
@@ -63,22 +64,29 @@ class Cell:
     mode: str
     repetition: int
     transport: str = T.DEFAULT
+    # The values of the swept settings that change this cell (experiments/axes/), in the rows'
+    # order: each in its id and a column of its rows in the run's tables.
+    settings: tuple[tuple[str, Any], ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        del d["settings"]
+        return {**d, **{A.column(k): v for k, v in self.settings}}
 
 
 def _slug(s: str) -> str:
     return re.sub(r"[^A-Za-z0-9.-]+", "_", s)
 
 
-def cell_id(profile: str, group: str, sig: str, mode: str, repetition: int, transport: str = T.DEFAULT) -> str:
+def cell_id(profile: str, group: str, sig: str, mode: str, repetition: int, transport: str = T.DEFAULT,
+            settings: tuple[tuple[str, Any], ...] = ()) -> str:
     """Stable across runs and resumes (does not depend on the order). A tcp cell keeps the id it
     had before transports existed (runs started then still resume); any other transport is a
-    part of its own: <profile>__<group>__<sig>__<mode>__<transport>__r<repetition>."""
+    part of its own: <profile>__<group>__<sig>__<mode>__<transport>__r<repetition>. Each swept
+    setting that changes the cell adds its part before the repetition (__chain2)."""
     tr = T.find(transport)
     t = "" if tr is not None and tr.bare_cell_id else f"__{transport}"
-    return f"{_slug(profile)}__{_slug(group)}__{_slug(sig)}__{mode}{t}__r{repetition}"
+    return f"{_slug(profile)}__{_slug(group)}__{_slug(sig)}__{mode}{t}{A.id_suffix(settings)}__r{repetition}"
 
 
 def id_profile(cell_id_: str) -> str:
@@ -368,17 +376,16 @@ class Plan:
 
     def attempt_estimate_s(self, c: Cell) -> Estimate:
         """One attempt of the cell (handshake_model.expected_attempt_parts on its profile's figures)."""
-        m = self.model
+        m = self.model.for_cell(c)
         f = profile_figures(self.profiles[c.profile])
         losses = [x for x in (f["loss_up"], f["loss_down"]) if x]
         # Each direction at its own rate (0 = unlimited): a slow downlink is not hidden behind a
         # fast uplink.
         wait, work = hm.expected_attempt_parts(
             c.group, c.sig, f["rtt_ns"] / 1e9, rate_up=f["rate_bps_up"] or None, rate_down=f["rate_bps_down"] or None,
-            mtu=f["mtu"], loss=max(losses) if losses else 0.0, chain_depth=m.chain_depth, mode=c.mode,
+            mtu=f["mtu"], loss=max(losses) if losses else 0.0, mode=c.mode,
             registry=load_registry(), iw_c=f["initcwnd_client"] or None, iw_s=f["initcwnd_server"] or None,
-            client_auth=m.client_auth, client_chain_depth=m.client_chain_depth, response=m.response_bytes > 0,
-            transport=c.transport, quic_retry=m.quic_retry == "on")
+            response=m.response_bytes > 0, transport=c.transport, **A.bound_kwargs(m))
         # what the cell's implementation adds to the bound (OpenSSL's QUIC client and a long
         # ClientHello: up to a second); the bound itself stays a bound
         wait += T.get(c.transport).engine_extra_s(f["rtt_ns"] / 1e9, hm.sizes_for(c.group, c.sig, load_registry()), m, c.mode)
@@ -448,6 +455,7 @@ class Plan:
             "profiles": list(self.profiles),
             "modes": list(m.modes),
             "transports": list(m.transports),
+            "sweeps": {k: m.dump()[k] for k in A.keys() if k in m.sweeps},  # swept settings (experiments/axes/)
             "cells_per_transport": {t: sum(1 for c in self.cells if c.transport == t) for t in m.transports},
             **{k: v for t in T.REGISTRY for k, v in t.plan_settings(m, t.name in m.transports).items()},
             "repetitions": m.repetitions,
@@ -505,8 +513,9 @@ def build_plan(ef: ExperimentFile | Path | str, *, seed: int | None = None,
     reg = load_registry()
     groups = reg.expand("group", m.groups, ef.where("groups"))
     sigs = reg.expand("sig", m.sigs, ef.where("sigs"))
-    if m.client_auth is not None:  # one algorithm, checked like the sigs
-        reg.expand("sig", [m.client_auth], ef.where("client_auth"))
+    for i, name in enumerate(m.sweeps.get("client_auth", [m.client_auth])):  # checked like the sigs
+        if name is not None:
+            reg.expand("sig", [name], ef.where("client_auth", *((i,) if "client_auth" in m.sweeps else ())))
     if isinstance(m.cpu_placement, BaseModel):  # CPUs this machine lets us use, none on both sides
         from pqshake.emulation import placement
 
@@ -535,12 +544,15 @@ def build_plan(ef: ExperimentFile | Path | str, *, seed: int | None = None,
             for s in sigs:
                 for mode in m.modes:
                     for tr in m.transports:
+                        variants = A.expand(m, Cell("", pname, g, s, mode, 0, tr))
                         if any(_matches(rg, g) and _matches(rs, s) and _matches(rp, pname) and _matches(rm, mode)
                                and _matches(rt, tr) for rg, rs, rp, rm, rt in rules):
-                            excluded += m.repetitions
+                            excluded += m.repetitions * len(variants)
                             continue
-                        for rep in range(1, m.repetitions + 1):
-                            cells.append(Cell(cell_id(pname, g, s, mode, rep, tr), pname, g, s, mode, rep, tr))
+                        for settings in variants:
+                            for rep in range(1, m.repetitions + 1):
+                                cells.append(Cell(cell_id(pname, g, s, mode, rep, tr, settings), pname, g, s, mode, rep,
+                                                  tr, settings))
     if not cells:
         raise UserError(f"{ef.where('exclude')}: the exclude rules remove every cell (nothing to run)")
     for t in T.REGISTRY:  # each transport refuses what its programs or the link cannot run
@@ -579,8 +591,8 @@ def check_cells_can_run(ef: ExperimentFile, reg: Any, cells: list[Cell]) -> None
     attempt, or succeed without it, and the run would still say complete): a TLS 1.2 cell on an
     algorithm TLS 1.2 does not have (algorithms.yaml tls1_2), and mutual TLS in a mode whose
     handshake sends no certificate (a resumed or 0-RTT handshake authenticates by its key)."""
-    m = ef.model
     for c in cells:
+        m = ef.model.for_cell(c)
         mode = M.get(c.mode)
         if mode.tls1_2:
             for role, key, name in (("group", "groups", c.group), ("sig", "sigs", c.sig),
@@ -615,7 +627,7 @@ class Setting:
 _QUIC_ROWS = frozenset(t.name for t in T.QUIC_ENGINES.values())
 
 SETTINGS: tuple[Setting, ...] = (
-    Setting(("client_chain_depth",), lambda m, cells: m.client_auth is not None,
+    Setting(("client_chain_depth",), lambda m, cells: any(m.for_cell(c).client_auth is not None for c in cells),
             "the client chain's depth under mutual TLS, but client_auth is not set (add client_auth, or remove {keys})"),
     Setting(("bfe_n", "bfe_p"), lambda m, cells: any(M.get(c.mode).bfe_key for c in cells),
             "settings of the fs0rtt key, but no cell runs fs0rtt (add fs0rtt to modes, or remove {keys})"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from . import axes as A
 from . import modes as M
 from . import sampling
 from .modes import fs0rtt as FS
@@ -58,7 +59,8 @@ def server_argv(binary: Path, listen: str, cell: Cell, exp, cert_dir: Path, log:
             "--tickets", "2" if mode.resumable else "0", *tcp_only[2:],
             "--threads", str(max(8, min(256, exp.concurrency * 2)))] + (
         ["--client-auth", exp.client_auth, "--client-chain-depth", str(exp.client_chain_depth)]
-        if exp.client_auth else []) + mode_args(cell, exp, server=True) + transport_args(cell, exp, qlog, server=True)
+        if exp.client_auth else []) + mode_args(cell, exp, server=True) + transport_args(cell, exp, qlog, server=True) + (
+        A.program_args(exp, cell, server=True))
 
 
 def timer_argv(binary: Path, connect: str, cell: Cell, exp, ca: Path, out: Path,
@@ -77,4 +79,4 @@ def timer_argv(binary: Path, connect: str, cell: Cell, exp, ca: Path, out: Path,
     if exp.client_auth:  # pqs-server --client-auth writes the client credentials next to ca.pem
         argv += ["--client-cert", str(Path(ca).parent)]
     return (argv + mode_args(cell, exp, server=False) + transport_args(cell, exp, qlog, server=False)
-            + (["--keylog", str(keylog)] if keylog is not None else []))
+            + A.program_args(exp, cell, server=False) + (["--keylog", str(keylog)] if keylog is not None else []))

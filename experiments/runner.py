@@ -79,7 +79,7 @@ def start_run(exp_path: Path | str, *, out: Path | None = None, yes: bool = Fals
             resolved["seed"] = plan.seed
             rd.write_atomic(run.resolved_experiment, yaml.safe_dump(resolved, sort_keys=False), root=run.path)
             rd.write_json(run.path / "plan.json", root=run.path, data={
-                "experiment": plan.model.model_dump(mode="json"), "seed": plan.seed,
+                "experiment": plan.model.dump(), "seed": plan.seed,
                 "groups": plan.groups, "sigs": plan.sigs, "profiles": list(plan.profiles),
                 "cells": [c.as_dict() for c in plan.cells], **({"shard": shard_info} if shard_info else {})})
             rd.write_json(run.meta_path, root=run.path, data={

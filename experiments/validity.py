@@ -178,18 +178,18 @@ class Handshakes:
         with no CPU: what is left of the median is the cell's CPU part."""
         from pqshake.registry import load_registry
 
+        from . import axes as A
         from . import handshake_model as hm
         from .plan import profile_figures
         from .sampling import attempt_times
 
-        m, f = plan.model, profile_figures(plan.profiles[cell.profile])
+        m, f = plan.model.for_cell(cell), profile_figures(plan.profiles[cell.profile])
         try:
             b = hm.handshake_bound(cell.group, cell.sig, f["rtt_ns"] / 1e9, rate_up=f["rate_bps_up"] or None,
-                                   rate_down=f["rate_bps_down"] or None, mtu=f["mtu"], chain_depth=m.chain_depth,
+                                   rate_down=f["rate_bps_down"] or None, mtu=f["mtu"],
                                    mode=cell.mode, registry=load_registry(), cpu=hm.Cpu(),
                                    iw_c=f["initcwnd_client"] or None, iw_s=f["initcwnd_server"] or None,
-                                   client_auth=m.client_auth, client_chain_depth=m.client_chain_depth,
-                                   transport=cell.transport, quic_retry=m.quic_retry == "on")
+                                   transport=cell.transport, **A.bound_kwargs(m))
             rtts, net = int(b.rtts), (b.t_rtt + b.t_ser) * 1e3
             frames = (max(rtts, b.client_segments + rtts - 1), max(rtts, b.server_segments + rtts - 1))
         except ValueError:  # an algorithm the registry does not size: weighed without the model

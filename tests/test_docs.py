@@ -104,7 +104,8 @@ def test_architecture_page_draws_the_flow_and_names_the_registries():
     assert "not plug-ins" in arch
 
 
-@pytest.mark.parametrize("doc", ["README.md", "docs/usage.md", "docs/architecture.md", "docs/adding-a-transport.md"])
+@pytest.mark.parametrize("doc", ["README.md", "docs/usage.md", "docs/architecture.md", "docs/adding-a-transport.md",
+                                 "docs/adding-an-axis.md"])
 def test_every_link_resolves(doc):
     bad = broken_links(REPO / doc)
     assert not bad, "\n".join(bad)

@@ -38,6 +38,60 @@ class Ctx:
     ok: pd.DataFrame  # successful client attempts: CELL_KEY + ms
     srv: pd.DataFrame | None  # successful server-side connections: CELL_KEY + ms
     profiles: list[str] | None  # --profile filter
+    # The swept settings this context is restricted to (per_setting): column -> value as shown.
+    settings: dict[str, str] = field(default_factory=dict)
+
+    def per_setting(self) -> list["Ctx"]:
+        """A run that sweeps settings (experiments/axes/) draws each figure once per combination
+        of their values, so no line pools cells of different settings; otherwise [self]."""
+        from dataclasses import replace
+
+        from pqshake.experiments.axes import NOT_APPLIED
+
+        cols = [c for c in self.a.run.axes if c in self.t.columns]
+        if not cols:
+            return [self]
+        rows = self.t[cols].astype(str).drop_duplicates()
+        # each combination some cell has; a cell a setting does not change is in every figure of it
+        full = rows[~(rows == NOT_APPLIED).any(axis=1)]
+        out = []
+        for combo in (full if len(full) else rows).to_dict("records"):
+            def pick(df: pd.DataFrame) -> pd.DataFrame:
+                m = np.ones(len(df), dtype=bool)
+                for c, v in combo.items():
+                    col = df[c].astype(str)
+                    m &= ((col == v) | (col == NOT_APPLIED)).to_numpy()
+                return df[m]
+
+            out.append(replace(self, t=pick(self.t), ok=pick(self.ok), srv=None if self.srv is None else pick(self.srv),
+                               settings=combo))
+        return out
+
+    def value(self, key: str):
+        """A swept setting's value for this context's cells: the one it is restricted to, the
+        one its cells share, else the run's (Run.setting)."""
+        from pqshake.experiments import axes as AX
+
+        col = AX.column(key)
+        v = self.settings.get(col)
+        if v is None and col in self.t.columns and self.t[col].astype(str).nunique() == 1:
+            v = str(self.t[col].iloc[0])
+        return self.a.run.setting(key, v)
+
+    def named(self, outs: list["FigOut"]) -> list["FigOut"]:
+        """Figures of a per_setting context: the settings in the file name, title and caption."""
+        if not self.settings:
+            return outs
+        from pqshake.experiments import axes as AX
+
+        rows = [AX.get(c.removeprefix("axis_")) for c in self.settings]
+        part = "-".join(a.id_text(self.settings[a.column]) for a in rows)
+        text = ", ".join(f"{a.label} {self.settings[a.column]}" for a in rows)
+        for o in outs:
+            o.name = f"{o.name}-{part}"
+            o.title = f"{o.title} ({text})"
+            o.caption = f"{o.caption} Cells with {text}."
+        return outs
 
     @property
     def transports(self) -> list[str]:

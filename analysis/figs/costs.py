@@ -43,7 +43,7 @@ def fig_bytes(ctx: Ctx) -> list[FigOut]:
         d = t0[(t0["group"] == g) & (t0["sig"] == s)]
         sc, ss, pk, sl = hm.sizes_for(g, s, reg)
         share = sc + ss
-        chain = hm.cert_der_bytes(pk, sl) * ctx.a.run.chain_depth + sl
+        chain = hm.cert_der_bytes(pk, sl) * int(ctx.value("chain_depth")) + sl
         if measured:
             total = float((d["bytes_up"] + d["bytes_down"]).median())
         else:
@@ -77,7 +77,7 @@ def fig_bytes(ctx: Ctx) -> list[FigOut]:
            + " (median of the loss-free profiles)" if measured
            else "sizes from the handshake model (the run has no " + (own.label if own else "TCP_INFO") + " byte counts)")
     cap = (f"Bytes of a {MODE_LABELS.get(mode, mode)} handshake per algorithm, both directions: key shares and "
-           f"certificate chain (chain depth {ctx.a.run.chain_depth}, plus CertificateVerify) from the algorithm "
+           f"certificate chain (chain depth {ctx.value('chain_depth')}, plus CertificateVerify) from the algorithm "
            f"registry, the rest is the difference to the total ({src}). The stripe left of each bar is the "
            f"algorithm's colour. {n_text(t0)}. {ctx.prov}")
     return [FigOut("bytes", fig, title, cap)]

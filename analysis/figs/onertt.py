@@ -15,7 +15,7 @@ from pqshake.experiments import transports as T
 
 from .. import stats as S
 from .. import style as ST
-from ..columns import CELL_KEY, TRANSPORT_ORDER
+from ..columns import TRANSPORT_ORDER
 from ..report import _profile_text, n_text
 from ..summary import MODE_LABELS, MODE_ORDER
 from .base import Ctx, FigOut, Skip, _legend
@@ -132,7 +132,8 @@ def _fallback(ctx: Ctx, tr: T.Transport, name: str) -> FigOut | None:
     known = flag.map(lambda v: isinstance(v, (bool, np.bool_, int, float)) and v == v)
     s = s.assign(_fb=flag.where(known).map(lambda v: bool(v) if v == v and v is not None else False), _k=known)
     s = s[s["_k"].to_numpy(dtype=bool)]
-    counts = s.groupby([s[c].astype(str) for c in CELL_KEY])["_fb"].agg(["sum", "count"])
+    key = ctx.a.run.key
+    counts = s.groupby([s[c].astype(str) for c in key])["_fb"].agg(["sum", "count"])
     lossy = tt[tt["loss"].fillna(0) > 0]
     # One panel per RTT that has lossy cells of it; its loss-free cells at that RTT give the 0 % point.
     rtts = sorted(lossy["rtt_cfg_ms"].dropna().unique())
@@ -146,10 +147,10 @@ def _fallback(ctx: Ctx, tr: T.Transport, name: str) -> FigOut | None:
         for g, sg in ctx.pal.order(zip(tr_["group"], tr_["sig"])):
             rows = []
             for r in tr_[(tr_["group"] == g) & (tr_["sig"] == sg)].itertuples(index=False):
-                key = (r.group, r.sig, r.profile, r.mode, r.transport)
-                if key not in counts.index:
+                at = tuple(str(getattr(r, c)) for c in key)
+                if at not in counts.index:
                     continue
-                k, nn = int(counts.loc[key, "sum"]), int(counts.loc[key, "count"])
+                k, nn = int(counts.loc[at, "sum"]), int(counts.loc[at, "count"])
                 lo, hi = S.wilson(k, nn)
                 rows.append((float(r.loss) * 100, k / nn, lo, hi))
                 drawn.append(r.profile)

@@ -11,6 +11,7 @@ import math
 import matplotlib.pyplot as plt
 import numpy as np
 
+from pqshake.experiments import axes as AX
 from pqshake.experiments import transports as T
 
 from .. import style as ST
@@ -110,7 +111,7 @@ def fig_quic_engines(ctx: Ctx) -> list[FigOut]:
     fig.tight_layout()
     tp = t[t["transport"].isin(engines)]
     labels = [_label(tr) for tr in engines]
-    retry = "on" if ctx.a.run.settings.get("quic_retry", True) else "off"
+    retry = AX.get("quic_retry").show(ctx.value("quic_retry"))
     cap = (f"{MODE_LABELS.get(mode, mode)} handshake time over QUIC per engine ({', '.join(labels)}; the same "
            f"OpenSSL, providers and certificates under each, only the QUIC implementation differs) and algorithm, "
            f"median with its bootstrap CI, one panel per profile ({_profile_text(ctx.a.run, profiles)}); the black "

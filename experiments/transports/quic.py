@@ -357,7 +357,7 @@ class Quic(Transport):
         carry a 1200-byte Initial datagram."""
         from pqshake.errors import UserError
 
-        if ef.model.response_bytes:
+        if any(ef.model.for_cell(c).response_bytes for c in cells):
             raise UserError(f"{ef.where('response_bytes')}: quic cells are handshake only (pqs-server and pqs-timer "
                             f"send no response over QUIC); set response_bytes: 0, or run quic in another experiment")
         for c in cells:
@@ -368,7 +368,8 @@ class Quic(Transport):
         return {"quic_retry": m.quic_retry if present else None, "qlog": m.qlog if present else None}
 
     def plan_note(self, m: Any) -> str:
-        return f" (quic: Retry {m.quic_retry}, qlog {'kept' if m.qlog else 'off'})"
+        retry = "/".join(m.sweeps.get("quic_retry", [m.quic_retry]))
+        return f" (quic: Retry {retry}, qlog {'kept' if m.qlog else 'off'})"
 
     def cell_info(self, exp: Any) -> dict[str, Any]:
         return {"quic_retry": exp.quic_retry, "qlog": exp.qlog, "quic_engine": self.quic_engine}
@@ -400,7 +401,9 @@ class Quic(Transport):
         return rtt_s if n > 2 else 0.0
 
     def run_settings(self, exp: dict) -> dict[str, Any]:
-        return {"quic_retry": exp.get("quic_retry", "on") in ("on", True)}
+        v = exp.get("quic_retry", "on")
+        v = v[0] if isinstance(v, list) and v else v  # swept: each row's own value wins (experiments/axes/)
+        return {"quic_retry": v in ("on", True)}
 
     def merge_settings(self, each: list[dict[str, Any]]) -> dict[str, Any]:
         """Retry on only if every run had it (the bound without Retry is the lower)."""

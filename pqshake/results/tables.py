@@ -18,6 +18,14 @@ from .meta import DONE, TABLES
 BESIDE_DEFAULTS = {"slot": 0, "slots": 1, "beside_max": 0}
 BESIDE_COLUMNS = tuple(BESIDE_DEFAULTS)
 CELL_COLUMNS = ("cell_id", "group", "sig", "profile", "mode", "transport", "repetition", "backend", *BESIDE_COLUMNS)
+# A swept setting's value (experiments/axes/): a column of every row of a cell, named with this
+# prefix (plan.json's cells carry it); a run that swept nothing has none.
+AXIS_PREFIX = "axis_"
+
+
+def cell_columns(cell: dict) -> dict:
+    """What each row of a cell's samples and server tables carries of the cell."""
+    return {**{k: cell.get(k) for k in CELL_COLUMNS}, **{k: v for k, v in cell.items() if k.startswith(AXIS_PREFIX)}}
 SAMPLE_FIRST = ["cell_id", "group", "sig", "profile", "mode", "transport", "repetition", "i", "warmup", "ok",
                 "handshake_ns", "error", "backend"]
 CELL_FIRST = ["cell_id", "group", "sig", "profile", "mode", "transport", "repetition", "status", "reason",
@@ -83,7 +91,7 @@ def timer_rows(cell_dir: Path, cell: dict, warmup: int) -> list[dict]:
         in_block += 1
         if offset and isinstance(rec.get("i"), int):
             rec = {**rec, "i": rec["i"] + offset}
-        row = {k: cell.get(k) for k in CELL_COLUMNS}
+        row = cell_columns(cell)
         flat = msgs_columns(flatten({k: v for k, v in rec.items() if k != "type"}))
         for k, v in flat.items():
             # Timer fields keep their names; where one collides with a cell column, the cell's
@@ -132,7 +140,7 @@ def server_rows(cell_dir: Path, cell: dict, blocks: list[dict] | None = None) ->
     warm = server_warmups(recs, blocks) if blocks and len(blocks) > 1 else None
     rows = []
     for idx, rec in enumerate(recs):
-        row = {k: cell.get(k) for k in CELL_COLUMNS}
+        row = cell_columns(cell)
         for k, v in flatten({k: v for k, v in rec.items() if k != "type"}).items():
             if k in row:
                 if v != row[k]:

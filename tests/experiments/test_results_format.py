@@ -14,6 +14,7 @@ import pytest
 
 from pqshake import results as fmt
 from pqshake.errors import UserError
+from pqshake.analysis import columns as C
 from pqshake.analysis.load import load_runs
 from pqshake.experiments import rundir as rd
 
@@ -79,6 +80,17 @@ def test_v1_fixture_gives_the_tables_v1_gave(v1_run):
         added = [c for c in new.values() if c in df.columns]
         assert added and df[added].isna().all().all(), (k, added)
         setattr(run, k, df.drop(columns=added))
+    # The swept settings' columns (experiments/axes/): a v1 run swept nothing, so every row has its
+    # experiment's value (the plan's, or the setting's default where its plan.json has none).
+    from pqshake.experiments import axes as AX
+
+    exp = json.loads((v1_run / "plan.json").read_text())["experiment"]
+    for k in ("samples", "server", "cells"):
+        df = getattr(run, k)
+        for a in AX.REGISTRY:
+            assert (df[a.column] == a.show(exp.get(a.key, a.default()))).all(), (k, a.key)
+        setattr(run, k, df.drop(columns=[a.column for a in AX.REGISTRY]))
+    assert run.axes == [] and run.key == C.CELL_KEY
     got.update({f"analysis/{k}": _digest(getattr(run, k)) for k in ("samples", "server", "cells", "profiles")})
     assert got == V1_DIGESTS
 

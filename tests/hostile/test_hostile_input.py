@@ -25,6 +25,7 @@ import yaml
 
 from pqshake import yamlsrc
 from pqshake.emulation.profiles import GEModel, Direction, Profile, TcpSettings
+from pqshake.experiments import axes as AX
 from pqshake.errors import UserError
 from pqshake.experiments.model import Experiment
 
@@ -203,7 +204,9 @@ def test_profile_field_of_the_wrong_type(pqs_in, tmp_path, path, kind):
 @pytest.mark.parametrize("kind", sorted(WRONG))
 @pytest.mark.parametrize("path", EXPERIMENT_PATHS, ids=".".join)
 def test_experiment_field_of_the_wrong_type(pqs_in, tmp_path, path, kind):
-    f = write(tmp_path / "e.yaml", dump(with_value(EXPERIMENT, path, WRONG[kind])))
+    # a setting that is a matrix axis takes a list (a sweep): there, a list of mappings is wrong
+    wrong = [{"x": 1}, {"y": 2}] if kind == "list" and path[0] in AX.keys() else WRONG[kind]
+    f = write(tmp_path / "e.yaml", dump(with_value(EXPERIMENT, path, wrong)))
     rc, out, wall = pqs_in("plan", f)
     check_one_line(rc, out, [f], [path[0]])
     assert wall < IN_PROCESS_S

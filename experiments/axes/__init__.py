@@ -1,0 +1,178 @@
+"""The settings a run can sweep: one row each (issue 32). A setting of the experiment file set to
+one value sets it for every cell, as always; set to a list (`chain_depth: [1, 2, 3]`) it is a
+matrix axis: each cell it changes runs once per value, and the value is part of the cell's id,
+a column of every row of the run's tables, the programs' command lines and the cell's bound.
+
+The plan, the programs, the estimate, the validity verdict and the analysis read this table; no
+other module lists these settings. The matrix's own axes (profile, group, sig, mode, transport)
+stay where they are: experiments/plan.py, the transports' and modes' registries.
+docs/adding-an-axis.md walks through adding a row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .. import modes as M
+from .. import transports as T
+
+_QUIC_ROWS = frozenset(t.name for t in T.QUIC_ENGINES.values())
+
+
+def _always(exp: Any, cell: Any) -> bool:
+    return True
+
+
+def _no_args(value: Any, exp: Any, cell: Any) -> list[str]:
+    return []
+
+
+def _no_bound(value: Any) -> dict[str, Any]:
+    return {}
+
+
+@dataclass(frozen=True)
+class Axis:
+    """A setting that can take one value per cell. `key` is its name in the experiment file (a
+    field of experiments/model.py Experiment, whose validation each listed value goes through)
+    and its column in the run's tables."""
+
+    key: str
+    label: str  # legends and table headers
+    # Its part of a swept cell's id (letters, digits, '.', '-'): short and unambiguous.
+    id_text: Callable[[Any], str]
+    # Whether the value changes this cell (exp: the cell's view of the experiment with the rows
+    # before this one applied; cell: the cell being expanded). A cell it does not change runs
+    # once, with the first listed value, instead of once per value.
+    applies: Callable[[Any, Any], bool] = _always
+    # What the programs get for it beyond experiments/programs.py (which passes the settings it
+    # has always passed): pqs-server's and pqs-timer's options for a value.
+    server_args: Callable[[Any, Any, Any], list[str]] = _no_args
+    timer_args: Callable[[Any, Any, Any], list[str]] = _no_args
+    # The handshake model's keywords for a value (handshake_model.handshake_bound,
+    # analysis/bound.py): what the setting changes in the bound.
+    bound: Callable[[Any], dict[str, Any]] = _no_bound
+    # A value as tables and legends show it (None: str()).
+    text: Callable[[Any], str] | None = None
+
+    def show(self, value: Any) -> str:
+        return self.text(value) if self.text is not None else str(value)
+
+    @property
+    def column(self) -> str:
+        return column(self.key)
+
+    def default(self) -> Any:
+        """The value of a cell that does not set it (the experiment's default)."""
+        from ..model import Experiment
+
+        return Experiment.model_fields[self.key].default
+
+
+def _sig_or_none(v: Any) -> str | None:
+    # as a table shows it: "off" (or nothing) for no client certificate
+    return None if v is None or v != v or v in ("", "off", "None") else str(v)
+
+
+def _on_off(v: Any) -> str:
+    return "on" if v in ("on", True) else "off"
+
+
+REGISTRY: list[Axis] = [
+    # The server's chain: leaf plus chain_depth - 1 certificates. A resumed or 0-RTT handshake
+    # sends no chain: those cells run once.
+    Axis("chain_depth", "chain depth", lambda v: f"chain{v}",
+         applies=lambda exp, cell: M.get(cell.mode).certificate,
+         bound=lambda v: {"chain_depth": int(v)}),
+    # Mutual TLS: the client chain's signature algorithm (none: off).
+    Axis("client_auth", "client auth", lambda v: f"mtls-{v or 'off'}",
+         bound=lambda v: {"client_auth": _sig_or_none(v)}, text=lambda v: _sig_or_none(v) or "off"),
+    Axis("client_chain_depth", "client chain depth", lambda v: f"cchain{v}",
+         applies=lambda exp, cell: exp.client_auth is not None,
+         bound=lambda v: {"client_chain_depth": int(v)}),
+    # The response after the handshake; a handshake-only transport (QUIC) has none.
+    Axis("response_bytes", "response bytes", lambda v: f"resp{v}",
+         applies=lambda exp, cell: not T.get(cell.transport).handshake_only),
+    Axis("early_response", "early response", lambda v: f"early-{_on_off(v)}",
+         applies=lambda exp, cell: M.get(cell.mode).early_data, text=_on_off),
+    Axis("quic_retry", "QUIC Retry", lambda v: f"retry-{_on_off(v)}",
+         applies=lambda exp, cell: cell.transport in _QUIC_ROWS,
+         bound=lambda v: {"quic_retry": _on_off(v) == "on"}, text=_on_off),
+]
+
+
+# A swept setting's value in the analysis for a cell it does not change (a QUIC setting of a TCP
+# cell, the chain depth of a resumed handshake).
+NOT_APPLIED = "-"
+
+
+def column(key: str) -> str:
+    """Its column in the run's tables (samples, server, cells) and in the analysis: the prefix
+    keeps it apart from a transport's own column of the same name (quic_retry)."""
+    from pqshake.results import AXIS_PREFIX
+
+    return f"{AXIS_PREFIX}{key}"
+
+
+def keys() -> tuple[str, ...]:
+    return tuple(a.key for a in REGISTRY)
+
+
+def get(key: str) -> Axis:
+    for a in REGISTRY:
+        if a.key == key:
+            return a
+    raise KeyError(key)
+
+
+def find(key: str) -> Axis | None:
+    return next((a for a in REGISTRY if a.key == key), None)
+
+
+def bound_kwargs(exp: Any) -> dict[str, Any]:
+    """The handshake model's keywords for a cell's view of the experiment (every axis's value,
+    swept or not)."""
+    return bound_kwargs_of({a.key: getattr(exp, a.key) for a in REGISTRY})
+
+
+def bound_kwargs_of(values: dict[str, Any]) -> dict[str, Any]:
+    """The same from each axis's value by key (the analysis: as its tables show them)."""
+    out: dict[str, Any] = {}
+    for a in REGISTRY:
+        out.update(a.bound(values[a.key]))
+    return out
+
+
+def program_args(exp: Any, cell: Any, server: bool) -> list[str]:
+    """What the axes add to pqs-server's (server) or pqs-timer's command line for a cell."""
+    out: list[str] = []
+    for a in REGISTRY:
+        fn = a.server_args if server else a.timer_args
+        out += fn(getattr(exp, a.key), exp, cell)
+    return out
+
+
+def id_suffix(settings: tuple[tuple[str, Any], ...]) -> str:
+    """A swept cell's id part: one `__<id_text>` per swept setting, in the rows' order."""
+    return "".join(f"__{get(k).id_text(v)}" for k, v in settings)
+
+
+def expand(exp: Any, cell: Any) -> list[tuple[tuple[str, Any], ...]]:
+    """The settings a cell runs with, one tuple per variant: for each swept axis (a list in the
+    file) that changes the cell, one variant per value. A swept axis that does not change the
+    cell, or one not swept, adds nothing: the cell runs with the experiment's own field (the
+    file's value, or the first listed) and its tables show NOT_APPLIED for a swept one."""
+    variants: list[tuple[tuple[str, Any], ...]] = [()]
+    for a in REGISTRY:
+        values = exp.sweeps.get(a.key)
+        if not values:
+            continue
+        out = []
+        for v in variants:
+            if a.applies(exp.with_settings(v), cell):
+                out += [v + ((a.key, x),) for x in values]
+            else:
+                out.append(v)
+        variants = out
+    return variants
