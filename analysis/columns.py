@@ -53,6 +53,9 @@ SAMPLES_OPTIONAL = {
     "server_hello_ns": "server_hello_ns",
     "ttfb_ns": "ttfb_ns",
     "ttlb_ns": "ttlb_ns",
+    "acked_ns": "acked_ns",  # pqs-timer --wait-acked: the client's bytes all acknowledged (TCP)
+    "start_mono_ns": "start_mono_ns",  # the attempt's t0 on CLOCK_MONOTONIC (the server's clock too)
+    "local_port": "local_port",  # the client's port: the server's conn line names it (peer)
     "hrr": "hrr",
     "resumed": "resumed",
     "early_data": "early_data",
@@ -91,6 +94,8 @@ SERVER_OPTIONAL = {
     "client_hello_mono_ns": "client_hello_mono_ns",
     "handshake_done_mono_ns": "handshake_done_mono_ns",
     "first_app_byte_mono_ns": "first_app_byte_mono_ns",
+    "client_finished_mono_ns": "client_finished_mono_ns",  # the server read the client's Finished
+    "peer": "peer",  # the client's address:port
     "tcp_total_retrans": "server_retrans",
     "cpu_ns": "server_cpu_ns",  # the server's CPU for the connection (TCP, TurboTLS: its worker thread; QUIC: its share of the loop thread)
     **_T.columns("server"),  # each transport's own (its rows' server_columns)

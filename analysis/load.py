@@ -180,6 +180,34 @@ def _fill_transport(df: pd.DataFrame) -> None:
     df["transport"] = col.astype("object").where(col.notna(), C.TRANSPORT_DEFAULT).astype(str)
 
 
+# A server record belongs to a client attempt of the same cell and port that started before it
+# read the Finished, and at most this long before (a port the kernel gave out again is later).
+SERVER_MATCH_WINDOW_NS = 60 * 10**9
+
+
+def _server_finished(samples: pd.DataFrame, server: pd.DataFrame | None) -> None:
+    """server_fin_ns: from the attempt's t0 to the server reading the client's Finished (its conn
+    line's client_finished_mono_ns; client and server share CLOCK_MONOTONIC), the record found
+    by the client's port in the cell, the nearest one after t0 where a port came round again.
+    NaN where nothing matches (runs before local_port, QUIC without a port in both lines)."""
+    samples["server_fin_ns"] = np.nan
+    need = {"peer", "client_finished_mono_ns", "cell_id"}
+    if server is None or not need <= set(server.columns) or samples["local_port"].isna().all():
+        return
+    sv = pd.DataFrame({"cell_id": server["cell_id"].astype(str).to_numpy(),
+                       "port": pd.to_numeric(server["peer"].astype(str).str.rsplit(":", n=1).str[-1], errors="coerce"),
+                       "fin": server["client_finished_mono_ns"].to_numpy(dtype=float)}).dropna()
+    sm = pd.DataFrame({"row": np.arange(len(samples)), "cell_id": samples["cell_id"].astype(str).to_numpy(),
+                       "port": pd.to_numeric(samples["local_port"], errors="coerce").to_numpy(),
+                       "t0": samples["start_mono_ns"].to_numpy(dtype=float)}).dropna()
+    m = sm.merge(sv, on=["cell_id", "port"], how="inner")
+    m["d"] = m["fin"] - m["t0"]
+    m = m[(m["d"] > 0) & (m["d"] < SERVER_MATCH_WINDOW_NS)].sort_values("d").drop_duplicates("row")
+    out = np.full(len(samples), np.nan)
+    out[m["row"].to_numpy()] = m["d"].to_numpy()
+    samples["server_fin_ns"] = out
+
+
 def _first(v: Any) -> Any:
     return v[0] if isinstance(v, list) and v else v
 
@@ -304,7 +332,8 @@ def load_one(path: Path | str) -> tuple[dict, pd.DataFrame, pd.DataFrame | None,
     samples["ok"] = _as_bool(samples["ok"])
     n_w = int(samples["warmup"].sum())
     samples = samples[~samples["warmup"].to_numpy()].drop(columns="warmup")
-    for c in ("handshake_ns", "tcp_connect_ns", "server_hello_ns", "ttfb_ns", "ttlb_ns", "bytes_up", "bytes_down",
+    for c in ("handshake_ns", "tcp_connect_ns", "server_hello_ns", "ttfb_ns", "ttlb_ns", "acked_ns", "start_mono_ns",
+              "bytes_up", "bytes_down",
               "segs_up", "segs_down", "retrans", "tcp_srtt_ns", *TRANSPORT_COUNTS):
         samples[c] = _as_float(samples[c])
     # An ok attempt must have a handshake time.
@@ -328,6 +357,7 @@ def load_one(path: Path | str) -> tuple[dict, pd.DataFrame, pd.DataFrame | None,
                 server = _drop_server_warmups(server, cells, warmup_default)
     else:
         notes.append(f"{path}/server.parquet missing: server-side figures skipped")
+    _server_finished(samples, server)
     _categorical(cells, C.CELL_KEY + ["cell_id"])
     axis_values = {a.key: _first(exp.get(a.key, a.default())) for a in AX.REGISTRY}
     return meta, samples, server, cells, chain_depth, n_w, notes, timeout_ns, settings, axis_values

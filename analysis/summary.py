@@ -533,7 +533,9 @@ def _server(ctx: _Ctx) -> None:
         out["server_n"] = [x.size for x in sper]
         pp = np.array([S.percentiles(x, (50, 95)) for x in sper]) if ng else np.empty((0, 2))
         out["server_p50_ms"], out["server_p95_ms"] = pp[:, 0], pp[:, 1]
-    for col, src in (("ttfb_p50_ms", "ttfb_ns"), ("ttlb_p50_ms", "ttlb_ns")):
+    # the other stop points (docs/methodology.md, "Where the clock stops")
+    for col, src in (("ttfb_p50_ms", "ttfb_ns"), ("ttlb_p50_ms", "ttlb_ns"), ("acked_p50_ms", "acked_ns"),
+                     ("server_fin_p50_ms", "server_fin_ns")):
         out[col] = np.nan
         if src in s.columns:
             v = s[src].to_numpy(dtype=float) / 1e6

@@ -73,18 +73,66 @@ def serialization_s(nbytes: int, rate_bps: float | None, mtu: int = 1500) -> flo
 
 
 def cert_der_bytes(sig_pk: int, sig_len: int) -> int:
-    """A certificate whose key and issuer signature use the same algorithm."""
+    """A certificate whose key and issuer signature use the same algorithm (or: a certificate of
+    a key of sig_pk bytes signed by an issuer whose signatures are sig_len bytes)."""
     return CERT_DER_BASE - P256_PK - P256_SIG + sig_pk + sig_len
+
+
+# A leaf's synthetic size (pqs-server --cert-pad-bytes, --cert-scts): the padding extension's DER
+# beyond its payload (OID 2.25.<UUID>, the nested OCTET STRINGs, longer length fields: 30-36
+# bytes measured over 100..10 000 bytes of payload), and an SCT list: 2 + 118 bytes per SCT
+# (testbed/core/certs.h PQS_SCT_BYTES) and the extension around it (23-28 bytes measured).
+PAD_EXT_OVERHEAD = 34
+SCT_BYTES, SCT_EXT_OVERHEAD = 120, 25
+
+
+def auth_extra_bytes(sig_pk: int, sig_len: int, chain_depth: int = 1, *, inter: tuple[int, int] | None = None,
+                     root: tuple[int, int] | None = None, pad_bytes: int = 0, scts: int = 0,
+                     suppress_intermediates: bool = False) -> int:
+    """The server's Certificate message against the chain server_flight_bytes assumes (every
+    level of the leaf's algorithm, no extension added): intermediates of another algorithm
+    (inter: its (public key, signature) sizes), a root of another (it signs the top certificate
+    sent), the leaf's synthetic extensions, and the intermediates left out (the client holds
+    them). Negative when smaller."""
+    inter = inter or (sig_pk, sig_len)
+    root = root or (sig_pk, sig_len)
+    uniform = cert_der_bytes(sig_pk, sig_len) + (chain_depth - 1) * (cert_der_bytes(sig_pk, sig_len) + 3)
+    leaf_issuer = inter if chain_depth > 1 else root
+    leaf = cert_der_bytes(sig_pk, leaf_issuer[1])
+    leaf += (pad_bytes + PAD_EXT_OVERHEAD if pad_bytes else 0) + (scts * SCT_BYTES + SCT_EXT_OVERHEAD if scts else 0)
+    inters = 0
+    if not suppress_intermediates:
+        for k in range(chain_depth - 1):  # from the leaf's issuer up; the top one is the root's
+            issuer = root if k == chain_depth - 2 else inter
+            inters += cert_der_bytes(inter[0], issuer[1]) + 3
+    return leaf + inters - uniform
 
 
 def client_hello_bytes(share_c: int) -> int:
     return CH_BASE - X25519_SHARE + share_c
 
 
+def auth_extra_for(sig: str, kw: dict[str, Any], registry=None) -> int:
+    """auth_extra_bytes for a signature algorithm's name and the bound's keywords (chain_depth,
+    inter_sig, root_sig, cert_pad_bytes, cert_scts, suppress_intermediates: axes.bound_kwargs)."""
+    pk, sl = sig_sizes(sig, registry)
+    named = {k: sig_sizes(kw[k], registry) if kw.get(k) else None for k in ("inter_sig", "root_sig")}
+    return auth_extra_bytes(pk, sl, int(kw.get("chain_depth", 1)), inter=named["inter_sig"], root=named["root_sig"],
+                            pad_bytes=int(kw.get("cert_pad_bytes", 0)), scts=int(kw.get("cert_scts", 0)),
+                            suppress_intermediates=bool(kw.get("suppress_intermediates", False)))
+
+
+def certificate_message_bytes(sig_pk: int, sig_len: int, chain_depth: int = 1, auth_extra: int = 0) -> int:
+    """The server's TLS 1.3 Certificate message: header 4, context 1, list 3, per certificate
+    3 + DER + 2 (no extensions), the chain as server_flight_bytes counts it."""
+    return 8 + 5 * chain_depth + chain_depth * cert_der_bytes(sig_pk, sig_len) + auth_extra
+
+
 def server_flight_bytes(share_s: int, sig_pk: int, sig_len: int, chain_depth: int = 1,
-                        mode: str = M.FULL) -> int:
+                        mode: str = M.FULL, auth_extra: int = 0) -> int:
     """ServerHello (+ciphertext), EncryptedExtensions, Certificate (leaf + chain_depth-1
-    intermediates), CertificateVerify, Finished. Resumption and 0-RTT send no certificate."""
+    intermediates), CertificateVerify, Finished. Resumption and 0-RTT send no certificate.
+    auth_extra: the chain's bytes beyond a uniform one (auth_extra_bytes)."""
     if mode == M.RESUME_PSK:  # psk_ke: a ServerHello without a key share
         return 90 + 3 * RECORD_OVERHEAD + 60
     if not M.certificate(mode):
@@ -92,7 +140,7 @@ def server_flight_bytes(share_s: int, sig_pk: int, sig_len: int, chain_depth: in
         return 90 + share_s + 3 * RECORD_OVERHEAD + 60
     cert = cert_der_bytes(sig_pk, sig_len)
     base = SERVER_FLIGHT_BASE - X25519_SHARE + share_s
-    return base + (cert - CERT_DER_BASE) + (chain_depth - 1) * (cert + 3) + (sig_len - P256_SIG)
+    return base + (cert - CERT_DER_BASE) + (chain_depth - 1) * (cert + 3) + (sig_len - P256_SIG) + auth_extra
 
 
 FIN_MIN = 58  # Finished record with a SHA-256 MAC
@@ -279,7 +327,7 @@ def lower_bound(rtt_s: float, *, share_c: int, share_s: int, sig_pk: int, sig_le
                 mode: str = M.FULL, cpu_s: float = DEFAULT_CPU_S, iw: int = IW,
                 rate_up: float | None = None, rate_down: float | None = None, cpu: Cpu | None = None,
                 iw_c: int | None = None, iw_s: int | None = None, client_sig: tuple[int, int] | None = None,
-                client_chain_depth: int = 1, request_bytes: int = 1, tfo: bool = False) -> Bound:
+                client_chain_depth: int = 1, request_bytes: int = 1, tfo: bool = False, auth_extra: int = 0) -> Bound:
     """rtt_s: propagation RTT (no serialization in it); rate_bps: both directions unless
     rate_up / rate_down say otherwise (None or 0 = unlimited); cpu: the split CPU terms, else
     cpu_s as one server-side term (the planner's estimate of library overhead). iw: the initial
@@ -296,7 +344,7 @@ def lower_bound(rtt_s: float, *, share_c: int, share_s: int, sig_pk: int, sig_le
     if mode not in MODES:
         raise ValueError(f"mode {mode!r}: one of {', '.join(MODES)}")
     ch = client_hello_bytes(share_c) + M.get(mode).client_hello_extra
-    sf = server_flight_bytes(share_s, sig_pk, sig_len, chain_depth, mode)
+    sf = server_flight_bytes(share_s, sig_pk, sig_len, chain_depth, mode, auth_extra)
     if mode == M.TLS12:
         # TLS 1.2: CH -> SH/Cert/SKE/SHD; CKE/CCS/Fin -> CCS/Fin: one more round trip; the
         # server's key exchange carries its ECDHE share, the client's CKE likewise.
@@ -410,7 +458,9 @@ def handshake_bound(group: str, sig: str, rtt_s: float, *, rate_bps: float | Non
                     registry=None, cpu_s: float = DEFAULT_CPU_S, rate_up: float | None = None,
                     rate_down: float | None = None, cpu: Cpu | None = None, iw_c: int | None = None,
                     iw_s: int | None = None, client_auth: str | None = None, client_chain_depth: int = 1,
-                    request_bytes: int = 1, transport: str | None = None, **settings: Any) -> Bound:
+                    request_bytes: int = 1, transport: str | None = None, inter_sig: str | None = None,
+                    root_sig: str | None = None, cert_pad_bytes: int = 0, cert_scts: int = 0,
+                    suppress_intermediates: bool = False, **settings: Any) -> Bound:
     """The bound of the cell's transport (its row's model in experiments/transports/; None = the
     default transport, TLS over TCP) for algorithm names. settings: the transports' own settings
     (their rows' run_settings(), e.g. whether QUIC's server sends a Retry); each row's bound
@@ -422,7 +472,13 @@ def handshake_bound(group: str, sig: str, rtt_s: float, *, rate_bps: float | Non
     if tr is None:
         raise ValueError(f"transport {transport!r}: {T.names_text()}")
     registry = _registry(registry)
-    return tr.bound(rtt_s, sizes_for(group, sig, registry), rate_bps=rate_bps, mtu=mtu, chain_depth=chain_depth,
+    sizes = sizes_for(group, sig, registry)
+    extra = auth_extra_for(sig, {"chain_depth": chain_depth, "inter_sig": inter_sig, "root_sig": root_sig,
+                                 "cert_pad_bytes": cert_pad_bytes, "cert_scts": cert_scts,
+                                 "suppress_intermediates": suppress_intermediates}, registry)
+    if extra:
+        settings["auth_extra"] = extra
+    return tr.bound(rtt_s, sizes, rate_bps=rate_bps, mtu=mtu, chain_depth=chain_depth,
                     mode=mode, cpu_s=cpu_s, rate_up=rate_up, rate_down=rate_down, cpu=cpu, iw_c=iw_c, iw_s=iw_s,
                     registry=registry, client_auth=client_auth, client_chain_depth=client_chain_depth,
                     request_bytes=request_bytes, **settings)

@@ -47,9 +47,9 @@ def _as_list(v: Any) -> Any:
 
 class ExcludeRule(BaseModel):
     """A cell is excluded when it matches every key given (each key: one name, a list, or an
-    @set)."""
+    @set; or a swept setting's key with one value or a list: experiments/axes/)."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="allow", strict=True)
     group: list[str] | None = None
     sig: list[str] | None = None
     profile: list[str] | None = None
@@ -63,9 +63,22 @@ class ExcludeRule(BaseModel):
 
     @model_validator(mode="after")
     def _not_empty(self) -> "ExcludeRule":
-        if not any((self.group, self.sig, self.profile, self.mode, self.transport)):
+        from . import axes as A
+
+        extra = dict(self.model_extra or {})
+        for k in extra:
+            if k not in A.keys():
+                raise ValueError(f"unknown key {k!r}: a rule takes group, sig, profile, mode, transport and the swept "
+                                 f"settings ({', '.join(A.keys())})")
+        for k, v in extra.items():
+            setattr(self, k, v if isinstance(v, list) else [v])
+        if not any((self.group, self.sig, self.profile, self.mode, self.transport, *extra)):
             raise ValueError("an exclude rule needs at least one of group, sig, profile, mode, transport")
         return self
+
+    def settings(self) -> dict[str, list[Any]]:
+        """The swept settings it names, each with its values."""
+        return {k: getattr(self, k) for k in (self.model_extra or {})}
 
 
 class Competing(BaseModel):
@@ -194,10 +207,27 @@ class Experiment(BaseModel):
         default="held", description="held: idle CPUs poll instead of halting while the run measures (a 0 us PM QoS "
                                     "request, experiments/cpuwake.py); os: the machine's own idle states")
     response_bytes: int = Field(default=0, ge=0, le=1 << 34)
+    wait_acked: bool = Field(default=False, description="after each handshake the timer waits until the server "
+                             "acknowledged every byte the client sent (acked_ns; TCP transports), before the request")
     timeout: int = Field(default=10_000_000_000, description="per attempt, ns ('10s' in YAML)")
-    chain_depth: int = Field(default=1, ge=1, le=3)
+    chain_depth: int = Field(default=1, ge=1, le=4, description="certificates sent: leaf + N-1 intermediates")
+    inter_sig: str | None = Field(default=None, description="the intermediates' key algorithm (default: the sig's)")
+    root_sig: str | None = Field(default=None, description="the root's key algorithm, which signs the top "
+                                 "certificate sent (default: the sig's)")
+    cert_pad_bytes: int = Field(default=0, ge=0, le=60000, description="the leaf carries a non-critical extension "
+                                "of this many random bytes")
+    cert_scts: int = Field(default=0, ge=0, le=16, description="the leaf carries an SCT list of this many SCTs "
+                           "(118 bytes each, an ECDSA log's)")
+    suppress_intermediates: bool = Field(default=False, description="the server sends the leaf alone; the client "
+                                         "holds the intermediates")
+    cert_compression: Literal["off", "zlib", "brotli", "zstd"] = Field(
+        default="off", description="RFC 8879 certificate compression, both programs")
     client_auth: str | None = Field(default=None, description="mutual TLS: the client chain's signature algorithm")
-    client_chain_depth: int = Field(default=1, ge=1, le=3)
+    client_inter_sig: str | None = Field(default=None, description="mutual TLS: the client chain's intermediates' "
+                                         "key algorithm (default: client_auth)")
+    client_root_sig: str | None = Field(default=None, description="mutual TLS: the client chain's root's key "
+                                        "algorithm (default: client_auth)")
+    client_chain_depth: int = Field(default=1, ge=1, le=4)
     backend: Literal["auto", "netem", "userspace"] = Field(
         default="auto", description="auto: netem where the kernel has it, else the userspace emulator")
     order: Literal["interleaved", "shuffled", "sequential"] = Field(
@@ -388,6 +418,11 @@ class Experiment(BaseModel):
     def _placement_off(cls, v: Any) -> Any:
         # YAML 1.1 reads a bare off as false (and on as true)
         return {False: "off", True: "auto"}.get(v, v) if isinstance(v, bool) else v
+
+    @field_validator("cert_compression", mode="before")
+    @classmethod
+    def _off(cls, v: Any) -> Any:
+        return "off" if v is False else v  # YAML 1.1 reads a bare off as false
 
     @field_validator("quic_retry", mode="before")
     @classmethod

@@ -342,7 +342,7 @@ class Plan:
         """capture: true and, with capture_cells, the cell matches one of its rules."""
         if not self.model.capture:
             return False
-        return self.capture_rules is None or any(cell_matches(r, c) for r in self.capture_rules)
+        return self.capture_rules is None or any(cell_matches(r, c, self.model) for r in self.capture_rules)
 
     @property
     def model(self):
@@ -476,7 +476,7 @@ def _matches(rule_values: list[str] | None, value: str) -> bool:
     return rule_values is None or value in rule_values
 
 
-CellRule = tuple  # (groups, sigs, profiles, modes, transports), each None for any
+CellRule = tuple  # (groups, sigs, profiles, modes, transports, settings), each None for any; settings: key -> shown values
 
 
 def _cell_rules(ef: ExperimentFile, reg: Any, profs: dict[str, Any], key: str, given: list[Any]) -> list[CellRule]:
@@ -491,14 +491,27 @@ def _cell_rules(ef: ExperimentFile, reg: Any, profs: dict[str, Any], key: str, g
                     close = difflib.get_close_matches(p, list(profs), n=3, cutoff=0.5)
                     raise UserError(f"{ef.where(key, i, 'profile')}: profile '{p}' is not in this experiment's profiles"
                                     + (f"; did you mean {', '.join(close)}?" if close else f" ({', '.join(profs)})"))
-        rules.append((rg, rs, r.profile, r.mode, r.transport))
+        settings = {k: [A.get(k).show(v) for v in vs] for k, vs in r.settings().items()}
+        m = ef.model
+        for k, shown in settings.items():  # a value the run never has would match nothing, silently
+            have = [A.get(k).show(v) for v in m.sweeps.get(k, [getattr(m, k)])]
+            for v in shown:
+                if v not in have:
+                    raise UserError(f"{ef.where(key, i, k)}: {v} is not a value of {k} in this experiment "
+                                    f"({', '.join(have)})")
+        rules.append((rg, rs, r.profile, r.mode, r.transport, settings))
     return rules
 
 
-def cell_matches(rule: CellRule, c: Cell) -> bool:
-    rg, rs, rp, rm, rt = rule
-    return (_matches(rg, c.group) and _matches(rs, c.sig) and _matches(rp, c.profile) and _matches(rm, c.mode)
-            and _matches(rt, c.transport))
+def cell_matches(rule: CellRule, c: Cell, m: Any) -> bool:
+    """The cell matches every key of the rule; a swept setting's by the value the cell runs with
+    (m: the experiment, whose view of the cell says it)."""
+    rg, rs, rp, rm, rt, settings = rule
+    if not (_matches(rg, c.group) and _matches(rs, c.sig) and _matches(rp, c.profile) and _matches(rm, c.mode)
+            and _matches(rt, c.transport)):
+        return False
+    view = m.for_cell(c) if settings else m
+    return all(A.get(k).show(getattr(view, k)) in vs for k, vs in settings.items())
 
 
 def build_plan(ef: ExperimentFile | Path | str, *, seed: int | None = None,
@@ -513,9 +526,10 @@ def build_plan(ef: ExperimentFile | Path | str, *, seed: int | None = None,
     reg = load_registry()
     groups = reg.expand("group", m.groups, ef.where("groups"))
     sigs = reg.expand("sig", m.sigs, ef.where("sigs"))
-    for i, name in enumerate(m.sweeps.get("client_auth", [m.client_auth])):  # checked like the sigs
-        if name is not None:
-            reg.expand("sig", [name], ef.where("client_auth", *((i,) if "client_auth" in m.sweeps else ())))
+    for key in ("inter_sig", "root_sig", "client_auth", "client_inter_sig", "client_root_sig"):  # checked like the sigs
+        for i, name in enumerate(m.sweeps.get(key, [getattr(m, key)])):
+            if name is not None:
+                reg.expand("sig", [name], ef.where(key, *((i,) if key in m.sweeps else ())))
     if isinstance(m.cpu_placement, BaseModel):  # CPUs this machine lets us use, none on both sides
         from pqshake.emulation import placement
 
@@ -544,12 +558,11 @@ def build_plan(ef: ExperimentFile | Path | str, *, seed: int | None = None,
             for s in sigs:
                 for mode in m.modes:
                     for tr in m.transports:
-                        variants = A.expand(m, Cell("", pname, g, s, mode, 0, tr))
-                        if any(_matches(rg, g) and _matches(rs, s) and _matches(rp, pname) and _matches(rm, mode)
-                               and _matches(rt, tr) for rg, rs, rp, rm, rt in rules):
-                            excluded += m.repetitions * len(variants)
-                            continue
-                        for settings in variants:
+                        for settings in A.expand(m, Cell("", pname, g, s, mode, 0, tr)):
+                            probe = Cell("", pname, g, s, mode, 0, tr, settings)
+                            if any(cell_matches(r, probe, m) for r in rules):
+                                excluded += m.repetitions
+                                continue
                             for rep in range(1, m.repetitions + 1):
                                 cells.append(Cell(cell_id(pname, g, s, mode, rep, tr, settings), pname, g, s, mode, rep,
                                                   tr, settings))
@@ -596,12 +609,15 @@ def check_cells_can_run(ef: ExperimentFile, reg: Any, cells: list[Cell]) -> None
         mode = M.get(c.mode)
         if mode.tls1_2:
             for role, key, name in (("group", "groups", c.group), ("sig", "sigs", c.sig),
-                                    ("sig", "client_auth", m.client_auth)):
+                                    ("sig", "inter_sig", m.inter_sig if m.chain_depth > 1 else None),
+                                    ("sig", "root_sig", m.root_sig), ("sig", "client_auth", m.client_auth),
+                                    ("sig", "client_inter_sig", m.client_inter_sig if m.client_auth else None),
+                                    ("sig", "client_root_sig", m.client_root_sig if m.client_auth else None)):
                 a = reg.get(name) if name else None
                 if a is not None and not a.tls1_2:
                     table = reg.groups if role == "group" else reg.sigs
                     have = ", ".join(n for n, x in table.items() if x.tls1_2)
-                    fix = (f"choose a client_auth TLS 1.2 has, or remove {c.mode} from modes" if key == "client_auth"
+                    fix = (f"choose a {key} TLS 1.2 has, or remove {c.mode} from modes" if role == "sig" and key != "sigs"
                            else f"add the exclude rule {_exclude_hint(mode=c.mode, **{role: name})}, or remove "
                                 f"{c.mode} from modes")
                     raise UserError(f"{ef.where(key)}: mode {c.mode} cannot use {name}: TLS 1.2 has no {a.family_label} "
@@ -629,6 +645,19 @@ _QUIC_ROWS = frozenset(t.name for t in T.QUIC_ENGINES.values())
 SETTINGS: tuple[Setting, ...] = (
     Setting(("client_chain_depth",), lambda m, cells: any(m.for_cell(c).client_auth is not None for c in cells),
             "the client chain's depth under mutual TLS, but client_auth is not set (add client_auth, or remove {keys})"),
+    Setting(("client_inter_sig", "client_root_sig"), lambda m, cells: any(m.for_cell(c).client_auth is not None for c in cells),
+            "the client chain's CAs under mutual TLS, but client_auth is not set (add client_auth, or remove {keys})"),
+    Setting(("inter_sig", "suppress_intermediates"),
+            lambda m, cells: any(M.get(c.mode).certificate and m.for_cell(c).chain_depth > 1 for c in cells),
+            "settings of the intermediates, but no cell sends a chain with one (set chain_depth: 2 or more, or "
+            "remove {keys})"),
+    Setting(("root_sig", "cert_pad_bytes", "cert_scts", "cert_compression"),
+            lambda m, cells: any(M.get(c.mode).certificate for c in cells),
+            "settings of the server's certificate chain, but no cell's handshake sends it (resumed and 0-RTT "
+            "handshakes do not; add full to modes, or remove {keys})"),
+    Setting(("wait_acked",), lambda m, cells: any(T.get(c.transport).over_tcp for c in cells),
+            "a stop point of TCP's (every byte the client sent acknowledged), but no cell runs over TCP (add tcp to "
+            "transports, or remove {keys})"),
     Setting(("bfe_n", "bfe_p"), lambda m, cells: any(M.get(c.mode).bfe_key for c in cells),
             "settings of the fs0rtt key, but no cell runs fs0rtt (add fs0rtt to modes, or remove {keys})"),
     Setting(("early_response",), lambda m, cells: any(M.get(c.mode).early_data for c in cells),
@@ -653,7 +682,7 @@ def check_settings_matter(ef: ExperimentFile, cells: list[Cell], capture_rules: 
         if given and not s.matters(m, cells):
             raise UserError(f"{ef.where(given[0])}: {s.why.format(keys=', '.join(given))}")
     for i, rule in enumerate(capture_rules or ()):
-        if not any(cell_matches(rule, c) for c in cells):
+        if not any(cell_matches(rule, c, m) for c in cells):
             raise UserError(f"{ef.where('capture_cells', i)}: matches no cell of the plan, so it captures nothing "
                             "(correct its names, or remove the rule)")
 

@@ -76,6 +76,8 @@ def timer_argv(binary: Path, connect: str, cell: Cell, exp, ca: Path, out: Path,
             "--timeout", f"{max(1, exp.timeout // 1_000_000)}ms"]
     if exp.response_bytes:
         argv += ["--response-bytes", str(exp.response_bytes)]
+    if exp.wait_acked and T.get(cell.transport).over_tcp:
+        argv += ["--wait-acked"]
     if exp.client_auth:  # pqs-server --client-auth writes the client credentials next to ca.pem
         argv += ["--client-cert", str(Path(ca).parent)]
     return (argv + mode_args(cell, exp, server=False) + transport_args(cell, exp, qlog, server=False)

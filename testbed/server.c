@@ -34,9 +34,17 @@ typedef struct server_cfg {
     pqs_server_params p;     /* what the transports read */
     pqs_cli cli;             /* the shared rows: --groups, --transport and its options, ... */
     const pqs_sig_alg *sig;
-    const pqs_sig_alg *ca_sig;
+    const pqs_sig_alg *ca_sig;     /* --ca-sig: the default of both below */
+    const pqs_sig_alg *inter_sig;  /* --inter-sig: the intermediates' keys */
+    const pqs_sig_alg *root_sig;   /* --root-sig: the root's key (signs the top certificate sent) */
     int chain_depth;
+    int cert_pad_bytes;            /* --cert-pad-bytes: a synthetic extension in the leaf */
+    int cert_scts;                 /* --cert-scts: an SCT list in the leaf */
+    bool suppress_intermediates;   /* --suppress-intermediates: the leaf alone; ca.pem holds them */
     const pqs_sig_alg *client_sig; /* --client-auth ALG: mutual TLS (NULL: no client certificate) */
+    const pqs_sig_alg *client_ca_sig; /* --client-ca-sig: the default of both below */
+    const pqs_sig_alg *client_inter_sig; /* --client-inter-sig: the client chain's intermediates */
+    const pqs_sig_alg *client_root_sig;  /* --client-root-sig: the client chain's root */
     int client_depth;              /* --client-chain-depth */
     const char *cert_dir;
     uint64_t tickets;
@@ -74,14 +82,32 @@ static void usage(FILE *f)
 "                         (OpenSSL 3.5 bug, see README): a plain list of at most 31 groups\n"
 "  --sig ALG              leaf key / CertificateVerify algorithm (default ecdsa-p256)\n"
 "  --ca-sig ALG           key algorithm of the root and intermediates (default: --sig)\n"
-"  --chain-depth N        certificates sent: leaf + N-1 intermediates, 1..3 (default 1);\n"
+"  --inter-sig ALG        key algorithm of the intermediates (default: --ca-sig)\n"
+"  --root-sig ALG         key algorithm of the root, which signs the top certificate sent\n"
+"                         (default: --ca-sig)\n"
+"  --chain-depth N        certificates sent: leaf + N-1 intermediates, 1..4 (default 1);\n"
 "                         the self-signed root is not sent, it is written to DIR/ca.pem\n"
+"  --cert-pad-bytes N     the leaf carries a non-critical extension of N random bytes\n"
+"                         (0..60000, default 0): certificate size without another algorithm\n"
+"  --cert-scts N          the leaf carries an SCT list of N SCTs (0..16, default 0) of the size\n"
+"                         an ECDSA-signing CT log gives (118 bytes each)\n"
+"  --suppress-intermediates  send the leaf alone: the client holds the intermediates, which\n"
+"                         DIR/ca.pem then lists after the root as trust anchors\n"
 "  --cert-dir DIR         where ca.pem and chain.pem are written atomically before listening\n"
+"                         (default .)\n"
 "  --client-auth ALG      mutual TLS: require a client certificate from a client chain generated\n"
 "                         here (leaf and CAs of key algorithm ALG), written as DIR/client-key.pem,\n"
 "                         DIR/client-chain.pem, DIR/client-ca.pem (for pqs-timer)\n"
-"  --client-chain-depth N client certificates sent: leaf + N-1 intermediates, 1..3 (default 1)\n"
-"                         (default .)\n"
+"  --client-ca-sig ALG    key algorithm of the client chain's root and intermediates\n"
+"                         (default: --client-auth)\n"
+"  --client-inter-sig ALG the client chain's intermediates (default: --client-ca-sig)\n"
+"  --client-root-sig ALG  the client chain's root (default: --client-ca-sig)\n"
+"  --client-chain-depth N client certificates sent: leaf + N-1 intermediates, 1..4 (default 1)\n"
+"  --cert-comp LIST       RFC 8879 certificate compression, offered and accepted: zlib, brotli,\n"
+"                         zstd in preference order (','-separated), or off (default). The chain\n"
+"                         is compressed once at start with each that makes it smaller (the\n"
+"                         ready line's cert_comp_stored); a client's chain is compressed in\n"
+"                         each handshake by the client\n"
 "  --response-bytes N     bytes sent after a request that does not ask for a size (default 0)\n"
 "  --max-early-data N     0-RTT: max early data bytes accepted; 0 disables 0-RTT (default 16384)\n"
 "  --early-response on|off  0-RTT: answer a complete early request at once, as 0.5-RTT data\n"
@@ -128,7 +154,8 @@ static void parse_args(int argc, char **argv, server_cfg *cfg)
 {
     enum { OPT_LISTEN = 1, OPT_SIG, OPT_CA_SIG, OPT_DEPTH, OPT_CERTDIR, OPT_EARLY, OPT_TICKETS, OPT_CACHE,
            OPT_NOTLS12, OPT_THREADS, OPT_BACKLOG, OPT_IDLE, OPT_LOG, OPT_CLIENTAUTH, OPT_CLIENTDEPTH,
-           OPT_EARLYRESP, OPT_PSKKE, OPT_TFO, OPT_BFEKEY, OPT_ECH };
+           OPT_EARLYRESP, OPT_PSKKE, OPT_TFO, OPT_BFEKEY, OPT_ECH, OPT_INTER_SIG, OPT_ROOT_SIG, OPT_PAD, OPT_SCTS,
+           OPT_SUPPRESS, OPT_CLIENT_CA_SIG, OPT_CLIENT_INTER_SIG, OPT_CLIENT_ROOT_SIG };
     /* pqs-server's own rows; the shared ones are pqs_cli_rows, the transports' their own. */
     static const struct option rows[] = {
         {"listen", required_argument, 0, OPT_LISTEN},
@@ -145,6 +172,12 @@ static void parse_args(int argc, char **argv, server_cfg *cfg)
         {"early-response", required_argument, 0, OPT_EARLYRESP}, {"psk-ke", required_argument, 0, OPT_PSKKE},
         {"tcp-fastopen", required_argument, 0, OPT_TFO}, {"bfe-key", required_argument, 0, OPT_BFEKEY},
         {"ech", required_argument, 0, OPT_ECH},
+        {"inter-sig", required_argument, 0, OPT_INTER_SIG}, {"root-sig", required_argument, 0, OPT_ROOT_SIG},
+        {"cert-pad-bytes", required_argument, 0, OPT_PAD}, {"cert-scts", required_argument, 0, OPT_SCTS},
+        {"suppress-intermediates", no_argument, 0, OPT_SUPPRESS},
+        {"client-ca-sig", required_argument, 0, OPT_CLIENT_CA_SIG},
+        {"client-inter-sig", required_argument, 0, OPT_CLIENT_INTER_SIG},
+        {"client-root-sig", required_argument, 0, OPT_CLIENT_ROOT_SIG},
         {0, 0, 0, 0}};
     pqs_cli *cli = &cfg->cli;
     static pqs_optset os;
@@ -152,6 +185,7 @@ static void parse_args(int argc, char **argv, server_cfg *cfg)
     pqs_server_params *p = &cfg->p;
     p->early_response = true;
     const char *listen = "127.0.0.1:4433", *sig = "ecdsa-p256", *ca_sig = NULL, *client_sig = NULL;
+    const char *inter_sig = NULL, *root_sig = NULL, *client_ca_sig = NULL, *client_inter = NULL, *client_root = NULL;
     uint64_t v;
     cfg->chain_depth = 1;
     cfg->client_depth = 1;
@@ -227,6 +261,22 @@ static void parse_args(int argc, char **argv, server_cfg *cfg)
             break;
         case OPT_BFEKEY: cfg->bfe_key = optarg; break;
         case OPT_ECH: cfg->ech_public = optarg; break;
+        case OPT_INTER_SIG: inter_sig = optarg; break;
+        case OPT_ROOT_SIG: root_sig = optarg; break;
+        case OPT_CLIENT_CA_SIG: client_ca_sig = optarg; break;
+        case OPT_CLIENT_INTER_SIG: client_inter = optarg; break;
+        case OPT_CLIENT_ROOT_SIG: client_root = optarg; break;
+        case OPT_PAD:
+            if (!pqs_parse_u64(optarg, 0, PQS_CERT_PAD_MAX, &v))
+                pqs_usage_error(PROG, "bad --cert-pad-bytes '%s': must be 0..%d", optarg, PQS_CERT_PAD_MAX);
+            cfg->cert_pad_bytes = (int)v;
+            break;
+        case OPT_SCTS:
+            if (!pqs_parse_u64(optarg, 0, PQS_CERT_SCTS_MAX, &v))
+                pqs_usage_error(PROG, "bad --cert-scts '%s': must be 0..%d", optarg, PQS_CERT_SCTS_MAX);
+            cfg->cert_scts = (int)v;
+            break;
+        case OPT_SUPPRESS: cfg->suppress_intermediates = true; break;
         }
     }
     p->response_bytes = cli->response_bytes;
@@ -250,8 +300,18 @@ static void parse_args(int argc, char **argv, server_cfg *cfg)
         pqs_usage_error(PROG, "bad --listen '%s': %s", listen, why);
     cfg->sig = pqs_sig_require(PROG, "--sig", sig);
     cfg->ca_sig = ca_sig ? pqs_sig_require(PROG, "--ca-sig", ca_sig) : cfg->sig;
+    cfg->inter_sig = inter_sig ? pqs_sig_require(PROG, "--inter-sig", inter_sig) : cfg->ca_sig;
+    cfg->root_sig = root_sig ? pqs_sig_require(PROG, "--root-sig", root_sig) : cfg->ca_sig;
     if (client_sig != NULL)
         cfg->client_sig = pqs_sig_require(PROG, "--client-auth", client_sig);
+    if ((client_ca_sig != NULL || client_inter != NULL || client_root != NULL) && client_sig == NULL)
+        pqs_usage_error(PROG, "--client-ca-sig, --client-inter-sig and --client-root-sig need --client-auth ALG (the "
+                        "client chain they are the CAs of)");
+    cfg->client_ca_sig = client_ca_sig ? pqs_sig_require(PROG, "--client-ca-sig", client_ca_sig) : cfg->client_sig;
+    cfg->client_inter_sig = client_inter ? pqs_sig_require(PROG, "--client-inter-sig", client_inter) : cfg->client_ca_sig;
+    cfg->client_root_sig = client_root ? pqs_sig_require(PROG, "--client-root-sig", client_root) : cfg->client_ca_sig;
+    if (cfg->suppress_intermediates && cfg->chain_depth < 2)
+        pqs_usage_error(PROG, "--suppress-intermediates needs --chain-depth 2 or more (depth 1 has no intermediate)");
     struct stat st;
     if (stat(cfg->cert_dir, &st) != 0 || !S_ISDIR(st.st_mode))
         pqs_usage_error(PROG, "bad --cert-dir '%s': not a directory", cfg->cert_dir);
@@ -265,7 +325,12 @@ static SSL_CTX *make_ctx(server *s, char *why, size_t whylen, char *groups_out, 
         snprintf(why, whylen, "SSL_CTX_new failed");
         return NULL;
     }
-    pqs_ctx_no_cert_compression(ctx);
+    if (pqs_ctx_cert_compression(ctx, s->cfg.cli.cert_comp, why, whylen) != 0) {
+        SSL_CTX_free(ctx);
+        return NULL;
+    }
+    if (s->cfg.suppress_intermediates) /* the leaf alone: no chain built from a store either */
+        SSL_CTX_set_mode(ctx, SSL_MODE_NO_AUTO_CHAIN);
     if (!tr->method_tls13) { /* e.g. QUIC contexts are TLS 1.3 by construction */
         SSL_CTX_set_min_proto_version(ctx, s->cfg.tls12 ? TLS1_2_VERSION : TLS1_3_VERSION);
         SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION);
@@ -371,23 +436,29 @@ int main(int argc, char **argv)
     pqs_sink_write(&s->log, &j);
 
     pqs_chain chain;
-    if (pqs_chain_generate(NULL, s->cfg.sig, s->cfg.ca_sig, s->cfg.chain_depth, PQS_CHAIN_SERVER, &chain, why,
-                           sizeof why) != 0) {
+    pqs_chain_spec spec = {.leaf = s->cfg.sig, .inter = s->cfg.inter_sig, .root = s->cfg.root_sig,
+                           .depth = s->cfg.chain_depth, .pad_bytes = s->cfg.cert_pad_bytes, .scts = s->cfg.cert_scts};
+    if (pqs_chain_make(NULL, &spec, PQS_CHAIN_SERVER, &chain, why, sizeof why) != 0) {
         fprintf(stderr, PROG ": certificate chain (%s): %s\n", s->cfg.sig->name, why);
         return PQS_EXIT_ENV;
     }
-    if (pqs_chain_use(s->ctx, &chain) != 0) {
+    if (pqs_chain_use(s->ctx, &chain, !s->cfg.suppress_intermediates) != 0) {
         fprintf(stderr, PROG ": cannot use the %s certificate\n", s->cfg.sig->name);
         ERR_print_errors_fp(stderr);
         return PQS_EXIT_ENV;
     }
+    /* Compressed once, here: what an OpenSSL server sends (certs.h pqs_cert_comp_store). */
+    char comp_stored[320] = "";
+    pqs_cert_comp_store(s->ctx, s->cfg.cli.cert_comp, comp_stored, sizeof comp_stored);
+    size_t chain_der = pqs_chain_der_bytes(&chain, !s->cfg.suppress_intermediates);
     /* Mutual TLS: the client credentials are made here, so that the trust anchor is known
      * before listening; the client reads them from the cert dir. */
     pqs_chain client;
     memset(&client, 0, sizeof client);
     if (s->cfg.client_sig != NULL) {
-        if (pqs_chain_generate(NULL, s->cfg.client_sig, s->cfg.client_sig, s->cfg.client_depth, PQS_CHAIN_CLIENT,
-                               &client, why, sizeof why) != 0) {
+        pqs_chain_spec cspec = {.leaf = s->cfg.client_sig, .inter = s->cfg.client_inter_sig,
+                                .root = s->cfg.client_root_sig, .depth = s->cfg.client_depth};
+        if (pqs_chain_make(NULL, &cspec, PQS_CHAIN_CLIENT, &client, why, sizeof why) != 0) {
             fprintf(stderr, PROG ": client certificate chain (%s): %s\n", s->cfg.client_sig->name, why);
             return PQS_EXIT_ENV;
         }
@@ -396,12 +467,12 @@ int main(int argc, char **argv)
             return PQS_EXIT_ENV;
         }
         SSL_CTX_set_verify(s->ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
-        if (pqs_chain_write(&client, s->cfg.cert_dir, "client-", true, why, sizeof why) != 0) {
+        if (pqs_chain_write(&client, s->cfg.cert_dir, "client-", true, false, why, sizeof why) != 0) {
             fprintf(stderr, PROG ": %s\n", why);
             return PQS_EXIT_ENV;
         }
     }
-    if (pqs_chain_write(&chain, s->cfg.cert_dir, "", false, why, sizeof why) != 0) {
+    if (pqs_chain_write(&chain, s->cfg.cert_dir, "", false, s->cfg.suppress_intermediates, why, sizeof why) != 0) {
         fprintf(stderr, PROG ": %s\n", why);
         return PQS_EXIT_ENV;
     }
@@ -432,9 +503,19 @@ int main(int argc, char **argv)
     pqs_json_str(&j, "ech_public_name", s->cfg.ech_public);
     pqs_json_str(&j, "sig", s->cfg.sig->name);
     pqs_json_str(&j, "ca_sig", s->cfg.ca_sig->name);
+    pqs_json_str(&j, "inter_sig", s->cfg.inter_sig->name);
+    pqs_json_str(&j, "root_sig", s->cfg.root_sig->name);
     pqs_json_int(&j, "chain_depth", s->cfg.chain_depth);
+    pqs_json_int(&j, "cert_pad_bytes", s->cfg.cert_pad_bytes);
+    pqs_json_int(&j, "cert_scts", s->cfg.cert_scts);
+    pqs_json_bool(&j, "suppress_intermediates", s->cfg.suppress_intermediates);
+    pqs_json_uint(&j, "chain_der_bytes", chain_der); /* the certificates sent, DER */
+    pqs_json_str(&j, "cert_comp", pqs_cert_comp_on(s->cfg.cli.cert_comp) ? s->cfg.cli.cert_comp : NULL);
+    pqs_json_str(&j, "cert_comp_stored", pqs_cert_comp_on(s->cfg.cli.cert_comp) ? comp_stored : NULL);
     pqs_json_int(&j, "chain_gen_ns", chain.gen_ns);
     pqs_json_str(&j, "client_auth", s->cfg.client_sig ? s->cfg.client_sig->name : NULL);
+    pqs_json_str(&j, "client_inter_sig", s->cfg.client_sig ? s->cfg.client_inter_sig->name : NULL);
+    pqs_json_str(&j, "client_root_sig", s->cfg.client_sig ? s->cfg.client_root_sig->name : NULL);
     pqs_json_int(&j, "client_chain_depth", s->cfg.client_sig ? s->cfg.client_depth : 0);
     pqs_json_str(&j, "groups", groups);
     pqs_json_bool(&j, "tls12", s->cfg.tls12);

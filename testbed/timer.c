@@ -126,11 +126,16 @@ static void usage(FILE *f)
 "                         secp256r1, x448, secp384r1 not in --groups)\n"
 "  --early-data N         0rtt, fs0rtt modes: early data bytes (the request; default 64, min 24)\n"
 "  --response-bytes N     ask the server for N bytes after the handshake (ttfb/ttlb)\n"
+"  --cert-comp LIST       RFC 8879 certificate compression, offered and accepted: zlib, brotli,\n"
+"                         zstd in preference order (','-separated), or off (default)\n"
 "  --request-bytes N      pad the request to N bytes (implies a request)\n"
 "  --concurrency N        parallel connections (threads) (default 1, max 1024)\n"
 "  --timeout DUR          per-attempt deadline, connect to last byte (default 10s)\n"
 "  --ticket-wait DUR      resume/0rtt: how long to wait for a ticket after the exchange\n"
 "                         (default 2s, bounded by --timeout)\n"
+"  --wait-acked           after the handshake, wait until every byte the client sent is\n"
+"                         acknowledged (SIOCOUTQ 0) before the request: acked_ns, the stop\n"
+"                         point of timers that poll TCP_INFO; TCP transports only (else null)\n"
 "  --no-instrument        no message callback and no TCP_INFO (to measure their cost);\n"
 "                         server_hello_ns, hrr and tcp_* are then absent\n"
 "  --tcp-fastopen         TCP Fast Open: the first flight (ClientHello, and early data in 0rtt)\n"
@@ -284,6 +289,11 @@ static void log_attempt(tworker *w, const pqs_attempt *a)
     pqs_json_rel(&j, "handshake_ns", a->t_hs, a->t0);
     pqs_json_rel(&j, "ttfb_ns", a->t_first, a->t0);
     pqs_json_rel(&j, "ttlb_ns", a->t_last, a->t0);
+    pqs_json_rel(&j, "acked_ns", a->t_acked, a->t0);
+    if (a->local_port > 0)
+        pqs_json_int(&j, "local_port", a->local_port);
+    else
+        pqs_json_null(&j, "local_port");
     pqs_json_int(&j, "elapsed_ns", a->t_end - a->t0);
     pqs_json_int(&j, "cpu_ns", a->cpu_ns);
     pqs_tlsinfo_json(&j, &a->info);
@@ -484,7 +494,7 @@ static void parse_args(int argc, char **argv, timer_cfg *cfg)
 {
     enum { OPT_CONNECT = 1, OPT_CA, OPT_NOVERIFY, OPT_SNI, OPT_SIGALGS, OPT_CIPHERS, OPT_SAMPLES, OPT_DURATION,
            OPT_WARMUP, OPT_MODE, OPT_DECOY, OPT_EARLY, OPT_REQ, OPT_CONC, OPT_TIMEOUT, OPT_TICKETWAIT,
-           OPT_NOINSTR, OPT_OUT, OPT_CLIENTCERT, OPT_TFO, OPT_GATE, OPT_BFEPUB, OPT_KEYLOG, OPT_ECH };
+           OPT_NOINSTR, OPT_OUT, OPT_CLIENTCERT, OPT_TFO, OPT_GATE, OPT_BFEPUB, OPT_KEYLOG, OPT_ECH, OPT_ACKED };
     /* pqs-timer's own rows; the shared ones are pqs_cli_rows, the transports' their own. */
     static const struct option rows[] = {
         {"connect", required_argument, 0, OPT_CONNECT}, {"client-cert", required_argument, 0, OPT_CLIENTCERT},
@@ -499,6 +509,7 @@ static void parse_args(int argc, char **argv, timer_cfg *cfg)
         {"ticket-wait", required_argument, 0, OPT_TICKETWAIT},
         {"no-instrument", no_argument, 0, OPT_NOINSTR}, {"out", required_argument, 0, OPT_OUT},
         {"tcp-fastopen", no_argument, 0, OPT_TFO}, {"start-gate", no_argument, 0, OPT_GATE},
+        {"wait-acked", no_argument, 0, OPT_ACKED},
         {"bfe-public", required_argument, 0, OPT_BFEPUB}, {"keylog", required_argument, 0, OPT_KEYLOG},
         {"ech-config", required_argument, 0, OPT_ECH},
         {0, 0, 0, 0}};
@@ -576,6 +587,7 @@ static void parse_args(int argc, char **argv, timer_cfg *cfg)
         case OPT_NOINSTR: p->instrument = false; break;
         case OPT_OUT: cfg->out = optarg; break;
         case OPT_TFO: p->tfo = true; break;
+        case OPT_ACKED: p->wait_acked = true; break;
         case OPT_GATE: cfg->start_gate = true; break;
         case OPT_BFEPUB: cfg->bfe_public = optarg; break;
         case OPT_KEYLOG: cfg->keylog = optarg; break;
@@ -645,7 +657,9 @@ int main(int argc, char **argv)
         return PQS_EXIT_ENV;
     }
     SSL_CTX *ctx = t->ctx;
-    pqs_ctx_no_cert_compression(ctx);
+    char cwhy[256];
+    if (pqs_ctx_cert_compression(ctx, cfg->cli.cert_comp, cwhy, sizeof cwhy) != 0)
+        pqs_usage_error(PROG, "%s", cwhy);
     if (cfg->p.mode == PQS_MODE_TLS12) {
         SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
         SSL_CTX_set_max_proto_version(ctx, TLS1_2_VERSION);
@@ -755,6 +769,7 @@ int main(int argc, char **argv)
     pqs_json_bool(&j, "verify", cfg->p.verify);
     pqs_json_str(&j, "ca", cfg->ca);
     pqs_json_str(&j, "client_cert", cfg->client_cert);
+    pqs_json_str(&j, "cert_comp", pqs_cert_comp_on(cfg->cli.cert_comp) ? cfg->cli.cert_comp : NULL);
     pqs_json_uint(&j, "samples", cfg->samples);
     pqs_json_int(&j, "duration_ns", cfg->duration_ns);
     pqs_json_uint(&j, "warmup", cfg->warmup);

@@ -63,6 +63,8 @@ typedef struct pqs_client_params {
     int64_t ticket_wait_ns;
     uint64_t response_bytes;
     bool request;            /* a request follows the handshake (0rtt, --response-bytes, --request-bytes) */
+    bool wait_acked;         /* --wait-acked: after the handshake, wait until the kernel holds no
+                              * unacknowledged byte (attempt member acked_ns; TCP only) */
     bool tfo;                /* --tcp-fastopen: a flag of the tcp transport; the others refuse it
                               * (tfo_why) but every line records it, so it is parsed with the rest */
     const pqs_fs0rtt_key *fs0rtt_key; /* --mode fs0rtt: the server's BFE public key (--bfe-public) */
@@ -75,6 +77,8 @@ typedef struct pqs_attempt {
     bool warmup, prime;         /* prime: the untimed first handshake of a resuming mode */
     int64_t t0;                 /* CLOCK_MONOTONIC when the measured interval began */
     int64_t t_conn, t_hs, t_first, t_last, t_end;
+    int64_t t_acked;            /* --wait-acked: the client's bytes all acknowledged (TCP) */
+    int local_port;             /* the client's port (TCP, UDP): the server's conn line names it */
     int64_t cpu_ns;             /* the worker thread's CPU from t0 to the close (the server's conn
                                  * line has its side: cpu_ns, accept to close) */
     pqs_tlsobs obs;

@@ -33,7 +33,12 @@ def test_every_help_option_is_in_the_usage_page(program):
     # The program's synopsis may continue on the indented lines below its first one.
     lines = block.splitlines()
     i = lines.index(line) if line else -1
-    synopsis = " ".join([line] + [l for l in lines[i + 1:i + 10] if l.startswith("     ")]) if line else ""
+    more = []
+    for l in lines[i + 1:] if line else []:
+        if not l.startswith("     "):
+            break
+        more.append(l)
+    synopsis = " ".join([line] + more) if line else ""
     missing = sorted(o for o in options if o not in synopsis)
     assert not missing, f"docs/usage.md 'The programs' lacks {program} options: {', '.join(missing)}"
 

@@ -70,9 +70,18 @@ class Axis:
         return Experiment.model_fields[self.key].default
 
 
+AS_LEAF = "as leaf"
+
+
 def _sig_or_none(v: Any) -> str | None:
-    # as a table shows it: "off" (or nothing) for no client certificate
-    return None if v is None or v != v or v in ("", "off", "None") else str(v)
+    # as a table shows it: "off" (or nothing) for no client certificate, AS_LEAF for a CA of the
+    # leaf's algorithm
+    return None if v is None or v != v or v in ("", "off", "None", AS_LEAF) else str(v)
+
+
+def _flag(v: Any) -> bool:
+    # a boolean setting as the file, the model or a table gives it
+    return v in (True, "on", "True", "true", 1)
 
 
 def _on_off(v: Any) -> str:
@@ -85,9 +94,44 @@ REGISTRY: list[Axis] = [
     Axis("chain_depth", "chain depth", lambda v: f"chain{v}",
          applies=lambda exp, cell: M.get(cell.mode).certificate,
          bound=lambda v: {"chain_depth": int(v)}),
+    # The chain's other levels and size (pqs-server --inter-sig, --root-sig, --cert-pad-bytes,
+    # --cert-scts, --suppress-intermediates): only a handshake that sends the chain; the
+    # intermediates' settings only where there are some.
+    Axis("inter_sig", "intermediates", lambda v: f"inter-{_sig_or_none(v) or 'leaf'}",
+         applies=lambda exp, cell: M.get(cell.mode).certificate and exp.chain_depth > 1,
+         server_args=lambda v, exp, cell: ["--inter-sig", v] if _sig_or_none(v) else [],
+         bound=lambda v: {"inter_sig": _sig_or_none(v)}, text=lambda v: _sig_or_none(v) or AS_LEAF),
+    Axis("root_sig", "root", lambda v: f"root-{_sig_or_none(v) or 'leaf'}",
+         applies=lambda exp, cell: M.get(cell.mode).certificate,
+         server_args=lambda v, exp, cell: ["--root-sig", v] if _sig_or_none(v) else [],
+         bound=lambda v: {"root_sig": _sig_or_none(v)}, text=lambda v: _sig_or_none(v) or AS_LEAF),
+    Axis("cert_pad_bytes", "padding", lambda v: f"pad{v}", applies=lambda exp, cell: M.get(cell.mode).certificate,
+         server_args=lambda v, exp, cell: ["--cert-pad-bytes", str(v)] if int(v) else [],
+         bound=lambda v: {"cert_pad_bytes": int(v)}),
+    Axis("cert_scts", "SCTs", lambda v: f"sct{v}", applies=lambda exp, cell: M.get(cell.mode).certificate,
+         server_args=lambda v, exp, cell: ["--cert-scts", str(v)] if int(v) else [],
+         bound=lambda v: {"cert_scts": int(v)}),
+    Axis("suppress_intermediates", "suppressed intermediates", lambda v: f"suppress-{_on_off(_flag(v))}",
+         applies=lambda exp, cell: M.get(cell.mode).certificate and exp.chain_depth > 1,
+         server_args=lambda v, exp, cell: ["--suppress-intermediates"] if _flag(v) else [],
+         bound=lambda v: {"suppress_intermediates": _flag(v)}, text=lambda v: _on_off(_flag(v))),
+    # RFC 8879, offered and accepted by both programs (the server's chain compressed once).
+    Axis("cert_compression", "certificate compression", lambda v: f"comp-{v}",
+         applies=lambda exp, cell: M.get(cell.mode).certificate,
+         server_args=lambda v, exp, cell: ["--cert-comp", v] if v != "off" else [],
+         timer_args=lambda v, exp, cell: ["--cert-comp", v] if v != "off" else []),
     # Mutual TLS: the client chain's signature algorithm (none: off).
     Axis("client_auth", "client auth", lambda v: f"mtls-{v or 'off'}",
          bound=lambda v: {"client_auth": _sig_or_none(v)}, text=lambda v: _sig_or_none(v) or "off"),
+    # The client chain's other levels under mutual TLS (pqs-server generates it).
+    Axis("client_inter_sig", "client intermediates", lambda v: f"cinter-{_sig_or_none(v) or 'leaf'}",
+         applies=lambda exp, cell: exp.client_auth is not None,
+         server_args=lambda v, exp, cell: ["--client-inter-sig", v] if _sig_or_none(v) else [],
+         text=lambda v: _sig_or_none(v) or AS_LEAF),
+    Axis("client_root_sig", "client root", lambda v: f"croot-{_sig_or_none(v) or 'leaf'}",
+         applies=lambda exp, cell: exp.client_auth is not None,
+         server_args=lambda v, exp, cell: ["--client-root-sig", v] if _sig_or_none(v) else [],
+         text=lambda v: _sig_or_none(v) or AS_LEAF),
     Axis("client_chain_depth", "client chain depth", lambda v: f"cchain{v}",
          applies=lambda exp, cell: exp.client_auth is not None,
          bound=lambda v: {"client_chain_depth": int(v)}),
@@ -133,7 +177,7 @@ def find(key: str) -> Axis | None:
 def bound_kwargs(exp: Any) -> dict[str, Any]:
     """The handshake model's keywords for a cell's view of the experiment (every axis's value,
     swept or not)."""
-    return bound_kwargs_of({a.key: getattr(exp, a.key) for a in REGISTRY})
+    return bound_kwargs_of({a.key: getattr(exp, a.key, a.default()) for a in REGISTRY})
 
 
 def bound_kwargs_of(values: dict[str, Any]) -> dict[str, Any]:
@@ -149,7 +193,7 @@ def program_args(exp: Any, cell: Any, server: bool) -> list[str]:
     out: list[str] = []
     for a in REGISTRY:
         fn = a.server_args if server else a.timer_args
-        out += fn(getattr(exp, a.key), exp, cell)
+        out += fn(getattr(exp, a.key, a.default()), exp, cell)  # an experiment without the setting: its default
     return out
 
 

@@ -82,8 +82,9 @@ def quic_client_hello_bytes(share_c: int) -> int:
     return client_hello_bytes(share_c) - QUIC_TLS_SAVING_CH
 
 
-def quic_server_flight_bytes(share_s: int, sig_pk: int, sig_len: int, chain_depth: int = 1, mode: str = M.FULL) -> int:
-    return max(1, server_flight_bytes(share_s, sig_pk, sig_len, chain_depth, mode) - QUIC_TLS_SAVING_SF)
+def quic_server_flight_bytes(share_s: int, sig_pk: int, sig_len: int, chain_depth: int = 1, mode: str = M.FULL,
+                             auth_extra: int = 0) -> int:
+    return max(1, server_flight_bytes(share_s, sig_pk, sig_len, chain_depth, mode, auth_extra) - QUIC_TLS_SAVING_SF)
 
 
 def quic_dgrams(nbytes: int, dgram: int) -> int:
@@ -246,7 +247,8 @@ def quic_critical_path(rtt_s: float, *, ch: int, sf: int, share_c: int, share_s:
 def quic_lower_bound(rtt_s: float, *, share_c: int, share_s: int, sig_pk: int, sig_len: int,
                      rate_bps: float | None = None, mtu: int = 1500, chain_depth: int = 1, mode: str = M.FULL,
                      cpu_s: float = DEFAULT_CPU_S, retry: bool = True, rate_up: float | None = None,
-                     rate_down: float | None = None, cpu: Cpu | None = None, iw: int = QUIC_IW) -> Bound:
+                     rate_down: float | None = None, cpu: Cpu | None = None, iw: int = QUIC_IW,
+                     auth_extra: int = 0) -> Bound:
     """lower_bound() for TLS 1.3 over QUIC: 1 RTT (+1 with Retry, +1 with a HelloRetryRequest)
     plus the slow-start and amplification rounds, serialization and CPU on the timeline."""
     if mode not in QUIC_MODES:
@@ -254,7 +256,7 @@ def quic_lower_bound(rtt_s: float, *, share_c: int, share_s: int, sig_pk: int, s
     if mtu - 28 < QUIC_MIN_DGRAM:
         raise ValueError(f"MTU {mtu} cannot carry a {QUIC_MIN_DGRAM}-byte QUIC Initial datagram")
     ch = quic_client_hello_bytes(share_c)
-    sf = quic_server_flight_bytes(share_s, sig_pk, sig_len, chain_depth, mode)
+    sf = quic_server_flight_bytes(share_s, sig_pk, sig_len, chain_depth, mode, auth_extra)
     base = 1 + (1 if retry else 0) + (1 if mode == M.HRR else 0)
     if cpu is None:
         cpu = Cpu(server_kex=cpu_s * (1.3 if mode == M.HRR else 1.0))
@@ -382,11 +384,11 @@ class Quic(Transport):
 
     def bound(self, rtt_s: float, sizes: tuple[int, int, int, int], *, rate_bps=None, mtu: int = 1500,
               chain_depth: int = 1, mode: str = M.FULL, cpu_s: float = DEFAULT_CPU_S, rate_up=None, rate_down=None,
-              cpu: Cpu | None = None, quic_retry: bool = True, **_: Any) -> Bound:
+              cpu: Cpu | None = None, quic_retry: bool = True, auth_extra: int = 0, **_: Any) -> Bound:
         sc, ss, pk, sl = sizes
         return quic_lower_bound(rtt_s, share_c=sc, share_s=ss, sig_pk=pk, sig_len=sl, rate_bps=rate_bps, mtu=mtu,
                                 chain_depth=chain_depth, mode=mode, cpu_s=cpu_s, retry=quic_retry,
-                                rate_up=rate_up, rate_down=rate_down, cpu=cpu)
+                                rate_up=rate_up, rate_down=rate_down, cpu=cpu, auth_extra=auth_extra)
 
     def engine_extra_s(self, rtt_s: float, sizes: tuple[int, int, int, int], exp: Any, mode: str) -> float:
         """OpenSSL's client and a ClientHello of several Initials (docs/methodology.md, "What is

@@ -53,12 +53,12 @@ def turbo_dgram(mtu: int = 1500) -> int:
 
 
 def turbo_requests_auto(share_c: int, share_s: int, sig_pk: int, sig_len: int, chain_depth: int = 1,
-                        mode: str = M.FULL, mtu: int = 1500) -> int:
+                        mode: str = M.FULL, mtu: int = 1500, auth_extra: int = 0) -> int:
     """Requests the runner sends when the experiment says `turbo_requests: auto`: the expected
     server flight (the model's size, which underestimates real flights by some 10 %) with a
     quarter more, in datagrams, and at least the ClientHello's fragments."""
     pay = turbo_dgram(mtu) - TURBO_HDR
-    sf = server_flight_bytes(share_s, sig_pk, sig_len, chain_depth, mode)
+    sf = server_flight_bytes(share_s, sig_pk, sig_len, chain_depth, mode, auth_extra)
     ch = client_hello_bytes(share_c)
     return min(1024, max(math.ceil(ch / pay), math.ceil(1.25 * sf / pay) + 1))
 
@@ -66,13 +66,14 @@ def turbo_requests_auto(share_c: int, share_s: int, sig_pk: int, sig_len: int, c
 def turbo_lower_bound(rtt_s: float, *, share_c: int, share_s: int, sig_pk: int, sig_len: int,
                       rate_bps: float | None = None, mtu: int = 1500, chain_depth: int = 1, mode: str = M.FULL,
                       cpu_s: float = DEFAULT_CPU_S, requests: int | None = None, rate_up: float | None = None,
-                      rate_down: float | None = None, cpu: Cpu | None = None, iw: int = IW) -> Bound:
+                      rate_down: float | None = None, cpu: Cpu | None = None, iw: int = IW,
+                      auth_extra: int = 0) -> Bound:
     """lower_bound() for TurboTLS: 1 RTT while the server's flight fits the requests, 2 (+ TCP
     slow-start rounds for the rest) when it does not."""
     if mode not in TURBO_MODES:
         raise ValueError(f"mode {mode!r} over {NAME}: one of {', '.join(TURBO_MODES)}")
     ch = client_hello_bytes(share_c)
-    sf = server_flight_bytes(share_s, sig_pk, sig_len, chain_depth, mode)
+    sf = server_flight_bytes(share_s, sig_pk, sig_len, chain_depth, mode, auth_extra)
     pay = turbo_dgram(mtu) - TURBO_HDR
     n_ch = max(1, math.ceil(ch / pay))
     if requests is None:
@@ -133,10 +134,12 @@ def requests_for(cell: Any, exp: Any) -> int:
     size)."""
     if exp.turbo_requests != "auto":
         return int(exp.turbo_requests)
-    from ..handshake_model import sizes_for
+    from .. import axes as AX
+    from ..handshake_model import auth_extra_for, sizes_for
 
     sc, ss, pk, sl = sizes_for(cell.group, cell.sig)
-    return turbo_requests_auto(sc, ss, pk, sl, exp.chain_depth, M.RESUME if cell.mode == M.RESUME else M.FULL)
+    return turbo_requests_auto(sc, ss, pk, sl, exp.chain_depth, M.RESUME if cell.mode == M.RESUME else M.FULL,
+                               auth_extra=auth_extra_for(cell.sig, AX.bound_kwargs(exp)))
 
 
 _REPORT_TEXT = ("From the timer's turbo object: 'Flight over UDP' = attempts whose whole first server flight "
@@ -200,11 +203,12 @@ class TurboTls(Transport):
 
     def bound(self, rtt_s: float, sizes: tuple[int, int, int, int], *, rate_bps=None, mtu: int = 1500,
               chain_depth: int = 1, mode: str = M.FULL, cpu_s: float = DEFAULT_CPU_S, rate_up=None, rate_down=None,
-              cpu: Cpu | None = None, iw_s: int | None = None, turbo_requests: int | None = None, **_: Any) -> Bound:
+              cpu: Cpu | None = None, iw_s: int | None = None, turbo_requests: int | None = None,
+              auth_extra: int = 0, **_: Any) -> Bound:
         sc, ss, pk, sl = sizes
         return turbo_lower_bound(rtt_s, share_c=sc, share_s=ss, sig_pk=pk, sig_len=sl, rate_bps=rate_bps, mtu=mtu,
                                  chain_depth=chain_depth, mode=mode, cpu_s=cpu_s, requests=turbo_requests,
-                                 rate_up=rate_up, rate_down=rate_down, cpu=cpu, iw=iw_s or IW)
+                                 rate_up=rate_up, rate_down=rate_down, cpu=cpu, iw=iw_s or IW, auth_extra=auth_extra)
 
     def run_settings(self, exp: dict) -> dict[str, Any]:
         """The request datagrams (None: auto, sized per cell by the model)."""

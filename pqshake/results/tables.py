@@ -39,7 +39,8 @@ CELL_FIRST = ["cell_id", "group", "sig", "profile", "mode", "transport", "repeti
 MSGS_MESSAGES = ("client_hello", "hello_retry_request", "client_hello2", "server_hello", "encrypted_extensions",
                  "certificate_request", "certificate", "certificate_verify", "server_finished", "end_of_early_data",
                  "client_certificate", "client_certificate_verify", "client_finished", "new_session_ticket",
-                 "server_key_exchange", "server_hello_done", "client_key_exchange")
+                 "server_key_exchange", "server_hello_done", "client_key_exchange", "compressed_certificate",
+                 "client_compressed_certificate")
 MSGS_FLIGHTS = ("client1", "hello_retry", "client1_retry", "server", "client2")
 MSGS_FLIGHT_FIELDS = ("handshake_bytes", "records", "record_bytes", "segments", "datagrams", "datagram_bytes")
 MSGS_COLUMNS = (tuple(f"msgs_{m}" for m in MSGS_MESSAGES)

@@ -47,6 +47,7 @@ const struct option pqs_cli_rows[] = {
     {"list-groups", no_argument, 0, PQS_OPT_LIST_GROUPS},
     {"list-sigs", no_argument, 0, PQS_OPT_LIST_SIGS},
     {"transport", required_argument, 0, PQS_OPT_TRANSPORT},
+    {"cert-comp", required_argument, 0, PQS_OPT_CERT_COMP},
     {0, 0, 0, 0}};
 
 void pqs_cli_init(pqs_cli *cli, const char *prog)
@@ -82,6 +83,7 @@ bool pqs_cli_opt(pqs_cli *cli, const char *prog, int id, const char *arg)
     uint64_t v;
     switch (id) {
     case PQS_OPT_GROUPS: cli->groups = arg; break;
+    case PQS_OPT_CERT_COMP: cli->cert_comp = arg; break;
     case PQS_OPT_RESPONSE_BYTES:
         if (!pqs_parse_u64(arg, 0, UINT64_C(1) << 40, &cli->response_bytes))
             pqs_usage_error(prog, "bad --response-bytes '%s'", arg);

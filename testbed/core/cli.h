@@ -34,12 +34,14 @@ bool pqs_optset_which(const pqs_optset *s, int c, int *owner, int *id);
 enum {
     PQS_OPT_GROUPS = 1, PQS_OPT_RESPONSE_BYTES, PQS_OPT_FSYNC, PQS_OPT_HELP, PQS_OPT_VERSION,
     PQS_OPT_PROVIDER, PQS_OPT_OQS_NATIVE, PQS_OPT_LIST_GROUPS, PQS_OPT_LIST_SIGS, PQS_OPT_TRANSPORT,
+    PQS_OPT_CERT_COMP,
 };
 extern const struct option pqs_cli_rows[];
 
 typedef struct pqs_cli {
     const char *groups;          /* --groups as given (NULL: the program's default) */
     uint64_t response_bytes;
+    const char *cert_comp;       /* --cert-comp LIST (NULL: off; certs.h pqs_ctx_cert_compression) */
     int fsync_every;             /* default 64 */
     const char *provider;        /* --provider NAME (NULL: $PQS_PROVIDER, else the default) */
     int oqs_native;              /* --oqs-native: 1; -1 = not given ($PQS_OQS_NATIVE) */

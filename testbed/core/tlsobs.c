@@ -28,6 +28,8 @@ const char *const pqs_tlsobs_msg_names[PQS_MSG__COUNT] = {
     [PQS_MSG_SERVER_KEY_EXCHANGE] = "server_key_exchange",
     [PQS_MSG_SERVER_HELLO_DONE] = "server_hello_done",
     [PQS_MSG_CLIENT_KEY_EXCHANGE] = "client_key_exchange",
+    [PQS_MSG_COMPRESSED_CERTIFICATE] = "compressed_certificate",
+    [PQS_MSG_CLIENT_COMPRESSED_CERTIFICATE] = "client_compressed_certificate",
 };
 
 const char *const pqs_tlsobs_flight_names[PQS_FLIGHT__COUNT] = {
@@ -155,9 +157,21 @@ static void on_record(pqs_tlsobs *o, bool from_client, const unsigned char *p)
     }
 }
 
-static void on_message(pqs_tlsobs *o, bool from_client, unsigned type, bool hrr, uint32_t n)
+/* A CompressedCertificate (RFC 8879 4): type(1) length(3) algorithm(2) uncompressed_length(3):
+ * the Certificate message it expands to, header included (0 if too short to say). */
+static uint32_t uncompressed_certificate(const unsigned char *p, size_t len)
+{
+    return len >= 9 ? 4 + ((uint32_t)p[6] << 16 | (uint32_t)p[7] << 8 | p[8]) : 0;
+}
+
+static void on_message(pqs_tlsobs *o, bool from_client, unsigned type, bool hrr, uint32_t n, uint32_t inner)
 {
     int m = -1, f;
+    if (type == SSL3_MT_COMPRESSED_CERTIFICATE) {
+        int plain = from_client ? PQS_MSG_CLIENT_CERTIFICATE : PQS_MSG_CERTIFICATE;
+        if (o->msg_bytes[plain] == 0)
+            o->msg_bytes[plain] = inner;
+    }
     if (from_client) {
         switch (type) {
         case SSL3_MT_CLIENT_HELLO:
@@ -166,6 +180,7 @@ static void on_message(pqs_tlsobs *o, bool from_client, unsigned type, bool hrr,
                                                         : -1;
             break;
         case SSL3_MT_CERTIFICATE: m = PQS_MSG_CLIENT_CERTIFICATE; break;
+        case SSL3_MT_COMPRESSED_CERTIFICATE: m = PQS_MSG_CLIENT_COMPRESSED_CERTIFICATE; break;
         case SSL3_MT_CERTIFICATE_VERIFY: m = PQS_MSG_CLIENT_CERTIFICATE_VERIFY; break;
         case SSL3_MT_FINISHED: m = PQS_MSG_CLIENT_FINISHED; break;
         case SSL3_MT_END_OF_EARLY_DATA: m = PQS_MSG_END_OF_EARLY_DATA; break;
@@ -181,6 +196,7 @@ static void on_message(pqs_tlsobs *o, bool from_client, unsigned type, bool hrr,
         case SSL3_MT_ENCRYPTED_EXTENSIONS: m = PQS_MSG_ENCRYPTED_EXTENSIONS; break;
         case SSL3_MT_CERTIFICATE_REQUEST: m = PQS_MSG_CERTIFICATE_REQUEST; break;
         case SSL3_MT_CERTIFICATE: m = PQS_MSG_CERTIFICATE; break;
+        case SSL3_MT_COMPRESSED_CERTIFICATE: m = PQS_MSG_COMPRESSED_CERTIFICATE; break;
         case SSL3_MT_CERTIFICATE_VERIFY: m = PQS_MSG_CERTIFICATE_VERIFY; break;
         case SSL3_MT_FINISHED: m = PQS_MSG_SERVER_FINISHED; break;
         case SSL3_MT_NEWSESSION_TICKET: m = PQS_MSG_NEW_SESSION_TICKET; break;
@@ -363,7 +379,8 @@ void pqs_tlsobs_msg_cb(int write_p, int version, int content_type, const void *b
     /* type(1) length(3) legacy_version(2) random(32) */
     bool is_hrr = p[0] == SSL3_MT_SERVER_HELLO && len >= 38 && memcmp(p + 6, hrr_random, 32) == 0;
     if (len >= 4)
-        on_message(o, on_server_side(o, ssl) ? !write_p : write_p, p[0], is_hrr, (uint32_t)len);
+        on_message(o, on_server_side(o, ssl) ? !write_p : write_p, p[0], is_hrr, (uint32_t)len,
+                   uncompressed_certificate(p, len));
     switch (p[0]) {
     case SSL3_MT_CLIENT_HELLO:
         if (o->client_hello_bytes == 0) {

@@ -30,6 +30,10 @@ typedef enum {
     PQS_MSG_SERVER_KEY_EXCHANGE, /* TLS 1.2 */
     PQS_MSG_SERVER_HELLO_DONE,   /* TLS 1.2 */
     PQS_MSG_CLIENT_KEY_EXCHANGE, /* TLS 1.2 */
+    /* RFC 8879: a CompressedCertificate as it crossed the wire; the Certificate it carries is
+     * then recorded as certificate / client_certificate, 4 + its uncompressed length */
+    PQS_MSG_COMPRESSED_CERTIFICATE,
+    PQS_MSG_CLIENT_COMPRESSED_CERTIFICATE,
     PQS_MSG__COUNT
 } pqs_tlsmsg;
 extern const char *const pqs_tlsobs_msg_names[PQS_MSG__COUNT];

@@ -86,7 +86,7 @@ int main(void)
     sk_X509_free(untrusted);
     X509_STORE_free(st);
     pqs_chain_free(&c);
-    CHECK("chain_depth_bad", pqs_chain_generate(NULL, p256, p256, 4, PQS_CHAIN_SERVER, &c, err, sizeof err) != 0);
+    CHECK("chain_depth_bad", pqs_chain_generate(NULL, p256, p256, 5, PQS_CHAIN_SERVER, &c, err, sizeof err) != 0);
 
     SSL_CTX_free(ctx);
     pqs_unload_providers();

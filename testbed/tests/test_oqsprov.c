@@ -382,7 +382,7 @@ static void test_tls(void)
     int ok = pqs_chain_generate(NULL, sig, sig, 1, PQS_CHAIN_SERVER, &chain, err, sizeof err) == 0;
     SSL_CTX *sctx = SSL_CTX_new_ex(NULL, pqs_propq(), TLS_server_method());
     SSL_CTX *cctx = SSL_CTX_new_ex(NULL, pqs_propq(), TLS_client_method());
-    ok = ok && sctx && cctx && pqs_chain_use(sctx, &chain) == 0;
+    ok = ok && sctx && cctx && pqs_chain_use(sctx, &chain, true) == 0;
     CHECK("tls_setup", ok);
     if (!ok)
         return;

@@ -32,14 +32,15 @@ def _valid_png(p):
 # transport: tests/analysis/test_transport.py; onertt: tests/analysis/test_onertt.py;
 # fs0rtt: tests/analysis/test_fs0rtt_figure.py; quic_engines: tests/analysis/test_quic_engines.py;
 # msgsizes: tests/analysis/test_msgsizes.py (the fixture run predates the message sizes);
-# trace_bursts: tests/analysis/test_traces_figure.py (the fixture run replays no trace)
+# trace_bursts: tests/analysis/test_traces_figure.py (the fixture run replays no trace);
+# auth_size: tests/experiments/test_auth_size_netns.py (a real run: the fixture has no message sizes)
 @pytest.mark.parametrize("kind", [k for k in KINDS if k not in ("transport", "onertt", "fs0rtt", "quic_engines",
-                                                                "msgsizes", "trace_bursts")])
+                                                                "msgsizes", "trace_bursts", "auth_size")])
 def test_every_kind_renders(rendered, kind):
     a, done, skipped = rendered
     # the fixture run is tcp only: the TCP vs QUIC and the per-transport-variant figures have nothing to pair
     assert [k for k, _ in skipped] == ["transport", "onertt", "fs0rtt", "quic_engines", "msgsizes",
-                                       "trace_bursts"], skipped
+                                       "trace_bursts", "auth_size"], skipped
     mine = [f for f in done if f.name == kind or f.name.startswith(kind + "-")]
     assert mine, f"{kind}: nothing rendered"
     for f in mine:

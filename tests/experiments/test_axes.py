@@ -74,7 +74,7 @@ def test_one_value_is_no_sweep_and_ids_stay(write_exp):
 
 
 @pytest.mark.parametrize("value,pattern", [
-    ("[1, 7]", r":9 chain_depth\[1\]: 7: .*less than or equal to 3"),
+    ("[1, 7]", r":9 chain_depth\[1\]: 7: .*less than or equal to 4"),
     ("[1, 1]", r":9 chain_depth\[1\]: 1 is listed twice"),
     ("[]", r":9 chain_depth: an empty list"),
     ("[x, 2]", r":9 chain_depth\[0\]: 'x': .*integer"),
@@ -151,3 +151,50 @@ def test_a_throwaway_axis_runs_from_its_row_alone(write_exp, tmp_path, loopback,
         ("1", "1"), ("1", "2"), ("2", "1"), ("2", "2")}
     b = t.groupby("axis_chain_depth")["bound_ms"].first()
     assert b["2"] > b["1"], b
+
+
+# ----------------------------------------------------- the chain's shape and size as axes --
+
+def test_chain_settings_sweep_where_they_change_the_chain(write_exp, tmp_path):
+    p = _plan(write_exp, "modes: [full, resume]\nchain_depth: [1, 2]\nsuppress_intermediates: [false, true]\n"
+                         "cert_compression: [off, brotli]\ninter_sig: ecdsa-p256\n")
+    ids = sorted(c.cell_id for c in p.cells)
+    # depth 1: compression only (no intermediate to suppress); depth 2: both; resume: no chain sent
+    assert len(ids) == 2 + 4 + 1, ids
+    assert "lan__x25519__ml-dsa-44__full__chain1__comp-brotli__r1" in ids
+    assert "lan__x25519__ml-dsa-44__resume__r1" in ids
+    c = next(c for c in p.cells if c.cell_id == "lan__x25519__ml-dsa-44__full__chain2__suppress-on__comp-brotli__r1")
+    view = p.model.for_cell(c)
+    s = server_argv(Path("pqs-server"), "127.0.0.1:0", c, view, tmp_path, tmp_path / "l")
+    t = timer_argv(Path("pqs-timer"), "127.0.0.1:1", c, view, tmp_path / "ca.pem", tmp_path / "o")
+    assert "--suppress-intermediates" in s and s[s.index("--inter-sig") + 1] == "ecdsa-p256"
+    assert s[s.index("--cert-comp") + 1] == t[t.index("--cert-comp") + 1] == "brotli"
+    # the model: ECDSA intermediates under an ML-DSA leaf, then none sent
+    shallow = next(x for x in p.cells if x.cell_id == "lan__x25519__ml-dsa-44__full__chain2__suppress-off__comp-off__r1")
+    assert p.attempt_estimate_s(c) <= p.attempt_estimate_s(shallow)
+
+
+@pytest.mark.parametrize("extra,pattern", [
+    ("suppress_intermediates: true\n", r"suppress_intermediates: settings of the intermediates, but no cell sends "
+                                       r"a chain with one"),
+    ("chain_depth: 2\ninter_sig: [ecdsa-p256, ml-dsa-4]\n", r"inter_sig\[1\].*ml-dsa-4"),
+    ("modes: [resume]\ncert_pad_bytes: 1000\n", r"cert_pad_bytes: settings of the server's certificate chain"),
+    ("client_root_sig: ecdsa-p256\n", r"client_root_sig: .*client_auth is not set"),
+])
+def test_chain_settings_that_change_nothing_are_refused(write_exp, extra, pattern):
+    refusal(lambda f: build_plan(f, check_stack=False), write_exp(BASE + extra), pattern)
+
+
+def test_exclude_rules_name_swept_settings(write_exp):
+    sweep = ("chain_depth: 2\ncert_pad_bytes: [0, 8000, 16000]\ncert_compression: [off, brotli]\n"
+             "suppress_intermediates: [false, true]\n")
+    p = _plan(write_exp, sweep + "exclude:\n  - {cert_pad_bytes: [8000, 16000], cert_compression: brotli}\n"
+                                 "  - {cert_pad_bytes: [8000, 16000], suppress_intermediates: true}\n")
+    # 3 x 2 x 2 = 12, less the 6 padded ones compressed or suppressed
+    assert len(p.cells) == 6 and p.excluded == 6
+    assert not any(c.cell_id.endswith("comp-brotli__r1") and "pad0" not in c.cell_id for c in p.cells)
+    refusal(lambda f: build_plan(f, check_stack=False),
+            write_exp(BASE + sweep + "exclude: [{cert_compression: brotly}]\n"),
+            r"exclude\[0\]\.cert_compression: brotly is not a value of cert_compression in this experiment \(off, brotli\)")
+    refusal(lambda f: build_plan(f, check_stack=False), write_exp(BASE + sweep + "exclude: [{chain_deph: 2}]\n"),
+            r"exclude\[0\]: unknown key 'chain_deph'")

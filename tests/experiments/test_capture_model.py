@@ -53,7 +53,8 @@ def test_bad_cap_is_one_line_with_file_line_and_fix(write_exp, line, pattern):
     (HEAD + "capture_cells: [{group: x25519}]\n", r":5 capture_cells: chooses the cells that capture, but capture "
                                                   r"is off \(add capture: true, or remove capture_cells\)$"),
     (HEAD + "capture: true\ncapture_cells: []\n", r":6 capture_cells: .*a list of rules such as"),
-    (HEAD + "capture: true\ncapture_cells: [{grp: x25519}]\n", r":6 capture_cells\[0\]\.grp: unknown field"),
+    (HEAD + "capture: true\ncapture_cells: [{grp: x25519}]\n",
+     r":6 capture_cells\[0\]: unknown key 'grp': a rule takes group, sig, profile, mode, transport and the swept"),
     (HEAD + "capture: true\nengine: mininet\ntopology: {kind: star}\n",
      r":5 capture: true with engine: mininet: .*\(remove capture, or use engine: single-link\)$"),
 ])

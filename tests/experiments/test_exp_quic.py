@@ -140,6 +140,7 @@ class _Exp:
     samples, warmup, timeout = 3, 1, 10_000_000_000
     quic_retry = "off"
     early_response = "on"
+    wait_acked = False
 
 
 def test_runner_argv_carries_the_transport(tmp_path):

@@ -68,6 +68,7 @@ class _Exp:
     samples, warmup, timeout = 3, 1, 10_000_000_000
     quic_retry, turbo_requests, turbo_fallback = "off", "auto", 10_000_000
     early_response = "on"
+    wait_acked = False
 
 
 def test_runner_argv_carries_turbotls(tmp_path):

@@ -252,7 +252,7 @@ EXPERIMENT_VALUES = [
     ({"samples": "lots"}, "samples"), ({"warmup": -1}, "warmup"), ({"repetitions": 0}, "repetitions"),
     ({"concurrency": 0}, "concurrency"), ({"concurrency": 10**4}, "concurrency"),
     ({"response_bytes": -1}, "response_bytes"), ({"timeout": 0}, "timeout"), ({"timeout": "1e400s"}, "timeout"),
-    ({"timeout": NAN}, "finite"), ({"chain_depth": 4}, "chain_depth"), ({"client_chain_depth": 0}, "client_chain_depth"),
+    ({"timeout": NAN}, "finite"), ({"chain_depth": 5}, "chain_depth"), ({"client_chain_depth": 0}, "client_chain_depth"),
     ({"rtt_probes": -1}, "rtt_probes"), ({"block": 0}, "block"), ({"seed": -1}, "seed"),
     ({"turbo_requests": 0}, "positive integer"), ({"turbo_requests": 2000}, "positive integer"),
     ({"turbo_requests": "many"}, "positive integer"), ({"turbo_requests": -3}, "positive integer"),

@@ -99,7 +99,7 @@ def test_server_bad_port(tmp_path):
 
 
 def test_server_bad_chain_depth(tmp_path):
-    one_line_usage_error(run_tool("pqs-server", "--chain-depth", "4", "--cert-dir", tmp_path), "1..3")
+    one_line_usage_error(run_tool("pqs-server", "--chain-depth", "5", "--cert-dir", tmp_path), "1..4")
 
 
 def test_server_missing_cert_dir(tmp_path):

@@ -6,6 +6,8 @@ and 2. Exact where the registry is exact (key shares, the ServerHello they fill,
 CertificateVerify), bounded where extensions and certificate fields add a variable overhead; a
 mismatch names the algorithm, the message and both sizes. Also: every transport writes the
 member (records over TCP, datagrams over QUIC and TurboTLS), HRR flights, --no-instrument."""
+from pathlib import Path
+
 import pytest
 
 from pqshake import results as fmt
@@ -143,3 +145,61 @@ def test_every_transport_writes_the_member(tmp_path, transport, engine):
             t = a["turbo"]
             assert f["client1"]["datagrams"] == t["datagrams_sent"] and f["server"]["datagrams"] == t["datagrams_received"]
             assert f["server"]["records"] >= 6 and f["client2"]["datagrams"] == 0 and f["client2"]["segments"] >= 1
+
+
+# ------------------------------------------ chains by shape and size (issue 32): the wire --
+
+# (pqs-server options, the model's keywords (handshake_model.auth_extra_for)): intermediates and
+# root of other algorithms, a synthetic leaf extension and SCTs, suppressed intermediates.
+AUTH_CASES = [
+    (["--sig", "ml-dsa-44", "--inter-sig", "ecdsa-p256", "--root-sig", "ecdsa-p256", "--chain-depth", "3"],
+     {"chain_depth": 3, "inter_sig": "ecdsa-p256", "root_sig": "ecdsa-p256"}),
+    (["--sig", "ecdsa-p256", "--root-sig", "ml-dsa-65", "--chain-depth", "2"], {"chain_depth": 2, "root_sig": "ml-dsa-65"}),
+    (["--sig", "ml-dsa-44", "--cert-pad-bytes", "5000", "--cert-scts", "3"], {"cert_pad_bytes": 5000, "cert_scts": 3}),
+    (["--sig", "ml-dsa-65", "--chain-depth", "4", "--suppress-intermediates"],
+     {"chain_depth": 4, "suppress_intermediates": True}),
+]
+
+
+@pytest.mark.parametrize("args,kw", AUTH_CASES, ids=lambda x: "_".join(x) if isinstance(x, list) else "")
+def test_chain_shapes_on_the_wire_and_in_the_model(tmp_path, args, kw):
+    sig = args[args.index("--sig") + 1]
+    depth = kw.get("chain_depth", 1)
+    with Server(tmp_path, *args, "--threads", "2") as srv:
+        sent = 1 if kw.get("suppress_intermediates") else depth
+        # the client holds what the server leaves out: ca.pem is the root and those
+        assert Path(srv.ca).read_text().count("BEGIN CERTIFICATE") == 1 + (depth - 1 if sent == 1 and depth > 1 else 0)
+        r = run_timer("--connect", srv.addr, "--ca", srv.ca, "--groups", "x25519", "--samples", 2)
+        assert r.returncode == 0, r.stderr
+        for a in r.attempts:
+            m = _msgs(a)
+            # Certificate: header 4, context 1, list 3, per certificate 3 + DER + 2 (no extensions)
+            assert m["certificate"] == 8 + 5 * sent + srv.ready["chain_der_bytes"], (m["certificate"], srv.ready)
+            share_s = REG.groups["x25519"].share[1]
+            s = REG.sigs[sig]
+            model = hm.server_flight_bytes(share_s, s.pk, s.sig, depth, auth_extra=hm.auth_extra_for(sig, kw, REG))
+            got = m["flights"]["server"]["record_bytes"]
+            assert model <= got <= model + sent * FLIGHT_EXTRA, (got, model)
+
+
+def test_certificate_compression_stored_and_on_the_fly(tmp_path):
+    """The server's chain compressed once at start (ML-DSA included: SSL_CTX_compress_certs would
+    store nothing for it), the client's in each handshake; each CompressedCertificate names the
+    Certificate it carries."""
+    with Server(tmp_path, "--sig", "ml-dsa-44", "--chain-depth", "2", "--cert-comp", "brotli,zlib",
+                "--client-auth", "ml-dsa-44", "--threads", "2") as srv:
+        stored = dict(x.split(":") for x in srv.ready["cert_comp_stored"].split(";")[0].split(","))
+        assert set(stored) == {"brotli", "zlib"}, srv.ready["cert_comp_stored"]
+        small, whole = map(int, stored["brotli"].split("/"))
+        assert small < whole
+        r = run_timer("--connect", srv.addr, "--ca", srv.ca, "--groups", "x25519", "--samples", 2, "--cert-comp", "brotli",
+                      "--client-cert", srv.dir)
+        assert r.returncode == 0, r.stderr
+        for a in r.attempts:
+            m = _msgs(a)
+            # header 4, algorithm 2, uncompressed length 3, compressed length 3
+            assert m["compressed_certificate"] == 12 + small and m["certificate"] == 4 + whole, m
+            assert m["client_compressed_certificate"] and m["client_compressed_certificate"] < m["client_certificate"], m
+        off = run_timer("--connect", srv.addr, "--ca", srv.ca, "--groups", "x25519", "--samples", 1,
+                        "--client-cert", srv.dir)
+        assert off.returncode == 0 and _msgs(off.attempts[0])["compressed_certificate"] is None
