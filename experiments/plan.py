@@ -455,7 +455,7 @@ class Plan:
             "profiles": list(self.profiles),
             "modes": list(m.modes),
             "transports": list(m.transports),
-            "sweeps": {k: m.dump()[k] for k in A.keys() if k in m.sweeps},  # swept settings (experiments/axes/)
+            "sweeps": {k: v for k, v in m.dump().items() if k in m.sweeps},  # swept settings (experiments/axes/)
             "cells_per_transport": {t: sum(1 for c in self.cells if c.transport == t) for t in m.transports},
             **{k: v for t in T.REGISTRY for k, v in t.plan_settings(m, t.name in m.transports).items()},
             "repetitions": m.repetitions,
@@ -526,8 +526,9 @@ def build_plan(ef: ExperimentFile | Path | str, *, seed: int | None = None,
     reg = load_registry()
     groups = reg.expand("group", m.groups, ef.where("groups"))
     sigs = reg.expand("sig", m.sigs, ef.where("sigs"))
-    for key in ("inter_sig", "root_sig", "client_auth", "client_inter_sig", "client_root_sig"):  # checked like the sigs
-        for i, name in enumerate(m.sweeps.get(key, [getattr(m, key)])):
+    for a in A.REGISTRY:  # a setting that names signature algorithms: checked like the sigs
+        key = a.key
+        for i, name in enumerate(m.sweeps.get(key, [getattr(m, key)]) if a.sig else ()):
             if name is not None:
                 reg.expand("sig", [name], ef.where(key, *((i,) if key in m.sweeps else ())))
     if isinstance(m.cpu_placement, BaseModel):  # CPUs this machine lets us use, none on both sides
@@ -608,11 +609,8 @@ def check_cells_can_run(ef: ExperimentFile, reg: Any, cells: list[Cell]) -> None
         m = ef.model.for_cell(c)
         mode = M.get(c.mode)
         if mode.tls1_2:
-            for role, key, name in (("group", "groups", c.group), ("sig", "sigs", c.sig),
-                                    ("sig", "inter_sig", m.inter_sig if m.chain_depth > 1 else None),
-                                    ("sig", "root_sig", m.root_sig), ("sig", "client_auth", m.client_auth),
-                                    ("sig", "client_inter_sig", m.client_inter_sig if m.client_auth else None),
-                                    ("sig", "client_root_sig", m.client_root_sig if m.client_auth else None)):
+            named = [("sig", a.key, getattr(m, a.key)) for a in A.REGISTRY if a.sig and a.applies(m, c)]
+            for role, key, name in (("group", "groups", c.group), ("sig", "sigs", c.sig), *named):
                 a = reg.get(name) if name else None
                 if a is not None and not a.tls1_2:
                     table = reg.groups if role == "group" else reg.sigs
@@ -642,27 +640,15 @@ class Setting:
 
 _QUIC_ROWS = frozenset(t.name for t in T.QUIC_ENGINES.values())
 
+# The swept settings' rows say the same with `unused` (experiments/axes/): refused when their
+# `applies` holds for no cell.
 SETTINGS: tuple[Setting, ...] = (
-    Setting(("client_chain_depth",), lambda m, cells: any(m.for_cell(c).client_auth is not None for c in cells),
-            "the client chain's depth under mutual TLS, but client_auth is not set (add client_auth, or remove {keys})"),
-    Setting(("client_inter_sig", "client_root_sig"), lambda m, cells: any(m.for_cell(c).client_auth is not None for c in cells),
-            "the client chain's CAs under mutual TLS, but client_auth is not set (add client_auth, or remove {keys})"),
-    Setting(("inter_sig", "suppress_intermediates"),
-            lambda m, cells: any(M.get(c.mode).certificate and m.for_cell(c).chain_depth > 1 for c in cells),
-            "settings of the intermediates, but no cell sends a chain with one (set chain_depth: 2 or more, or "
-            "remove {keys})"),
-    Setting(("root_sig", "cert_pad_bytes", "cert_scts", "cert_compression"),
-            lambda m, cells: any(M.get(c.mode).certificate for c in cells),
-            "settings of the server's certificate chain, but no cell's handshake sends it (resumed and 0-RTT "
-            "handshakes do not; add full to modes, or remove {keys})"),
     Setting(("wait_acked",), lambda m, cells: any(T.get(c.transport).over_tcp for c in cells),
             "a stop point of TCP's (every byte the client sent acknowledged), but no cell runs over TCP (add tcp to "
             "transports, or remove {keys})"),
     Setting(("bfe_n", "bfe_p"), lambda m, cells: any(M.get(c.mode).bfe_key for c in cells),
             "settings of the fs0rtt key, but no cell runs fs0rtt (add fs0rtt to modes, or remove {keys})"),
-    Setting(("early_response",), lambda m, cells: any(M.get(c.mode).early_data for c in cells),
-            "how the server answers early data, but no cell sends any (add 0rtt or fs0rtt to modes, or remove {keys})"),
-    Setting(("quic_retry", "qlog"), lambda m, cells: any(c.transport in _QUIC_ROWS for c in cells),
+    Setting(("qlog",), lambda m, cells: any(c.transport in _QUIC_ROWS for c in cells),
             "settings of the QUIC cells, but no cell runs over QUIC (add quic to transports, or remove {keys})"),
     Setting(("turbo_requests", "turbo_fallback"), lambda m, cells: any(c.transport == T.TURBOTLS.name for c in cells),
             f"settings of the {T.TURBOTLS.name} cells, but there is none (add {T.TURBOTLS.name} to transports, or "
@@ -677,6 +663,9 @@ def check_settings_matter(ef: ExperimentFile, cells: list[Cell], capture_rules: 
     """One rule: a setting that changes nothing in the run is refused, with the reason (SETTINGS),
     and so is a capture_cells rule that matches no cell."""
     m = ef.model
+    for a in A.REGISTRY:
+        if a.unused and a.key in m.model_fields_set and not any(a.applies(m.for_cell(c), c) for c in cells):
+            raise UserError(f"{ef.where(a.key)}: {a.unused.format(keys=a.key)}")
     for s in SETTINGS:
         given = [k for k in s.keys if k in m.model_fields_set]
         if given and not s.matters(m, cells):

@@ -76,12 +76,15 @@ def _curve(ctx: Ctx, d: pd.DataFrame, tr: str, top: float) -> tuple[np.ndarray, 
         return None
     depth = int(bkw.get("chain_depth", 1))
     base = HM.certificate_message_bytes(pk, sl, depth, base_extra) + 8 + sl
+    # each direction's configured rate (the summary keeps the slower one only)
+    prof = run.profiles.set_index("profile").loc[r["profile"]]
+    up, down = (float(prof[f"cfg_rate_bps_{d}"]) or None for d in ("up", "down"))
     pads = np.linspace(0, max(0.0, top - base) + 500, CURVE_POINTS)
     xs, ys = [], []
     for pad in pads:
         try:
             b = B.bound(r["group"], r["sig"], r["mode"], rtt_s=float(r["rtt_cfg_ms"]) / 1e3,
-                        rate_up=r.get("rate_up_bps"), rate_down=r.get("rate_down_bps"), mtu=int(r["mtu"]), cpu=None,
+                        rate_up=up, rate_down=down, mtu=int(r["mtu"]), cpu=None,
                         registry=reg, iw_c=_iw(r["initcwnd_client"]), iw_s=_iw(r["initcwnd_server"]), transport=tr,
                         **{**run.settings, **bkw, "cert_pad_bytes": int(pad)})
         except ValueError:

@@ -55,6 +55,12 @@ class Axis:
     bound: Callable[[Any], dict[str, Any]] = _no_bound
     # A value as tables and legends show it (None: str()).
     text: Callable[[Any], str] | None = None
+    # Its values name signature algorithms (None: the default): the plan checks them against the
+    # registry like the sigs, and against TLS 1.2 in the cells that speak it and it applies to.
+    sig: bool = False
+    # Given in the file while it applies to no cell, it would change nothing: the plan refuses it
+    # with this (what it is for and the way out; {keys} names it). None: not checked.
+    unused: str | None = None
 
     def show(self, value: Any) -> str:
         return self.text(value) if self.text is not None else str(value)
@@ -88,6 +94,12 @@ def _on_off(v: Any) -> str:
     return "on" if v in ("on", True) else "off"
 
 
+# What the chain settings are for, when no cell uses them (Axis.unused).
+_CHAIN = ("settings of the server's certificate chain, but no cell's handshake sends it (resumed and 0-RTT handshakes "
+          "do not; add full to modes, or remove {keys})")
+_INTER = "settings of the intermediates, but no cell sends a chain with one (set chain_depth: 2 or more, or remove {keys})"
+_CLIENT = "the client chain's CAs under mutual TLS, but client_auth is not set (add client_auth, or remove {keys})"
+
 REGISTRY: list[Axis] = [
     # The server's chain: leaf plus chain_depth - 1 certificates. A resumed or 0-RTT handshake
     # sends no chain: those cells run once.
@@ -100,49 +112,56 @@ REGISTRY: list[Axis] = [
     Axis("inter_sig", "intermediates", lambda v: f"inter-{_sig_or_none(v) or 'leaf'}",
          applies=lambda exp, cell: M.get(cell.mode).certificate and exp.chain_depth > 1,
          server_args=lambda v, exp, cell: ["--inter-sig", v] if _sig_or_none(v) else [],
-         bound=lambda v: {"inter_sig": _sig_or_none(v)}, text=lambda v: _sig_or_none(v) or AS_LEAF),
+         bound=lambda v: {"inter_sig": _sig_or_none(v)}, text=lambda v: _sig_or_none(v) or AS_LEAF, sig=True,
+         unused=_INTER),
     Axis("root_sig", "root", lambda v: f"root-{_sig_or_none(v) or 'leaf'}",
          applies=lambda exp, cell: M.get(cell.mode).certificate,
          server_args=lambda v, exp, cell: ["--root-sig", v] if _sig_or_none(v) else [],
-         bound=lambda v: {"root_sig": _sig_or_none(v)}, text=lambda v: _sig_or_none(v) or AS_LEAF),
+         bound=lambda v: {"root_sig": _sig_or_none(v)}, text=lambda v: _sig_or_none(v) or AS_LEAF, sig=True,
+         unused=_CHAIN),
     Axis("cert_pad_bytes", "padding", lambda v: f"pad{v}", applies=lambda exp, cell: M.get(cell.mode).certificate,
          server_args=lambda v, exp, cell: ["--cert-pad-bytes", str(v)] if int(v) else [],
-         bound=lambda v: {"cert_pad_bytes": int(v)}),
+         bound=lambda v: {"cert_pad_bytes": int(v)}, unused=_CHAIN),
     Axis("cert_scts", "SCTs", lambda v: f"sct{v}", applies=lambda exp, cell: M.get(cell.mode).certificate,
          server_args=lambda v, exp, cell: ["--cert-scts", str(v)] if int(v) else [],
-         bound=lambda v: {"cert_scts": int(v)}),
+         bound=lambda v: {"cert_scts": int(v)}, unused=_CHAIN),
     Axis("suppress_intermediates", "suppressed intermediates", lambda v: f"suppress-{_on_off(_flag(v))}",
          applies=lambda exp, cell: M.get(cell.mode).certificate and exp.chain_depth > 1,
          server_args=lambda v, exp, cell: ["--suppress-intermediates"] if _flag(v) else [],
-         bound=lambda v: {"suppress_intermediates": _flag(v)}, text=lambda v: _on_off(_flag(v))),
+         bound=lambda v: {"suppress_intermediates": _flag(v)}, text=lambda v: _on_off(_flag(v)), unused=_INTER),
     # RFC 8879, offered and accepted by both programs (the server's chain compressed once).
     Axis("cert_compression", "certificate compression", lambda v: f"comp-{v}",
          applies=lambda exp, cell: M.get(cell.mode).certificate,
          server_args=lambda v, exp, cell: ["--cert-comp", v] if v != "off" else [],
-         timer_args=lambda v, exp, cell: ["--cert-comp", v] if v != "off" else []),
+         timer_args=lambda v, exp, cell: ["--cert-comp", v] if v != "off" else [], unused=_CHAIN),
     # Mutual TLS: the client chain's signature algorithm (none: off).
     Axis("client_auth", "client auth", lambda v: f"mtls-{v or 'off'}",
-         bound=lambda v: {"client_auth": _sig_or_none(v)}, text=lambda v: _sig_or_none(v) or "off"),
+         bound=lambda v: {"client_auth": _sig_or_none(v)}, text=lambda v: _sig_or_none(v) or "off", sig=True),
     # The client chain's other levels under mutual TLS (pqs-server generates it).
     Axis("client_inter_sig", "client intermediates", lambda v: f"cinter-{_sig_or_none(v) or 'leaf'}",
          applies=lambda exp, cell: exp.client_auth is not None,
          server_args=lambda v, exp, cell: ["--client-inter-sig", v] if _sig_or_none(v) else [],
-         text=lambda v: _sig_or_none(v) or AS_LEAF),
+         text=lambda v: _sig_or_none(v) or AS_LEAF, sig=True, unused=_CLIENT),
     Axis("client_root_sig", "client root", lambda v: f"croot-{_sig_or_none(v) or 'leaf'}",
          applies=lambda exp, cell: exp.client_auth is not None,
          server_args=lambda v, exp, cell: ["--client-root-sig", v] if _sig_or_none(v) else [],
-         text=lambda v: _sig_or_none(v) or AS_LEAF),
+         text=lambda v: _sig_or_none(v) or AS_LEAF, sig=True, unused=_CLIENT),
     Axis("client_chain_depth", "client chain depth", lambda v: f"cchain{v}",
          applies=lambda exp, cell: exp.client_auth is not None,
-         bound=lambda v: {"client_chain_depth": int(v)}),
+         bound=lambda v: {"client_chain_depth": int(v)},
+         unused="the client chain's depth under mutual TLS, but client_auth is not set (add client_auth, or remove "
+                "{keys})"),
     # The response after the handshake; a handshake-only transport (QUIC) has none.
     Axis("response_bytes", "response bytes", lambda v: f"resp{v}",
          applies=lambda exp, cell: not T.get(cell.transport).handshake_only),
     Axis("early_response", "early response", lambda v: f"early-{_on_off(v)}",
-         applies=lambda exp, cell: M.get(cell.mode).early_data, text=_on_off),
+         applies=lambda exp, cell: M.get(cell.mode).early_data, text=_on_off,
+         unused="how the server answers early data, but no cell sends any (add 0rtt or fs0rtt to modes, or remove "
+                "{keys})"),
     Axis("quic_retry", "QUIC Retry", lambda v: f"retry-{_on_off(v)}",
          applies=lambda exp, cell: cell.transport in _QUIC_ROWS,
-         bound=lambda v: {"quic_retry": _on_off(v) == "on"}, text=_on_off),
+         bound=lambda v: {"quic_retry": _on_off(v) == "on"}, text=_on_off,
+         unused="settings of the QUIC cells, but no cell runs over QUIC (add quic to transports, or remove {keys})"),
 ]
 
 

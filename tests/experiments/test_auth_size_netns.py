@@ -25,13 +25,19 @@ EXP = experiment_yaml("auth", groups=["X25519MLKEM768"], sigs=["ml-dsa-44"],
                       samples=8, warmup=2, rtt_probes=5, seed=3)
 
 
-def test_auth_bytes_step_where_the_model_puts_it(pqs, write_exp, tmp_path):
+def run_and_analyze(pqs, write_exp, tmp_path, text: str) -> Path:
+    """The run's directory, run and analysed."""
     out = tmp_path / "results"
-    cp = pqs("run", str(write_exp(EXP)), "--out", str(out))
+    cp = pqs("run", str(write_exp(text)), "--out", str(out))
     assert cp.returncode == 0, cp.stderr
     [path] = sorted(p.parent for p in out.glob("*/*/meta.json"))
     a = pqs("analyze", str(path))
     assert a.returncode == 0, a.stderr
+    return path
+
+
+def test_auth_bytes_step_where_the_model_puts_it(pqs, write_exp, tmp_path):
+    path = run_and_analyze(pqs, write_exp, tmp_path, EXP)
     t = pd.read_csv(path / "analysis" / "summary.csv")
     assert len(t) == 6 and (t["n_ok"] == 8).all(), t
     # each cell's median within half an RTT of the model's bound at its own settings
@@ -66,12 +72,7 @@ def test_an_attempt_does_not_queue_behind_the_previous_ones_last_flight(pqs, wri
     chain still on the uplink: 405 ms per handshake where the bound is 265 ms. pqs-timer now lets
     that flight drain before the clock starts: within half an RTT of the bound, and the server
     reads each Finished after the client flight's serialization, not before."""
-    out = tmp_path / "results"
-    cp = pqs("run", str(write_exp(MTLS)), "--out", str(out))
-    assert cp.returncode == 0, cp.stderr
-    [path] = sorted(p.parent for p in out.glob("*/*/meta.json"))
-    a = pqs("analyze", str(path))
-    assert a.returncode == 0, a.stderr
+    path = run_and_analyze(pqs, write_exp, tmp_path, MTLS)
     [r] = pd.read_csv(path / "analysis" / "summary.csv").to_dict("records")
     assert r["bound_ms"] <= r["p50_ms"] <= r["bound_ms"] + 37 / 2, r
     # the server read the client's Finished after its ~20 kB flight crossed the 1 Mbit/s link
