@@ -10,11 +10,13 @@ from __future__ import annotations
 from pqshake import results as _R
 from pqshake.experiments import modes as _M
 from pqshake.experiments import transports as _T
+from pqshake.experiments.axes import core as _core
 
-# The cell key: one summary row per (group, sig, profile, mode, transport); repetitions are
-# pooled. Runs from before transports existed have no transport column: their cells are tcp.
-CELL_KEY = ["group", "sig", "profile", "mode", "transport"]
-TRANSPORT_DEFAULT = _T.DEFAULT
+# The cell key: one summary row per value of each matrix axis (experiments/axes/core.py: group,
+# sig, profile, mode, transport); repetitions are pooled. Runs from before an axis existed have no
+# column: their cells have its row's `before` (transport: tcp).
+CELL_KEY = list(_core.KEYS)
+AXIS_BEFORE = _core.BEFORE
 TRANSPORT_ORDER = _T.ORDER  # the rows' rank (experiments/transports/)
 
 # The timer's "msgs" member (pqshake/results MSGS_COLUMNS; testbed/README.md, "Message sizes from
@@ -33,16 +35,13 @@ MSGS_OPTIONAL = {**MSG_COLUMNS, **FLIGHT_COLUMNS, "msgs_tcp_info_cb_ns": "msg_tc
 # Columns without which no statistic can be computed.
 SAMPLES_REQUIRED = {
     "cell_id": "cell_id",
-    "group": "group",
-    "sig": "sig",
-    "profile": "profile",
-    "mode": "mode",
+    **{k: k for k in _core.REQUIRED},  # the matrix axes every run has
     "warmup": "warmup",
     "ok": "ok",
     "handshake_ns": "handshake_ns",
 }
-# Filled with TRANSPORT_DEFAULT where missing (every table).
-OPTIONAL_KEY = {"transport": "transport"}
+# The matrix axes a run from before them lacks: filled with AXIS_BEFORE (every table).
+OPTIONAL_KEY = {k: k for k in AXIS_BEFORE}
 # Columns used when present (missing ones become empty and the figure/column that needs them
 # says so).
 SAMPLES_OPTIONAL = {
@@ -79,10 +78,7 @@ SAMPLES_OPTIONAL = {
 
 # --- server.parquet (one row per server-side connection) ------------------------------------
 SERVER_REQUIRED = {
-    "group": "group",
-    "sig": "sig",
-    "profile": "profile",
-    "mode": "mode",
+    **{k: k for k in _core.REQUIRED},
     "ok": "ok",
     "handshake_ns": "server_handshake_ns",  # handshake done - accepted
 }
@@ -106,10 +102,7 @@ SERVER_OPTIONAL = {
 # --- cells.parquet (one row per cell) -------------------------------------------------------
 CELLS_REQUIRED = {
     "cell_id": "cell_id",
-    "group": "group",
-    "sig": "sig",
-    "profile": "profile",
-    "mode": "mode",
+    **{k: k for k in _core.REQUIRED},
 }
 CELLS_OPTIONAL = {
     "repetition": "repetition",

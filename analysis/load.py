@@ -172,12 +172,14 @@ def _reasons_lists(cells: pd.DataFrame) -> None:
                                  index=cells.index, dtype=object)
 
 
-def _fill_transport(df: pd.DataFrame) -> None:
-    """Rows without a transport (runs from before transports existed) are tcp."""
-    col = df["transport"]
-    if isinstance(col.dtype, pd.CategoricalDtype):
-        col = col.astype("string")
-    df["transport"] = col.astype("object").where(col.notna(), C.TRANSPORT_DEFAULT).astype(str)
+def _fill_before(df: pd.DataFrame) -> None:
+    """Rows without a matrix axis (runs from before it existed: transport) have its row's `before`
+    (tcp)."""
+    for key, before in C.AXIS_BEFORE.items():
+        col = df[key]
+        if isinstance(col.dtype, pd.CategoricalDtype):
+            col = col.astype("string")
+        df[key] = col.astype("object").where(col.notna(), before).astype(str)
 
 
 # A server record belongs to a client attempt of the same cell and port that started before it
@@ -310,8 +312,8 @@ def load_one(path: Path | str) -> tuple[dict, pd.DataFrame, pd.DataFrame | None,
                      f"'pqshake load {path}' writes them")
     cells = read_table(path, "cells", "the configured profile figures", fresh)
     samples = read_table(path, "samples", "the handshake statistics", fresh)
-    _fill_transport(cells)
-    _fill_transport(samples)
+    _fill_before(cells)
+    _fill_before(samples)
     _reasons_lists(cells)
     plan: dict = {}
     if (path / "plan.json").is_file():
@@ -349,7 +351,7 @@ def load_one(path: Path | str) -> tuple[dict, pd.DataFrame, pd.DataFrame | None,
         except UserError as e:
             notes.append(f"server-side figures skipped: {e}")
         if server is not None:
-            _fill_transport(server)
+            _fill_before(server)
             _fill_axes(server, exp)
             server["ok"] = _as_bool(server["ok"])
             server["server_handshake_ns"] = _as_float(server["server_handshake_ns"])

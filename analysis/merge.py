@@ -22,6 +22,7 @@ import pandas as pd
 from pqshake import safe_write as sw
 from pqshake.errors import UserError
 
+from . import columns as C
 from .load import get, read_meta
 
 # Must agree between shards (besides every `stack.*version*` field the shards record).
@@ -34,7 +35,7 @@ STACK_PARTS = (("openssl", "OpenSSL", ("openssl_version", "deps_openssl_version"
                ("liboqs", "liboqs", ("liboqs_version", "deps_liboqs_version")),
                ("oqsprovider", "oqs-provider", ("deps_oqsprovider_version",)))
 # One row per cell in machines.csv and stacks.csv: its key and where it is.
-CELL_COLUMNS = ["cell_id", "group", "sig", "profile", "mode", "shard", "run"]
+CELL_COLUMNS = ["cell_id", *C.CELL_KEY, "shard", "run"]
 
 
 def expand(paths: Iterable[Path | str]) -> list[Path]:
@@ -122,7 +123,7 @@ def _per_cell(metas: list[dict], paths: list[Path], cells_by_run: list[pd.DataFr
     for m, p, c, w in zip(metas, paths, cells_by_run, what):
         sh = m.get("shard") or {}
         for r in c.itertuples(index=False):
-            rows.append({"cell_id": r.cell_id, "group": r.group, "sig": r.sig, "profile": r.profile, "mode": r.mode,
+            rows.append({"cell_id": r.cell_id, **{k: getattr(r, k, C.AXIS_BEFORE.get(k)) for k in C.CELL_KEY},
                          "shard": f"{sh['index']}/{sh['count']}" if sh else "", "run": p.name, **w})
     return pd.DataFrame(rows, columns=CELL_COLUMNS + columns)
 

@@ -14,6 +14,7 @@ import pandas as pd
 
 from pqshake import safe_write as sw
 from pqshake.errors import UserError
+from pqshake.experiments.axes.core import CORE
 
 from . import bound as B
 from . import stats as S
@@ -247,9 +248,8 @@ def write_report(a: Analysis, figures: list, skipped: list[tuple[str, str]], sty
     od = a.out_dir
     lines = [f"# Handshake analysis: {', '.join(str(m.get('name', '?')) for m in a.run.metas)}", "",
              provenance_line(a.run, a.speed), "",
-             f"- Cells: {len(t)} ({t['group'].nunique()} groups x {t['sig'].nunique()} signatures x "
-             f"{t['profile'].nunique()} profiles x {t['mode'].nunique()} modes x {t['transport'].nunique()} "
-             f"transports: {', '.join(dict.fromkeys(t['transport'].astype(str)))}); {n_text(t)}.",
+             f"- Cells: {len(t)} ({' x '.join(f'{t[a.key].nunique()} {a.field}' for a in CORE)}: "
+             f"{', '.join(dict.fromkeys(t['transport'].astype(str)))}); {n_text(t)}.",
              f"- Profiles: {_profile_text(a.run)}.",
              f"- Percentiles: numpy.percentile(method='{S.PCT_METHOD}') over all measured attempts, a failure "
              f"counted as not finished by the timeout{_timeout_text(a.run)}: '> timeout' marks a quantile that "

@@ -17,7 +17,7 @@ from pqshake.experiments import transports as T
 
 from . import bound as B
 from . import stats as S
-from .columns import CELL_KEY, TRANSPORT_ORDER
+from .columns import AXIS_BEFORE, CELL_KEY, TRANSPORT_ORDER
 from .load import Run, _reasons_lists
 
 MODE_ORDER = M.NAMES
@@ -28,9 +28,10 @@ CI_METHOD_TEXT = ("percentile bootstrap over all attempts (failures censored at 
                   "repetitions or merged runs resample those first, then attempts inside them (cluster bootstrap)")  # below this, CPU dominates and "round trips" mean nothing
 
 
-def _tr(r) -> str:
-    """' / quic' in a cell's name for a note (tcp cells keep the names they always had)."""
-    return "" if r.transport == T.DEFAULT else f" / {r.transport}"
+def _cell_name(r) -> str:
+    """A cell's name in a note, 'group / sig / profile / mode / quic': its matrix axes' values, an
+    axis at the value of runs from before it (tcp) left out, as notes always named those cells."""
+    return " / ".join(str(getattr(r, k)) for k in CELL_KEY if getattr(r, k) != AXIS_BEFORE.get(k))
 
 
 @dataclass
@@ -564,10 +565,10 @@ def _empty_and_failed(ctx: _Ctx) -> None:
     empty = out[out["n_attempts"] == 0]
     for r in empty.itertuples(index=False):
         why = f" ({r.cell_reason})" if isinstance(r.cell_reason, str) and r.cell_reason else ""
-        notes.append(f"cell {r.group} / {r.sig} / {r.profile} / {r.mode}{_tr(r)}: no attempts recorded{why}; its statistics are empty")
+        notes.append(f"cell {_cell_name(r)}: no attempts recorded{why}; its statistics are empty")
     allfail = out[(out["n_attempts"] > 0) & (out["n_ok"] == 0)]
     for r in allfail.itertuples(index=False):
-        notes.append(f"cell {r.group} / {r.sig} / {r.profile} / {r.mode}{_tr(r)}: all {r.n_attempts} attempts failed "
+        notes.append(f"cell {_cell_name(r)}: all {r.n_attempts} attempts failed "
                      f"(most often: {r.top_error}); its percentiles read '> timeout'")
     if len(out) and (out["n_ok"] == 0).all():
         notes.insert(0, "no successful handshake in the run: only counts and failure rates are meaningful")

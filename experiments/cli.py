@@ -31,8 +31,10 @@ def register(app: typer.Typer) -> None:
         p = build_plan(experiment, seed=seed)
         s = p.summary()
         m = p.model
-        print(f"{m.name}: {s['cells']} cells ({len(p.profiles)} profiles x {len(p.groups)} groups x "
-              f"{len(p.sigs)} sigs x {len(m.modes)} modes x {len(m.transports)} transports x {m.repetitions} repetitions"
+        from .axes import core as C
+
+        print(f"{m.name}: {s['cells']} cells ("
+              + "".join(f"{len(p.axis_values(a.key))} {a.field} x " for a in C.LOOP) + f"{m.repetitions} repetitions"
               + "".join(f" x {len(v)} {k}" for k, v in s["sweeps"].items())
               + (f", {s['excluded']} excluded" if s["excluded"] else "") + ")")
         print(f"  groups:   {', '.join(p.groups)}")

@@ -64,11 +64,12 @@ class ExcludeRule(BaseModel):
     @model_validator(mode="after")
     def _not_empty(self) -> "ExcludeRule":
         from . import axes as A
+        from .axes import core as C
 
         extra = dict(self.model_extra or {})
         for k in extra:
             if k not in A.keys():
-                raise ValueError(f"unknown key {k!r}: a rule takes group, sig, profile, mode, transport and the swept "
+                raise ValueError(f"unknown key {k!r}: a rule takes {', '.join(C.KEYS)} and the swept "
                                  f"settings ({', '.join(A.keys())})")
         for k, v in extra.items():
             setattr(self, k, v if isinstance(v, list) else [v])

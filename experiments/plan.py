@@ -8,6 +8,7 @@ algorithms and groups the built stack does not offer are refused here, with the 
 from __future__ import annotations
 
 import difflib
+import itertools
 import json
 import os
 import random
@@ -25,6 +26,7 @@ from pqshake.errors import UserError
 from pqshake.registry import load_registry
 
 from . import axes as A
+from .axes import core as C
 from . import handshake_model as hm
 from . import modes as M
 from .modes import fs0rtt as FS
@@ -73,20 +75,26 @@ class Cell:
         del d["settings"]
         return {**d, **{A.column(k): v for k, v in self.settings}}
 
+    @property
+    def values(self) -> dict[str, str]:
+        """Its value of each matrix axis (experiments/axes/core.py), by key."""
+        return {a.key: getattr(self, a.key) for a in C.CORE}
 
-def _slug(s: str) -> str:
-    return re.sub(r"[^A-Za-z0-9.-]+", "_", s)
+    @classmethod
+    def of(cls, values: dict[str, str], repetition: int, settings: tuple[tuple[str, Any], ...] = ()) -> "Cell":
+        """The cell with these axis values, repetition and swept settings, and its id."""
+        return cls(f"{C.id_parts(values)}{A.id_suffix(settings)}__r{repetition}", repetition=repetition,
+                   settings=settings, **values)
 
 
 def cell_id(profile: str, group: str, sig: str, mode: str, repetition: int, transport: str = T.DEFAULT,
             settings: tuple[tuple[str, Any], ...] = ()) -> str:
-    """Stable across runs and resumes (does not depend on the order). A tcp cell keeps the id it
-    had before transports existed (runs started then still resume); any other transport is a
-    part of its own: <profile>__<group>__<sig>__<mode>__<transport>__r<repetition>. Each swept
-    setting that changes the cell adds its part before the repetition (__chain2)."""
-    tr = T.find(transport)
-    t = "" if tr is not None and tr.bare_cell_id else f"__{transport}"
-    return f"{_slug(profile)}__{_slug(group)}__{_slug(sig)}__{mode}{t}{A.id_suffix(settings)}__r{repetition}"
+    """Stable across runs and resumes (does not depend on the order): the matrix axes' parts
+    (experiments/axes/core.py: <profile>__<group>__<sig>__<mode>, and __<transport> for any but
+    tcp, whose cells keep the ids they had before transports existed), one part per swept setting
+    that changes the cell (__chain2), then __r<repetition>."""
+    return Cell.of({"profile": profile, "group": group, "sig": sig, "mode": mode, "transport": transport}, repetition,
+                   settings).cell_id
 
 
 def id_profile(cell_id_: str) -> str:
@@ -348,6 +356,14 @@ class Plan:
     def model(self):
         return self.experiment.model
 
+    def axis_values(self, key: str) -> list[str]:
+        """A matrix axis's values in this plan (experiments/axes/core.py): the resolved profiles,
+        the expanded groups and sigs, the file's modes and transports."""
+        a = C.get(key)
+        if a.link:
+            return list(self.profiles)
+        return list(getattr(self, a.field) if a.algorithms else getattr(self.model, a.field))
+
     def profile_blocks(self) -> list[tuple[str, list[Cell]]]:
         """Consecutive runs of cells sharing a profile (one topology each)."""
         out: list[tuple[str, list[Cell]]] = []
@@ -472,25 +488,30 @@ class Plan:
         }
 
 
-def _matches(rule_values: list[str] | None, value: str) -> bool:
-    return rule_values is None or value in rule_values
-
-
-CellRule = tuple  # (groups, sigs, profiles, modes, transports, settings), each None for any; settings: key -> shown values
+# A rule's values for each matrix axis it names (experiments/axes/core.py key -> names; an axis it
+# does not name matches any) and for each swept setting it names (key -> values as shown).
+CellRule = tuple[dict[str, list[str]], dict[str, list[str]]]
 
 
 def _cell_rules(ef: ExperimentFile, reg: Any, profs: dict[str, Any], key: str, given: list[Any]) -> list[CellRule]:
     """Rules that pick cells (exclude, capture_cells): their @sets expanded, their names checked."""
     rules = []
     for i, r in enumerate(given):
-        rg = reg.expand("group", r.group, ef.where(key, i, "group")) if r.group else None
-        rs = reg.expand("sig", r.sig, ef.where(key, i, "sig")) if r.sig else None
-        if r.profile:
-            for p in r.profile:
-                if p not in profs:
-                    close = difflib.get_close_matches(p, list(profs), n=3, cutoff=0.5)
-                    raise UserError(f"{ef.where(key, i, 'profile')}: profile '{p}' is not in this experiment's profiles"
-                                    + (f"; did you mean {', '.join(close)}?" if close else f" ({', '.join(profs)})"))
+        core: dict[str, list[str]] = {}
+        for ax in C.CORE:
+            names = getattr(r, ax.key)
+            if not names:
+                continue
+            where = ef.where(key, i, ax.key)
+            if ax.algorithms:
+                names = reg.expand(ax.key, names, where)
+            elif ax.link:  # only this experiment's profiles have cells
+                for p in names:
+                    if p not in profs:
+                        close = difflib.get_close_matches(p, list(profs), n=3, cutoff=0.5)
+                        raise UserError(f"{where}: profile '{p}' is not in this experiment's profiles"
+                                        + (f"; did you mean {', '.join(close)}?" if close else f" ({', '.join(profs)})"))
+            core[ax.key] = names
         settings = {k: [A.get(k).show(v) for v in vs] for k, vs in r.settings().items()}
         m = ef.model
         for k, shown in settings.items():  # a value the run never has would match nothing, silently
@@ -499,16 +520,15 @@ def _cell_rules(ef: ExperimentFile, reg: Any, profs: dict[str, Any], key: str, g
                 if v not in have:
                     raise UserError(f"{ef.where(key, i, k)}: {v} is not a value of {k} in this experiment "
                                     f"({', '.join(have)})")
-        rules.append((rg, rs, r.profile, r.mode, r.transport, settings))
+        rules.append((core, settings))
     return rules
 
 
 def cell_matches(rule: CellRule, c: Cell, m: Any) -> bool:
     """The cell matches every key of the rule; a swept setting's by the value the cell runs with
     (m: the experiment, whose view of the cell says it)."""
-    rg, rs, rp, rm, rt, settings = rule
-    if not (_matches(rg, c.group) and _matches(rs, c.sig) and _matches(rp, c.profile) and _matches(rm, c.mode)
-            and _matches(rt, c.transport)):
+    core, settings = rule
+    if not all(getattr(c, k) in names for k, names in core.items()):
         return False
     view = m.for_cell(c) if settings else m
     return all(A.get(k).show(getattr(view, k)) in vs for k, vs in settings.items())
@@ -524,8 +544,8 @@ def build_plan(ef: ExperimentFile | Path | str, *, seed: int | None = None,
         ef = load_experiment(ef)
     m = ef.model
     reg = load_registry()
-    groups = reg.expand("group", m.groups, ef.where("groups"))
-    sigs = reg.expand("sig", m.sigs, ef.where("sigs"))
+    lists = {a.key: reg.expand(a.key, getattr(m, a.field), ef.where(a.field)) for a in C.CORE if a.algorithms}
+    groups, sigs = lists["group"], lists["sig"]
     for a in A.REGISTRY:  # a setting that names signature algorithms: checked like the sigs
         key = a.key
         for i, name in enumerate(m.sweeps.get(key, [getattr(m, key)]) if a.sig else ()):
@@ -554,19 +574,14 @@ def build_plan(ef: ExperimentFile | Path | str, *, seed: int | None = None,
 
     cells: list[Cell] = []
     excluded = 0
-    for pname in profs:
-        for g in groups:
-            for s in sigs:
-                for mode in m.modes:
-                    for tr in m.transports:
-                        for settings in A.expand(m, Cell("", pname, g, s, mode, 0, tr)):
-                            probe = Cell("", pname, g, s, mode, 0, tr, settings)
-                            if any(cell_matches(r, probe, m) for r in rules):
-                                excluded += m.repetitions
-                                continue
-                            for rep in range(1, m.repetitions + 1):
-                                cells.append(Cell(cell_id(pname, g, s, mode, rep, tr, settings), pname, g, s, mode, rep,
-                                                  tr, settings))
+    lists.update({a.key: list(profs) for a in C.CORE if a.link})  # the library's profiles, resolved
+    for combo in itertools.product(*(lists.get(a.key, getattr(m, a.field)) for a in C.LOOP)):
+        values = dict(zip((a.key for a in C.LOOP), combo))
+        for settings in A.expand(m, Cell.of(values, 0)):
+            if any(cell_matches(r, Cell.of(values, 0, settings), m) for r in rules):
+                excluded += m.repetitions
+                continue
+            cells += [Cell.of(values, rep, settings) for rep in range(1, m.repetitions + 1)]
     if not cells:
         raise UserError(f"{ef.where('exclude')}: the exclude rules remove every cell (nothing to run)")
     for t in T.REGISTRY:  # each transport refuses what its programs or the link cannot run

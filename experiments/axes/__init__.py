@@ -4,8 +4,8 @@ matrix axis: each cell it changes runs once per value, and the value is part of 
 a column of every row of the run's tables, the programs' command lines and the cell's bound.
 
 The plan, the programs, the estimate, the validity verdict and the analysis read this table; no
-other module lists these settings. The matrix's own axes (profile, group, sig, mode, transport)
-stay where they are: experiments/plan.py, the transports' and modes' registries.
+other module lists these settings. The matrix's own axes (profile, group, sig, mode, transport),
+whose lists every cell takes a value of, are the rows of experiments/axes/core.py.
 docs/adding-an-axis.md walks through adding a row.
 """
 

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from pqshake.errors import UserError
+from pqshake.experiments.axes import core as _core
 
 from .jsonl import JsonLines
 from .meta import DONE, TABLES
@@ -17,7 +18,9 @@ from .meta import DONE, TABLES
 # before slots ran one cell at a time, which is what the defaults say.
 BESIDE_DEFAULTS = {"slot": 0, "slots": 1, "beside_max": 0}
 BESIDE_COLUMNS = tuple(BESIDE_DEFAULTS)
-CELL_COLUMNS = ("cell_id", "group", "sig", "profile", "mode", "transport", "repetition", "backend", *BESIDE_COLUMNS)
+# The matrix axes' columns (group, sig, profile, mode, transport): their rows' keys, in their order.
+AXES = _core.KEYS
+CELL_COLUMNS = ("cell_id", *AXES, "repetition", "backend", *BESIDE_COLUMNS)
 # A swept setting's value (experiments/axes/): a column of every row of a cell, named with this
 # prefix (plan.json's cells carry it); a run that swept nothing has none.
 AXIS_PREFIX = "axis_"
@@ -26,9 +29,9 @@ AXIS_PREFIX = "axis_"
 def cell_columns(cell: dict) -> dict:
     """What each row of a cell's samples and server tables carries of the cell."""
     return {**{k: cell.get(k) for k in CELL_COLUMNS}, **{k: v for k, v in cell.items() if k.startswith(AXIS_PREFIX)}}
-SAMPLE_FIRST = ["cell_id", "group", "sig", "profile", "mode", "transport", "repetition", "i", "warmup", "ok",
+SAMPLE_FIRST = ["cell_id", *AXES, "repetition", "i", "warmup", "ok",
                 "handshake_ns", "error", "backend"]
-CELL_FIRST = ["cell_id", "group", "sig", "profile", "mode", "transport", "repetition", "status", "reason",
+CELL_FIRST = ["cell_id", *AXES, "repetition", "status", "reason",
               "n_attempts", "n_ok", "n_warmup", "rtt_p50_ns", "rtt_p99_ns", "backend"]
 
 # The attempt line's "msgs" member (pqs-timer, testbed/core/tlsobs.c; testbed/README.md, "Message

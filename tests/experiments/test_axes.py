@@ -198,3 +198,28 @@ def test_exclude_rules_name_swept_settings(write_exp):
             r"exclude\[0\]\.cert_compression: brotly is not a value of cert_compression in this experiment \(off, brotli\)")
     refusal(lambda f: build_plan(f, check_stack=False), write_exp(BASE + sweep + "exclude: [{chain_deph: 2}]\n"),
             r"exclude\[0\]: unknown key 'chain_deph'")
+
+
+def test_matrix_axes_are_rows():
+    """Each matrix axis (experiments/axes/core.py) is a field of the experiment, of a cell and of
+    an exclude rule, a column of every table and part of the analysis's cell key; a cell's id is
+    made from the rows' parts."""
+    from pqshake.analysis import columns as AC
+    from pqshake.experiments.axes import core as C
+    from pqshake.experiments.model import ExcludeRule, Experiment
+    from pqshake.experiments.plan import Cell, cell_id
+    from pqshake.results import CELL_COLUMNS, CELL_FIRST, SAMPLE_FIRST
+
+    for a in C.CORE:
+        assert a.field in Experiment.model_fields and a.key in ExcludeRule.model_fields, a
+        assert a.key in Cell.__dataclass_fields__, a
+        for cols in (CELL_COLUMNS, CELL_FIRST, SAMPLE_FIRST, AC.CELL_KEY):
+            assert a.key in cols, (a, cols)
+        required = a.before is None
+        assert (a.key in AC.SAMPLES_REQUIRED) == required and (a.key in AC.OPTIONAL_KEY) == (not required), a
+    values = {"profile": "my lan", "group": "x25519", "sig": "ecdsa-p256", "mode": "full", "transport": "quic"}
+    c = Cell.of(values, 3, (("chain_depth", 2),))
+    assert c.values == values and c.repetition == 3
+    assert c.cell_id == "my_lan__x25519__ecdsa-p256__full__quic__chain2__r3"
+    assert c.cell_id == cell_id(*(values[k] for k in ("profile", "group", "sig", "mode")), 3, "quic", (("chain_depth", 2),))
+    assert Cell.of({**values, "transport": "tcp"}, 1).cell_id == "my_lan__x25519__ecdsa-p256__full__r1"
