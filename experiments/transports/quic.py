@@ -39,7 +39,8 @@ QUIC_MODES = tuple(m for m in M.NAMES if m not in QUIC_REFUSED_MODES and not M.g
 #
 # Assumptions, each the least a real connection can do (so the bound stays a bound):
 #  - Datagrams: a QUIC implementation sends UDP payloads of 1200 bytes up to the largest the
-#    path carries without PMTU discovery, at most 1472 (Ethernet MTU 1500 - IPv4 20 - UDP 8);
+#    path carries without PMTU discovery, at most 1472 (Ethernet MTU 1500 - IPv4 20 - UDP 8)
+#    and at most its engine's own limit (the rows' max_datagram: 1200 for both as run);
 #    the model takes whichever size is cheapest for each quantity (fewest datagrams for
 #    serialization, most client bytes for the amplification allowance).
 #  - Per datagram one QUIC packet of the smallest possible overhead (QUIC_PACKET_MIN: header,
@@ -382,10 +383,19 @@ class Quic(Transport):
     def can_bound(self, mode: str, mtu: int) -> bool:
         return mode in self.modes and mtu - 28 >= QUIC_MIN_DGRAM
 
+    def max_datagram(self, settings: dict[str, Any]) -> int:
+        """The largest UDP payload the engine sends. OpenSSL 4.0.3's QUIC never raises its
+        datagram limit above 1200 bytes (ssl/quic: the record layer's limit is set once, to
+        QUIC_MIN_INITIAL_DGRAM_LEN, and nothing calls ossl_qtx_set_mdpl again), so its bound packs
+        CRYPTO data into 1200-byte datagrams, not the path's largest."""
+        return QUIC_MIN_DGRAM
+
     def bound(self, rtt_s: float, sizes: tuple[int, int, int, int], *, rate_bps=None, mtu: int = 1500,
               chain_depth: int = 1, mode: str = M.FULL, cpu_s: float = DEFAULT_CPU_S, rate_up=None, rate_down=None,
-              cpu: Cpu | None = None, quic_retry: bool = True, auth_extra: int = 0, **_: Any) -> Bound:
+              cpu: Cpu | None = None, quic_retry: bool = True, auth_extra: int = 0, **settings: Any) -> Bound:
         sc, ss, pk, sl = sizes
+        # The path's MTU as far as the engine uses it: datagrams up to its largest.
+        mtu = min(mtu, self.max_datagram(settings) + 28)
         return quic_lower_bound(rtt_s, share_c=sc, share_s=ss, sig_pk=pk, sig_len=sl, rate_bps=rate_bps, mtu=mtu,
                                 chain_depth=chain_depth, mode=mode, cpu_s=cpu_s, retry=quic_retry,
                                 rate_up=rate_up, rate_down=rate_down, cpu=cpu, auth_extra=auth_extra)
@@ -494,6 +504,18 @@ class QuicNgtcp2(Quic):
 
     def cell_info(self, exp: Any) -> dict[str, Any]:
         return {**super().cell_info(exp), **self.settings(exp)}
+
+    def max_datagram(self, settings: dict[str, Any]) -> int:
+        """ngtcp2 sends datagrams up to its quic_max_udp_payload (this row's run_settings)."""
+        return int(settings.get("quic_max_udp_payload") or NGTCP2_DEFAULTS["quic_max_udp_payload"])
+
+    def run_settings(self, exp: dict) -> dict[str, Any]:
+        return {**super().run_settings(exp),
+                "quic_max_udp_payload": exp.get("quic_max_udp_payload") or NGTCP2_DEFAULTS["quic_max_udp_payload"]}
+
+    def merge_settings(self, each: list[dict[str, Any]]) -> dict[str, Any]:
+        """The largest datagrams any run allowed (larger datagrams: the lower bound)."""
+        return {**super().merge_settings(each), "quic_max_udp_payload": max(e["quic_max_udp_payload"] for e in each)}
 
     def engine_extra_s(self, rtt_s: float, sizes: tuple[int, int, int, int], exp: Any, mode: str) -> float:
         """After a Retry, a ClientHello whose Initials (with their PING frames and padding) fill the

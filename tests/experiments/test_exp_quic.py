@@ -199,10 +199,36 @@ def test_amplification_limit_costs_a_round_without_retry_only():
     assert no.server_bytes > 3 * hm.QUIC_MAX_DGRAM
     assert (no.base_rtts, no.x_s, no.amp_rounds, no.rtts) == (1, 1, 1, 2)
     assert (yes.base_rtts, yes.x_s, yes.amp_rounds, yes.rtts) == (2, 0, 0, 2)  # Retry validated the address
-    # the same flight after a large ClientHello (two padded datagrams): 3 x 2400 covers it
+    # the same flight after a large ClientHello (two padded datagrams): an engine sending the
+    # path's largest datagrams (ngtcp2 with quic_max_udp_payload 1472) gets 3 x 2750, which covers it
+    wide = hm.handshake_bound("X25519MLKEM768", "ml-dsa-44", 0.05, transport="quic+ngtcp2", quic_retry=False,
+                              cpu=hm.Cpu(), quic_max_udp_payload=1472)
+    assert hm.quic_initial(wide.client_bytes)[2] > 2400
+    assert (wide.x_s, wide.amp_rounds, wide.rtts) == (0, 0, 1)
+    # OpenSSL's engine (1200-byte datagrams only): 3 x 2400 does not
     big = qb("X25519MLKEM768", "ml-dsa-44", quic_retry=False, cpu=hm.Cpu())
-    assert hm.quic_initial(big.client_bytes)[2] >= 2400
-    assert (big.x_s, big.amp_rounds, big.rtts) == (0, 0, 1)
+    assert hm.quic_initial(big.client_bytes, 1228)[2] == 2400
+    assert (big.x_s, big.amp_rounds, big.rtts) == (1, 1, 2)
+
+
+def test_engines_datagram_size_in_the_bound():
+    """Each engine's bound packs CRYPTO data into the datagrams it sends: OpenSSL's 1200 bytes
+    whatever the path, ngtcp2's quic_max_udp_payload (default 1200). Measured (falcon512, depth
+    2, 2 SCTs + padding, 30 ms, Retry off): ngtcp2's flight of 25,678 bytes of datagrams took 2
+    round trips and 27,816 took 3; the bound at 1472-byte datagrams put the step 2 kB later."""
+    args = ("X25519MLKEM768", "ml-dsa-44", 0.03)
+    kw = dict(quic_retry=True, cpu=hm.Cpu(), rate_bps=10e6)  # at 10 Mbit/s the datagrams' headers show
+    ossl = hm.handshake_bound(*args, transport="quic", quic_max_udp_payload=1472, **kw)
+    ng = hm.handshake_bound(*args, transport="quic+ngtcp2", **kw)
+    wide = hm.handshake_bound(*args, transport="quic+ngtcp2", quic_max_udp_payload=1472, **kw)
+    assert ossl.server_segments == ng.server_segments > wide.server_segments  # the setting is ngtcp2's alone
+    assert ossl.total == ng.total > wide.total
+    # the second step without Retry (the amplification round, then 19,200 bytes of window):
+    # padding walks the flight past it sooner at 1200-byte datagrams, where it was measured
+    step = {m: next(p for p in range(0, 40000, 100) if hm.handshake_bound(
+        "X25519MLKEM768", "falcon512", 0.03, transport="quic+ngtcp2", quic_retry=False, cpu=hm.Cpu(), chain_depth=2,
+        cert_scts=2, cert_pad_bytes=p, quic_max_udp_payload=m).x_s >= 2) for m in (1200, 1472)}
+    assert 18000 < step[1200] <= 20000 < step[1472], step
 
 
 def test_large_flight_slow_start_rounds():
@@ -330,11 +356,13 @@ def test_replayed_quic_handshakes_never_beat_the_bound(rate, rtt):
         for s in ("ecdsa-p256", "ml-dsa-44", "ml-dsa-65"):
             for depth in (1, 2):
                 for retry in (True, False):
-                    b = hm.handshake_bound(g, s, rtt, rate_bps=rate, chain_depth=depth, registry=reg,
-                                           transport="quic", quic_retry=retry, cpu=hm.Cpu())
-                    for dgram in (1200, 1472):
+                    # each engine's bound against replays at the datagrams it sends: OpenSSL's
+                    # 1200 bytes, ngtcp2's quic_max_udp_payload
+                    for tr, dgram in (("quic", 1200), ("quic+ngtcp2", 1200), ("quic+ngtcp2", 1472)):
+                        b = hm.handshake_bound(g, s, rtt, rate_bps=rate, chain_depth=depth, registry=reg, transport=tr,
+                                               quic_retry=retry, cpu=hm.Cpu(), quic_max_udp_payload=dgram)
                         t = _replay_quic(b.client_bytes, b.server_bytes, rtt=rtt, rate=rate, retry=retry, dgram=dgram)
-                        assert b.total <= t * (1 + 1e-9), (g, s, depth, retry, dgram, b.total, t)
+                        assert b.total <= t * (1 + 1e-9), (g, s, depth, retry, tr, dgram, b.total, t)
 
 
 def test_a_timer_with_many_concurrent_handshakes_gets_a_server_that_takes_them(tmp_path):
