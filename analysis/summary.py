@@ -456,12 +456,26 @@ def _network(ctx: _Ctx) -> None:
     ctx.out = out
 
 
+def _compressed_certificates(ctx: _Ctx) -> np.ndarray:
+    """Per row, the median CompressedCertificate message its successful attempts received (RFC
+    8879; NaN where none was compressed): the one size of the chain the model cannot compute."""
+    s = ctx.samples
+    col = "msg_compressed_certificate"
+    if col not in s or not len(s):
+        return np.full(ctx.ng, np.nan)
+    v = pd.to_numeric(s[col], errors="coerce").to_numpy(dtype=float)
+    ok = s["ok"].to_numpy(dtype=bool) & np.isfinite(v) & (ctx.codes >= 0)
+    med = pd.Series(v[ok]).groupby(ctx.codes[ok]).median()
+    return med.reindex(range(ctx.ng)).to_numpy(dtype=float)
+
+
 def _bound(ctx: _Ctx, speed: B.Speed | None) -> None:
     """The model's lower bound (docs/methodology.md) and the inferred round trips."""
     run, out, rtt_ms, reg = ctx.run, ctx.out, ctx.rtt_ms, ctx.reg
     brows = []
     cpu_missing: set[str] = set()
     unsized: set[str] = set()
+    wire_cert = _compressed_certificates(ctx)
     for i, row in enumerate(ctx.keys.to_dict("records")):
         g_, s_, m_, t_ = row["group"], row["sig"], row["mode"], row["transport"]
         if not np.isfinite(rtt_ms[i]):
@@ -470,6 +484,8 @@ def _bound(ctx: _Ctx, speed: B.Speed | None) -> None:
         # the cell's own settings (a swept one from its row, the others the run's)
         axes = {**run.settings, **AX.bound_kwargs_of({a.key: run.setting(a.key, row.get(a.column, run.cells[a.column].iloc[0]))
                                                        for a in AX.REGISTRY})}
+        if np.isfinite(wire_cert[i]):  # a compressed chain: the model takes its size from the wire
+            axes["certificate_bytes"] = int(wire_cert[i])
         cpu = B.cpu_terms(speed, g_, s_, m_, axes["chain_depth"])
         if speed and cpu is None:
             cpu_missing.add(f"{g_}/{s_}")

@@ -460,12 +460,15 @@ def handshake_bound(group: str, sig: str, rtt_s: float, *, rate_bps: float | Non
                     iw_s: int | None = None, client_auth: str | None = None, client_chain_depth: int = 1,
                     request_bytes: int = 1, transport: str | None = None, inter_sig: str | None = None,
                     root_sig: str | None = None, cert_pad_bytes: int = 0, cert_scts: int = 0,
-                    suppress_intermediates: bool = False, **settings: Any) -> Bound:
+                    suppress_intermediates: bool = False, certificate_bytes: int | None = None,
+                    **settings: Any) -> Bound:
     """The bound of the cell's transport (its row's model in experiments/transports/; None = the
     default transport, TLS over TCP) for algorithm names. settings: the transports' own settings
     (their rows' run_settings(), e.g. whether QUIC's server sends a Retry); each row's bound
     takes the ones it knows. client_auth: the client chain's signature algorithm under mutual
-    TLS (TCP only)."""
+    TLS (TCP only). certificate_bytes: the Certificate message's size as sent, for a chain the
+    model cannot size (a compressed one: analysis/summary.py passes the CompressedCertificate
+    measured on the wire)."""
     from . import transports as T
 
     tr = T.find(T.DEFAULT if transport is None else transport)
@@ -476,6 +479,10 @@ def handshake_bound(group: str, sig: str, rtt_s: float, *, rate_bps: float | Non
     extra = auth_extra_for(sig, {"chain_depth": chain_depth, "inter_sig": inter_sig, "root_sig": root_sig,
                                  "cert_pad_bytes": cert_pad_bytes, "cert_scts": cert_scts,
                                  "suppress_intermediates": suppress_intermediates}, registry)
+    if certificate_bytes and M.certificate(mode):
+        # The Certificate message as the wire carried it where the model cannot size it (RFC 8879
+        # compression: the CompressedCertificate's bytes); the chain's shape is already in extra.
+        extra += int(certificate_bytes) - certificate_message_bytes(sizes[2], sizes[3], chain_depth, extra)
     if extra:
         settings["auth_extra"] = extra
     return tr.bound(rtt_s, sizes, rate_bps=rate_bps, mtu=mtu, chain_depth=chain_depth,
