@@ -45,7 +45,7 @@ if ! "${podman[@]}" image exists "$base"; then
 fi
 
 # The pinned stack's sources, when this machine has them (verified by the same sha256 checks
-# inside): the OpenSSL and relic crates, the liboqs, oqs-provider, bfe-bf and ngtcp2 tarballs and
+# inside): the OpenSSL, relic, AWS-LC and s2n-tls crates, the liboqs, oqs-provider, bfe-bf and ngtcp2 tarballs and
 # oqs-provider's patches, staged and mounted read-only for the build steps only (PQS_SOURCES_DIR),
 # so the image builds without reaching a crate registry or code hosting. All or none: missing
 # any, none is mounted and the build fetches them all (the patches are never downloaded: without
@@ -55,7 +55,8 @@ fi
 PQS_CACHE=$cache . "$top/testbed/deps/common.sh"
 die() { echo "podman-build: $*" >&2; exit 1; }  # ours again, not common.sh's "deps:" one
 want=("$OPENSSL_CRATE-$OPENSSL_CRATE_VERSION.crate" "$LIBOQS_TARBALL" "$OQSPROVIDER_TARBALL"
-  "$RELIC_CRATE-$RELIC_CRATE_VERSION.crate" "$BFE_TARBALL" "$NGTCP2_TARBALL")
+  "$RELIC_CRATE-$RELIC_CRATE_VERSION.crate" "$BFE_TARBALL" "$NGTCP2_TARBALL"
+  "$AWSLC_CRATE-$AWSLC_CRATE_VERSION.crate" "$S2N_CRATE-$S2N_CRATE_VERSION.crate")
 # (the project's own patches are in the build context already: testbed/deps/patches/)
 for p in $OQSPROVIDER_PATCHES; do [ -f "$top/testbed/deps/patches/${p%%:*}" ] || want+=("${p%%:*}"); done
 stage=$store/sources

@@ -230,7 +230,7 @@ def _home(p: str) -> str:
 
 
 def _cached_libs_item(name: str, comps: tuple[tuple[str, str], ...], why: str, note: str,
-                      build: Path | None, versions: Path | None) -> Item:
+                      build: Path | None, versions: Path | None, users: str = "the programs link them") -> Item:
     """Static libraries of the pinned stack that every program links: the builds build/deps.mk
     names (COMP_PREFIX), whether the cache has them, their versions against versions.env. A build
     without them is a FAIL; why says what needs them, note what the OK line adds."""
@@ -242,11 +242,11 @@ def _cached_libs_item(name: str, comps: tuple[tuple[str, str], ...], why: str, n
     if mk is None:
         return Item(name, INFO, f"{labels}: not built (no build/deps.mk)", fix)
     if any(f"{comp}_PREFIX" not in mk for comp, _ in comps):
-        return Item(name, FAIL, f"{labels}: not built (build/deps.mk predates them; the programs link them)", fix)
+        return Item(name, FAIL, f"{labels}: not built (build/deps.mk predates them; {users})", fix)
     if any(not mk[f"{comp}_PREFIX"] for comp, _ in comps):
         have = ", ".join(f"{label} {mk.get(f'{comp}_VERSION', '?')}" for comp, label in comps)
         return Item(name, FAIL, f"{have}: not part of this build (an image or build from before {why}; "
-                    "the programs link them)", fix)
+                    f"{users})", fix)
     pins: dict[str, str] = {}
     vf = versions or REPO / "testbed" / "deps" / "versions.env"
     if vf.is_file():
@@ -285,6 +285,14 @@ def ngtcp2_item(build: Path | None = None, versions: Path | None = None) -> Item
     """ngtcp2, the second QUIC engine (issue 23, --quic-engine ngtcp2); every program links it."""
     return _cached_libs_item("quic engines", (("NGTCP2", "ngtcp2"),), "the QUIC engine ngtcp2",
                              "; beside OpenSSL's own QUIC", build, versions)
+
+
+def tls_stacks_item(build: Path | None = None, versions: Path | None = None) -> Item:
+    """s2n-tls on AWS-LC, the second TLS stack (issue 33): built beside OpenSSL (AWS-LC's
+    symbols prefixed); its interop test links it, the programs do not yet."""
+    return _cached_libs_item("tls stacks", (("AWSLC", "AWS-LC"), ("S2N", "s2n-tls")), "the second TLS stack",
+                             "; beside OpenSSL, symbols prefixed (make check: test_s2n_stack)", build, versions,
+                             users="make check's test_s2n_stack links them")
 
 
 def tools_item() -> Item:
@@ -459,7 +467,7 @@ def run_checks() -> list[Item]:
         items += rootless_kernel_items()
     else:
         items += kernel_items(priv.status != FAIL)
-    checks: list[Callable[[], Item]] = [stack_item, bfe_item, ngtcp2_item, tools_item, mininet_item, disk_item, cpu_item, placement_item,
+    checks: list[Callable[[], Item]] = [stack_item, bfe_item, ngtcp2_item, tls_stacks_item, tools_item, mininet_item, disk_item, cpu_item, placement_item,
                                         leftovers_item]
     for fn in checks:
         try:

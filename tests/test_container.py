@@ -51,7 +51,7 @@ def test_image_help_and_doctor(image):
     items = {i["name"]: i for i in map(json.loads, cp.stdout.splitlines())}
     assert cp.returncode == 0, cp.stdout + cp.stderr
     for name in ("privileges", "network namespaces", "veth", "AF_PACKET", "crypto stack", "bfe stack", "quic engines",
-                 "tools"):
+                 "tls stacks", "tools"):
         assert items[name]["status"] in ("ok", "warn"), items[name]
     pins = dict(line.split("=", 1) for line in (REPO / "testbed/deps/versions.env").read_text().splitlines()
                 if line[:1].isalpha() and "=" in line)

@@ -16,7 +16,7 @@ from pqshake.doctor import FAIL, INFO, OK, WARN, Item
 REPO = Path(__file__).resolve().parents[1]
 PQS = [sys.executable, "-m", "pqshake.cli"]
 ITEMS = ("privileges", "network namespaces", "veth", "tbf/htb", "AF_PACKET", "netem / backend", "crypto stack",
-         "bfe stack", "quic engines", "tools", "mininet", "disk for results", "cpu frequency", "cpu placement",
+         "bfe stack", "quic engines", "tls stacks", "tools", "mininet", "disk for results", "cpu frequency", "cpu placement",
          "leftovers")
 
 
@@ -139,6 +139,29 @@ def test_ngtcp2_engine_versions_and_cache(tmp_path):
     older.mkdir()
     (older / "deps.mk").write_text("OPENSSL_VERSION := 3.6.3\n")
     assert doctor.ngtcp2_item(older, pins).status == FAIL
+
+
+def test_tls_stacks_versions_and_cache(tmp_path):
+    """AWS-LC and s2n-tls (the second TLS stack): versions from their builds against the pins, and
+    a build without them says what links them."""
+    pins = tmp_path / "versions.env"
+    pins.write_text("AWSLC_VERSION=5.12.0\nS2N_VERSION=998d4bb\n")
+    b, cache = tmp_path / "build", tmp_path / "cache"
+    b.mkdir()
+    lines = []
+    for comp, label, ver in (("AWSLC", "AWS-LC", "5.12.0"), ("S2N", "s2n-tls", "998d4bb")):
+        prefix = cache / f"{label}-x"
+        prefix.mkdir(parents=True)
+        (prefix / "PQS-BUILD-INFO").write_text(f"{label} {ver}\nsource: test\n")
+        lines += [f"{comp}_VERSION := {ver}", f"{comp}_PREFIX := {prefix}"]
+    (b / "deps.mk").write_text("\n".join(lines) + "\n")
+    it = doctor.tls_stacks_item(b, pins)
+    assert it.status == OK and it.detail.startswith("AWS-LC 5.12.0, s2n-tls 998d4bb (static") and "(as pinned)" in it.detail, it
+    older = tmp_path / "older"
+    older.mkdir()
+    (older / "deps.mk").write_text("OPENSSL_VERSION := 4.0.3\nOPENSSL_PREFIX := /x\n")
+    it = doctor.tls_stacks_item(older, pins)
+    assert it.status == FAIL and "predates" in it.detail and "test_s2n_stack" in it.detail and "make deps" in it.fix, it
 
 
 def test_dead_run_is_reported_with_clean_as_fix(tmp_path, monkeypatch):

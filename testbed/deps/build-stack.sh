@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Build the pinned OpenSSL, liboqs and oqs-provider, then relic and bfe-bf (Bloom Filter Encryption)
-# and ngtcp2 (the second QUIC engine),
+# Build the pinned OpenSSL, liboqs and oqs-provider, then relic and bfe-bf (Bloom Filter Encryption),
+# ngtcp2 (the second QUIC engine), and AWS-LC with s2n-tls on it (every AWS-LC symbol renamed with
+# a prefix, so that s2n-tls links into one program with OpenSSL),
 # once into $PQS_CACHE and write build/deps.mk, which the testbed Makefile includes. A second run
 # finds the builds and only rewrites deps.mk.
 # Usage: testbed/deps/build-stack.sh OUT_MK
@@ -45,6 +46,31 @@ BFE_PATCH="LTO off (check_ipo_supported replaced by LTO_SUPPORTED OFF)"
 NGTCP2_OPTS="-DCMAKE_BUILD_TYPE=Release -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DENABLE_OPENSSL=ON -DENABLE_LIB_ONLY=ON \
 -DENABLE_STATIC_LIB=ON -DENABLE_SHARED_LIB=OFF -DBUILD_TESTING=OFF -DENABLE_GNUTLS=OFF -DENABLE_BORINGSSL=OFF \
 -DENABLE_PICOTLS=OFF -DENABLE_WOLFSSL=OFF -DENABLE_JEMALLOC=OFF"
+# AWS-LC: libcrypto.a and libssl.a, static and position-independent; no tests, no bssl tool, and
+# neither Go nor Perl (the crate's pre-generated sources are used). Built with a symbol prefix: the
+# crate's prefix headers (generated-include/openssl/, beside aws-lc/) name every symbol of libcrypto
+# as aws-lc-sys builds it, and rename it to AWSLC_SYMBOL_PREFIX_<name> (their default prefix, the
+# crate's aws_lc_<version>, replaced by ours in build_awslc, so that code including the installed
+# headers gets the prefixed names even without -DBORINGSSL_PREFIX). Their list lacks libssl's own
+# symbols (SSL_*, TLS_method, ...), which would clash with OpenSSL's libssl.a: build_awslc renames
+# whatever global C symbol the archives still define unprefixed (objcopy --redefine-syms, in both
+# archives, references included) and adds it to the installed prefix header, then checks that none is
+# left. AWSLC_SYMBOL_PREFIX is part of the cache key and goes into deps.mk.
+AWSLC_OPTS="-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DBUILD_TESTING=OFF \
+-DBUILD_TOOL=OFF -DDISABLE_GO=ON -DDISABLE_PERL=ON"
+AWSLC_SYMBOL_PREFIX=pqs_awslc
+# s2n-tls: libs2n.a, static and position-independent, against the AWS-LC build (its CMake config,
+# AWS::crypto; -DBORINGSSL_PREFIX in CMAKE_C_FLAGS, which also reaches s2n's configure-time libcrypto
+# feature probes); no tests and no s2nc/s2nd (BUILD_TESTING=OFF), no seccomp (libseccomp) and no
+# integration tests (Python). S2N_ENFORCE_PROPER_LIBCRYPTO_FEATURE_PROBE stops the configure when the
+# probes cannot link the libcrypto at all; build_s2n also requires the probes S2N_PROBES to succeed
+# (ML-KEM key exchange, ML-DSA signatures: what the stack is for), which a libcrypto linked with the
+# wrong symbol names would fail silently. Warnings are not errors (a newer compiler's warnings must
+# not stop a pinned build).
+S2N_OPTS="-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DBUILD_TESTING=OFF \
+-DSECCOMP=OFF -DS2N_INTEG_TESTS=OFF -DS2N_INSTALL_S2NC_S2ND=OFF -DS2N_INTERN_LIBCRYPTO=OFF \
+-DS2N_ENFORCE_PROPER_LIBCRYPTO_FEATURE_PROBE=ON -DUNSAFE_TREAT_WARNINGS_AS_ERRORS=OFF"
+S2N_PROBES="S2N_LIBCRYPTO_SANITY_PROBE S2N_LIBCRYPTO_SUPPORTS_EVP_KEM S2N_LIBCRYPTO_SUPPORTS_MLKEM S2N_LIBCRYPTO_SUPPORTS_MLDSA"
 # relic and bfe-bf are built everywhere, the container image's build (PQS_IMAGE_BUILD) included:
 # every program links them (testbed/Makefile, the mode fs0rtt), statically, so the image's
 # runtime stage needs none of their libraries (only libsodium, GMP and libgomp: the --runtime
@@ -188,6 +214,108 @@ build_ngtcp2() {
   rm -rf "$work"
 }
 
+# awslc_unprefixed LIBS...: the global C symbols the archives define without AWSLC_SYMBOL_PREFIX_
+# (C++ names, _Z..., are left out: AWS-LC's C++ code is in namespace bssl::AWSLC_SYMBOL_PREFIX, and
+# no C library defines one).
+awslc_unprefixed() {
+  nm -g --defined-only "$@" | awk 'NF == 3 && $2 ~ /^[A-Za-z]$/ { print $3 }' \
+    | grep -v -e "^${AWSLC_SYMBOL_PREFIX}_" -e '^_Z' | LC_ALL=C sort -u || true
+}
+
+build_awslc() {
+  local prefix=$1 work
+  work=$(mktemp -d "$PQS_CACHE/work.XXXXXX")
+  unpack_source AWSLC "$work"
+  say "building AWS-LC $AWSLC_VERSION from $SOURCE_DESC (a minute or two, once)"
+  # The crate's prefix headers, beside its aws-lc/ folder, copied with our prefix as their default.
+  local gen="$SRC_ROOT/../generated-include/openssl" hdrs="$work/prefix-include" def f
+  for f in boringssl_prefix_symbols.h boringssl_prefix_symbols_asm.h boringssl_prefix_symbols_nasm.inc; do
+    [ -f "$gen/$f" ] || die "the crate $AWSLC_CRATE $AWSLC_CRATE_VERSION has no generated-include/openssl/$f (the symbol-prefix headers)"
+  done
+  def=$(sed -n 's/^#define BORINGSSL_PREFIX \([A-Za-z0-9_]*\)$/\1/p' "$gen/boringssl_prefix_symbols.h")
+  [ -n "$def" ] || die "$gen/boringssl_prefix_symbols.h has no '#define BORINGSSL_PREFIX <name>' line to set the prefix in"
+  mkdir -p "$hdrs/openssl"
+  cp "$gen"/boringssl_prefix_symbols* "$hdrs/openssl/"
+  sed -i "s/\\b$def\\b/$AWSLC_SYMBOL_PREFIX/g" "$hdrs"/openssl/boringssl_prefix_symbols*
+  (
+    # shellcheck disable=SC2086
+    cmake -S "$SRC_ROOT" -B "$work/build" -G Ninja -DCMAKE_INSTALL_PREFIX="$prefix.tmp" -DCMAKE_INSTALL_LIBDIR=lib \
+      -DBORINGSSL_PREFIX="$AWSLC_SYMBOL_PREFIX" -DBORINGSSL_PREFIX_HEADERS="$hdrs" $AWSLC_OPTS >"$work/configure.log" 2>&1
+    ninja -C "$work/build" -j"$JOBS" >"$work/build.log" 2>&1
+    ninja -C "$work/build" install >>"$work/build.log" 2>&1
+  ) || { tail -n 30 "$work"/*.log >&2; die "AWS-LC build failed; logs in $work"; }
+  local inc="$prefix.tmp/include/openssl" libs="$prefix.tmp/lib/libcrypto.a $prefix.tmp/lib/libssl.a"
+  [ -f "$prefix.tmp/lib/libcrypto.a" ] && [ -f "$prefix.tmp/lib/libssl.a" ] && [ -f "$inc/ssl.h" ] \
+    || die "AWS-LC build installed no lib/libcrypto.a + lib/libssl.a + include/openssl/ssl.h; logs in $work"
+  grep -qx "#define BORINGSSL_PREFIX $AWSLC_SYMBOL_PREFIX" "$inc/boringssl_prefix_symbols.h" \
+    && grep -q '^#include <openssl/boringssl_prefix_symbols.h>' "$inc/base.h" \
+    || die "AWS-LC's installed headers do not rename to $AWSLC_SYMBOL_PREFIX (include/openssl/boringssl_prefix_symbols.h, base.h); logs in $work"
+  # What the crate's list does not name: renamed in both archives (definitions and references) and
+  # added to the installed prefix header, so that code compiled against it calls the new names.
+  local left n
+  # shellcheck disable=SC2086
+  left=$(awslc_unprefixed $libs)
+  n=$(printf '%s' "$left" | grep -c . || true)
+  if [ "$n" -gt 0 ]; then
+    if printf '%s\n' "$left" | grep -vqE '^[A-Za-z_][A-Za-z0-9_]*$'; then
+      die "AWS-LC defines unprefixed symbols that are no C names: $(printf '%s\n' "$left" | grep -vE '^[A-Za-z_][A-Za-z0-9_]*$' | head -n 5 | tr '\n' ' ')"
+    fi
+    printf '%s\n' "$left" | awk -v p="$AWSLC_SYMBOL_PREFIX" '{ print $1, p "_" $1 }' >"$work/rename.map"
+    for f in $libs; do
+      { objcopy --redefine-syms="$work/rename.map" "$f" && ranlib "$f"; } || die "objcopy --redefine-syms failed on $f"
+    done
+    printf '%s\n' "$left" | awk '{ print "#define " $1 " BORINGSSL_ADD_PREFIX(BORINGSSL_PREFIX, " $1 ")" }' >"$work/rename.h"
+    awk -v add="$work/rename.h" '/^#endif \/\/ BORINGSSL_PREFIX_SYMBOLS_H/ && !done {
+        print "// Added by pqshake (testbed/deps/build-stack.sh): the symbols the list above lacks."
+        while ((getline l < add) > 0) print l
+        done = 1 } { print }' "$inc/boringssl_prefix_symbols.h" >"$work/prefix.h"
+    grep -qxF "$(head -n1 "$work/rename.h")" "$work/prefix.h" \
+      || die "no '#endif // BORINGSSL_PREFIX_SYMBOLS_H' in $inc/boringssl_prefix_symbols.h to add the renamed symbols before"
+    cp "$work/prefix.h" "$inc/boringssl_prefix_symbols.h"
+  fi
+  # shellcheck disable=SC2086
+  left=$(awslc_unprefixed $libs)
+  [ -z "$left" ] || die "AWS-LC still defines symbols without the prefix $AWSLC_SYMBOL_PREFIX: $(printf '%s\n' "$left" | head -n 10 | tr '\n' ' ')"
+  printf 'AWS-LC %s\nsource: %s\noptions: %s\nsymbol prefix: %s (the crate'"'"'s prefix headers; %s symbols they lack renamed in the archives and added to include/openssl/boringssl_prefix_symbols.h)\n' \
+    "$AWSLC_VERSION" "$SOURCE_DESC" "$AWSLC_OPTS" "$AWSLC_SYMBOL_PREFIX" "$n" >"$prefix.tmp/PQS-BUILD-INFO"
+  mv "$prefix.tmp" "$prefix"
+  rm -rf "$work"
+}
+
+build_s2n() {
+  local prefix=$1 work
+  work=$(mktemp -d "$PQS_CACHE/work.XXXXXX")
+  unpack_source S2N "$work"
+  say "building s2n-tls $S2N_VERSION from $SOURCE_DESC against AWS-LC (under a minute, once)"
+  (
+    # shellcheck disable=SC2086
+    cmake -S "$SRC_ROOT" -B "$work/build" -G Ninja -DCMAKE_INSTALL_PREFIX="$prefix.tmp" -DCMAKE_INSTALL_LIBDIR=lib \
+      -DCMAKE_PREFIX_PATH="$awslc_prefix" -Dcrypto_DIR="$awslc_prefix/lib/crypto/cmake" \
+      -DCMAKE_C_FLAGS="-DBORINGSSL_PREFIX=$AWSLC_SYMBOL_PREFIX" $S2N_OPTS >"$work/configure.log" 2>&1
+    ninja -C "$work/build" -j"$JOBS" >"$work/build.log" 2>&1
+    ninja -C "$work/build" install >>"$work/build.log" 2>&1
+  ) || { tail -n 30 "$work"/*.log >&2; die "s2n-tls build failed; logs in $work"; }
+  grep -q 'FOUND AWS-LC CRYPTO cmake config - static' "$work/configure.log" \
+    || die "s2n-tls's configure did not take AWS-LC's static libcrypto from $awslc_prefix; logs in $work"
+  local p
+  for p in $S2N_PROBES; do
+    grep -qx -- "-- feature $p: TRUE" "$work/configure.log" \
+      || die "s2n-tls's libcrypto feature probe $p failed against $awslc_prefix (see $work/build/CMakeFiles/CMakeError.log); logs in $work"
+  done
+  [ -f "$prefix.tmp/lib/libs2n.a" ] && [ -f "$prefix.tmp/include/s2n.h" ] \
+    || die "s2n-tls build installed no lib/libs2n.a + include/s2n.h; logs in $work"
+  # libs2n.a calls AWS-LC by the prefixed names only: no undefined symbol AWS-LC defines prefixed.
+  local bad
+  bad=$(LC_ALL=C comm -12 <(nm -u "$prefix.tmp/lib/libs2n.a" | awk '$1 == "U" { print $2 }' | LC_ALL=C sort -u) \
+    <(nm -g --defined-only "$awslc_prefix/lib/libcrypto.a" | awk -v p="${AWSLC_SYMBOL_PREFIX}_" \
+      'NF == 3 && index($3, p) == 1 { print substr($3, length(p) + 1) }' | LC_ALL=C sort -u))
+  [ -z "$bad" ] || die "libs2n.a calls AWS-LC without the prefix $AWSLC_SYMBOL_PREFIX: $(printf '%s\n' "$bad" | head -n 10 | tr '\n' ' ')"
+  printf 's2n-tls %s\nsource: %s\noptions: %s\nsymbol prefix: %s (-DBORINGSSL_PREFIX, AWS-LC'"'"'s prefix headers)\nprobes: %s: TRUE\nagainst: %s\n' \
+    "$S2N_VERSION" "$SOURCE_DESC" "$S2N_OPTS" "$AWSLC_SYMBOL_PREFIX" "$S2N_PROBES" "$(basename "$awslc_prefix")" >"$prefix.tmp/PQS-BUILD-INFO"
+  mv "$prefix.tmp" "$prefix"
+  rm -rf "$work"
+}
+
 ossl_prefix="$PQS_CACHE/$(cache_key openssl "$OPENSSL_VERSION" "$OPENSSL_OPTS")"
 oqs_prefix="$PQS_CACHE/$(cache_key liboqs "$LIBOQS_VERSION" "$LIBOQS_OPTS")"
 # Keyed by the two builds it links against too: a new OpenSSL or liboqs build means a new one.
@@ -197,19 +325,24 @@ relic_prefix="$PQS_CACHE/$(cache_key relic "$RELIC_VERSION" "$RELIC_OPTS")"
 bfe_prefix="$PQS_CACHE/$(cache_key bfe-bf "$BFE_VERSION" "$BFE_OPTS" "$BFE_PATCH" "$(basename "$relic_prefix")")"
 # Keyed by the OpenSSL build it links against (and the libraries that build needs).
 ngtcp2_prefix="$PQS_CACHE/$(cache_key ngtcp2 "$NGTCP2_VERSION" "$NGTCP2_OPTS" "$COMPRESSION_LIBS" "$(basename "$ossl_prefix")")"
+# Keyed by the crate too (its prefix headers are part of the build) and by the symbol prefix.
+awslc_prefix="$PQS_CACHE/$(cache_key aws-lc "$AWSLC_VERSION" "$AWSLC_OPTS" "$AWSLC_CRATE $AWSLC_CRATE_VERSION" \
+  "$AWSLC_SYMBOL_PREFIX")"
+# Keyed by the AWS-LC build it links against (and its symbol prefix, in that build's key).
+s2n_prefix="$PQS_CACHE/$(cache_key s2n-tls "$S2N_VERSION" "$S2N_OPTS" "$S2N_PROBES" "$(basename "$awslc_prefix")")"
 
 # PQS_DEPS_VERIFY_ONLY=1: fetch/unpack and verify the sources, build nothing (tests use it);
 # a list of components (e.g. OQSPROVIDER) verifies only those.
 if [ -n "${PQS_DEPS_VERIFY_ONLY:-}" ]; then
   comps=$PQS_DEPS_VERIFY_ONLY
-  [ "$comps" = 1 ] && comps="OPENSSL LIBOQS OQSPROVIDER RELIC BFE NGTCP2"
+  [ "$comps" = 1 ] && comps="OPENSSL LIBOQS OQSPROVIDER RELIC BFE NGTCP2 AWSLC S2N"
   for comp in $comps; do
     work=$(mktemp -d "$PQS_CACHE/work.XXXXXX")
     case $comp in
-      OPENSSL|RELIC) unpack_source "$comp" "$work" ;;
+      OPENSSL|RELIC|AWSLC|S2N) unpack_source "$comp" "$work" ;;
       LIBOQS|BFE|NGTCP2) unpack_release "$comp" "$work" ;;
       OQSPROVIDER) unpack_release "$comp" "$work"; apply_patches "$SRC_ROOT" $OQSPROVIDER_PATCHES ;;
-      *) die "PQS_DEPS_VERIFY_ONLY: unknown component $comp (OPENSSL, LIBOQS, OQSPROVIDER, RELIC, BFE, NGTCP2 or 1)" ;;
+      *) die "PQS_DEPS_VERIFY_ONLY: unknown component $comp (OPENSSL, LIBOQS, OQSPROVIDER, RELIC, BFE, NGTCP2, AWSLC, S2N or 1)" ;;
     esac
     say "$comp: $SOURCE_DESC -> $SRC_ROOT"
     rm -rf "$work"
@@ -218,7 +351,7 @@ if [ -n "${PQS_DEPS_VERIFY_ONLY:-}" ]; then
 fi
 
 for pair in "openssl:$ossl_prefix" "liboqs:$oqs_prefix" "oqsprovider:$oqsprov_prefix" \
-  "relic:$relic_prefix" "bfe:$bfe_prefix" "ngtcp2:$ngtcp2_prefix"; do
+  "relic:$relic_prefix" "bfe:$bfe_prefix" "ngtcp2:$ngtcp2_prefix" "awslc:$awslc_prefix" "s2n:$s2n_prefix"; do
   comp=${pair%%:*} prefix=${pair#*:}
   if [ -f "$prefix/PQS-BUILD-INFO" ]; then
     say "$comp: cached build $prefix"
@@ -250,5 +383,14 @@ BFE_PREFIX := $bfe_prefix
 # ngtcp2 (static libraries), the QUIC engine of --quic-engine ngtcp2, linked into every program.
 NGTCP2_VERSION := $NGTCP2_VERSION
 NGTCP2_PREFIX := $ngtcp2_prefix
+# AWS-LC (static libcrypto.a, libssl.a) with every symbol renamed AWSLC_SYMBOL_PREFIX_<name> (its
+# installed headers rename on their own), and s2n-tls (static libs2n.a) on it: a program links
+# libs2n.a, AWS-LC's libcrypto.a, -lpthread -ldl -lrt -lm beside OpenSSL's libraries. A file that
+# includes s2n.h needs only S2N_PREFIX/include; never AWS-LC's and OpenSSL's include/ in one file.
+AWSLC_VERSION := $AWSLC_VERSION
+AWSLC_PREFIX := $awslc_prefix
+AWSLC_SYMBOL_PREFIX := $AWSLC_SYMBOL_PREFIX
+S2N_VERSION := $S2N_VERSION
+S2N_PREFIX := $s2n_prefix
 MK
 mv "$out_mk.tmp" "$out_mk"

@@ -151,8 +151,10 @@ apply_patches() {
   done
 }
 
-# unpack_source COMPONENT DEST: unpacks the verified source tree of COMPONENT (OPENSSL|LIBOQS|RELIC)
-# into DEST; sets SRC_ROOT (the source root) and SOURCE_DESC (where it came from).
+# unpack_source COMPONENT DEST: unpacks the verified source tree of COMPONENT (OPENSSL|RELIC|AWSLC|S2N)
+# into DEST; sets SRC_ROOT (the source root) and SOURCE_DESC (where it came from). The whole crate
+# is unpacked: files beside its subdirectory are "$SRC_ROOT/..". An empty ${COMPONENT}_TARBALL means
+# the crate is the only source (AWSLC, S2N).
 unpack_source() {
   local comp=$1 dest=$2
   local crate_name crate_ver crate_sha crate_sub tarball
@@ -161,7 +163,7 @@ unpack_source() {
   mkdir -p "$dest"
   if [ -n "${PQS_SOURCES_DIR:-}" ]; then
     local f
-    if [ -f "$PQS_SOURCES_DIR/$tarball" ]; then
+    if [ -n "$tarball" ] && [ -f "$PQS_SOURCES_DIR/$tarball" ]; then
       f="$PQS_SOURCES_DIR/$tarball"
       unpack_tarball "$comp" "$f" "$dest"; return
     elif [ -f "$PQS_SOURCES_DIR/$crate_name-$crate_ver.crate" ]; then
@@ -171,6 +173,7 @@ unpack_source() {
       SOURCE_DESC="$f (sha256 verified)"
       SRC_ROOT="$dest/$crate_name-$crate_ver/$crate_sub"; return
     fi
+    [ -n "$tarball" ] || die "PQS_SOURCES_DIR=$PQS_SOURCES_DIR has no $crate_name-$crate_ver.crate"
     die "PQS_SOURCES_DIR=$PQS_SOURCES_DIR has neither $tarball nor $crate_name-$crate_ver.crate"
   fi
   local crate

@@ -211,6 +211,25 @@ def test_ngtcp2_pin_and_upstream_url():
     assert v["NGTCP2_TARBALL_SUBDIR"] == f"ngtcp2-{v['NGTCP2_VERSION']}"
 
 
+@pytest.mark.parametrize("comp", ["AWSLC", "S2N"])
+def test_second_stack_crates_are_pinned_and_verified(tmp_path, comp):
+    """AWS-LC and s2n-tls come from their crates only (no tarball route): full sha256 pins; a
+    sources folder without the crate says which file is missing, and a tampered crate stops the
+    verification naming the file and both hashes."""
+    v = versions()
+    assert _is_sha256(v[f"{comp}_CRATE_SHA256"]) and v[f"{comp}_TARBALL"] == ""
+    crate = f"{v[comp + '_CRATE']}-{v[comp + '_CRATE_VERSION']}.crate"
+    src = tmp_path / "src"
+    src.mkdir()
+    env = dict(os.environ, PQS_CACHE=str(tmp_path / "cache"), PQS_SOURCES_DIR=str(src), PQS_DEPS_VERIFY_ONLY=comp)
+    r = subprocess.run(["bash", str(SCRIPT), str(tmp_path / "deps.mk")], env=env, capture_output=True, text=True)
+    assert r.returncode != 0 and f"has no {crate}" in r.stderr.strip().splitlines()[-1], r.stderr
+    (src / crate).write_bytes(b"not the crate\n")
+    r = subprocess.run(["bash", str(SCRIPT), str(tmp_path / "deps.mk")], env=env, capture_output=True, text=True)
+    last = r.stderr.strip().splitlines()[-1]
+    assert r.returncode != 0 and str(src / crate) in last and v[f"{comp}_CRATE_SHA256"] in last, last
+
+
 def test_install_script_names_slurm_and_munge_and_is_idempotent():
     """The Slurm test's programs come from the install script like every other package; run
     again with everything present it installs nothing (as root: it would install what is missing)."""
