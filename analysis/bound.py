@@ -28,6 +28,9 @@ from pqshake.experiments import transports as T
 from . import columns as C
 
 SPEED_NAMES = ("speed.jsonl", "pqs-speed.jsonl", "analysis/speed.jsonl")
+# The stack whose timings the bound takes: the programs' TLS is OpenSSL's (pqs-speed --stacks
+# aws-lc adds s2n-tls's libcrypto's lines, with "stack":"aws-lc"; a line without it is OpenSSL's).
+SPEED_STACK = "openssl"
 
 
 class Speed:
@@ -79,6 +82,8 @@ def read_speed(path: Path | str) -> Speed:
             header = rec
             continue
         if kind not in ("kex", "sig") or not rec.get(C.SPEED["ok"], True):
+            continue
+        if rec.get(C.SPEED["stack"], SPEED_STACK) != SPEED_STACK:  # another TLS stack's libcrypto (--stacks)
             continue
         m = rec.get(C.SPEED["median_ns"])
         if isinstance(m, (int, float)):

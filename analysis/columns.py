@@ -137,6 +137,7 @@ CELLS_OPTIONAL = {
 # --- pqs-speed JSON lines (build/bin/pqs-speed, testbed/speed.c) ----------------------------
 SPEED = {
     "type": "type",  # kex | sig | aead | header
+    "stack": "stack",  # whose libcrypto (pqs-speed --stacks): absent = openssl, or aws-lc
     "name": "name",
     "op": "op",  # kex: keygen, encaps, decaps (KEMs) or derive (ECDH/FFDH); sig: keygen, sign, verify
     "ok": "ok",

@@ -33,6 +33,7 @@
 
 #include "oqsprov/oqsprov.h"
 #include "provider_seam.h"
+#include "s2n/awslc_speed.h"
 #include "speed.h"
 
 #define PROG "pqs-speed"
@@ -41,7 +42,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
 "usage: " PROG " [options]\n"
-"CPU cost of key exchange, signatures and AEADs through OpenSSL EVP, of the QUIC Retry\n"
+"CPU cost of key exchange, signatures and AEADs through OpenSSL EVP (key exchange and signatures\n"
+"also through AWS-LC, s2n-tls's libcrypto: --stacks), of the QUIC Retry\n"
 "integrity tag per QUIC engine, and of Bloom Filter Encryption (bfe-bf); JSON lines.\n"
 "\n"
 "  --groups LIST      TLS groups, ':'-separated (default: every TLS 1.3 group)\n"
@@ -59,6 +61,9 @@ static void usage(FILE *f)
 "                     path (build/lib/ossl-modules/pqs-oqs.so, a system oqsprovider)\n"
 "  --oqs-native       pqs-oqs also serves OpenSSL's native ML-KEM group names (liboqs)\n"
 "  --no-direct        no kex_direct lines (the same liboqs KEM called directly)\n"
+"  --stacks LIST      whose libcrypto times kex and sig: openssl (default), aws-lc (s2n-tls's:\n"
+"                     the groups and signature algorithms it has, lines with \"stack\":\"aws-lc\"),\n"
+"                     or both, comma separated\n"
 "  --samples N        timings per operation (default 21, max 1001); the median is reported\n"
 "  --min-sample DUR   each timing batches calls to last at least DUR (default 2ms)\n"
 "  --budget DUR       stop sampling an operation after DUR (keeps >= 3 samples; default 2s)\n"
@@ -76,9 +81,9 @@ int main(int argc, char **argv)
                      .aeads = "AES-128-GCM:AES-256-GCM:ChaCha20-Poly1305",
                      .bfe = SPEED_BFE_DEFAULT,
                      .do_kex = true, .do_sig = true, .do_aead = true, .do_retry = true, .do_bfe = true,
-                     .do_direct = true};
+                     .do_direct = true, .stack_openssl = true};
     enum { OPT_GROUPS = 256, OPT_SIGS, OPT_AEADS, OPT_ONLY, OPT_SAMPLES, OPT_MIN, OPT_BUDGET, OPT_OUT, OPT_HELP,
-           OPT_PROVIDER, OPT_OQS_NATIVE, OPT_NO_DIRECT, OPT_VERSION, OPT_BFE };
+           OPT_PROVIDER, OPT_OQS_NATIVE, OPT_NO_DIRECT, OPT_VERSION, OPT_BFE, OPT_STACKS };
     static const struct option opts[] = {
         {"groups", required_argument, 0, OPT_GROUPS}, {"sigs", required_argument, 0, OPT_SIGS},
         {"aeads", required_argument, 0, OPT_AEADS}, {"only", required_argument, 0, OPT_ONLY},
@@ -86,7 +91,8 @@ int main(int argc, char **argv)
         {"budget", required_argument, 0, OPT_BUDGET}, {"out", required_argument, 0, OPT_OUT},
         {"help", no_argument, 0, OPT_HELP}, {"provider", required_argument, 0, OPT_PROVIDER},
         {"oqs-native", no_argument, 0, OPT_OQS_NATIVE}, {"no-direct", no_argument, 0, OPT_NO_DIRECT},
-        {"version", no_argument, 0, OPT_VERSION}, {"bfe", required_argument, 0, OPT_BFE}, {0, 0, 0, 0}};
+        {"version", no_argument, 0, OPT_VERSION}, {"bfe", required_argument, 0, OPT_BFE},
+        {"stacks", required_argument, 0, OPT_STACKS}, {0, 0, 0, 0}};
     uint64_t v;
     opterr = 0;
     int c;
@@ -105,6 +111,22 @@ int main(int argc, char **argv)
                 pqs_usage_error(PROG, "bad --only '%s'; available: kex,sig,aead,retry,bfe", optarg);
             break;
         case OPT_BFE: cfg.bfe = optarg; break;
+        case OPT_STACKS: {
+            char tmp[128], *save = NULL;
+            snprintf(tmp, sizeof tmp, "%s", optarg);
+            cfg.stack_openssl = cfg.stack_awslc = false;
+            for (char *tok = strtok_r(tmp, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                if (strcmp(tok, "openssl") == 0)
+                    cfg.stack_openssl = true;
+                else if (strcmp(tok, "aws-lc") == 0)
+                    cfg.stack_awslc = true;
+                else
+                    pqs_usage_error(PROG, "bad --stacks '%s': '%s' is none of openssl, aws-lc", optarg, tok);
+            }
+            if (!cfg.stack_openssl && !cfg.stack_awslc)
+                pqs_usage_error(PROG, "bad --stacks '%s': name openssl, aws-lc or both", optarg);
+            break;
+        }
         case OPT_SAMPLES:
             if (!pqs_parse_u64(optarg, 1, MAX_SAMPLES, &v))
                 pqs_usage_error(PROG, "bad --samples '%s': must be 1..%d", optarg, MAX_SAMPLES);
@@ -184,11 +206,17 @@ int main(int argc, char **argv)
     pqs_json_int(&j, "samples", cfg.samples);
     pqs_json_int(&j, "min_sample_ns", cfg.min_sample_ns);
     pqs_json_int(&j, "budget_ns", cfg.budget_ns);
+    if (cfg.stack_awslc)
+        pqs_json_str(&j, "awslc_version", pqs_awslc_version());
     pqs_json_end(&j);
     pqs_sink_write(&out, &j);
 
+    /* AWS-LC's loops take the same lists (the loops below cut theirs up). */
+    char awslc_groups[sizeof list], awslc_sigs[sizeof sigs];
+    snprintf(awslc_groups, sizeof awslc_groups, "%s", list);
+    snprintf(awslc_sigs, sizeof awslc_sigs, "%s", sigs);
     char *save = NULL;
-    if (cfg.do_kex) {
+    if (cfg.do_kex && cfg.stack_openssl) {
         for (char *tok = strtok_r(list, ":", &save); tok; tok = strtok_r(NULL, ":", &save)) {
             const pqs_group_info *g = NULL;
             for (size_t i = 0; i < nall && g == NULL; i++)
@@ -212,10 +240,12 @@ int main(int argc, char **argv)
                 speed_bench_direct(&cfg, &out, g, row, &med);
         }
     }
-    if (cfg.do_sig) {
+    if (cfg.do_sig && cfg.stack_openssl) {
         for (char *tok = strtok_r(sigs, ":,", &save); tok; tok = strtok_r(NULL, ":,", &save))
             speed_bench_sig(&cfg, &out, pqs_sig_lookup(tok));
     }
+    if (cfg.stack_awslc)
+        speed_bench_awslc(&cfg, &out, awslc_groups, awslc_sigs);
     if (cfg.do_aead) {
         char aeads[512];
         snprintf(aeads, sizeof aeads, "%s", cfg.aeads);

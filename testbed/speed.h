@@ -21,6 +21,7 @@ typedef struct speed_cfg {
     const char *aeads;
     const char *bfe; /* --bfe, parsed by speed_bfe_parse() */
     bool do_kex, do_sig, do_aead, do_retry, do_bfe, do_direct;
+    bool stack_openssl, stack_awslc; /* --stacks: whose libcrypto times kex and sig */
     int samples;
     int64_t min_sample_ns;
     int64_t budget_ns;
@@ -60,6 +61,15 @@ int speed_measure_interleaved(const speed_cfg *cfg, int nf, op_fn fn[], void *ar
  * failed; size >= 0 adds "bytes", k1/k2 (non-NULL) two more integer members. */
 void speed_emit(pqs_sink *out, const char *kind, const char *name, const char *op, long size,
                 const timing *t, const char *k1, int64_t v1, const char *k2, int64_t v2);
+/* speed_json.c: a kex or sig line of another TLS stack's libcrypto (member "stack": its name;
+ * pqs-speed --stacks): the timing, or message if it failed; k1/k2 (non-NULL) two more integer
+ * members. Lines without "stack" are OpenSSL's. */
+void speed_emit_stack(pqs_sink *out, const char *stack, const char *kind, const char *name, const char *op,
+                      const timing *t, const char *message, const char *k1, int64_t v1, const char *k2, int64_t v2);
+/* speed_awslc.c: the groups and signature algorithms of `groups` and `sigs` (':'-separated) that
+ * AWS-LC has (s2n-tls's libcrypto, s2n/awslc_speed.h), timed like OpenSSL's, as "stack":"aws-lc"
+ * lines; of the names --groups / --sigs gave, one "ok":false line for each it does not have. */
+void speed_bench_awslc(const speed_cfg *cfg, pqs_sink *out, const char *groups, const char *sigs);
 /* speed_json.c: a kex_direct line: the direct call's timing t next to the median through the
  * provider (via), and for keygen the EVP floor and the direct call with the provider's
  * allocation (0: not measured). */

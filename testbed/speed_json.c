@@ -49,6 +49,27 @@ void speed_emit(pqs_sink *out, const char *kind, const char *name, const char *o
     pqs_sink_write(out, &j);
 }
 
+void speed_emit_stack(pqs_sink *out, const char *stack, const char *kind, const char *name, const char *op,
+                      const timing *t, const char *message, const char *k1, int64_t v1, const char *k2, int64_t v2)
+{
+    pqs_json j;
+    pqs_json_begin(&j, kind);
+    pqs_json_str(&j, "stack", stack);
+    pqs_json_str(&j, "name", name);
+    pqs_json_str(&j, "op", op);
+    pqs_json_bool(&j, "ok", t->ok);
+    if (t->ok)
+        timing_json(&j, t);
+    else
+        pqs_json_str(&j, "message", message && message[0] ? message : "operation failed");
+    if (k1)
+        pqs_json_int(&j, k1, v1);
+    if (k2)
+        pqs_json_int(&j, k2, v2);
+    pqs_json_end(&j);
+    pqs_sink_write(out, &j);
+}
+
 void speed_emit_direct(pqs_sink *out, const pqs_oqs_group *row, const char *op, const timing *t, int64_t via,
                        int64_t floor_ns, int64_t alloc_ns)
 {

@@ -118,3 +118,39 @@ def test_speed_bfe_bad_value(value, needle):
 def test_speed_only_lists_bfe():
     p = run_tool("pqs-speed", "--only", "nothing", timeout=20)
     assert p.returncode == 2 and "bfe" in p.stderr
+
+
+def test_speed_aws_lc_beside_openssl(tmp_path):
+    """--stacks openssl,aws-lc: the same groups and signature algorithms timed through AWS-LC
+    (s2n-tls's libcrypto) as "stack":"aws-lc" lines with the sizes OpenSSL's have; a name AWS-LC
+    lacks is one failed line; the bound's reader keeps OpenSSL's lines only."""
+    from pqshake.analysis.bound import read_speed
+
+    groups, sigs = "X25519MLKEM768:SecP256r1MLKEM768:MLKEM1024:x25519:frodo640aes", "ecdsa-p256:ml-dsa-65:falcon512"
+    p = run_tool("pqs-speed", "--stacks", "openssl,aws-lc", "--only", "kex,sig", "--groups", groups, "--sigs", sigs,
+                 "--no-direct", "--samples", 3, "--budget", "100ms", "--min-sample", "200us")
+    assert p.returncode == 0, p.stderr
+    recs = parse_lines(p.stdout)
+    assert recs[0]["awslc_version"] == "AWS-LC " + PINNED["AWSLC_VERSION"]
+    by = {(r.get("stack", "openssl"), r["name"], r["op"]): r for r in recs[1:]}
+    missing = {k for k, r in by.items() if k[0] == "aws-lc" and not r["ok"]}
+    assert missing == {("aws-lc", "frodo640aes", "keygen"), ("aws-lc", "falcon512", "keygen")}, missing
+    for name in groups.split(":")[:-1]:
+        ops = ("keygen", "derive") if name == "x25519" else ("keygen", "encaps", "decaps")
+        for op in ops:
+            a, o = by[("aws-lc", name, op)], by[("openssl", name, op)]
+            assert a["ok"] and 0 < a["min_ns"] <= a["median_ns"], a
+            for k in ("share_bytes", "ct_bytes"):
+                assert a.get(k) == o.get(k) or k not in a, (name, op, k, a, o)
+    for name in sigs.split(":")[:-1]:
+        for op in ("keygen", "sign", "verify"):
+            a, o = by[("aws-lc", name, op)], by[("openssl", name, op)]
+            assert a["ok"] and a.get("pk_bytes", o.get("pk_bytes")) == o.get("pk_bytes"), (a, o)
+    assert by[("aws-lc", "ml-dsa-65", "sign")]["sig_bytes"] == by[("openssl", "ml-dsa-65", "sign")]["sig_bytes"] == 3309
+    f = tmp_path / "speed.jsonl"
+    f.write_text(p.stdout)
+    sp = read_speed(f)
+    assert sp.get("sig", "falcon512", "sign") == by[("openssl", "falcon512", "sign")]["median_ns"]
+    assert sp.get("kex", "MLKEM1024", "encaps") == by[("openssl", "MLKEM1024", "encaps")]["median_ns"]
+    bad = run_tool("pqs-speed", "--stacks", "boringssl")
+    assert bad.returncode == 2 and "bad --stacks 'boringssl'" in bad.stderr
