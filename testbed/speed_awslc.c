@@ -18,6 +18,16 @@ static void failed(pqs_sink *out, const char *kind, const char *name, const char
     speed_emit_stack(out, STACK, kind, name, op, &bad, why ? why : buf, NULL, 0, NULL, 0);
 }
 
+/* One operation timed and its line; k1/k2 as speed_emit_stack's. */
+static void timed(const speed_cfg *cfg, pqs_sink *out, const char *kind, const char *name, const char *op, op_fn fn,
+                  void *arg, const char *k1, int64_t v1, const char *k2, int64_t v2)
+{
+    char buf[256];
+    timing t = speed_measure(cfg, fn, arg);
+    pqs_awslc_error(buf, sizeof buf);
+    speed_emit_stack(out, STACK, kind, name, op, &t, buf, k1, v1, k2, v2);
+}
+
 static void bench_kex(const speed_cfg *cfg, pqs_sink *out, const char *name, bool asked)
 {
     pqs_awslc_kex *k = pqs_awslc_kex_new(name);
@@ -26,23 +36,14 @@ static void bench_kex(const speed_cfg *cfg, pqs_sink *out, const char *name, boo
             failed(out, "kex", name, "keygen", "not in AWS-LC (or its first key pair failed)");
         return;
     }
-    char buf[256];
-    timing t = speed_measure(cfg, pqs_awslc_kex_keygen, k);
-    pqs_awslc_error(buf, sizeof buf);
-    speed_emit_stack(out, STACK, "kex", name, "keygen", &t, buf, "share_bytes", (int64_t)pqs_awslc_kex_share_bytes(k),
-                     NULL, 0);
+    timed(cfg, out, "kex", name, "keygen", pqs_awslc_kex_keygen, k, "share_bytes",
+          (int64_t)pqs_awslc_kex_share_bytes(k), NULL, 0);
     if (pqs_awslc_kex_is_kem(k)) {
-        t = speed_measure(cfg, pqs_awslc_kex_encaps, k);
-        pqs_awslc_error(buf, sizeof buf);
-        speed_emit_stack(out, STACK, "kex", name, "encaps", &t, buf, "ct_bytes", (int64_t)pqs_awslc_kex_ct_bytes(k),
-                         NULL, 0);
-        t = speed_measure(cfg, pqs_awslc_kex_decaps, k);
-        pqs_awslc_error(buf, sizeof buf);
-        speed_emit_stack(out, STACK, "kex", name, "decaps", &t, buf, NULL, 0, NULL, 0);
+        timed(cfg, out, "kex", name, "encaps", pqs_awslc_kex_encaps, k, "ct_bytes", (int64_t)pqs_awslc_kex_ct_bytes(k),
+              NULL, 0);
+        timed(cfg, out, "kex", name, "decaps", pqs_awslc_kex_decaps, k, NULL, 0, NULL, 0);
     } else {
-        t = speed_measure(cfg, pqs_awslc_kex_derive, k);
-        pqs_awslc_error(buf, sizeof buf);
-        speed_emit_stack(out, STACK, "kex", name, "derive", &t, buf, NULL, 0, NULL, 0);
+        timed(cfg, out, "kex", name, "derive", pqs_awslc_kex_derive, k, NULL, 0, NULL, 0);
     }
     pqs_awslc_kex_free(k);
 }
@@ -55,19 +56,12 @@ static void bench_sig(const speed_cfg *cfg, pqs_sink *out, const char *name, boo
             failed(out, "sig", name, "keygen", "not in AWS-LC (or its first key or signature failed)");
         return;
     }
-    char buf[256];
-    timing t = speed_measure(cfg, pqs_awslc_sig_keygen, s);
-    pqs_awslc_error(buf, sizeof buf);
     int64_t pk = (int64_t)pqs_awslc_sig_pk_bytes(s);
-    speed_emit_stack(out, STACK, "sig", name, "keygen", &t, buf, "pk_bytes", pk, NULL, 0);
-    t = speed_measure(cfg, pqs_awslc_sig_sign, s);
-    pqs_awslc_error(buf, sizeof buf);
-    speed_emit_stack(out, STACK, "sig", name, "sign", &t, buf, "sig_bytes", (int64_t)pqs_awslc_sig_bytes(s), NULL, 0);
+    timed(cfg, out, "sig", name, "keygen", pqs_awslc_sig_keygen, s, "pk_bytes", pk, NULL, 0);
+    timed(cfg, out, "sig", name, "sign", pqs_awslc_sig_sign, s, "sig_bytes", (int64_t)pqs_awslc_sig_bytes(s), NULL, 0);
     pqs_awslc_sig_sign(s); /* verify the signature of this key, as speed_sig.c does */
-    t = speed_measure(cfg, pqs_awslc_sig_verify, s);
-    pqs_awslc_error(buf, sizeof buf);
-    speed_emit_stack(out, STACK, "sig", name, "verify", &t, buf, "sig_bytes", (int64_t)pqs_awslc_sig_bytes(s),
-                     "pk_bytes", pk);
+    timed(cfg, out, "sig", name, "verify", pqs_awslc_sig_verify, s, "sig_bytes", (int64_t)pqs_awslc_sig_bytes(s),
+          "pk_bytes", pk);
     pqs_awslc_sig_free(s);
 }
 

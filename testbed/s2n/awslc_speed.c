@@ -43,13 +43,16 @@ struct pqs_awslc_kex {
     size_t ctlen;
 };
 
-static EVP_PKEY *keygen_part(const part *p)
+/* A new key pair: type EVP_PKEY_KEM (kem_nid), EVP_PKEY_PQDSA (pqdsa_nid), EVP_PKEY_EC (curve),
+ * or one without parameters (X25519, Ed25519). */
+static EVP_PKEY *keygen(int type, int curve, int kem_nid, int pqdsa_nid)
 {
-    EVP_PKEY_CTX *c = EVP_PKEY_CTX_new_id(p->kem_nid ? EVP_PKEY_KEM : p->ec_type, NULL);
+    EVP_PKEY_CTX *c = EVP_PKEY_CTX_new_id(type, NULL);
     EVP_PKEY *k = NULL;
-    int ok = c != NULL && (p->kem_nid == 0 || EVP_PKEY_CTX_kem_set_params(c, p->kem_nid) == 1)
+    int ok = c != NULL && (kem_nid == 0 || EVP_PKEY_CTX_kem_set_params(c, kem_nid) == 1)
              && EVP_PKEY_keygen_init(c) == 1
-             && (p->ec_type != EVP_PKEY_EC || EVP_PKEY_CTX_set_ec_paramgen_curve_nid(c, p->ec_curve) == 1)
+             && (curve == 0 || EVP_PKEY_CTX_set_ec_paramgen_curve_nid(c, curve) == 1)
+             && (pqdsa_nid == 0 || EVP_PKEY_CTX_pqdsa_set_params(c, pqdsa_nid) == 1)
              && EVP_PKEY_keygen(c, &k) == 1;
     EVP_PKEY_CTX_free(c);
     if (!ok) {
@@ -57,6 +60,11 @@ static EVP_PKEY *keygen_part(const part *p)
         return NULL;
     }
     return k;
+}
+
+static EVP_PKEY *keygen_part(const part *p)
+{
+    return p->kem_nid ? keygen(EVP_PKEY_KEM, 0, p->kem_nid, 0) : keygen(p->ec_type, p->ec_curve, 0, 0);
 }
 
 /* A TLS key share's bytes: the raw key (ML-KEM, X25519), the uncompressed point (P-256). */
@@ -203,18 +211,7 @@ struct pqs_awslc_sig {
 
 static EVP_PKEY *sig_keygen(const pqs_awslc_sig *s)
 {
-    EVP_PKEY_CTX *c = EVP_PKEY_CTX_new_id(s->type, NULL);
-    EVP_PKEY *k = NULL;
-    int ok = c != NULL && EVP_PKEY_keygen_init(c) == 1
-             && (s->type != EVP_PKEY_EC || EVP_PKEY_CTX_set_ec_paramgen_curve_nid(c, s->param) == 1)
-             && (s->type != EVP_PKEY_PQDSA || EVP_PKEY_CTX_pqdsa_set_params(c, s->param) == 1)
-             && EVP_PKEY_keygen(c, &k) == 1;
-    EVP_PKEY_CTX_free(c);
-    if (!ok) {
-        EVP_PKEY_free(k);
-        return NULL;
-    }
-    return k;
+    return keygen(s->type, s->type == EVP_PKEY_EC ? s->param : 0, 0, s->type == EVP_PKEY_PQDSA ? s->param : 0);
 }
 
 pqs_awslc_sig *pqs_awslc_sig_new(const char *name)
