@@ -46,8 +46,10 @@ build=(
   # certificate compression in the static OpenSSL (-lz -lbrotlienc -lbrotlidec -lzstd: the .so
   # the linker looks for)
   "/usr/lib/*/libz.so:zlib1g-dev" "/usr/lib/*/libbrotlienc.so:libbrotli-dev" "/usr/lib/*/libzstd.so:libzstd-dev"
-  # testbed/Makefile renames bfe-bf's copy of the Keccak symbols (nm, objcopy) in its archive
-  "nm:binutils" "objcopy:binutils"
+  # testbed/Makefile renames bfe-bf's copy of the Keccak symbols (nm, objcopy) in its archive;
+  # build-stack.sh renames AWS-LC's unprefixed symbols (objcopy, ranlib) and checks libs2n.a's
+  # references against them (nm, comm)
+  "nm:binutils" "objcopy:binutils" "ranlib:binutils" "comm:coreutils"
   # Bloom Filter Encryption (issue 22): bfe-bf and what links it (testbed/deps/build-stack.sh,
   # testbed/Makefile) need libsodium and GMP (-lsodium -lgmp: the .so the linker looks for);
   # bfe-bf's CMake project declares C++ as well (its benchmark), so CMake wants a C++ compiler
