@@ -170,6 +170,7 @@ def _fmt_axis_value(axis: str, v: float) -> str:
 
 
 def _slug(s: str) -> str:
-    import re
+    """A name in a figure's file name, as cell ids write it (experiments/axes/core.py slug)."""
+    from pqshake.experiments.axes.core import slug
 
-    return re.sub(r"[^A-Za-z0-9.-]+", "_", str(s))
+    return slug(str(s))

@@ -21,7 +21,7 @@ from .. import transports as T
 
 def slug(s: str) -> str:
     """A name as a cell id part (anything but letters, digits, '.' and '-' becomes '_')."""
-    return re.sub(r"[^A-Za-z0-9.-]+", "_", s)
+    return re.sub(r"[^A-Za-z0-9.-]+", "_", str(s))
 
 
 def _transport_part(name: str) -> str:

@@ -20,6 +20,7 @@ from ..handshake_model import (CV_FIXED, DEFAULT_CPU_S, FIN_MAX, HRR_MIN, RECORD
 from . import Column, ReportSection, Transport, refuse_mode, refuse_small_mtu
 
 NAME = "quic"
+IP_UDP_HEADERS = 28  # IPv4 20 + UDP 8: a datagram's UDP payload is the MTU less these
 # The smallest IPv4 MTU that carries a 1200-byte QUIC Initial datagram (RFC 9000 14.1): 1200
 # bytes of UDP payload + 8 UDP + 20 IPv4.
 QUIC_MIN_MTU = 1228
@@ -75,7 +76,7 @@ OPENSSL_QUIC_PTO_S = 1.0
 
 def quic_dgram_range(mtu: int = 1500) -> tuple[int, int]:
     """(smallest, largest) UDP payload of a QUIC datagram on this MTU (largest capped at 1472)."""
-    hi = max(QUIC_MIN_DGRAM, min(QUIC_MAX_DGRAM, mtu - 28))
+    hi = max(QUIC_MIN_DGRAM, min(QUIC_MAX_DGRAM, mtu - IP_UDP_HEADERS))
     return QUIC_MIN_DGRAM, hi
 
 
@@ -254,7 +255,7 @@ def quic_lower_bound(rtt_s: float, *, share_c: int, share_s: int, sig_pk: int, s
     plus the slow-start and amplification rounds, serialization and CPU on the timeline."""
     if mode not in QUIC_MODES:
         raise ValueError(f"mode {mode!r} over {NAME}: one of {', '.join(QUIC_MODES)}")
-    if mtu - 28 < QUIC_MIN_DGRAM:
+    if mtu - IP_UDP_HEADERS < QUIC_MIN_DGRAM:
         raise ValueError(f"MTU {mtu} cannot carry a {QUIC_MIN_DGRAM}-byte QUIC Initial datagram")
     ch = quic_client_hello_bytes(share_c)
     sf = quic_server_flight_bytes(share_s, sig_pk, sig_len, chain_depth, mode, auth_extra)
@@ -381,7 +382,7 @@ class Quic(Transport):
         return bool(exp.qlog)
 
     def can_bound(self, mode: str, mtu: int) -> bool:
-        return mode in self.modes and mtu - 28 >= QUIC_MIN_DGRAM
+        return mode in self.modes and mtu - IP_UDP_HEADERS >= QUIC_MIN_DGRAM
 
     def max_datagram(self, settings: dict[str, Any]) -> int:
         """The largest UDP payload the engine sends. OpenSSL 4.0.3's QUIC never raises its
@@ -395,7 +396,7 @@ class Quic(Transport):
               cpu: Cpu | None = None, quic_retry: bool = True, auth_extra: int = 0, **settings: Any) -> Bound:
         sc, ss, pk, sl = sizes
         # The path's MTU as far as the engine uses it: datagrams up to its largest.
-        mtu = min(mtu, self.max_datagram(settings) + 28)
+        mtu = min(mtu, self.max_datagram(settings) + IP_UDP_HEADERS)
         return quic_lower_bound(rtt_s, share_c=sc, share_s=ss, sig_pk=pk, sig_len=sl, rate_bps=rate_bps, mtu=mtu,
                                 chain_depth=chain_depth, mode=mode, cpu_s=cpu_s, retry=quic_retry,
                                 rate_up=rate_up, rate_down=rate_down, cpu=cpu, auth_extra=auth_extra)
