@@ -83,7 +83,7 @@ static bool pending_answered(const pqs_tcp_client *w)
 /* 1 ready, 0 deadline passed, -1 poll error. With a pending socket (w not NULL), it is also
  * watched while we are blocked anyway: reset as soon as the server answers on it, or once the
  * stall guard time has passed without progress. */
-static int wait_io(pqs_client *c, int fd, short events, int64_t deadline, pqs_tcp_client *w)
+int pqs_tcp_wait_io(pqs_client *c, int fd, short events, int64_t deadline, pqs_tcp_client *w)
 {
     for (;;) {
         int64_t now = pqs_mono_ns();
@@ -120,7 +120,7 @@ bool pqs_tcp_ssl_retry(pqs_client *c, pqs_tcp_client *tc, int ret, int64_t deadl
     int saved = errno;
     int e = SSL_get_error(ssl, ret);
     if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
-        int rw = wait_io(c, tc->fd, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline, watch ? tc : NULL);
+        int rw = pqs_tcp_wait_io(c, tc->fd, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline, watch ? tc : NULL);
         if (rw > 0)
             return true;
         if (rw == 0)
@@ -178,15 +178,10 @@ static void drain_pending(pqs_tcp_client *tc, int64_t limit_ns)
     }
 }
 
-bool pqs_tcp_client_setup(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a)
+int pqs_tcp_socket_open(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a)
 {
     const pqs_client_params *cfg = c->p;
-    bool want_resume = pqs_mode_resumes(cfg->mode) && !a->prime;
-    tc->ssl = NULL;
     tc->fd = -1;
-    tc->flight = NULL;
-
-    pqs_tlsobs_reset(&a->obs);
     if (tc->pend_fd >= 0 && pending_answered(tc))
         close_deferred(tc);
     if (tc->pend_fd >= 0)
@@ -195,7 +190,7 @@ bool pqs_tcp_client_setup(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a)
     int fd = socket(cfg->connect.ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         pqs_attempt_fail(a, PQS_ERR_INTERNAL, "setup", errno, "socket: %s", strerror(errno));
-        return false;
+        return -1;
     }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -205,8 +200,21 @@ bool pqs_tcp_client_setup(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a)
     if (cfg->tfo && setsockopt(fd, IPPROTO_TCP, TCP_FASTOPEN_CONNECT, &one, sizeof one) != 0) {
         pqs_attempt_fail(a, PQS_ERR_INTERNAL, "setup", errno, "TCP_FASTOPEN_CONNECT: %s", strerror(errno));
         close(fd);
-        return false;
+        return -1;
     }
+    return fd;
+}
+
+bool pqs_tcp_client_setup(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a)
+{
+    const pqs_client_params *cfg = c->p;
+    bool want_resume = pqs_mode_resumes(cfg->mode) && !a->prime;
+    tc->ssl = NULL;
+    tc->flight = NULL;
+    pqs_tlsobs_reset(&a->obs);
+    int fd = pqs_tcp_socket_open(c, tc, a);
+    if (fd < 0)
+        return false;
     SSL *ssl = SSL_new(c->ctx);
     BIO *flight = NULL;
     if (ssl == NULL || !SSL_set_fd(ssl, fd) || (cfg->tfo && (flight = BIO_new(BIO_s_mem())) == NULL)) {
@@ -268,7 +276,7 @@ static bool tfo_first_flight(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a, 
         }
         int e = errno;
         if (k < 0 && (e == EAGAIN || e == EWOULDBLOCK || e == EINPROGRESS || e == EALREADY || e == EINTR)) {
-            int rw = wait_io(c, fd, POLLOUT, deadline, tc);
+            int rw = pqs_tcp_wait_io(c, fd, POLLOUT, deadline, tc);
             if (rw == 0) {
                 pqs_attempt_fail(a, PQS_ERR_CONNECT_TIMEOUT, "connect", ETIMEDOUT,
                                  "TCP connect did not complete before the deadline");
@@ -308,44 +316,65 @@ void pqs_tcp_client_handshake_done(pqs_client *c, pqs_tcp_client *tc, pqs_attemp
     close_deferred(tc); /* the previous attempt's socket: RST now */
 }
 
+/* The end of a non-blocking connect() that returned cr: true once established, else the
+ * failure recorded. */
+static bool connect_wait(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a, int64_t deadline, int cr)
+{
+    int fd = tc->fd;
+    if (cr == 0)
+        return true;
+    if (errno != EINPROGRESS) {
+        int e = errno;
+        if (e == ECONNREFUSED)
+            pqs_attempt_fail(a, PQS_ERR_CONNECT_REFUSED, "connect", e, "connect: %s", strerror(e));
+        else
+            pqs_attempt_fail(a, PQS_ERR_CONNECT_FAILED, "connect", e, "connect: %s", strerror(e));
+        return false;
+    }
+    int r = pqs_tcp_wait_io(c, fd, POLLOUT, deadline, tc);
+    if (r == 0) {
+        pqs_attempt_fail(a, PQS_ERR_CONNECT_TIMEOUT, "connect", ETIMEDOUT,
+                         "TCP connect did not complete before the deadline");
+        return false;
+    }
+    int soerr = 0;
+    socklen_t sl = sizeof soerr;
+    if (r < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) != 0 || soerr != 0) {
+        int e = soerr ? soerr : errno;
+        if (e == ECONNREFUSED)
+            pqs_attempt_fail(a, PQS_ERR_CONNECT_REFUSED, "connect", e, "connect: %s", strerror(e));
+        else if (e == ETIMEDOUT)
+            pqs_attempt_fail(a, PQS_ERR_CONNECT_TIMEOUT, "connect", e, "connect: %s", strerror(e));
+        else
+            pqs_attempt_fail(a, PQS_ERR_CONNECT_FAILED, "connect", e, "connect: %s", strerror(e));
+        return false;
+    }
+    return true;
+}
+
+/* connect() of a non-TFO attempt, up to the established connection (a->t_conn). */
+bool pqs_tcp_connect(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a, int64_t deadline)
+{
+    const pqs_client_params *cfg = c->p;
+    int cr = connect(tc->fd, (struct sockaddr *)&cfg->connect.ss, cfg->connect.len);
+    if (!connect_wait(c, tc, a, deadline, cr))
+        return false;
+    a->t_conn = pqs_mono_ns();
+    return true;
+}
+
 void pqs_tcp_client_handshake(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a, int64_t deadline)
 {
     const pqs_client_params *cfg = c->p;
     SSL *ssl = tc->ssl;
-    int fd = tc->fd;
-    int cr = connect(fd, (struct sockaddr *)&cfg->connect.ss, cfg->connect.len);
+    int cr = connect(tc->fd, (struct sockaddr *)&cfg->connect.ss, cfg->connect.len);
     if (cr == 0 && cfg->tfo)
         a->tfo_cookie = true;
     if (cfg->tfo && (cr == 0 || errno == EINPROGRESS)) {
         if (!tfo_first_flight(c, tc, a, deadline))
             return;
-    } else if (cr != 0) {
-        if (errno != EINPROGRESS) {
-            int e = errno;
-            if (e == ECONNREFUSED)
-                pqs_attempt_fail(a, PQS_ERR_CONNECT_REFUSED, "connect", e, "connect: %s", strerror(e));
-            else
-                pqs_attempt_fail(a, PQS_ERR_CONNECT_FAILED, "connect", e, "connect: %s", strerror(e));
-            return;
-        }
-        int r = wait_io(c, fd, POLLOUT, deadline, tc);
-        if (r == 0) {
-            pqs_attempt_fail(a, PQS_ERR_CONNECT_TIMEOUT, "connect", ETIMEDOUT,
-                             "TCP connect did not complete before the deadline");
-            return;
-        }
-        int soerr = 0;
-        socklen_t sl = sizeof soerr;
-        if (r < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) != 0 || soerr != 0) {
-            int e = soerr ? soerr : errno;
-            if (e == ECONNREFUSED)
-                pqs_attempt_fail(a, PQS_ERR_CONNECT_REFUSED, "connect", e, "connect: %s", strerror(e));
-            else if (e == ETIMEDOUT)
-                pqs_attempt_fail(a, PQS_ERR_CONNECT_TIMEOUT, "connect", e, "connect: %s", strerror(e));
-            else
-                pqs_attempt_fail(a, PQS_ERR_CONNECT_FAILED, "connect", e, "connect: %s", strerror(e));
-            return;
-        }
+    } else if (!connect_wait(c, tc, a, deadline, cr)) {
+        return;
     }
     if (!cfg->tfo)
         a->t_conn = pqs_mono_ns();
@@ -473,6 +502,17 @@ void pqs_tcp_client_close(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a)
      * (OpenSSL drops the session of a connection freed without a shutdown). */
     if (a->hs_done)
         SSL_set_shutdown(ssl, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
+    pqs_tcp_socket_release(c, tc, a);
+    SSL_free(ssl);
+    tc->ssl = NULL;
+}
+
+void pqs_tcp_socket_release(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a)
+{
+    if (a->t_end == 0)
+        a->t_end = pqs_mono_ns();
+    if (tc->fd < 0)
+        return;
     close_deferred(tc); /* failure paths: the previous socket, if the interval ended early */
     /* A ticket or response read after the handshake proves the server has read our Finished. */
     bool answered = a->new_sess != NULL || a->resp_bytes > 0 || a->obs.tickets > 0;
@@ -498,7 +538,5 @@ void pqs_tcp_client_close(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a)
         rst_close(tc->fd);
     }
     (void)c;
-    SSL_free(ssl);
-    tc->ssl = NULL;
     tc->fd = -1;
 }

@@ -30,6 +30,16 @@ void pqs_tcp_client_request(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a, i
 void pqs_tcp_client_close(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a);
 void pqs_tcp_client_stop(pqs_client *c, pqs_tcp_client *tc);
 
+/* For a TLS stack other than OpenSSL's (s2n/), the same socket life as OpenSSL's attempts:
+ * the attempt's socket (non-blocking, TCP_NODELAY; the previous one reset or drained first),
+ * -1 with the failure recorded; the connect (a->t_conn); a wait for I/O that watches the
+ * previous socket meanwhile (1 ready, 0 deadline, -1 error); and its release after the attempt
+ * (RST now, or deferred as tcp_client.c says; tc->fd = -1). */
+int pqs_tcp_socket_open(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a);
+bool pqs_tcp_connect(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a, int64_t deadline);
+int pqs_tcp_wait_io(pqs_client *c, int fd, short events, int64_t deadline, pqs_tcp_client *w);
+void pqs_tcp_socket_release(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a);
+
 /* The handshake's end on the TCP connection: t_hs, hs_done, and the previous socket reset. */
 void pqs_tcp_client_handshake_done(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a);
 

@@ -12,28 +12,9 @@
 
 /* ---------------- per-connection ---------------- */
 
-typedef struct conn_rec {
-    uint64_t id;
-    char peer[64];
-    int64_t accepted_ns, hs_done_ns, first_app_ns, request_done_ns, response_done_ns, closed_ns;
-    int64_t cpu_ns;        /* the worker thread's CPU for this connection, accept to close */
-    pqs_tlsobs obs;
-    pqs_tlsinfo info;
-    bool hs_ok;
-    pqs_err err;
-    char msg[256];
-    int err_errno;
-    const char *stage;
-    uint64_t early_bytes, request_bytes, response_bytes;
-    int64_t request_len;   /* from the request header, -1 unknown */
-    bool early_response;   /* the response went out as 0.5-RTT data, before the client's Finished */
-    const char *close_kind;
-    pqs_tcpinfo tcp;
-    pqs_fs0rtt_conn fs0rtt;  /* with --bfe-key: what became of the ClientHello's fs0rtt identity */
-    _Alignas(max_align_t) unsigned char ext[PQS_TCP_EXT_REC_MAX]; /* the extension's record */
-} conn_rec;
 
-static void conn_fail(conn_rec *c, SSL *ssl, int ret, const char *stage)
+
+static void conn_fail(pqs_tcp_conn *c, SSL *ssl, int ret, const char *stage)
 {
     int saved = errno;
     int se = SSL_get_error(ssl, ret);
@@ -65,7 +46,7 @@ static const char *close_kind_of(SSL *ssl, int ret)
 
 typedef struct {
     const pqs_tcp_server_ext *ext;
-    const conn_rec *c;
+    const pqs_tcp_conn *c;
 } ext_member;
 
 static void ext_json(pqs_json *j, const void *arg)
@@ -74,7 +55,7 @@ static void ext_json(pqs_json *j, const void *arg)
     m->ext->json(j, m->c->ext, m->c->accepted_ns);
 }
 
-static void log_conn(pqs_tcp_server *ts, pqs_tcp_worker *w, const conn_rec *c)
+static void log_conn(pqs_tcp_server *ts, pqs_tcp_worker *w, const pqs_tcp_conn *c)
 {
     const pqs_tcp_server_ext *ext = ts->ext;
     pqs_json j;
@@ -140,28 +121,14 @@ static int send_response(SSL *ssl, pqs_tcp_worker *w, uint64_t n, uint64_t *sent
     return 0;
 }
 
+static void ssl_free(void *ssl) { SSL_free(ssl); }
+
 static void serve(pqs_tcp_server *ts, pqs_tcp_worker *w, int fd, const struct sockaddr *peer)
 {
     const pqs_server_params *cfg = ts->s->p;
     const pqs_tcp_server_ext *ext = ts->ext;
-    conn_rec c;
-    memset(&c, 0, sizeof c);
-    c.accepted_ns = pqs_mono_ns();
-    /* A worker serves one connection at a time: its thread CPU over serve() is this connection's
-     * (TLS, the key exchange, signing, fs0rtt's decapsulation; not the kernel's TCP work). */
-    int64_t cpu0 = pqs_clock_ns(CLOCK_THREAD_CPUTIME_ID);
-    c.id = atomic_fetch_add(&ts->conn_seq, 1);
-    c.request_len = -1;
-    c.close_kind = "none";
-    pqs_format_sockaddr(peer, c.peer, sizeof c.peer);
-    pqs_tlsobs_reset(&c.obs);
-
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    struct timeval tv = {.tv_sec = cfg->idle_timeout_ns / 1000000000LL,
-                         .tv_usec = (cfg->idle_timeout_ns % 1000000000LL) / 1000};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    pqs_tcp_conn c;
+    pqs_tcp_conn_begin(ts, &c, fd, peer);
 
     SSL *ssl = ext != NULL ? ext->bind(ext->arg, fd, &c.obs, c.ext, c.msg, sizeof c.msg) : SSL_new(ts->s->ctx);
     if (ssl == NULL || (ext == NULL && !SSL_set_fd(ssl, fd))) {
@@ -307,23 +274,51 @@ info:
      * cache on SSL_free, which breaks resumption and 0-RTT with the tickets just issued. */
     SSL_set_shutdown(ssl, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
 done:
-    pqs_tcpinfo_read(fd, &c.tcp);
-    c.closed_ns = pqs_mono_ns();
     if (c.info.version == NULL && ssl != NULL)
         pqs_tlsinfo_get(ssl, false, &c.info);
-    SSL_free(ssl);
+    pqs_tcp_conn_end(ts, w, &c, fd, ssl_free, ssl);
+    ERR_clear_error();
+}
+
+void pqs_tcp_conn_begin(pqs_tcp_server *ts, pqs_tcp_conn *c, int fd, const struct sockaddr *peer)
+{
+    const pqs_server_params *cfg = ts->s->p;
+    memset(c, 0, sizeof *c);
+    c->accepted_ns = pqs_mono_ns();
+    /* A worker serves one connection at a time: its thread CPU over serve() is this connection's
+     * (TLS, the key exchange, signing, fs0rtt's decapsulation; not the kernel's TCP work). */
+    c->cpu0 = pqs_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    c->id = atomic_fetch_add(&ts->conn_seq, 1);
+    c->request_len = -1;
+    c->close_kind = "none";
+    pqs_format_sockaddr(peer, c->peer, sizeof c->peer);
+    pqs_tlsobs_reset(&c->obs);
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    struct timeval tv = {.tv_sec = cfg->idle_timeout_ns / 1000000000LL,
+                         .tv_usec = (cfg->idle_timeout_ns % 1000000000LL) / 1000};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+}
+
+void pqs_tcp_conn_end(pqs_tcp_server *ts, pqs_tcp_worker *w, pqs_tcp_conn *c, int fd, void (*free_tls)(void *),
+                      void *tls)
+{
+    pqs_tcpinfo_read(fd, &c->tcp);
+    c->closed_ns = pqs_mono_ns();
+    if (tls != NULL)
+        free_tls(tls);
     pthread_mutex_lock(&w->mu);
     w->active_fd = -1;
     close(fd);
     pthread_mutex_unlock(&w->mu);
-    ERR_clear_error();
-    c.cpu_ns = pqs_clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
+    c->cpu_ns = pqs_clock_ns(CLOCK_THREAD_CPUTIME_ID) - c->cpu0;
     w->conns++;
-    if (c.hs_ok && c.err == PQS_ERR_NONE)
+    if (c->hs_ok && c->err == PQS_ERR_NONE)
         w->ok++;
     else
         w->failed++;
-    log_conn(ts, w, &c);
+    log_conn(ts, w, c);
 }
 
 static void *worker_main(void *arg)
@@ -355,7 +350,7 @@ static void *worker_main(void *arg)
             pthread_mutex_unlock(&w->mu);
             break;
         }
-        serve(ts, w, fd, (struct sockaddr *)&peer);
+        (ts->serve != NULL ? ts->serve : serve)(ts, w, fd, (struct sockaddr *)&peer);
     }
     ERR_clear_error();
     OPENSSL_thread_stop();

@@ -30,6 +30,29 @@ typedef struct pqs_tcp_server_ext {
 
 struct pqs_tcp_server;
 
+/* One connection's record: the conn line (log_conn) is written from it. */
+typedef struct pqs_tcp_conn {
+    uint64_t id;
+    char peer[64];
+    int64_t accepted_ns, hs_done_ns, first_app_ns, request_done_ns, response_done_ns, closed_ns;
+    int64_t cpu0;          /* the worker thread's CPU clock at accept */
+    int64_t cpu_ns;        /* the worker thread's CPU for this connection, accept to close */
+    pqs_tlsobs obs;
+    pqs_tlsinfo info;
+    bool hs_ok;
+    pqs_err err;
+    char msg[256];
+    int err_errno;
+    const char *stage;
+    uint64_t early_bytes, request_bytes, response_bytes;
+    int64_t request_len;   /* from the request header, -1 unknown */
+    bool early_response;   /* the response went out as 0.5-RTT data, before the client's Finished */
+    const char *close_kind;
+    pqs_tcpinfo tcp;
+    pqs_fs0rtt_conn fs0rtt;  /* with --bfe-key: what became of the ClientHello's fs0rtt identity */
+    _Alignas(max_align_t) unsigned char ext[PQS_TCP_EXT_REC_MAX]; /* the extension's record */
+} pqs_tcp_conn;
+
 typedef struct pqs_tcp_worker {
     struct pqs_tcp_server *srv;
     int id;
@@ -43,6 +66,9 @@ typedef struct pqs_tcp_worker {
 typedef struct pqs_tcp_server {
     pqs_srv *s;
     const pqs_tcp_server_ext *ext; /* NULL: plain TLS over TCP */
+    /* One connection, accepted on fd (blocking): NULL, OpenSSL's (tcp_server.c); another TLS
+     * stack's own (s2n/), which starts and ends its record with pqs_tcp_conn_begin/_end. */
+    void (*serve)(struct pqs_tcp_server *ts, pqs_tcp_worker *w, int fd, const struct sockaddr *peer);
     int lfd;
     int started;                   /* worker threads running */
     atomic_bool stopping;
@@ -54,6 +80,12 @@ typedef struct pqs_tcp_server {
  * extension needs before the first accept). -1 with why. */
 int pqs_tcp_server_listen(pqs_tcp_server *ts, pqs_srv *s, const pqs_tcp_server_ext *ext, char *why, size_t whylen);
 int pqs_tcp_server_start(pqs_tcp_server *ts, char *why, size_t whylen);
+/* A connection's record started (accept time, CPU clock, id, peer; TCP_NODELAY and the idle
+ * timeouts on fd), and ended: TCP_INFO, the TLS object freed with free_tls (NULL: none), fd
+ * closed, the worker's counts and the conn line. */
+void pqs_tcp_conn_begin(pqs_tcp_server *ts, pqs_tcp_conn *c, int fd, const struct sockaddr *peer);
+void pqs_tcp_conn_end(pqs_tcp_server *ts, pqs_tcp_worker *w, pqs_tcp_conn *c, int fd, void (*free_tls)(void *),
+                      void *tls);
 /* Waits for a signal in s->sigs, then stops the workers and adds up their counts. */
 void pqs_tcp_server_serve(pqs_tcp_server *ts);
 
