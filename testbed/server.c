@@ -425,6 +425,8 @@ int main(int argc, char **argv)
         fprintf(stderr, PROG ": %s\n", why);
         return PQS_EXIT_ENV;
     }
+    if (tr->groups_check != NULL && s->cfg.cli.groups != NULL && !tr->groups_check(s->cfg.cli.groups, why, sizeof why))
+        pqs_usage_error(PROG, "bad --groups: %s", why);
     if (pqs_sink_open(&s->log, s->cfg.log_path, s->cfg.cli.fsync_every) != 0) {
         fprintf(stderr, PROG ": cannot open --log %s: %s\n", s->cfg.log_path, strerror(errno));
         return PQS_EXIT_ENV;
@@ -477,9 +479,11 @@ int main(int argc, char **argv)
         return PQS_EXIT_ENV;
     }
 
+    pqs_srv_tls tls = {.groups = s->cfg.cli.groups, .chain = &chain, .send_intermediates = !s->cfg.suppress_intermediates,
+                       .client_root = s->cfg.client_sig != NULL ? client.root : NULL, .tickets = s->cfg.tickets};
     pqs_srv *sv = &s->srv;
     *sv = (pqs_srv){.prog = PROG, .p = &s->cfg.p, .transport = tr, .opts = s->cfg.cli.opts[s->cfg.cli.transport_idx],
-                    .ctx = s->ctx, .log = &s->log, .sigs = &sigs};
+                    .ctx = s->ctx, .tls = &tls, .log = &s->log, .sigs = &sigs};
     sv->state = calloc(1, tr->server_state_size ? tr->server_state_size : 1);
     if (sv->state == NULL) {
         fprintf(stderr, PROG ": out of memory\n");

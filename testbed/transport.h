@@ -19,6 +19,7 @@
 
 #include <openssl/ssl.h>
 
+#include "certs.h"
 #include "common.h"
 #include "fs0rtt.h"
 #include "tcpinfo.h"
@@ -68,6 +69,11 @@ typedef struct pqs_client_params {
     bool tfo;                /* --tcp-fastopen: a flag of the tcp transport; the others refuse it
                               * (tfo_why) but every line records it, so it is parsed with the rest */
     const pqs_fs0rtt_key *fs0rtt_key; /* --mode fs0rtt: the server's BFE public key (--bfe-public) */
+    /* What a TLS stack other than OpenSSL's reads (OpenSSL's has them in pqs_client.ctx): the
+     * groups as configured, --ca (NULL with --no-verify) and --client-cert DIR (NULL: none). */
+    const char *groups;
+    const char *ca;
+    const char *client_cert;
 } pqs_client_params;
 
 /* The common record of one attempt: every member of the attempt line that is not one
@@ -174,6 +180,17 @@ typedef struct pqs_server_params {
     pqs_fs0rtt_server *fs0rtt;   /* --bfe-key: fs0rtt identities are opened (NULL: not) */
 } pqs_server_params;
 
+/* What a TLS stack other than OpenSSL's reads of pqs-server's configuration (OpenSSL's has it
+ * all in pqs_srv.ctx): the groups as configured, the server's chain and key, whether the
+ * intermediates are sent, mutual TLS's trust anchor and the tickets per connection. */
+typedef struct pqs_srv_tls {
+    const char *groups;
+    const pqs_chain *chain;
+    bool send_intermediates;
+    X509 *client_root;           /* mutual TLS: the client chain's root (NULL: no client auth) */
+    uint64_t tickets;
+} pqs_srv_tls;
+
 typedef struct pqs_srv {
     const char *prog;
     const pqs_server_params *p;
@@ -181,6 +198,7 @@ typedef struct pqs_srv {
     const void *opts;
     void *state;                 /* the transport's server state (server_state_size, zeroed) */
     SSL_CTX *ctx;
+    const pqs_srv_tls *tls;
     pqs_sink *log;
     const sigset_t *sigs;        /* blocked in every thread; serve returns when one arrives */
     /* set by listen */
@@ -219,6 +237,10 @@ typedef struct pqs_transport {
      * struct and JSON member, and its own operations, method and refusals (checked in its
      * place). NULL op: the transport runs itself. */
     const struct pqs_transport *(*engine)(const void *opts);
+    /* The groups this table's TLS stack can be configured with (--groups, as the program
+     * resolved it): false with why, a usage error "bad --groups: WHY". NULL: any (OpenSSL's,
+     * which the program checks itself). */
+    bool (*groups_check)(const char *groups, char *why, size_t whylen);
     bool tls13_only;             /* the server offers TLS 1.3 only (no --no-tls12 needed) */
     bool method_tls13;           /* its SSL_METHOD is TLS 1.3 by construction: no version bounds,
                                   * no early-data sizes on the context */

@@ -1,9 +1,37 @@
 /* transport.c - the tcp transport: TLS over TCP (tcp_client.c, tcp_server.c). TCP Fast Open
  * is a variant of it, not a transport: pqs-timer's --tcp-fastopen flag (which the other
  * transports refuse) and pqs-server's --tcp-fastopen queue on the listener. */
+#include "stacks.h"
 #include "tcp_client.h"
 #include "tcp_server.h"
 #include "transport.h"
+
+/* ---------------- options (stacks.h: every stack's) ---------------- */
+
+enum { OPT_TLS_STACK = 1 };
+static const struct option rows[] = {{"tls-stack", required_argument, 0, OPT_TLS_STACK}, {0, 0, 0, 0}};
+#define STACK_USAGE \
+"  --tls-stack S          TCP: the TLS library, openssl (default) or s2n (s2n-tls on AWS-LC;\n" \
+"                         TLS 1.3, modes full and resume); both ends may differ\n"
+
+static void opts_init(void *p)
+{
+    tcp_opts *o = p;
+    o->stack = &pqs_tls_stacks[0];
+}
+
+static void opt(void *p, const char *prog, int id, const char *arg)
+{
+    tcp_opts *o = p;
+    if (id == OPT_TLS_STACK) {
+        o->stack = pqs_tls_stack_find(prog, arg);
+        o->stack_set = true;
+    }
+}
+
+static bool opts_given(const void *p) { return ((const tcp_opts *)p)->stack_set; }
+
+static const pqs_transport *engine(const void *p) { return ((const tcp_opts *)p)->stack->table; }
 
 static void client_start(pqs_client *c) { pqs_tcp_client_start(c, c->state); }
 static bool client_setup(pqs_client *c, pqs_attempt *a) { return pqs_tcp_client_setup(c, c->state, a); }
@@ -35,6 +63,12 @@ static int server_serve(pqs_srv *s, char *why, size_t whylen)
 
 const pqs_transport pqs_transport_tcp = {
     .name = "tcp",
+    PQS_TRANSPORT_OPTIONS(tcp_opts, rows, rows, STACK_USAGE, STACK_USAGE),
+    .client_opts_need = "--tls-stack needs --transport tcp (QUIC and TurboTLS run on OpenSSL)",
+    .server_opts_need = "--tls-stack needs --transport tcp (QUIC and TurboTLS run on OpenSSL)",
+    .engine = engine,
+    .header_json = pqs_tls_stack_json,
+    .ready_json = pqs_tls_stack_ready_json,
     PQS_TRANSPORT_CLIENT(TLS_client_method, pqs_tcp_client, "rst_deferred"),
     .client_start = client_start,
     .client_stop = client_stop,

@@ -1,0 +1,42 @@
+/* stack.c - the s2n-tls stack's table: the tcp transport's second TLS stack (--tls-stack s2n,
+ * tcp/stacks.c). Same name, options and lines as OpenSSL's tcp table; its own steps and
+ * refusals. */
+#include "s2n_stack.h"
+#include "stacks.h"
+
+#ifndef PQS_S2N_VERSION
+#error "PQS_S2N_VERSION (build/deps.mk S2N_VERSION and AWSLC_VERSION) is not defined"
+#endif
+
+const char *pqs_s2n_stack_version(void) { return PQS_S2N_VERSION; }
+
+#define NOT_HERE "not implemented on --tls-stack s2n (run it with --tls-stack openssl)"
+
+const pqs_transport pqs_tcp_stack_s2n = {
+    .name = "tcp",
+    .mode_why = {[PQS_MODE_HRR] = "s2n-tls picks its key shares from its security policy; no decoy share can be "
+                                  "forced (--tls-stack s2n)",
+                 [PQS_MODE_TLS12] = "--tls-stack s2n is run with TLS 1.3 policies only",
+                 [PQS_MODE_0RTT] = "0-RTT is " NOT_HERE, [PQS_MODE_FS0RTT] = "fs0rtt is " NOT_HERE,
+                 [PQS_MODE_RESUME_PSK] = "psk_ke resumption is " NOT_HERE, [PQS_MODE_ECH] = "ECH is " NOT_HERE},
+    .client_tfo_why = "TCP Fast Open is " NOT_HERE,
+    .server_tfo_why = "TCP Fast Open is " NOT_HERE,
+    .early_data_why = "early data is " NOT_HERE,
+    .groups_check = pqs_s2n_groups_check,
+    .tls13_only = true,
+    .client_method = TLS_client_method, /* the program's context, unused by s2n-tls */
+    .client_state_size = sizeof(pqs_s2n_client_state),
+    .close = "rst_deferred",
+    .header_json = pqs_tls_stack_json,
+    .client_start = pqs_s2n_client_start,
+    .client_setup = pqs_s2n_client_setup,
+    .client_handshake = pqs_s2n_client_handshake,
+    .client_request = pqs_s2n_client_request,
+    .client_close = pqs_s2n_client_close,
+    .client_stop = pqs_s2n_client_stop,
+    .server_method = TLS_server_method,
+    .server_state_size = sizeof(pqs_s2n_server_state),
+    .server_listen = pqs_s2n_server_listen,
+    .ready_json = pqs_tls_stack_ready_json,
+    .server_serve = pqs_s2n_server_serve,
+};

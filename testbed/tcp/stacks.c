@@ -1,0 +1,40 @@
+/* stacks.c - the one list of TLS stacks of the tcp transport (stacks.h). The first row is the
+ * default --tls-stack, so runs that name none are OpenSSL's, as before the list existed. */
+#include "stacks.h"
+
+#include <openssl/crypto.h>
+#include <stdio.h>
+#include <string.h>
+
+extern const pqs_transport pqs_transport_tcp, pqs_tcp_stack_s2n;
+const char *pqs_s2n_stack_version(void); /* s2n/stack.c */
+
+static const char *openssl_version(void) { return OpenSSL_version(OPENSSL_VERSION_STRING); }
+
+const pqs_tls_stack pqs_tls_stacks[] = {
+    {.name = "openssl", .table = &pqs_transport_tcp, .version = openssl_version},
+    {.name = "s2n", .table = &pqs_tcp_stack_s2n, .version = pqs_s2n_stack_version},
+};
+const size_t pqs_tls_stack_count = sizeof pqs_tls_stacks / sizeof pqs_tls_stacks[0];
+
+const pqs_tls_stack *pqs_tls_stack_find(const char *prog, const char *name)
+{
+    char avail[128] = "";
+    size_t n = 0;
+    for (size_t k = 0; k < pqs_tls_stack_count; k++) {
+        if (strcmp(name, pqs_tls_stacks[k].name) == 0)
+            return &pqs_tls_stacks[k];
+        n += (size_t)snprintf(avail + n, n < sizeof avail ? sizeof avail - n : 0, "%s%s", k ? ", " : "",
+                              pqs_tls_stacks[k].name);
+    }
+    pqs_usage_error(prog, "unknown --tls-stack '%s'; available: %s", name, avail);
+}
+
+void pqs_tls_stack_json(pqs_json *j, const void *opts)
+{
+    const tcp_opts *o = opts;
+    pqs_json_str(j, "tls_stack", o->stack->name);
+    pqs_json_str(j, "tls_stack_version", o->stack->version());
+}
+
+void pqs_tls_stack_ready_json(pqs_json *j, const pqs_srv *s) { pqs_tls_stack_json(j, s->opts); }
