@@ -226,3 +226,18 @@ void pqs_cli_check_server(pqs_cli *cli, const char *prog, bool early_data_set, i
     if (cli->transport->opts_finish != NULL)
         cli->transport->opts_finish(cli->opts[cli->transport_idx], prog);
 }
+
+const void *pqs_cli_row_find(const char *prog, const char *option, const char *name, const void *rows, size_t count,
+                             size_t size)
+{
+    char avail[256] = "";
+    size_t n = 0;
+    for (size_t k = 0; k < count; k++) {
+        const void *row = (const char *)rows + k * size;
+        const char *row_name = *(const char *const *)row;
+        if (strcmp(name, row_name) == 0)
+            return row;
+        n += (size_t)snprintf(avail + n, n < sizeof avail ? sizeof avail - n : 0, "%s%s", k ? ", " : "", row_name);
+    }
+    pqs_usage_error(prog, "unknown %s '%s'; available: %s", option, name, avail);
+}

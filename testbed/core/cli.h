@@ -66,6 +66,12 @@ void pqs_cli_begin(pqs_cli *cli, pqs_optset *os, const char *prog, const struct 
  * exits 0; an unknown or incomplete option, or an argument after the options, is a usage error. */
 int pqs_cli_next(pqs_cli *cli, const pqs_optset *os, const char *prog, int argc, char **argv,
                  void (*usage)(FILE *f));
+/* The row of a table of count rows of size bytes, each starting with its name (a const char *),
+ * named name: a usage error "unknown OPTION 'NAME'; available: a, b" otherwise (--quic-engine,
+ * --tls-stack). */
+const void *pqs_cli_row_find(const char *prog, const char *option, const char *name, const void *rows, size_t count,
+                             size_t size);
+
 /* --help: every transport's client (or server) option lines. */
 void pqs_cli_usage_transports(FILE *f, bool client);
 /* Before anything else is set up: the providers --provider and --oqs-native choose, loaded.

@@ -18,6 +18,7 @@
 
 #include <openssl/err.h>
 
+#include "cli.h"
 #include "quic_client.h"
 #include "quic_server.h"
 #include "quic_opts.h"
@@ -78,19 +79,6 @@ static void opts_init(void *p)
     o->engine = &pqs_quic_engines[0];
 }
 
-static const pqs_quic_engine *engine_find(const char *prog, const char *name)
-{
-    char avail[128] = "";
-    size_t n = 0;
-    for (size_t k = 0; k < pqs_quic_engine_count; k++) {
-        if (strcmp(name, pqs_quic_engines[k].name) == 0)
-            return &pqs_quic_engines[k];
-        n += (size_t)snprintf(avail + n, n < sizeof avail ? sizeof avail - n : 0, "%s%s", k ? ", " : "",
-                              pqs_quic_engines[k].name);
-    }
-    pqs_usage_error(prog, "unknown --quic-engine '%s'; available: %s", name, avail);
-}
-
 static void opt(void *p, const char *prog, int id, const char *arg)
 {
     quic_opts *o = p;
@@ -109,7 +97,8 @@ static void opt(void *p, const char *prog, int id, const char *arg)
                             PQS_QUIC_MAX_PENDING_MAX);
         break;
     case OPT_ENGINE:
-        o->engine = engine_find(prog, arg);
+        o->engine = pqs_cli_row_find(prog, "--quic-engine", arg, pqs_quic_engines, pqs_quic_engine_count,
+                                     sizeof pqs_quic_engines[0]);
         o->engine_set = true;
         break;
     case OPT_CC:

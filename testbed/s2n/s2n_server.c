@@ -79,35 +79,25 @@ static void serve(pqs_tcp_server *ts, pqs_tcp_worker *w, int fd, const struct so
     /* read now: after a reset s2n-tls no longer tells the peer's chain */
     pqs_s2n_tlsinfo(conn, false, &c.info);
 
-    /* The request: up to its header's length, or the first line without one (as OpenSSL's). */
-    int64_t resp_len = -1;
-    bool have_header = false;
-    unsigned char hdr[PQS_MAX_REQUEST_HEADER + 1];
-    size_t hdr_len = 0;
+    /* The request: up to its header's length, or the first line without one (the request
+     * protocol's one reader, common.h). */
+    pqs_stream_req req = {0};
     ssize_t r = 0;
-    for (;;) {
-        if (have_header && (int64_t)c.request_bytes >= c.request_len)
-            break;
-        if (!have_header && c.request_bytes > 0 && (hdr_len >= sizeof hdr - 1 || memchr(hdr, '\n', hdr_len) != NULL))
-            break;
+    while (req.request_bytes == 0 || !pqs_stream_req_complete(&req, false)) {
         r = s2n_recv(conn, w->buf, sizeof w->buf, &blocked);
         if (r <= 0) {
             c.close_kind = close_kind(r);
+            c.first_app_ns = req.first_app_ns;
+            c.request_bytes = req.request_bytes;
             goto info; /* closed without (a full) request: normal for handshake-only */
         }
-        if (c.first_app_ns == 0)
-            c.first_app_ns = pqs_mono_ns();
-        c.request_bytes += (uint64_t)r;
-        if (hdr_len < sizeof hdr - 1) {
-            size_t take = (size_t)r < sizeof hdr - 1 - hdr_len ? (size_t)r : sizeof hdr - 1 - hdr_len;
-            memcpy(hdr + hdr_len, w->buf, take);
-            hdr_len += take;
-        }
-        if (!have_header)
-            have_header = pqs_parse_request_header(hdr, hdr_len, &c.request_len, &resp_len);
+        pqs_stream_req_feed(&req, w->buf, (size_t)r);
     }
+    c.first_app_ns = req.first_app_ns;
+    c.request_bytes = req.request_bytes;
+    c.request_len = req.have_header ? req.req_len : -1;
     c.request_done_ns = pqs_mono_ns();
-    uint64_t want = have_header && resp_len >= 0 ? (uint64_t)resp_len : cfg->response_bytes;
+    uint64_t want = pqs_stream_req_response(&req, cfg->response_bytes);
     memset(w->buf, 'x', sizeof w->buf);
     while (c.response_bytes < want) {
         size_t chunk = want - c.response_bytes > PQS_TCP_IO_CHUNK ? PQS_TCP_IO_CHUNK : (size_t)(want - c.response_bytes);

@@ -3,8 +3,8 @@
 #include "stacks.h"
 
 #include <openssl/crypto.h>
-#include <stdio.h>
-#include <string.h>
+
+#include "cli.h"
 
 extern const pqs_transport pqs_transport_tcp, pqs_tcp_stack_s2n;
 const char *pqs_s2n_stack_version(void); /* s2n/stack.c */
@@ -19,15 +19,7 @@ const size_t pqs_tls_stack_count = sizeof pqs_tls_stacks / sizeof pqs_tls_stacks
 
 const pqs_tls_stack *pqs_tls_stack_find(const char *prog, const char *name)
 {
-    char avail[128] = "";
-    size_t n = 0;
-    for (size_t k = 0; k < pqs_tls_stack_count; k++) {
-        if (strcmp(name, pqs_tls_stacks[k].name) == 0)
-            return &pqs_tls_stacks[k];
-        n += (size_t)snprintf(avail + n, n < sizeof avail ? sizeof avail - n : 0, "%s%s", k ? ", " : "",
-                              pqs_tls_stacks[k].name);
-    }
-    pqs_usage_error(prog, "unknown --tls-stack '%s'; available: %s", name, avail);
+    return pqs_cli_row_find(prog, "--tls-stack", name, pqs_tls_stacks, pqs_tls_stack_count, sizeof pqs_tls_stacks[0]);
 }
 
 void pqs_tls_stack_json(pqs_json *j, const void *opts)
