@@ -1,4 +1,4 @@
-"""The eighteen figure kinds. Each takes the analysis (summary + samples) and returns figures with
+"""The nineteen figure kinds. Each takes the analysis (summary + samples) and returns figures with
 a title and a caption built from the metadata, or raises Skip with a one-line reason (the
 experiment has no data for it). Files: <out>/figures/<name>.pdf (vector) and .png. The kinds live in
 analysis/figs/ by family, each declaring its KINDS; this module composes them and draws.
@@ -20,8 +20,11 @@ marked (analysis/figs/msgsizes.py). Figure 17 (trace_bursts, drawn when a run ha
 profile beside a constant one): what delivery bursts do to each algorithm's handshake times
 (analysis/figs/traces.py). Figure 18 (auth_size, drawn when the cells span authentication bytes):
 handshake time against the server's Certificate and CertificateVerify bytes with the model's
-round-trip steps (analysis/figs/authsize.py). A run that sweeps settings (experiments/axes/)
-draws each kind once per combination of their values, auth_size once for the whole run."""
+round-trip steps (analysis/figs/authsize.py). Figure 19 (tls_stacks, drawn when a run has the
+cells of more than one TLS stack over TCP): handshake times per stack (OpenSSL, s2n-tls on AWS-LC)
+and algorithm, one panel per profile, with the TCP model's bound and each stack's ratio to
+OpenSSL's (analysis/figs/tls_stacks.py). A run that sweeps settings (experiments/axes/) draws each
+kind once per combination of their values, auth_size once for the whole run."""
 
 from __future__ import annotations
 
@@ -36,8 +39,8 @@ from pqshake.errors import UserError
 from pqshake.experiments import transports as T
 
 from . import style as ST
-from .figs import (authsize, costs, distributions, fs0rtt, heatmap, msgsizes, onertt, quic_engines, sweeps, traces,
-                   transport)
+from .figs import (authsize, costs, distributions, fs0rtt, heatmap, msgsizes, onertt, quic_engines, sweeps,
+                   tls_stacks, traces, transport)
 from .figs.base import Ctx, FigOut, Skip  # noqa: F401
 from .figs.costs import fig_bound, fig_bytes, fig_cpu, fig_modes  # noqa: F401
 from .figs.distributions import fig_box, fig_ecdf  # noqa: F401
@@ -47,9 +50,10 @@ from .figs.sweeps import fig_loss, fig_mtu, fig_rate, fig_rtt  # noqa: F401
 from .figs.transport import fig_transport  # noqa: F401
 from .report import Analysis
 
-# The families (analysis/figs/), in figure order: each declares its kinds; `--only 1-18` numbers
-# them in this order.
-FAMILIES = (sweeps, distributions, heatmap, costs, transport, onertt, fs0rtt, quic_engines, msgsizes, traces, authsize)
+# The families (analysis/figs/), in figure order: each declares its kinds; `--only 1-19` numbers
+# them in this order (a new family goes last, so the numbers of the others stay what they were).
+FAMILIES = (sweeps, distributions, heatmap, costs, transport, onertt, fs0rtt, quic_engines, msgsizes, traces, authsize,
+            tls_stacks)
 KINDS: dict[str, Callable[[Ctx], list[FigOut]]] = {k: f for fam in FAMILIES for k, f in fam.KINDS.items()}
 # Drawn once per transport when a run has more than one (the other kinds handle transport inside).
 PER_TRANSPORT = ("loss", "rate", "mtu", "rtt", "ecdf", "box", "bytes", "modes")

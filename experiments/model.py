@@ -26,6 +26,7 @@ Mode = Literal[M.NAMES]  # type: ignore[valid-type]
 MODES: tuple[str, ...] = M.NAMES
 Transport = Literal[T.NAMES]  # type: ignore[valid-type]
 QuicEngine = Literal[tuple(T.QUIC_ENGINES)]  # type: ignore[valid-type]
+TlsStack = Literal[tuple(T.TLS_STACKS)]  # type: ignore[valid-type]
 TRANSPORTS: tuple[str, ...] = T.NAMES
 SEED_MAX = 2**63 - 1  # the order seed, in the file or as --seed
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -174,6 +175,9 @@ class Experiment(BaseModel):
     quic_engines: list[QuicEngine] = Field(default_factory=lambda: [T.QUIC_ENGINE_DEFAULT], min_length=1,
                                            description="quic cells: the QUIC implementations to run each on "
                                            "(openssl: OpenSSL's own; ngtcp2: ngtcp2 over the same OpenSSL)")
+    tls_stacks: list[TlsStack] = Field(default_factory=lambda: [T.TLS_STACK_DEFAULT], min_length=1,
+                                       description="tcp cells: the TLS stacks to run each on (openssl: OpenSSL, the "
+                                       "programs' default; s2n: s2n-tls on AWS-LC)")
     quic_cc: Literal["reno", "cubic", "bbr"] | None = Field(default=None, description="ngtcp2 quic cells: "
                                                             "congestion control (default cubic)")
     quic_initial_rtt: int | None = Field(default=None, description="ngtcp2 quic cells: the RTT assumed before "
@@ -317,6 +321,33 @@ class Experiment(BaseModel):
         if knobs and not any(T.takes_engine_knobs(t) for t in self.transports):
             raise ValueError(f"{', '.join(knobs)}: settings of the ngtcp2 QUIC engine, but no cell runs it "
                              f"(add quic_engines: [{T.QUIC_ENGINE_DEFAULT}, ngtcp2], or remove them)")
+        return self
+
+    @model_validator(mode="after")
+    def _tls_stacks(self) -> "Experiment":
+        """tls_stacks: each tcp cell runs once per TLS stack, as that stack's row (tcp for OpenSSL,
+        the default: its cells keep their ids and argv; tcp+s2n for s2n-tls on AWS-LC). After
+        _tcp_fastopen: tcp+tfo is TCP Fast Open on OpenSSL, whichever stacks the tcp cells run."""
+        tcp = T.TCP.name
+        rows = [T.TLS_STACKS[s].name for s in self.tls_stacks]
+        if "tls_stacks" in self.model_fields_set and tcp not in self.transports:
+            # tcp+s2n written as a transport is that stack's row already: tls_stacks would
+            # change nothing (a setting that changes nothing is refused).
+            named = [t for t in self.transports if t in rows and t != tcp]
+            raise ValueError(f"tls_stacks: {', '.join(self.tls_stacks)} chooses the TLS stacks of the {tcp} cells, but "
+                             f"transports has no {tcp}"
+                             + (f" ({', '.join(named)} names its stack itself)" if named else "")
+                             + f" (add {tcp} to transports, or remove tls_stacks)")
+        if self.tcp_fastopen and T.TLS_STACK_DEFAULT not in self.tls_stacks:
+            # TCP Fast Open is OpenSSL's alone: without OpenSSL's tcp cells it would have no cell
+            # of its own stack to be compared with, and the s2n cells would not use it.
+            raise ValueError(f"tls_stacks: tcp_fastopen: true runs {T.TCP_TFO.name} on {T.TCP.tls_stack_text} beside "
+                             f"its {tcp} cells, but tls_stacks has no {T.TLS_STACK_DEFAULT} (add "
+                             f"{T.TLS_STACK_DEFAULT} to tls_stacks, or remove tcp_fastopen)")
+        if tcp in self.transports:
+            i = self.transports.index(tcp)
+            rest = [t for t in self.transports if t not in rows and t != tcp]
+            self.transports = rest[:i] + rows + rest[i:]
         return self
 
     @model_validator(mode="before")
@@ -466,7 +497,7 @@ class Experiment(BaseModel):
         return ns
 
 
-    @field_validator("groups", "sigs", "modes", "transports", "quic_engines")
+    @field_validator("groups", "sigs", "modes", "transports", "quic_engines", "tls_stacks")
     @classmethod
     def _unique(cls, v: list[str]) -> list[str]:
         seen = [x for i, x in enumerate(v) if x in v[:i]]

@@ -26,6 +26,12 @@ def _ecdf_kw(tr: str) -> dict:
 _DASH = {"-": "solid", "--": "dashed", ":": "dotted", "-.": "dash-dotted"}
 
 
+def _dash(tr: str) -> str:
+    """A transport's ECDF dash in words: its row's, for a dash pattern; else the named style's."""
+    row = T.find(tr)
+    return (row.linestyle_text if row is not None else "") or _DASH.get(_ecdf_kw(tr).get("linestyle", "-"), "solid")
+
+
 def _short(tr: str) -> str:
     row = T.find(tr)
     return row.table_label if row is not None else tr
@@ -87,7 +93,7 @@ def fig_transport(ctx: Ctx) -> list[FigOut]:
         tp = ctx.t[(ctx.t["profile"] == p) & (ctx.t["mode"] == mode)]
         drawn = [tr for tr in trs if (d["transport"] == tr).any()]
         title = f"{' vs '.join(_short(tr) for tr in drawn)} per algorithm, profile {p}"
-        over = [f"{_short(tr)} ({_DASH.get(_ecdf_kw(tr).get('linestyle', '-'), 'solid')})" for tr in drawn]
+        over = [f"{_short(tr)} ({_dash(tr)})" for tr in drawn]
         cap = (f"Empirical CDFs of {MODE_LABELS.get(mode, mode)} handshake times (client side, every attempt: a curve "
                f"ends at 1 - failure rate) over {', '.join(over[:-1])} and {over[-1]} for each algorithm run on "
                f"{'both' if len(drawn) == 2 else 'more than one'}, profile {_profile_text(ctx.a.run, [p])}. "

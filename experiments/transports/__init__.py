@@ -1,6 +1,7 @@
-"""The transports: one module each (tcp.py holds tcp and its Fast Open variant tcp+tfo, quic.py,
-turbotls.py) and one row each in REGISTRY below (issue 21; Pantheon's shape: a scheme is one
-wrapper file plus one row in a config). docs/adding-a-transport.md says how to add one.
+"""The transports: one module each (tcp.py holds tcp, its Fast Open variant tcp+tfo and its s2n-tls
+stack tcp+s2n, quic.py quic and its ngtcp2 engine quic+ngtcp2, turbotls.py) and one row each in
+REGISTRY below (issue 21; Pantheon's shape: a scheme is one wrapper file plus one row in a config).
+docs/adding-a-transport.md says how to add one.
 
 A row (a Transport) carries everything the rest of pqshake asks of a transport: its name and
 look, the modes it refuses and why, the smallest MTU it runs on, the options it adds to the
@@ -54,7 +55,9 @@ class Transport:
     label: str = ""  # figure legends and captions ("TLS/TCP")
     short: str = ""  # table cells and per-transport panel titles ("TCP"); "" = the name
     colour: str = "#777777"
-    linestyle: str = "-"
+    linestyle: str | tuple = "-"  # a named matplotlib style, or a dash pattern (offset, (on, off, ...))
+    # Its dash in words for captions where it is a pattern; "" for a named style (the caption names it).
+    linestyle_text: str = ""
     marker: str = "o"
     rank: int = 9  # place in tables and figures (not the registry order, which is the file's)
     min_mtu: int = 0  # the smallest link MTU it runs on (plan refusal, synthetic cells)
@@ -205,14 +208,16 @@ def refuse_modes(t: Transport, ef: Any, cells: list[Any]) -> None:
         refuse_mode(t, ef, c)
 
 
-def refuse_mode(t: Transport, ef: Any, c: Any) -> None:
-    """A cell whose mode the transport does not run: the reason, and the three ways out."""
+def refuse_mode(t: Transport, ef: Any, c: Any, drop: str | None = None) -> None:
+    """A cell whose mode the transport does not run: the reason, and the three ways out. drop: how
+    the file drops the transport's cells where that is not "<name> from transports" (a row the
+    file chose through another key, such as tls_stacks)."""
     from pqshake.errors import UserError
 
     if c.mode not in t.modes:
         why = t.why_refused(c.mode) or f"{t.name} runs {', '.join(t.modes)} only"
         raise UserError(f"{ef.where('transports')}: mode {c.mode} cannot run over {t.name} ({why}); remove "
-                        f"{c.mode} from modes or {t.name} from transports, or add the exclude rule "
+                        f"{c.mode} from modes or {drop or f'{t.name} from transports'}, or add the exclude rule "
                         f"{{transport: {t.name}, mode: {c.mode}}}")
 
 
@@ -236,10 +241,10 @@ def refuse_small_mtu(t: Transport, ef: Any, cells: list[Any], profs: dict[str, A
 # The rows, in the order experiment files and messages list them (the Literal of
 # experiments/model.py is built from it). Imported here, after Transport, which they subclass.
 from .quic import NGTCP2_DEFAULTS, QUIC, QUIC_NGTCP2  # noqa: E402
-from .tcp import TCP, TCP_TFO  # noqa: E402
+from .tcp import TCP, TCP_S2N, TCP_TFO  # noqa: E402
 from .turbotls import TURBOTLS  # noqa: E402
 
-REGISTRY: tuple[Transport, ...] = (TCP, TCP_TFO, QUIC, QUIC_NGTCP2, TURBOTLS)
+REGISTRY: tuple[Transport, ...] = (TCP, TCP_TFO, TCP_S2N, QUIC, QUIC_NGTCP2, TURBOTLS)
 
 NAMES: tuple[str, ...] = tuple(t.name for t in REGISTRY)
 ORDER: tuple[str, ...] = tuple(t.name for t in sorted(REGISTRY, key=lambda t: t.rank))  # tables, figures
@@ -254,6 +259,14 @@ QUIC_ENGINE_DEFAULT: str = QUIC.quic_engine
 # The experiment keys that set a non-default engine's own knobs (quic_cc, ...), and which rows
 # take them: the model refuses them without such a row, the plan without such a cell.
 ENGINE_KNOBS: tuple[str, ...] = tuple(NGTCP2_DEFAULTS)
+
+
+# The TLS stacks of TLS over TCP (experiment key tls_stacks): stack name -> its row; the first is
+# tcp's default (OpenSSL), whose cells keep the ids and argv they had before stacks existed.
+# tcp+tfo runs on OpenSSL too, but it is TCP Fast Open's row (tcp_fastopen), not a stack's.
+TLS_STACKS: dict[str, Transport] = {t.tls_stack: t for t in REGISTRY
+                                    if getattr(t, "tls_stack", None) and not getattr(t, "tfo", False)}
+TLS_STACK_DEFAULT: str = TCP.tls_stack
 
 
 def takes_engine_knobs(name: str) -> bool:
@@ -279,5 +292,5 @@ def find(name: Any) -> Transport | None:
 
 
 def names_text() -> str:
-    """'tcp, tcp+tfo, quic or turbotls' for messages."""
+    """'tcp, tcp+tfo, tcp+s2n, quic, quic+ngtcp2 or turbotls' for messages."""
     return ", ".join(NAMES[:-1]) + " or " + NAMES[-1]

@@ -305,7 +305,7 @@ class Quic(Transport):
     label = "QUIC"
     short = "QUIC"
     colour, linestyle, marker = "#D55E00", "--", "D"
-    rank = 3
+    rank = 4
     quic_engine = "openssl"  # --quic-engine: the implementation under both programs
     min_mtu = QUIC_MIN_MTU
     refused = QUIC_REFUSED_MODES
@@ -488,7 +488,7 @@ class QuicNgtcp2(Quic):
     label = "QUIC (ngtcp2)"
     short = "QUIC/ngtcp2"
     colour, linestyle, marker = "#CC79A7", ":", "v"
-    rank = 4
+    rank = 5
     quic_engine = "ngtcp2"
     timing_text = ""  # as QUIC's, said once
 

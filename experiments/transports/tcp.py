@@ -1,6 +1,9 @@
-"""TLS over TCP (the programs' default transport) and its variant tcp+tfo: TCP Fast Open on both
-ends, the first flight in the SYN once an earlier connection fetched a cookie. Their handshake
-model is the shared timeline of experiments/handshake_model.py (lower_bound)."""
+"""TLS over TCP (the programs' default transport) and its variants: tcp+tfo, TCP Fast Open on both
+ends, the first flight in the SYN once an earlier connection fetched a cookie; tcp+s2n, the same
+TLS over TCP on a second TLS stack, s2n-tls on AWS-LC (pqs-server / pqs-timer --tls-stack s2n;
+experiment key tls_stacks), beside OpenSSL's. Their handshake model is the shared timeline of
+experiments/handshake_model.py (lower_bound): the stack is an implementation, the protocol and
+so the bound are TCP's."""
 
 from __future__ import annotations
 
@@ -11,10 +14,35 @@ from typing import Any
 
 from .. import handshake_model as hm
 from .. import modes as M
-from . import Transport
+from . import Column, Transport, refuse_mode
 
 NAME = "tcp"
 TFO_NAME = "tcp+tfo"
+S2N_NAME = "tcp+s2n"
+# The TLS stacks (pqs-server / pqs-timer --tls-stack): OpenSSL, the programs' default, and s2n-tls
+# on AWS-LC.
+OPENSSL_STACK = "openssl"
+S2N_STACK = "s2n"
+# What the s2n stack runs, as its C side runs it (testbed/s2n/s2n_common.c, policies[]): s2n-tls
+# takes named security policies, not group lists, so a --groups value is a group some policy puts
+# first, and each policy allows its own certificate algorithms. Group (as the algorithm registry,
+# pqshake/algorithms.yaml, spells it) -> (the policy, whether it allows ML-DSA certificates). The
+# plan refuses the rest, one line per cell, before any network: no cell starts that the C side
+# would refuse, or whose every handshake would fail (an ML-DSA chain under a policy without it).
+S2N_POLICIES = {"X25519MLKEM768": ("20250512", True), "secp256r1": ("20240503", False),
+                "x25519": ("20240603", False)}
+# Certificate algorithms every policy allows: ECDSA P-256/P-384 and RSA of any size (the registry's
+# rsa family; signed with RSA-PSS); ML-DSA where the policy allows it.
+S2N_SIGS = ("ecdsa-p256", "ecdsa-p384")
+S2N_SIG_FAMILIES = ("rsa",)
+S2N_MLDSA = ("ml-dsa-44", "ml-dsa-65", "ml-dsa-87")
+# The modes the s2n stack runs: full and resume (and mutual TLS, a setting of either); the
+# others with the reason its C side gives (testbed/s2n/stack.c, mode_why).
+S2N_NOT_IMPLEMENTED = "not implemented on the s2n stack"
+S2N_REFUSED_MODES = {M.HRR: "s2n-tls picks its key shares from its security policy; no decoy share can be forced",
+                     M.TLS12: "the s2n stack is run with TLS 1.3 policies only",
+                     # every other mode, and one added later, until the s2n stack implements it
+                     **{m: S2N_NOT_IMPLEMENTED for m in M.NAMES if m not in (M.FULL, M.RESUME, M.HRR, M.TLS12)}}
 _LOWER_BOUND_ARGS = frozenset(inspect.signature(hm.lower_bound).parameters)
 TFO_QUEUE = 64  # pqs-server --tcp-fastopen: the kernel's queue of pending Fast Open requests
 
@@ -28,6 +56,11 @@ class Tcp(Transport):
     bare_cell_id = True  # tcp cells keep the ids they had before transports existed
     timing_text = "Over TCP the time includes the TCP handshake"
     tfo = False
+    tls_stack = OPENSSL_STACK  # --tls-stack: the TLS implementation under both programs (tcp+tfo's too)
+    tls_stack_text = "OpenSSL"  # the stack in legends and captions
+    # The stack each cell ran on (DONE, from cell_info): openssl / s2n; null for the other
+    # transports' cells and for runs from before stacks.
+    cell_columns = (Column("tls_stack", "cfg_tls_stack", "text"),)
 
     def bound(self, rtt_s: float, sizes: tuple[int, int, int, int], *, registry=None, client_auth: str | None = None,
               client_chain_depth: int = 1, request_bytes: int = 1, **kw: Any) -> hm.Bound:
@@ -41,6 +74,12 @@ class Tcp(Transport):
     def check(self, ef: Any, cells: list[Any], profs: dict[str, Any]) -> None:
         """TLS over TCP runs every mode on any link."""
 
+    def cell_info(self, exp: Any) -> dict[str, Any]:
+        return {"tls_stack": self.tls_stack}
+
+    def synthetic_cell(self, spec: Any) -> dict[str, Any]:
+        return {"tls_stack": self.tls_stack}
+
 
 class TcpFastOpen(Tcp):
     """Any mode gains (full, hrr and tls12 too: the cookie fetched by an earlier connection lets
@@ -50,7 +89,7 @@ class TcpFastOpen(Tcp):
     label = "TLS/TCP+TFO"
     short = ""  # tables and panels show tcp+tfo as it is written
     colour, linestyle, marker = "#009E73", "-.", "s"
-    rank = 1
+    rank = 2
     bare_cell_id = False
     tfo = True
     timing_text = ""  # as TCP's, said once
@@ -63,5 +102,108 @@ class TcpFastOpen(Tcp):
         return ["--tcp-fastopen"]
 
 
+def _exclude_rule(**rule: Any) -> str:
+    return "{" + ", ".join(f"{k}: {v}" for k, v in rule.items()) + "}"
+
+
+class TcpS2n(Tcp):
+    """TLS over TCP on s2n-tls with AWS-LC as its libcrypto (--tls-stack s2n), beside OpenSSL: the
+    same TCP, link, certificates (pqs-server writes them with OpenSSL either way) and JSON lines;
+    only the TLS implementation differs, so the bound is TCP's and a gap between the stacks is
+    the implementation's. It runs full and resume handshakes (mutual TLS too) with the groups and
+    certificates of the security policies above, TLS 1.3 only, without certificate compression;
+    the experiment key tls_stacks chooses it for each tcp cell."""
+
+    name = S2N_NAME
+    label = "TLS/TCP (s2n-tls)"
+    short = "TCP/s2n"
+    # Okabe-Ito sky blue beside TCP's blue; dash-dot-dot and a plus marker, which no other row
+    # has, so it is told apart from every row without its colour.
+    colour, linestyle, marker = "#56B4E9", (0, (5, 1.5, 1, 1.5, 1, 1.5)), "P"
+    linestyle_text = "dash-dot-dotted"
+    rank = 1
+    # A stack saves no round trip: the one-round-trip figure (analysis/figs/onertt.py) leaves it
+    # out; figure tls_stacks compares the stacks.
+    onertt_modes = ()
+    bare_cell_id = False  # its cells' ids end in __tcp+s2n
+    timing_text = ""  # as TCP's, said once
+    tls_stack = S2N_STACK
+    tls_stack_text = "s2n-tls on AWS-LC"
+    refused = S2N_REFUSED_MODES
+
+    def server_args(self, cell: Any, exp: Any, qlog: Path | None) -> list[str]:
+        return ["--tls-stack", self.tls_stack]
+
+    def timer_args(self, cell: Any, exp: Any, qlog: Path | None) -> list[str]:
+        return ["--tls-stack", self.tls_stack]
+
+    def plan_note(self, m: Any) -> str:
+        return f" ({self.name}: {self.tls_stack_text}, TLS 1.3, {' and '.join(self.modes)} only)"
+
+    @staticmethod
+    def sig_why(name: str, group: str, reg: Any) -> str | None:
+        """Why the s2n stack cannot run certificates of this signature algorithm under this
+        group's policy (None: it can). group: one of S2N_POLICIES."""
+        a = reg.get(name)
+        if name in S2N_SIGS or (a is not None and a.family in S2N_SIG_FAMILIES):
+            return None
+        policy, mldsa = S2N_POLICIES[group]
+        if name in S2N_MLDSA:
+            with_it = ", ".join(g for g, (_, m) in S2N_POLICIES.items() if m)
+            return None if mldsa else f"s2n-tls's policy for {group}, {policy}, has no ML-DSA; ML-DSA runs with {with_it}"
+        return f"s2n-tls on AWS-LC takes {', '.join([*S2N_SIGS, *(f'any {f}-*' for f in S2N_SIG_FAMILIES), *S2N_MLDSA])}"
+
+    def check(self, ef: Any, cells: list[Any], profs: dict[str, Any]) -> None:
+        """Before any network, each cell the s2n stack would refuse or fail: its mode, its group
+        (one a security policy puts first), a signature algorithm of its chains (the leaf's, the
+        intermediates', the root's, the client's under mutual TLS) the group's policy does not
+        allow, certificate compression. One line each, naming the field and the exclude rule that
+        drops the cell."""
+        from pqshake.errors import UserError
+        from pqshake.registry import load_registry
+
+        from .. import axes as A
+
+        reg = load_registry()
+        # the file chose the stack with tls_stacks, or named this row in transports itself
+        drop = (f"{self.tls_stack} from tls_stacks" if self.name not in ef.data.get("transports", ())
+                else f"{self.name} from transports")
+        for c in cells:
+            refuse_mode(self, ef, c, drop)
+            if c.group not in S2N_POLICIES:
+                runs = [f"{g} (policy {p})" for g, (p, _) in S2N_POLICIES.items()]
+                raise UserError(f"{ef.where('groups')}: group {c.group} cannot run over {self.name} (s2n-tls takes named "
+                                f"security policies, not group lists: it runs {', '.join(runs[:-1])} or {runs[-1]}); "
+                                f"remove {c.group} from "
+                                f"groups, or add the exclude rule {_exclude_rule(transport=self.name, group=c.group)}")
+            view = ef.model.for_cell(c)
+            # the leaf's algorithm, then the other chains' where they apply to the cell
+            named = [("sigs", "sig", c.sig), *((a.key, a.key, getattr(view, a.key)) for a in A.REGISTRY
+                                               if a.sig and getattr(view, a.key) is not None and a.applies(view, c))]
+            for field, key, name in named:
+                why = self.sig_why(str(name), c.group, reg)
+                if why is None:
+                    continue
+                value = name if key == "sig" else A.get(key).show(name)
+                # under a policy without ML-DSA, the group is what the rule must name too
+                rule = ({"group": c.group} if str(name) in S2N_MLDSA else {}) | {key: value}
+                under = f" with group {c.group}" if str(name) in S2N_MLDSA else ""
+                raise UserError(f"{ef.where(field)}: {name} cannot run over {self.name}{under} ({why}); "
+                                f"choose another {'signature algorithm' if key == 'sig' else key}, or add the exclude "
+                                f"rule {_exclude_rule(transport=self.name, **rule)}")
+            if c.mode == M.RESUME and view.client_auth is not None:
+                # tls/s2n_server_new_session_ticket.c: no ticket under client authentication
+                raise UserError(f"{ef.where('client_auth')}: mode {c.mode} with client_auth cannot run over {self.name} "
+                                f"(s2n-tls's server issues no session ticket under client authentication); remove "
+                                f"client_auth, or add the exclude rule {_exclude_rule(transport=self.name, mode=c.mode)}")
+            comp = A.get("cert_compression")
+            if view.cert_compression != "off" and comp.applies(view, c):
+                raise UserError(f"{ef.where('cert_compression')}: {view.cert_compression}: the s2n stack does not "
+                                f"compress certificates (RFC 8879), so its cells would measure none; set "
+                                f"cert_compression: off, or add the exclude rule "
+                                f"{_exclude_rule(transport=self.name, cert_compression=view.cert_compression)}")
+
+
 TCP = Tcp()
 TCP_TFO = TcpFastOpen()
+TCP_S2N = TcpS2n()

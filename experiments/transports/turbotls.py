@@ -154,7 +154,7 @@ class TurboTls(Transport):
     label = "TurboTLS"
     short = ""  # tables and panels show turbotls as it is written
     colour, linestyle, marker = "#CC79A7", ":", "^"
-    rank = 2
+    rank = 3
     min_mtu = TURBO_MIN_MTU
     refused = TURBO_REFUSED_MODES
     early_data_why = "0-RTT over TurboTLS is not implemented"

@@ -33,14 +33,15 @@ def _valid_png(p):
 # fs0rtt: tests/analysis/test_fs0rtt_figure.py; quic_engines: tests/analysis/test_quic_engines.py;
 # msgsizes: tests/analysis/test_msgsizes.py (the fixture run predates the message sizes);
 # trace_bursts: tests/analysis/test_traces_figure.py (the fixture run replays no trace);
-# auth_size: tests/experiments/test_auth_size_netns.py (a real run: the fixture has no message sizes)
+# auth_size: tests/experiments/test_auth_size_netns.py (a real run: the fixture has no message sizes);
+# tls_stacks: tests/analysis/test_tls_stacks.py
 @pytest.mark.parametrize("kind", [k for k in KINDS if k not in ("transport", "onertt", "fs0rtt", "quic_engines",
-                                                                "msgsizes", "trace_bursts", "auth_size")])
+                                                                "msgsizes", "trace_bursts", "auth_size", "tls_stacks")])
 def test_every_kind_renders(rendered, kind):
     a, done, skipped = rendered
     # the fixture run is tcp only: the TCP vs QUIC and the per-transport-variant figures have nothing to pair
     assert [k for k, _ in skipped] == ["transport", "onertt", "fs0rtt", "quic_engines", "msgsizes",
-                                       "trace_bursts", "auth_size"], skipped
+                                       "trace_bursts", "auth_size", "tls_stacks"], skipped
     mine = [f for f in done if f.name == kind or f.name.startswith(kind + "-")]
     assert mine, f"{kind}: nothing rendered"
     for f in mine:

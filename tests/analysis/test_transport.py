@@ -66,9 +66,9 @@ def test_tables_and_report_name_the_transport(both):
 def test_figures_facet_by_transport_and_pair_them(both):
     a, done, skipped = both
     # cpu: no pqs-speed output here; fs0rtt: the run has no fs0rtt cells; quic_engines: one engine;
-    # trace_bursts: no trace-driven profile
-    assert [k for k, _ in skipped] in (["cpu", "fs0rtt", "quic_engines", "trace_bursts"],
-                                       ["fs0rtt", "quic_engines", "trace_bursts"]), skipped
+    # trace_bursts: no trace-driven profile; tls_stacks: one TLS stack
+    assert [k for k, _ in skipped] in (["cpu", "fs0rtt", "quic_engines", "trace_bursts", "tls_stacks"],
+                                       ["fs0rtt", "quic_engines", "trace_bursts", "tls_stacks"]), skipped
     names = {f.name for f in done}
     for kind in ("loss", "rate", "mtu", "rtt", "bytes", "ecdf-rtt10", "box-rtt10", "modes-rtt10"):
         assert {f"{kind}-tcp", f"{kind}-quic"} <= names, (kind, names)

@@ -298,3 +298,28 @@ def test_priming_connection_of_every_resumable_mode_is_left_out(write_exp, tmp_p
     assert srv.groupby("mode", observed=True).size().to_dict() == {"full": 8, "resume": 9, "resume_psk": 9, "0rtt": 9}
     run = load_runs([path])
     assert run.server.groupby("mode", observed=True).size().to_dict() == {"full": 6, "resume": 6, "resume_psk": 6, "0rtt": 6}
+
+
+def test_both_tls_stacks_through_the_runner(write_exp, tmp_path, loopback):
+    """tls_stacks: [openssl, s2n] through the runner with the real programs: each tcp cell once
+    per stack, the s2n cells' server and timer on --tls-stack s2n, every attempt complete, full
+    and resumed, and the same columns filled for both stacks (the message sizes too)."""
+    text = (EXP.replace("profiles: [lan, rtt10]", "profiles: [lan]").replace("[x25519, MLKEM768]", "[x25519, X25519MLKEM768]")
+            + "modes: [full, resume]\ntls_stacks: [openssl, s2n]\n")
+    path = _run(write_exp, tmp_path, loopback, text)
+    run = RunDir(path)
+    done = run.done_cells()
+    assert len(done) == 8 and all(d["status"] == "complete" for d in done.values()), done
+    assert {d["transport"] for d in done.values()} == {"tcp", "tcp+s2n"}
+    for k, d in done.items():
+        for prog in ("server", "timer"):
+            argv = json.loads((run.raw / k / f"{prog}.argv.json").read_text())
+            assert ("--tls-stack" in argv) == (d["transport"] == "tcp+s2n"), (k, argv)
+    s = load(path)
+    s = s[~s["warmup"]]
+    assert len(s) == 8 * 6 and s["ok"].all()
+    for tr, rows in s.groupby("transport"):
+        assert (rows["resumed"] == (rows["mode"] == "resume")).all(), tr
+        full = rows[rows["mode"] == "full"]
+        assert full["msgs_certificate"].notna().all() and (full["msgs_certificate"] > 0).all(), tr
+        assert (rows["tcp_data_segs_in"] > 0).all(), tr

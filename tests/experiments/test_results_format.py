@@ -68,15 +68,15 @@ def test_v1_fixture_gives_the_tables_v1_gave(v1_run):
     assert run.cells["reasons"].isna().all()
     run.cells = run.cells.drop(columns="reasons")
     # Columns added since (the server's and the client's per-connection CPU, the mode fs0rtt's own, the timer's
-    # message sizes, the QUIC engine of a quic cell): empty in a v1 run, and everything else as v1
-    # gave it.
+    # message sizes, the QUIC engine of a quic cell, the TLS stack of a tcp cell): empty in a v1 run,
+    # and everything else as v1 gave it.
     from pqshake.analysis.columns import MSGS_OPTIONAL
     from pqshake.experiments import modes as M
 
     for k, new in (("samples", {**M.columns("samples"), **MSGS_OPTIONAL, "cpu_ns": "client_cpu_ns", "acked_ns": "acked_ns",
                                 "local_port": "local_port", "server_fin_ns": "server_fin_ns"}),
                    ("server", {"cpu_ns": "server_cpu_ns", **M.columns("server")}),
-                   ("cells", {**M.columns("cells"), "quic_engine": "cfg_quic_engine"})):
+                   ("cells", {**M.columns("cells"), "quic_engine": "cfg_quic_engine", "tls_stack": "cfg_tls_stack"})):
         df = getattr(run, k)
         added = [c for c in new.values() if c in df.columns]
         assert added and df[added].isna().all().all(), (k, added)

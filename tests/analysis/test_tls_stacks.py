@@ -1,0 +1,77 @@
+"""TLS stacks through the analysis (issue 33): a synthetic run with tcp (OpenSSL) and tcp+s2n (s2n-tls on
+AWS-LC) cells, written through the runner's writer, gives one summary row per stack with the TCP
+model's bound and s2n's ratio to OpenSSL's, the stack in each cell's record, and figure tls_stacks
+(panels wrapped, initial windows in the caption); a run with one stack skips that figure with a
+one-line reason naming the experiment key."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pqshake.analysis import figures as F
+from pqshake.analysis import report as R
+from pqshake.analysis import synthetic as syn
+from pqshake.experiments import transports as T
+
+from .conftest import small_spec
+from .test_figures import _valid_pdf, _valid_png
+
+STACKS = [T.DEFAULT, T.TCP_S2N.name]
+
+
+def _iw(prof: dict, segments: int) -> dict:
+    """A profile with the initial window the runner records (plan.profile_figures)."""
+    return {**prof, "initcwnd_client": segments, "initcwnd_server": segments}
+
+
+# Four profiles: more than one row of panels (analysis/figs/tls_stacks.py MAX_COLS)
+PROFILES = {"ts-rtt10-iw10": _iw(syn.profile(10), 10), "ts-rtt10-iw24": _iw(syn.profile(10), 24),
+            "ts-rtt100": syn.profile(100), "ts-rtt30-loss3": syn.profile(30, 0.03)}
+
+
+@pytest.fixture(scope="module")
+def stacks(tmp_path_factory):
+    path = tmp_path_factory.mktemp("ts") / "run"
+    syn.generate(path, small_spec(transports=STACKS, modes=["full", "resume"], profiles=PROFILES,
+                                  base_profile="ts-rtt10-iw10", groups=["x25519", "X25519MLKEM768"],
+                                  sigs=["ecdsa-p256", "ml-dsa-65"],
+                                  meta={"stack": {"deps_s2n_version": "998d4bb", "deps_awslc_version": "5.12.0"}}))
+    a = R.analyze([path], speed="none", echo=lambda s: None, n_boot=200)
+    done, skipped = F.render(a, style="thesis", only=["tls_stacks"], echo=lambda s: None)
+    return a, done, skipped
+
+
+def test_one_row_per_stack_with_its_ratio_to_openssl(stacks):
+    a, _, _ = stacks
+    t = a.summary.table
+    assert set(t["transport"]) == set(STACKS)
+    key = ["group", "sig", "profile", "mode"]
+    tcp = t[t["transport"] == T.DEFAULT].set_index(key)
+    s2n = t[t["transport"] == T.TCP_S2N.name].set_index(key)
+    assert len(s2n) == len(tcp) and s2n["vs_tcp"].notna().all()
+    assert np.allclose(s2n["vs_tcp"], s2n["p50_ms"] / tcp.loc[s2n.index, "p50_ms"])
+    # the TCP model for either stack: the same bound cell by cell
+    assert np.allclose(s2n["bound_ms"], tcp.loc[s2n.index, "bound_ms"])
+    cells = a.run.cells
+    assert dict(zip(cells["transport"], cells["cfg_tls_stack"])) == {T.DEFAULT: "openssl", T.TCP_S2N.name: "s2n"}
+
+
+def test_the_figure_renders(stacks):
+    _, done, skipped = stacks
+    assert not skipped, skipped
+    (f,) = done
+    assert f.name == "tls-stacks" and "s2n-tls 998d4bb on AWS-LC 5.12.0" in f.caption, f.caption
+    assert "bound" in f.caption and "n = " in f.caption and "ts-rtt10-iw24 24/24" in f.caption
+    assert "ts-rtt100 " not in f.caption.split("initial windows")[1]  # a profile at the kernel's window is not listed
+    _valid_pdf(next(p for p in f.files if p.suffix == ".pdf"))
+    _valid_png(next(p for p in f.files if p.suffix == ".png"))
+
+
+def test_one_stack_skips_with_the_key_to_add(tmp_path):
+    path = tmp_path / "run"
+    syn.generate(path, small_spec(transports=[T.DEFAULT, T.QUIC.name], modes=["full"], groups=["x25519"],
+                                  sigs=["ecdsa-p256"]))
+    a = R.analyze([path], speed="none", echo=lambda s: None, n_boot=100)
+    done, skipped = F.render(a, style="thesis", only=["tls_stacks"], echo=lambda s: None)
+    assert not done and skipped == [("tls_stacks", "the run has one TLS stack; add tls_stacks: [openssl, s2n]")]
