@@ -749,6 +749,7 @@ int main(int argc, char **argv)
         if (fd < 0 || (keylog_file = fdopen(fd, "a")) == NULL)
             pqs_usage_error(PROG, "bad --keylog '%s': %s", cfg->keylog, strerror(errno));
         SSL_CTX_set_keylog_callback(ctx, keylog_cb);
+        cfg->p.keylog = keylog_file; /* a stack other than OpenSSL's writes its lines here */
     }
 
     /* Request: "PQS <len> <resp>\n" padded to its length. */

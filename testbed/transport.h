@@ -15,6 +15,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/socket.h>
 
 #include <openssl/ssl.h>
@@ -74,6 +75,7 @@ typedef struct pqs_client_params {
     const char *groups;
     const char *ca;
     const char *client_cert;
+    FILE *keylog;            /* --keylog: the NSS key log lines go here (NULL: none) */
 } pqs_client_params;
 
 /* The common record of one attempt: every member of the attempt line that is not one

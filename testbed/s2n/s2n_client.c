@@ -98,7 +98,7 @@ static void make_config(pqs_client *c, s2n_client_state *st)
     if (st->cfg == NULL || s2n_config_set_cipher_preferences(st->cfg, policy) != 0
         || s2n_config_set_session_tickets_onoff(st->cfg, 1) != 0
         || s2n_config_set_session_ticket_cb(st->cfg, ticket_cb, st) != 0
-        || (p->instrument && s2n_config_set_key_log_cb(st->cfg, pqs_s2n_key_log, NULL) != 0)) {
+        || ((p->instrument || p->keylog != NULL) && s2n_config_set_key_log_cb(st->cfg, pqs_s2n_key_log, p->keylog) != 0)) {
         snprintf(st->cfg_why, sizeof st->cfg_why, "s2n config (policy %s): %s", policy, pqs_s2n_error(s2n_errno, e, sizeof e));
         return;
     }

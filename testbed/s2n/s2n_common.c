@@ -277,7 +277,8 @@ static int hex_value(uint8_t c)
 
 int pqs_s2n_key_log(void *ctx, struct s2n_connection *conn, uint8_t *line, size_t len)
 {
-    (void)ctx;
+    if (ctx != NULL) /* --keylog: one call, whole lines under concurrency (as OpenSSL's path) */
+        fprintf(ctx, "%.*s\n", (int)len, (const char *)line);
     pqs_s2n_obs *o = s2n_connection_get_ctx(conn);
     static const char *const labels[2] = {"CLIENT_HANDSHAKE_TRAFFIC_SECRET ", "SERVER_HANDSHAKE_TRAFFIC_SECRET "};
     if (o == NULL || !o->on)

@@ -65,7 +65,7 @@ void pqs_s2n_obs_wipe(pqs_s2n_obs *o);
 /* The buffers freed (a worker's last attempt, a server's connection). */
 void pqs_s2n_obs_release(pqs_s2n_obs *o);
 /* s2n-tls's key log callback (s2n_config_set_key_log_cb): the handshake traffic secrets of the
- * connection's observer (its s2n_connection ctx). */
+ * connection's observer (its s2n_connection ctx); ctx: pqs-timer's --keylog file, or NULL. */
 int pqs_s2n_key_log(void *ctx, struct s2n_connection *conn, uint8_t *line, size_t len);
 
 /* Negotiated parameters in pqs_tlsinfo's terms (names as OpenSSL's, so that a line reads the

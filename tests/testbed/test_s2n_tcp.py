@@ -98,6 +98,22 @@ def test_s2n_mutual_tls_and_classical_policy(tmp_path):
         assert len(conns) == 3 and all(c["ok"] and c["client_sig"] == "ecdsa-p256" for c in conns), conns[-1]
 
 
+def test_s2n_keylog(tmp_path):
+    """--keylog on the s2n stack: the NSS key log lines of each connection (what a capture's
+    keys file needs to decrypt it), written as OpenSSL's path writes them."""
+    keylog = tmp_path / "keys.txt"
+    with Server(tmp_path, "--groups", "X25519MLKEM768", "--sig", "ecdsa-p256") as srv:
+        r = run_timer("--tls-stack", "s2n", "--connect", srv.addr, "--ca", srv.ca, "--groups", "X25519MLKEM768",
+                      "--samples", 2, "--warmup", 0, "--keylog", keylog)
+        assert r.returncode == 0 and r.summary["ok"] == 2, r.records[-2:]
+    lines = keylog.read_text().splitlines()
+    for label in ("CLIENT_HANDSHAKE_TRAFFIC_SECRET", "SERVER_HANDSHAKE_TRAFFIC_SECRET", "CLIENT_TRAFFIC_SECRET_0",
+                  "SERVER_TRAFFIC_SECRET_0"):
+        got = [ln for ln in lines if ln.startswith(label + " ")]
+        assert len(got) == 2 and all(re.fullmatch(r"\S+ [0-9a-f]{64} [0-9a-f]{64}", ln) for ln in got), lines
+    assert oct(keylog.stat().st_mode & 0o777) == "0o600"
+
+
 def test_s2n_refusals(tmp_path):
     """Usage errors of one line, before any connection: modes, groups the policies do not run,
     TCP Fast Open, and --tls-stack with another transport."""
