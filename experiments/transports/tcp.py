@@ -25,17 +25,17 @@ OPENSSL_STACK = "openssl"
 S2N_STACK = "s2n"
 # What the s2n stack runs, as its C side runs it (testbed/s2n/s2n_common.c, policies[]): s2n-tls
 # takes named security policies, not group lists, so a --groups value is a group some policy puts
-# first, and each policy allows its own certificate algorithms. Group (as the algorithm registry,
-# pqshake/algorithms.yaml, spells it) -> (the policy, whether it allows ML-DSA certificates). The
-# plan refuses the rest, one line per cell, before any network: no cell starts that the C side
-# would refuse, or whose every handshake would fail (an ML-DSA chain under a policy without it).
-S2N_POLICIES = {"X25519MLKEM768": ("20250512", True), "secp256r1": ("20240503", False),
-                "x25519": ("20240603", False)}
-# Certificate algorithms every policy allows: ECDSA P-256/P-384 and RSA of any size (the registry's
-# rsa family; signed with RSA-PSS); ML-DSA where the policy allows it.
-S2N_SIGS = ("ecdsa-p256", "ecdsa-p384")
-S2N_SIG_FAMILIES = ("rsa",)
-S2N_MLDSA = ("ml-dsa-44", "ml-dsa-65", "ml-dsa-87")
+# first, and each policy takes its own certificate algorithms. Group (as the algorithm registry,
+# pqshake/algorithms.yaml, spells it) -> (the policy, the certificate algorithms it takes: names,
+# or a registry family as "rsa-*"). The plan refuses the rest, one line per cell, before any
+# network: no cell starts that the C side would refuse, or whose every handshake would fail (a
+# chain its group's policy does not take).
+_S2N_CLASSICAL = ("ecdsa-p256", "ecdsa-p384", "rsa-*")  # RSA signed with RSA-PSS
+S2N_POLICIES = {"X25519MLKEM768": ("20250512", (*_S2N_CLASSICAL, "ml-dsa-44", "ml-dsa-65", "ml-dsa-87")),
+                "secp256r1": ("20240503", _S2N_CLASSICAL),
+                "x25519": ("20240603", _S2N_CLASSICAL),
+                # CNSA 2.0: pure ML-KEM-1024, TLS 1.3, certificates ML-DSA-87 or ECDSA P-384
+                "MLKEM1024": ("ELBSecurityPolicy-TLS13-1-3-CNSA2-INTEROP1-FIPS-PQ-2026-07", ("ml-dsa-87", "ecdsa-p384"))}
 # The modes the s2n stack runs: full and resume (and mutual TLS, a setting of either); the
 # others with the reason its C side gives (testbed/s2n/stack.c, mode_why).
 S2N_NOT_IMPLEMENTED = "not implemented on the s2n stack"
@@ -141,17 +141,24 @@ class TcpS2n(Tcp):
         return f" ({self.name}: {self.tls_stack_text}, TLS 1.3, {' and '.join(self.modes)} only)"
 
     @staticmethod
-    def sig_why(name: str, group: str, reg: Any) -> str | None:
-        """Why the s2n stack cannot run certificates of this signature algorithm under this
-        group's policy (None: it can). group: one of S2N_POLICIES."""
+    def takes(group: str, name: str, reg: Any) -> bool:
+        """Whether the s2n stack's policy for group takes certificates of this algorithm."""
         a = reg.get(name)
-        if name in S2N_SIGS or (a is not None and a.family in S2N_SIG_FAMILIES):
+        return any(t == name or (t.endswith("-*") and a is not None and a.family == t[:-2])
+                   for t in S2N_POLICIES[group][1])
+
+    @classmethod
+    def sig_why(cls, name: str, group: str, reg: Any) -> tuple[str, bool] | None:
+        """Why the s2n stack cannot run certificates of this algorithm under this group's policy,
+        and whether another group's policy takes them (None: it can). group: one of S2N_POLICIES."""
+        if cls.takes(group, name, reg):
             return None
-        policy, mldsa = S2N_POLICIES[group]
-        if name in S2N_MLDSA:
-            with_it = ", ".join(g for g, (_, m) in S2N_POLICIES.items() if m)
-            return None if mldsa else f"s2n-tls's policy for {group}, {policy}, has no ML-DSA; ML-DSA runs with {with_it}"
-        return f"s2n-tls on AWS-LC takes {', '.join([*S2N_SIGS, *(f'any {f}-*' for f in S2N_SIG_FAMILIES), *S2N_MLDSA])}"
+        others = [g for g in S2N_POLICIES if cls.takes(g, name, reg)]
+        if others:
+            return (f"s2n-tls's policy for {group}, {S2N_POLICIES[group][0]}, does not take {name}; {name} runs with "
+                    f"{', '.join(others)}"), True
+        every = dict.fromkeys(t for _, ts in S2N_POLICIES.values() for t in ts)
+        return f"s2n-tls on AWS-LC takes {', '.join(every)}", False
 
     def check(self, ef: Any, cells: list[Any], profs: dict[str, Any]) -> None:
         """Before any network, each cell the s2n stack would refuse or fail: its mode, its group
@@ -181,13 +188,14 @@ class TcpS2n(Tcp):
             named = [("sigs", "sig", c.sig), *((a.key, a.key, getattr(view, a.key)) for a in A.REGISTRY
                                                if a.sig and getattr(view, a.key) is not None and a.applies(view, c))]
             for field, key, name in named:
-                why = self.sig_why(str(name), c.group, reg)
-                if why is None:
+                refused = self.sig_why(str(name), c.group, reg)
+                if refused is None:
                     continue
+                why, elsewhere = refused
                 value = name if key == "sig" else A.get(key).show(name)
-                # under a policy without ML-DSA, the group is what the rule must name too
-                rule = ({"group": c.group} if str(name) in S2N_MLDSA else {}) | {key: value}
-                under = f" with group {c.group}" if str(name) in S2N_MLDSA else ""
+                # another group's policy takes it: the group is what the rule must name too
+                rule = ({"group": c.group} if elsewhere else {}) | {key: value}
+                under = f" with group {c.group}" if elsewhere else ""
                 raise UserError(f"{ef.where(field)}: {name} cannot run over {self.name}{under} ({why}); "
                                 f"choose another {'signature algorithm' if key == 'sig' else key}, or add the exclude "
                                 f"rule {_exclude_rule(transport=self.name, **rule)}")

@@ -229,8 +229,8 @@ void pqs_s2n_client_handshake(pqs_client *c, pqs_attempt *a, int64_t deadline)
     while (s2n_negotiate(st->conn, &blocked) != 0)
         if (!s2n_retry(c, st, blocked, deadline, a, "handshake", true))
             return;
+    pqs_tcp_client_handshake_done(c, &st->tcp, a); /* t_hs first: the interval's end */
     pqs_s2n_obs_done(&st->wire);
-    pqs_tcp_client_handshake_done(c, &st->tcp, a);
 }
 
 static void request(pqs_client *c, s2n_client_state *st, pqs_attempt *a, int64_t deadline)
@@ -273,6 +273,8 @@ void pqs_s2n_client_request(pqs_client *c, pqs_attempt *a, int64_t deadline)
     if (!a->info.resumed && s2n_connection_client_cert_used(st->conn) == 1)
         a->info.client_sig = st->client_sig;
     pqs_s2n_obs_decode(&st->wire, st->conn);   /* the encrypted messages' sizes */
+    if (cfg->wait_acked)
+        pqs_tcp_wait_acked(&st->tcp, a, deadline);
     if (cfg->request)
         request(c, st, a, deadline);
     /* resume: make sure the next attempt has a fresh ticket (a timeout here is no failure) */

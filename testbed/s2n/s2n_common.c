@@ -31,6 +31,8 @@ static const struct {
     {"X25519MLKEM768", "20250512", "ML-KEM hybrids X25519MLKEM768, SecP256r1MLKEM768; ECDSA, RSA-PSS, ML-DSA"},
     {"secp256r1", "20240503", "P-256 first, no ML-KEM; ECDSA, RSA-PSS (no ML-DSA)"},
     {"x25519", "20240603", "x25519 first, no ML-KEM; ECDSA, RSA-PSS (no ML-DSA)"},
+    /* CNSA 2.0 (its only pure ML-KEM policy): TLS 1.3, certificates ML-DSA-87 or ECDSA P-384 */
+    {"MLKEM1024", "ELBSecurityPolicy-TLS13-1-3-CNSA2-INTEROP1-FIPS-PQ-2026-07", "pure ML-KEM-1024; ML-DSA-87, ECDSA P-384"},
 };
 #define DEFAULT_POLICY "20250512"
 
@@ -180,15 +182,21 @@ static void on_message(void *arg, const uint8_t *buf, uint32_t len, bool kept)
 /* Keeps the bytes for the decoding after the handshake (s2n_decrypt.c). */
 static void keep(pqs_s2n_obs *o, int d, const uint8_t *buf, size_t n)
 {
-    if (o->raw_len[d] + n > PQS_S2N_RAW_MAX)
+    /* past the cap (or without memory) nothing more is kept: what is kept stays the stream's
+     * unbroken start, whose records the decoding can still open */
+    if (o->raw_full[d] || o->raw_len[d] + n > PQS_S2N_RAW_MAX) {
+        o->raw_full[d] = true;
         return;
+    }
     if (o->raw_len[d] + n > o->raw_cap[d]) {
         size_t cap = o->raw_cap[d] ? o->raw_cap[d] : 65536;
         while (cap < o->raw_len[d] + n)
             cap *= 2;
         uint8_t *p = realloc(o->raw[d], cap);
-        if (p == NULL)
+        if (p == NULL) {
+            o->raw_full[d] = true;
             return;
+        }
         o->raw[d] = p;
         o->raw_cap[d] = cap;
     }
@@ -257,6 +265,7 @@ void pqs_s2n_obs_wipe(pqs_s2n_obs *o)
         if (o->raw[d] != NULL) {
             OPENSSL_cleanse(o->raw[d], o->raw_len[d]);
             o->raw_len[d] = 0;
+            o->raw_full[d] = false;
         }
 }
 

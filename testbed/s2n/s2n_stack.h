@@ -47,6 +47,7 @@ typedef struct pqs_s2n_obs {
      * buffers outlive an attempt (attach keeps them): allocated once, not in each interval. */
     uint8_t *raw[2];
     size_t raw_len[2], raw_cap[2];
+    bool raw_full[2];            /* the cap was reached: nothing more kept this handshake */
     uint8_t secret[2][64];
     size_t secret_len[2];
 } pqs_s2n_obs;

@@ -437,7 +437,7 @@ static void request(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a, int64_t d
 /* --wait-acked: until the send queue holds nothing unacknowledged (SIOCOUTQ: bytes not yet
  * acknowledged, sent or not), polled every 20 us; where a timer that polls TCP_INFO after the
  * handshake stops its clock. The deadline ends the wait without a time. */
-static void wait_acked(pqs_tcp_client *tc, pqs_attempt *a, int64_t deadline)
+void pqs_tcp_wait_acked(pqs_tcp_client *tc, pqs_attempt *a, int64_t deadline)
 {
     const struct timespec step = {0, 20000};
     for (;;) {
@@ -460,7 +460,7 @@ void pqs_tcp_client_request(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a, i
     const pqs_client_params *cfg = c->p;
     SSL *ssl = tc->ssl;
     if (cfg->wait_acked && a->hs_done)
-        wait_acked(tc, a, deadline);
+        pqs_tcp_wait_acked(tc, a, deadline);
     if (cfg->request)
         request(c, tc, a, deadline); /* a failure there is recorded: no ticket wait below */
     /* resume / 0rtt: make sure the next attempt has a fresh ticket. */

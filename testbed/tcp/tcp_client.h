@@ -39,6 +39,8 @@ int pqs_tcp_socket_open(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a);
 bool pqs_tcp_connect(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a, int64_t deadline);
 int pqs_tcp_wait_io(pqs_client *c, int fd, short events, int64_t deadline, pqs_tcp_client *w);
 void pqs_tcp_socket_release(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a);
+/* --wait-acked: until the kernel holds none of the client's bytes unacknowledged (a->t_acked). */
+void pqs_tcp_wait_acked(pqs_tcp_client *tc, pqs_attempt *a, int64_t deadline);
 
 /* The handshake's end on the TCP connection: t_hs, hs_done, and the previous socket reset. */
 void pqs_tcp_client_handshake_done(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a);

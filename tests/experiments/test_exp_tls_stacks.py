@@ -102,15 +102,22 @@ STACKS = "transports: [tcp]\ntls_stacks: [openssl, s2n]\n"  # lines 6-7
     # the s2n stack's refusals, by the plan, naming the field's line and the exclude rule
     (two_profile_base("x25519, MLKEM768") + STACKS,
      r":2 groups: group MLKEM768 cannot run over tcp\+s2n \(s2n-tls takes named security policies, not group "
-     r"lists: it runs X25519MLKEM768 \(policy 20250512\), .* or x25519 \(policy 20240603\)\); remove MLKEM768 from "
+     r"lists: it runs X25519MLKEM768 \(policy 20250512\), .* or MLKEM1024 \(policy "
+     r"ELBSecurityPolicy-TLS13-1-3-CNSA2-INTEROP1-FIPS-PQ-2026-07\)\); remove MLKEM768 from "
      r"groups, or add the "
      r"exclude rule \{transport: tcp\+s2n, group: MLKEM768\}$"),
     (BASE.replace("[ecdsa-p256]", "[ecdsa-p256, falcon512]") + STACKS,
      r":3 sigs: falcon512 cannot run over tcp\+s2n \(s2n-tls on AWS-LC takes ecdsa-p256, .*\); choose another "
      r"signature algorithm, or add the exclude rule \{transport: tcp\+s2n, sig: falcon512\}$"),
     (BASE.replace("[ecdsa-p256]", "[ml-dsa-65]") + STACKS,
-     r":3 sigs: ml-dsa-65 cannot run over tcp\+s2n with group x25519 \(s2n-tls's policy for x25519, 20240603, has no "
-     r"ML-DSA; ML-DSA runs with X25519MLKEM768\); .*\{transport: tcp\+s2n, group: x25519, sig: ml-dsa-65\}$"),
+     r":3 sigs: ml-dsa-65 cannot run over tcp\+s2n with group x25519 \(s2n-tls's policy for x25519, 20240603, does "
+     r"not take ml-dsa-65; ml-dsa-65 runs with X25519MLKEM768\); .*\{transport: tcp\+s2n, group: x25519, "
+     r"sig: ml-dsa-65\}$"),
+    # the CNSA 2.0 policy of pure ML-KEM-1024 takes ML-DSA-87 and ECDSA P-384 chains only
+    (two_profile_base("MLKEM1024").replace("[ecdsa-p256]", "[ml-dsa-87, ecdsa-p256]") + STACKS,
+     r":3 sigs: ecdsa-p256 cannot run over tcp\+s2n with group MLKEM1024 \(s2n-tls's policy for MLKEM1024, "
+     r"ELBSecurityPolicy-TLS13-1-3-CNSA2-INTEROP1-FIPS-PQ-2026-07, does not take ecdsa-p256; ecdsa-p256 runs with "
+     r"X25519MLKEM768, secp256r1, x25519\); .*\{transport: tcp\+s2n, group: MLKEM1024, sig: ecdsa-p256\}$"),
     (BASE + STACKS + "client_auth: ed25519\n",
      r":8 client_auth: ed25519 cannot run over tcp\+s2n .*\{transport: tcp\+s2n, client_auth: ed25519\}$"),
     (BASE + STACKS + "chain_depth: 2\ninter_sig: slh-dsa-sha2-128s\n",

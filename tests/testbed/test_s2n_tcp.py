@@ -98,14 +98,32 @@ def test_s2n_mutual_tls_and_classical_policy(tmp_path):
         assert len(conns) == 3 and all(c["ok"] and c["client_sig"] == "ecdsa-p256" for c in conns), conns[-1]
 
 
+def test_s2n_cnsa_policy_pure_mlkem1024(tmp_path):
+    """The pure ML-KEM-1024 group on s2n-tls's CNSA 2.0 policy, with an ML-DSA-87 chain and an
+    ECDSA P-384 one, s2n at both ends and against OpenSSL's server."""
+    for server_stack in ("s2n", "openssl"):
+        for sig in ("ml-dsa-87", "ecdsa-p384"):
+            with Server(tmp_path, *stack_args(server_stack), "--groups", "MLKEM1024", "--sig", sig,
+                        "--chain-depth", 2) as srv:
+                r = run_timer("--tls-stack", "s2n", "--connect", srv.addr, "--ca", srv.ca, "--groups", "MLKEM1024",
+                              "--samples", 2)
+                assert r.returncode == 0 and r.summary["ok"] == 2, (server_stack, sig, r.records[-2:])
+                for a in r.attempts:
+                    assert a["group"] == "MLKEM1024" and a["sig"] == sig and a["cipher"] == "TLS_AES_256_GCM_SHA384", a
+                    # one share, ML-KEM-1024's 1568-byte key (the policy has no hybrid); the server's ciphertext
+                    assert a["client_key_share_bytes"] <= 2 + 4 + 1568 + 4 + 97 and a["server_key_share_bytes"] == 4 + 1568
+                    assert a["msgs"]["server_finished"] == 52   # SHA-384 Finished: 48 + 4
+
+
 def test_s2n_keylog(tmp_path):
     """--keylog on the s2n stack: the NSS key log lines of each connection (what a capture's
-    keys file needs to decrypt it), written as OpenSSL's path writes them."""
+    keys file needs to decrypt it), written as OpenSSL's path writes them; and --wait-acked."""
     keylog = tmp_path / "keys.txt"
     with Server(tmp_path, "--groups", "X25519MLKEM768", "--sig", "ecdsa-p256") as srv:
         r = run_timer("--tls-stack", "s2n", "--connect", srv.addr, "--ca", srv.ca, "--groups", "X25519MLKEM768",
-                      "--samples", 2, "--warmup", 0, "--keylog", keylog)
+                      "--samples", 2, "--warmup", 0, "--keylog", keylog, "--wait-acked")
         assert r.returncode == 0 and r.summary["ok"] == 2, r.records[-2:]
+        assert all(a["handshake_ns"] <= a["acked_ns"] <= a["elapsed_ns"] for a in r.attempts), r.attempts
     lines = keylog.read_text().splitlines()
     for label in ("CLIENT_HANDSHAKE_TRAFFIC_SECRET", "SERVER_HANDSHAKE_TRAFFIC_SECRET", "CLIENT_TRAFFIC_SECRET_0",
                   "SERVER_TRAFFIC_SECRET_0"):
