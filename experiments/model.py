@@ -303,20 +303,7 @@ class Experiment(BaseModel):
     def _quic_engines(self) -> "Experiment":
         """quic_engines: each quic cell runs once per engine, as that engine's row (quic for
         OpenSSL's, the default: its cells keep their ids; quic+ngtcp2 for ngtcp2)."""
-        quic = T.QUIC.name
-        rows = [T.QUIC_ENGINES[e].name for e in self.quic_engines]
-        if "quic_engines" in self.model_fields_set and quic not in self.transports:
-            # quic+ngtcp2 written as a transport is that engine's row already: quic_engines
-            # would change nothing (a setting that changes nothing is refused).
-            named = [t for t in self.transports if t in rows and t != quic]
-            raise ValueError(f"quic_engines: {', '.join(self.quic_engines)} chooses the engines of the {quic} cells, but "
-                             f"transports has no {quic}"
-                             + (f" ({', '.join(named)} names its engine itself)" if named else "")
-                             + f" (add {quic} to transports, or remove quic_engines)")
-        if quic in self.transports:
-            i = self.transports.index(quic)
-            rest = [t for t in self.transports if t not in rows and t != quic]
-            self.transports = rest[:i] + rows + rest[i:]
+        self._variant_rows("quic_engines", T.QUIC.name, [T.QUIC_ENGINES[e].name for e in self.quic_engines], "engine")
         knobs = [k for k in T.ENGINE_KNOBS if getattr(self, k) is not None]
         if knobs and not any(T.takes_engine_knobs(t) for t in self.transports):
             raise ValueError(f"{', '.join(knobs)}: settings of the ngtcp2 QUIC engine, but no cell runs it "
@@ -329,26 +316,30 @@ class Experiment(BaseModel):
         the default: its cells keep their ids and argv; tcp+s2n for s2n-tls on AWS-LC). After
         _tcp_fastopen: tcp+tfo is TCP Fast Open on OpenSSL, whichever stacks the tcp cells run."""
         tcp = T.TCP.name
-        rows = [T.TLS_STACKS[s].name for s in self.tls_stacks]
-        if "tls_stacks" in self.model_fields_set and tcp not in self.transports:
-            # tcp+s2n written as a transport is that stack's row already: tls_stacks would
-            # change nothing (a setting that changes nothing is refused).
-            named = [t for t in self.transports if t in rows and t != tcp]
-            raise ValueError(f"tls_stacks: {', '.join(self.tls_stacks)} chooses the TLS stacks of the {tcp} cells, but "
-                             f"transports has no {tcp}"
-                             + (f" ({', '.join(named)} names its stack itself)" if named else "")
-                             + f" (add {tcp} to transports, or remove tls_stacks)")
         if self.tcp_fastopen and T.TLS_STACK_DEFAULT not in self.tls_stacks:
             # TCP Fast Open is OpenSSL's alone: without OpenSSL's tcp cells it would have no cell
             # of its own stack to be compared with, and the s2n cells would not use it.
             raise ValueError(f"tls_stacks: tcp_fastopen: true runs {T.TCP_TFO.name} on {T.TCP.tls_stack_text} beside "
                              f"its {tcp} cells, but tls_stacks has no {T.TLS_STACK_DEFAULT} (add "
                              f"{T.TLS_STACK_DEFAULT} to tls_stacks, or remove tcp_fastopen)")
-        if tcp in self.transports:
-            i = self.transports.index(tcp)
-            rest = [t for t in self.transports if t not in rows and t != tcp]
-            self.transports = rest[:i] + rows + rest[i:]
+        self._variant_rows("tls_stacks", tcp, [T.TLS_STACKS[s].name for s in self.tls_stacks], "stack", "TLS stacks")
         return self
+
+    def _variant_rows(self, key: str, base: str, rows: list[str], noun: str, nouns: str = "") -> None:
+        """A key that runs each cell of transport base once per variant (quic_engines, tls_stacks):
+        base's place in transports taken by the chosen variants' rows. Given without base, it is
+        refused: a variant row written as a transport names its variant already, so the key would
+        change nothing (a setting that changes nothing is refused)."""
+        if key in self.model_fields_set and base not in self.transports:
+            named = [t for t in self.transports if t in rows and t != base]
+            raise ValueError(f"{key}: {', '.join(getattr(self, key))} chooses the {nouns or noun + 's'} of the {base} "
+                             f"cells, but transports has no {base}"
+                             + (f" ({', '.join(named)} names its {noun} itself)" if named else "")
+                             + f" (add {base} to transports, or remove {key})")
+        if base in self.transports:
+            i = self.transports.index(base)
+            rest = [t for t in self.transports if t not in rows and t != base]
+            self.transports = rest[:i] + rows + rest[i:]
 
     @model_validator(mode="before")
     @classmethod

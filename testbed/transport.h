@@ -110,6 +110,10 @@ typedef struct pqs_attempt {
 void pqs_attempt_fail(pqs_attempt *a, pqs_err e, const char *stage, int err_no, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
+/* After reading a response of want bytes (0: none asked): its last byte's time (a->t_last), or
+ * the shortfall recorded (short_response) when nothing else failed first. */
+void pqs_attempt_response_end(pqs_attempt *a, uint64_t want);
+
 /* The attempt an SSL object belongs to (the program's new-session callback finds it here).
  * An ex_data index of its own (pqs_attempt_ex_idx, created once): app_data is not ours to take,
  * since a QUIC engine library (ngtcp2's OpenSSL backend) keeps its connection reference there. */

@@ -6,6 +6,7 @@
 #include "transport.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -84,6 +85,15 @@ void pqs_attempt_fail(pqs_attempt *a, pqs_err e, const char *stage, int err_no, 
     va_start(ap, fmt);
     vsnprintf(a->msg, sizeof a->msg, fmt, ap);
     va_end(ap);
+}
+
+void pqs_attempt_response_end(pqs_attempt *a, uint64_t want)
+{
+    if (want > 0 && a->resp_bytes >= want)
+        a->t_last = pqs_mono_ns();
+    else if (want > 0 && a->err == PQS_ERR_NONE)
+        pqs_attempt_fail(a, PQS_ERR_SHORT_RESPONSE, "response", 0, "got %" PRIu64 " of %" PRIu64 " bytes",
+                         a->resp_bytes, want);
 }
 
 int pqs_srv_bind(pqs_srv *s, int type, int *fd_out, char *why, size_t whylen)

@@ -344,11 +344,7 @@ static void request(pqs_client *c, quic_client *q, pqs_attempt *a, int64_t deadl
         break;
     }
     ERR_clear_error();
-    if (want > 0 && a->resp_bytes >= want)
-        a->t_last = pqs_mono_ns();
-    else if (want > 0 && a->err == PQS_ERR_NONE)
-        pqs_attempt_fail(a, PQS_ERR_SHORT_RESPONSE, "response", 0, "got %" PRIu64 " of %" PRIu64 " bytes",
-                         a->resp_bytes, want);
+    pqs_attempt_response_end(a, want);
 }
 
 /* The TLS part of the observation into the common record, and the negotiated parameters. */

@@ -7,7 +7,6 @@
  * Resumption: the newest ticket of the worker (s2n_session_ticket_fn), offered with
  * s2n_connection_set_session. */
 #include <errno.h>
-#include <inttypes.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -258,11 +257,7 @@ static void request(pqs_client *c, s2n_client_state *st, pqs_attempt *a, int64_t
         if (r == 0 || !s2n_retry(c, st, blocked, deadline, a, "response", false))
             break;
     }
-    if (want > 0 && a->resp_bytes >= want)
-        a->t_last = pqs_mono_ns();
-    else if (want > 0 && a->err == PQS_ERR_NONE)
-        pqs_attempt_fail(a, PQS_ERR_SHORT_RESPONSE, "response", 0, "got %" PRIu64 " of %" PRIu64 " bytes",
-                         a->resp_bytes, want);
+    pqs_attempt_response_end(a, want);
 }
 
 void pqs_s2n_client_request(pqs_client *c, pqs_attempt *a, int64_t deadline)

@@ -427,11 +427,7 @@ static void request(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a, int64_t d
         if (!pqs_tcp_ssl_retry(c, tc, r, deadline, a, "response", false))
             break;
     }
-    if (want > 0 && a->resp_bytes >= want)
-        a->t_last = pqs_mono_ns();
-    else if (want > 0 && a->err == PQS_ERR_NONE)
-        pqs_attempt_fail(a, PQS_ERR_SHORT_RESPONSE, "response", 0, "got %" PRIu64 " of %" PRIu64 " bytes",
-                         a->resp_bytes, want);
+    pqs_attempt_response_end(a, want);
 }
 
 /* --wait-acked: until the send queue holds nothing unacknowledged (SIOCOUTQ: bytes not yet
