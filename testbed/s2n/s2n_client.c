@@ -160,15 +160,8 @@ static bool s2n_retry(pqs_client *c, s2n_client_state *st, s2n_blocked_status bl
     int e = s2n_errno;
     if (s2n_error_get_type(e) == S2N_ERR_T_BLOCKED
         && (blocked == S2N_BLOCKED_ON_READ || blocked == S2N_BLOCKED_ON_WRITE)) {
-        int rw = pqs_tcp_wait_io(c, st->tcp.fd, blocked == S2N_BLOCKED_ON_READ ? POLLIN : POLLOUT, deadline,
-                                 watch ? &st->tcp : NULL);
-        if (rw > 0)
-            return true;
-        if (rw == 0)
-            pqs_attempt_fail(a, PQS_ERR_TIMEOUT, stage, ETIMEDOUT, "no progress before the attempt deadline (%s)", stage);
-        else
-            pqs_attempt_fail(a, PQS_ERR_IO_ERROR, stage, errno, "poll: %s", strerror(errno));
-        return false;
+        return pqs_tcp_wait_or_fail(c, &st->tcp, blocked == S2N_BLOCKED_ON_READ ? POLLIN : POLLOUT, deadline, a, stage,
+                                    watch);
     }
     int saved = errno;
     pqs_err err = pqs_s2n_classify(e);

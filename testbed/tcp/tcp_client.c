@@ -113,6 +113,19 @@ int pqs_tcp_wait_io(pqs_client *c, int fd, short events, int64_t deadline, pqs_t
     }
 }
 
+bool pqs_tcp_wait_or_fail(pqs_client *c, pqs_tcp_client *tc, short events, int64_t deadline, pqs_attempt *a,
+                          const char *stage, bool watch)
+{
+    int rw = pqs_tcp_wait_io(c, tc->fd, events, deadline, watch ? tc : NULL);
+    if (rw > 0)
+        return true;
+    if (rw == 0)
+        pqs_attempt_fail(a, PQS_ERR_TIMEOUT, stage, ETIMEDOUT, "no progress before the attempt deadline (%s)", stage);
+    else
+        pqs_attempt_fail(a, PQS_ERR_IO_ERROR, stage, errno, "poll: %s", strerror(errno));
+    return false;
+}
+
 bool pqs_tcp_ssl_retry(pqs_client *c, pqs_tcp_client *tc, int ret, int64_t deadline, pqs_attempt *a,
                        const char *stage, bool watch)
 {
@@ -120,13 +133,8 @@ bool pqs_tcp_ssl_retry(pqs_client *c, pqs_tcp_client *tc, int ret, int64_t deadl
     int saved = errno;
     int e = SSL_get_error(ssl, ret);
     if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
-        int rw = pqs_tcp_wait_io(c, tc->fd, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline, watch ? tc : NULL);
-        if (rw > 0)
+        if (pqs_tcp_wait_or_fail(c, tc, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline, a, stage, watch))
             return true;
-        if (rw == 0)
-            pqs_attempt_fail(a, PQS_ERR_TIMEOUT, stage, ETIMEDOUT, "no progress before the attempt deadline (%s)", stage);
-        else
-            pqs_attempt_fail(a, PQS_ERR_IO_ERROR, stage, errno, "poll: %s", strerror(errno));
         ERR_clear_error();
         return false;
     }

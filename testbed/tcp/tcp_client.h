@@ -38,6 +38,10 @@ void pqs_tcp_client_stop(pqs_client *c, pqs_tcp_client *tc);
 int pqs_tcp_socket_open(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a);
 bool pqs_tcp_connect(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a, int64_t deadline);
 int pqs_tcp_wait_io(pqs_client *c, int fd, short events, int64_t deadline, pqs_tcp_client *w);
+/* The wait a TLS call asked for (events on tc->fd): true when ready, else the timeout or poll
+ * error recorded at stage. */
+bool pqs_tcp_wait_or_fail(pqs_client *c, pqs_tcp_client *tc, short events, int64_t deadline, pqs_attempt *a,
+                          const char *stage, bool watch);
 void pqs_tcp_socket_release(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a);
 /* --wait-acked: until the kernel holds none of the client's bytes unacknowledged (a->t_acked). */
 void pqs_tcp_wait_acked(pqs_tcp_client *tc, pqs_attempt *a, int64_t deadline);
