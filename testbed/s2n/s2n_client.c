@@ -1,13 +1,11 @@
-/* s2n_client.c - a pqs-timer attempt over TLS over TCP on s2n-tls (--tls-stack s2n).
+/* s2n_client.c - s2n-tls as the TLS stack of pqs-timer's TLS over TCP (--tls-stack s2n): the
+ * client operations of tcp/tls_stack.h.
  *
- * The socket's life is OpenSSL's attempts' (tcp/tcp_client.h): made before the clock, t0 just
- * before connect(), the previous attempt's socket reset after this one's handshake, RST close
- * deferred. The handshake is s2n_negotiate on a non-blocking socket; its end is where
- * s2n_negotiate returns success (the client's Finished written), as SSL_connect's over OpenSSL.
- * Resumption: the newest ticket of the worker (s2n_session_ticket_fn), offered with
- * s2n_connection_set_session. */
+ * The tcp transport runs the socket's life (tcp/tcp_client.c) as over OpenSSL. The handshake
+ * is s2n_negotiate on the non-blocking socket; its end is where s2n_negotiate returns success
+ * (the client's Finished written), as SSL_connect's over OpenSSL. Resumption: the newest
+ * ticket of the worker (s2n_session_ticket_fn), offered with s2n_connection_set_session. */
 #include <errno.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +14,6 @@
 
 #include "groups.h"
 #include "s2n_stack.h"
-#include "tcp_client.h"
 #include "tcpinfo.h"
 #include "tlsobs.h"
 
@@ -129,17 +126,12 @@ static void make_config(pqs_client *c, s2n_client_state *st)
     }
 }
 
-void pqs_s2n_client_start(pqs_client *c)
-{
-    s2n_client_state *st = c->state;
-    pqs_tcp_client_start(c, &st->tcp);
-    make_config(c, st);
-}
+static void client_start(pqs_client *c, void *st) { make_config(c, st); }
 
-void pqs_s2n_client_stop(pqs_client *c)
+static void client_stop(pqs_client *c, void *p)
 {
-    s2n_client_state *st = c->state;
-    pqs_tcp_client_stop(c, &st->tcp);
+    (void)c;
+    s2n_client_state *st = p;
     if (st->cfg != NULL)
         s2n_config_free(st->cfg);
     if (st->cert != NULL)
@@ -152,20 +144,26 @@ void pqs_s2n_client_stop(pqs_client *c)
     st->sess = st->next = NULL;
 }
 
-/* An s2n call failed: true when it only waits for I/O (then waited for it), else the failure
- * recorded. */
-static bool s2n_retry(pqs_client *c, s2n_client_state *st, s2n_blocked_status blocked, int64_t deadline,
-                      pqs_attempt *a, const char *stage, bool watch)
+/* An s2n call that returned failure: the wait it asks for, or FAILED with its cause kept. */
+static pqs_tls_io client_io(s2n_client_state *st, s2n_blocked_status blocked)
 {
-    int e = s2n_errno;
-    if (s2n_error_get_type(e) == S2N_ERR_T_BLOCKED
-        && (blocked == S2N_BLOCKED_ON_READ || blocked == S2N_BLOCKED_ON_WRITE)) {
-        return pqs_tcp_wait_or_fail(c, &st->tcp, blocked == S2N_BLOCKED_ON_READ ? POLLIN : POLLOUT, deadline, a, stage,
-                                    watch);
+    st->err = s2n_errno;
+    st->saved_errno = errno;
+    if (s2n_error_get_type(st->err) == S2N_ERR_T_BLOCKED) {
+        if (blocked == S2N_BLOCKED_ON_READ)
+            return PQS_TLS_WANT_READ;
+        if (blocked == S2N_BLOCKED_ON_WRITE)
+            return PQS_TLS_WANT_WRITE;
     }
-    int saved = errno;
+    errno = st->saved_errno;
+    return PQS_TLS_FAILED;
+}
+
+static void client_fail(void *p, pqs_attempt *a, const char *stage)
+{
+    s2n_client_state *st = p;
+    int e = st->err, saved = st->saved_errno;
     pqs_err err = pqs_s2n_classify(e);
-    errno = saved;
     /* (s2n_connection_get_alert sets s2n_errno when there is none: e was read first) */
     int alert = st->conn != NULL && s2n_error_get_type(e) == S2N_ERR_T_ALERT ? s2n_connection_get_alert(st->conn) : -1;
     if (alert >= 0 && a->obs.alert_received < 0)
@@ -173,23 +171,17 @@ static bool s2n_retry(pqs_client *c, s2n_client_state *st, s2n_blocked_status bl
     char msg[200];
     pqs_attempt_fail(a, err, stage, err == PQS_ERR_TCP_RESET || err == PQS_ERR_IO_ERROR ? saved : 0, "s2n-tls: %s",
                      pqs_s2n_error(e, msg, sizeof msg));
-    return false;
 }
 
-bool pqs_s2n_client_setup(pqs_client *c, pqs_attempt *a)
+static bool client_conn_new(pqs_client *c, void *p, pqs_attempt *a, int fd, bool resume)
 {
-    s2n_client_state *st = c->state;
+    s2n_client_state *st = p;
     const pqs_client_params *cfg = c->p;
     st->conn = NULL;
-    pqs_tlsobs_reset(&a->obs);
     if (st->cfg == NULL || st->cfg_why[0] != '\0') {
         pqs_attempt_fail(a, PQS_ERR_INTERNAL, "setup", 0, "%s", st->cfg_why);
         return false;
     }
-    int fd = pqs_tcp_socket_open(c, &st->tcp, a);
-    if (fd < 0)
-        return false;
-    st->tcp.fd = fd;
     char e[256];
     struct s2n_connection *conn = s2n_connection_new(S2N_CLIENT);
     /* self-service blinding: s2n-tls otherwise sleeps 10-30 s after a failed handshake */
@@ -200,108 +192,75 @@ bool pqs_s2n_client_setup(pqs_client *c, pqs_attempt *a)
         pqs_attempt_fail(a, PQS_ERR_INTERNAL, "setup", 0, "s2n connection: %s", pqs_s2n_error(s2n_errno, e, sizeof e));
         if (conn != NULL)
             s2n_connection_free(conn);
-        pqs_tcp_socket_release(c, &st->tcp, a);
         return false;
     }
-    if (pqs_mode_resumes(cfg->mode) && !a->prime && st->sess != NULL) {
-        if (s2n_connection_set_session(conn, st->sess, st->sess_len) == 0)
-            a->session_offered = true;
-    }
+    if (resume && st->sess != NULL && s2n_connection_set_session(conn, st->sess, st->sess_len) == 0)
+        a->session_offered = true;
     st->conn = conn;
     st->cur = a;
     return true;
 }
 
-void pqs_s2n_client_handshake(pqs_client *c, pqs_attempt *a, int64_t deadline)
+static pqs_tls_io client_handshake(void *p)
 {
-    s2n_client_state *st = c->state;
-    if (!pqs_tcp_connect(c, &st->tcp, a, deadline))
-        return;
+    s2n_client_state *st = p;
     s2n_blocked_status blocked = S2N_NOT_BLOCKED;
-    while (s2n_negotiate(st->conn, &blocked) != 0)
-        if (!s2n_retry(c, st, blocked, deadline, a, "handshake", true))
-            return;
-    pqs_tcp_client_handshake_done(c, &st->tcp, a); /* t_hs first: the interval's end */
-    pqs_s2n_obs_done(&st->wire);
+    return s2n_negotiate(st->conn, &blocked) == 0 ? PQS_TLS_DONE : client_io(st, blocked);
 }
 
-static void request(pqs_client *c, s2n_client_state *st, pqs_attempt *a, int64_t deadline)
+static pqs_tls_io client_write(void *p, const unsigned char *buf, size_t len, size_t *done)
 {
+    s2n_client_state *st = p;
     s2n_blocked_status blocked = S2N_NOT_BLOCKED;
-    size_t off = 0;
-    while (off < c->req_len) {
-        ssize_t w = s2n_send(st->conn, c->req + off, (ssize_t)(c->req_len - off), &blocked);
-        if (w > 0)
-            off += (size_t)w;
-        else if (!s2n_retry(c, st, blocked, deadline, a, "request", false))
-            return;
-    }
-    a->req_sent = off;
-    a->request_sent = true;
-    uint64_t want = c->p->response_bytes;
-    while (a->resp_bytes < want) {
-        ssize_t r = s2n_recv(st->conn, c->rbuf, (ssize_t)c->rbuf_len, &blocked);
-        if (r > 0) {
-            if (a->t_first == 0)
-                a->t_first = pqs_mono_ns();
-            a->resp_bytes += (uint64_t)r;
-            continue;
-        }
-        if (r == 0 || !s2n_retry(c, st, blocked, deadline, a, "response", false))
-            break;
-    }
-    pqs_attempt_response_end(a, want);
+    ssize_t w = s2n_send(st->conn, buf, (ssize_t)len, &blocked);
+    *done = w > 0 ? (size_t)w : 0;
+    return w > 0 ? PQS_TLS_DONE : client_io(st, blocked);
 }
 
-void pqs_s2n_client_request(pqs_client *c, pqs_attempt *a, int64_t deadline)
+static pqs_tls_io client_read(void *p, unsigned char *buf, size_t len, size_t *got)
 {
-    s2n_client_state *st = c->state;
-    const pqs_client_params *cfg = c->p;
-    pqs_s2n_tlsinfo(st->conn, true, &a->info); /* before a reset can wipe what s2n-tls tells */
+    s2n_client_state *st = p;
+    s2n_blocked_status blocked = S2N_NOT_BLOCKED;
+    ssize_t r = s2n_recv(st->conn, buf, (ssize_t)len, &blocked);
+    *got = r > 0 ? (size_t)r : 0;
+    if (r > 0)
+        return PQS_TLS_DONE;
+    return r == 0 ? PQS_TLS_CLOSED : client_io(st, blocked);
+}
+
+static void client_handshake_end(void *p, pqs_attempt *a)
+{
+    (void)a;
+    pqs_s2n_obs_done(&((s2n_client_state *)p)->wire);
+}
+
+/* After the clock, before anything else is read: what s2n-tls tells of the connection (a
+ * reset would wipe it) and the encrypted messages' sizes. */
+static void client_after_handshake(pqs_client *c, void *p, pqs_attempt *a)
+{
+    (void)c;
+    s2n_client_state *st = p;
+    pqs_s2n_tlsinfo(st->conn, true, &a->info);
     if (!a->info.resumed && s2n_connection_client_cert_used(st->conn) == 1)
         a->info.client_sig = st->client_sig;
-    pqs_s2n_obs_decode(&st->wire, st->conn);   /* the encrypted messages' sizes */
-    if (cfg->wait_acked)
-        pqs_tcp_wait_acked(&st->tcp, a, deadline);
-    if (cfg->request)
-        request(c, st, a, deadline);
-    /* resume: make sure the next attempt has a fresh ticket (a timeout here is no failure) */
-    if (pqs_mode_resumes(cfg->mode) && st->next == NULL && a->err == PQS_ERR_NONE) {
-        int64_t tdl = pqs_mono_ns() + cfg->ticket_wait_ns;
-        if (tdl > deadline)
-            tdl = deadline;
-        pqs_attempt scratch;
-        memset(&scratch, 0, sizeof scratch);
-        s2n_blocked_status blocked = S2N_NOT_BLOCKED;
-        while (st->next == NULL) {
-            ssize_t r = s2n_recv(st->conn, c->rbuf, (ssize_t)c->rbuf_len, &blocked);
-            if (r > 0)
-                continue;
-            if (st->next != NULL || r == 0 || !s2n_retry(c, st, blocked, tdl, &scratch, "ticket", false))
-                break;
-        }
-    }
-    if (cfg->instrument) {
-        int64_t ti0 = pqs_mono_ns();
-        pqs_tcpinfo_read(st->tcp.fd, &a->tcp);
-        a->tcp_info_ns = pqs_mono_ns() - ti0;
-    }
-    pqs_tlsinfo_psk_mode(&a->info, &a->obs);
+    pqs_s2n_obs_decode(&st->wire, st->conn);
 }
 
-void pqs_s2n_client_close(pqs_client *c, pqs_attempt *a)
+static bool client_ticket_arrived(const void *p, const pqs_attempt *a)
 {
-    s2n_client_state *st = c->state;
-    if (a->t_end == 0)
-        a->t_end = pqs_mono_ns();
+    (void)a;
+    return ((const s2n_client_state *)p)->next != NULL;
+}
+
+static void client_conn_free(void *p, pqs_attempt *a)
+{
+    s2n_client_state *st = p;
     if (a->info.version == NULL && st->conn != NULL && a->hs_done)
         pqs_s2n_tlsinfo(st->conn, true, &a->info);
-    /* no close_notify, as over OpenSSL: the socket's RST ends the connection */
     pqs_s2n_obs_wipe(&st->wire);
     s2n_connection_free(st->conn);
     st->conn = NULL;
     st->cur = NULL;
-    pqs_tcp_socket_release(c, &st->tcp, a);
     if (st->next != NULL) {
         free(st->sess);
         st->sess = st->next;
@@ -309,3 +268,18 @@ void pqs_s2n_client_close(pqs_client *c, pqs_attempt *a)
         st->next = NULL;
     }
 }
+
+const pqs_tls_client_ops pqs_tls_s2n_client = {
+    .client_size = sizeof(s2n_client_state),
+    .start = client_start,
+    .stop = client_stop,
+    .conn_new = client_conn_new,
+    .handshake = client_handshake,
+    .write = client_write,
+    .read = client_read,
+    .fail = client_fail,
+    .handshake_end = client_handshake_end,
+    .after_handshake = client_after_handshake,
+    .ticket_arrived = client_ticket_arrived,
+    .conn_free = client_conn_free,
+};

@@ -1,6 +1,7 @@
-/* s2n_server.c - pqs-server's TLS over TCP on s2n-tls (--tls-stack s2n): the tcp transport's
- * listener and worker threads (tcp/tcp_server.h), each connection served by s2n-tls with
- * blocking I/O bounded by --idle-timeout, and the same conn line as OpenSSL's connections. */
+/* s2n_server.c - s2n-tls as the TLS stack of pqs-server's TLS over TCP (--tls-stack s2n): the
+ * server operations of tcp/tls_stack.h. The tcp transport's listener and workers
+ * (tcp/tcp_server.c) serve each connection through them, on blocking sockets bounded by
+ * --idle-timeout, and write the same conn line as over OpenSSL. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,114 +16,122 @@
 
 typedef pqs_s2n_server_state s2n_server_state;
 
+/* One connection: s2n-tls's, its observer (no bytes kept: the conn line has no message sizes)
+ * and the last failed call's cause. */
+typedef struct s2n_conn {
+    struct s2n_connection *conn;
+    pqs_s2n_obs wire;
+    ssize_t last;                /* the last read's or write's return value */
+    int err;                     /* s2n_errno after the call, */
+    s2n_blocked_status blocked;  /* what it blocked on (a block is the idle timeout), */
+    int saved_errno;             /* errno after it */
+} s2n_conn;
 
-static void conn_free(void *conn) { s2n_connection_free(conn); }
+static pqs_tls_io failed(s2n_conn *x, ssize_t r, s2n_blocked_status blocked)
+{
+    x->last = r;
+    x->err = s2n_errno;
+    x->blocked = blocked;
+    x->saved_errno = errno;
+    return r == 0 ? PQS_TLS_CLOSED : PQS_TLS_FAILED;
+}
+
+static bool server_conn_new(pqs_tcp_server *ts, void *srv, void *conn, int fd, pqs_tcp_conn *c)
+{
+    (void)ts;
+    const s2n_server_state *st = srv;
+    s2n_conn *x = conn;
+    x->conn = s2n_connection_new(S2N_SERVER);
+    if (x->conn == NULL || s2n_connection_set_config(x->conn, st->cfg) != 0
+        || s2n_connection_set_blinding(x->conn, S2N_SELF_SERVICE_BLINDING) != 0
+        || pqs_s2n_obs_attach(x->conn, &x->wire, fd, true, true, &c->obs) != 0) {
+        c->err = PQS_ERR_INTERNAL;
+        c->stage = "setup";
+        char m[200];
+        snprintf(c->msg, sizeof c->msg, "s2n connection: %s", pqs_s2n_error(s2n_errno, m, sizeof m));
+        return false;
+    }
+    return true;
+}
+
+static pqs_tls_io server_handshake(void *conn)
+{
+    s2n_conn *x = conn;
+    s2n_blocked_status blocked = S2N_NOT_BLOCKED;
+    return s2n_negotiate(x->conn, &blocked) == 0 ? PQS_TLS_DONE : failed(x, -1, blocked);
+}
+
+static pqs_tls_io server_read(void *conn, unsigned char *buf, size_t len, size_t *got)
+{
+    s2n_conn *x = conn;
+    s2n_blocked_status blocked = S2N_NOT_BLOCKED;
+    ssize_t r = s2n_recv(x->conn, buf, (ssize_t)len, &blocked);
+    *got = r > 0 ? (size_t)r : 0;
+    return r > 0 ? PQS_TLS_DONE : failed(x, r, blocked);
+}
+
+static pqs_tls_io server_write(void *conn, const unsigned char *buf, size_t len, size_t *done)
+{
+    s2n_conn *x = conn;
+    s2n_blocked_status blocked = S2N_NOT_BLOCKED;
+    ssize_t w = s2n_send(x->conn, buf, (ssize_t)len, &blocked);
+    *done = w > 0 ? (size_t)w : 0;
+    return w > 0 ? PQS_TLS_DONE : failed(x, w < 0 ? w : -1, blocked);
+}
 
 /* A failed s2n call on a blocking socket: a block is the idle timeout. */
-static void conn_fail(pqs_tcp_conn *c, s2n_blocked_status blocked, const char *stage)
+static void server_fail(void *conn, pqs_tcp_conn *c, const char *stage)
 {
-    int e = s2n_errno;
+    s2n_conn *x = conn;
+    int e = x->err;
     c->stage = stage;
-    if (s2n_error_get_type(e) == S2N_ERR_T_BLOCKED && blocked != S2N_NOT_BLOCKED) {
+    if (s2n_error_get_type(e) == S2N_ERR_T_BLOCKED && x->blocked != S2N_NOT_BLOCKED) {
         c->err = PQS_ERR_TIMEOUT;
         snprintf(c->msg, sizeof c->msg, "idle timeout during %s", stage);
         return;
     }
-    int saved = errno;
     c->err = pqs_s2n_classify(e);
-    c->err_errno = c->err == PQS_ERR_TCP_RESET || c->err == PQS_ERR_IO_ERROR ? saved : 0;
+    c->err_errno = c->err == PQS_ERR_TCP_RESET || c->err == PQS_ERR_IO_ERROR ? x->saved_errno : 0;
     char m[200];
     snprintf(c->msg, sizeof c->msg, "s2n-tls: %s", pqs_s2n_error(e, m, sizeof m));
 }
 
-static const char *close_kind(ssize_t r)
+static const char *server_close_kind(void *conn)
 {
-    if (r == 0)
+    const s2n_conn *x = conn;
+    if (x->last == 0)
         return "close_notify"; /* s2n_recv: the peer's close_notify or its FIN */
-    int e = s2n_errno;
-    if (s2n_error_get_type(e) == S2N_ERR_T_BLOCKED)
+    if (s2n_error_get_type(x->err) == S2N_ERR_T_BLOCKED)
         return "timeout";
-    if (errno == ECONNRESET || errno == EPIPE)
+    if (x->saved_errno == ECONNRESET || x->saved_errno == EPIPE)
         return "reset";
-    return s2n_error_get_type(e) == S2N_ERR_T_CLOSED ? "eof" : "error";
+    return s2n_error_get_type(x->err) == S2N_ERR_T_CLOSED ? "eof" : "error";
 }
 
-static void serve(pqs_tcp_server *ts, pqs_tcp_worker *w, int fd, const struct sockaddr *peer)
+static void server_handshake_end(void *conn, pqs_tcp_conn *c)
 {
-    const s2n_server_state *st = (const s2n_server_state *)ts;
-    const pqs_server_params *cfg = ts->s->p;
-    pqs_tcp_conn c;
-    pqs_tcp_conn_begin(ts, &c, fd, peer);
-    pqs_s2n_obs wire;
-    memset(&wire, 0, sizeof wire); /* attach keeps its buffers: none (a server keeps no bytes) */
-    s2n_blocked_status blocked = S2N_NOT_BLOCKED;
-    struct s2n_connection *conn = s2n_connection_new(S2N_SERVER);
-    if (conn == NULL || s2n_connection_set_config(conn, st->cfg) != 0
-        || s2n_connection_set_blinding(conn, S2N_SELF_SERVICE_BLINDING) != 0
-        || pqs_s2n_obs_attach(conn, &wire, fd, true, true, &c.obs) != 0) {
-        c.err = PQS_ERR_INTERNAL;
-        c.stage = "setup";
-        char m[200];
-        snprintf(c.msg, sizeof c.msg, "s2n connection: %s", pqs_s2n_error(s2n_errno, m, sizeof m));
-        goto done;
-    }
-    if (s2n_negotiate(conn, &blocked) != 0) {
-        conn_fail(&c, blocked, "handshake");
-        goto done;
-    }
-    c.hs_done_ns = pqs_mono_ns();
-    c.hs_ok = true;
+    s2n_conn *x = conn;
     /* s2n-tls reports no message: the client's Finished was read when s2n_negotiate returned */
-    if (c.obs.peer_finished_ns == 0)
-        c.obs.peer_finished_ns = c.hs_done_ns;
-    pqs_s2n_obs_done(&wire);
+    if (c->obs.peer_finished_ns == 0)
+        c->obs.peer_finished_ns = c->hs_done_ns;
+    pqs_s2n_obs_done(&x->wire);
     /* read now: after a reset s2n-tls no longer tells the peer's chain */
-    pqs_s2n_tlsinfo(conn, false, &c.info);
+    pqs_s2n_tlsinfo(x->conn, false, &c->info);
+}
 
-    /* The request: up to its header's length, or the first line without one (the request
-     * protocol's one reader, common.h). */
-    pqs_stream_req req = {0};
-    ssize_t r = 0;
-    while (req.request_bytes == 0 || !pqs_stream_req_complete(&req, false)) {
-        r = s2n_recv(conn, w->buf, sizeof w->buf, &blocked);
-        if (r <= 0) {
-            c.close_kind = close_kind(r);
-            c.first_app_ns = req.first_app_ns;
-            c.request_bytes = req.request_bytes;
-            goto info; /* closed without (a full) request: normal for handshake-only */
-        }
-        pqs_stream_req_feed(&req, w->buf, (size_t)r);
-    }
-    c.first_app_ns = req.first_app_ns;
-    c.request_bytes = req.request_bytes;
-    c.request_len = req.have_header ? req.req_len : -1;
-    c.request_done_ns = pqs_mono_ns();
-    uint64_t want = pqs_stream_req_response(&req, cfg->response_bytes);
-    memset(w->buf, 'x', sizeof w->buf);
-    while (c.response_bytes < want) {
-        size_t chunk = want - c.response_bytes > PQS_TCP_IO_CHUNK ? PQS_TCP_IO_CHUNK : (size_t)(want - c.response_bytes);
-        ssize_t wr = s2n_send(conn, w->buf, (ssize_t)chunk, &blocked);
-        if (wr <= 0) {
-            conn_fail(&c, blocked, "response");
-            goto info;
-        }
-        c.response_bytes += (uint64_t)wr;
-    }
-    c.response_done_ns = pqs_mono_ns();
-    for (;;) { /* until the client closes (FIN, RST or close_notify) */
-        r = s2n_recv(conn, w->buf, sizeof w->buf, &blocked);
-        if (r <= 0) {
-            c.close_kind = close_kind(r);
-            break;
-        }
-        c.request_bytes += (uint64_t)r;
-    }
-info:
-    if (!c.info.resumed)
-        c.info.sig = pqs_sig_name_of_key(ts->s->tls->chain->leaf_key); /* our own leaf, as OpenSSL's line */
-    pqs_tlsinfo_psk_mode(&c.info, &c.obs);
-done:
-    pqs_tcp_conn_end(ts, w, &c, fd, conn_free, conn);
+static void server_finish(const pqs_srv *s, void *conn, pqs_tcp_conn *c)
+{
+    (void)conn;
+    if (!c->info.resumed)
+        c->info.sig = pqs_sig_name_of_key(s->tls->chain->leaf_key); /* our own leaf, as OpenSSL's line */
+}
+
+static void server_conn_free(void *conn)
+{
+    s2n_conn *x = conn;
+    if (x->conn != NULL)
+        s2n_connection_free(x->conn);
+    x->conn = NULL;
 }
 
 static uint8_t any_client_name(const char *name, size_t len, void *data)
@@ -180,23 +189,29 @@ out:
     return rc;
 }
 
-int pqs_s2n_server_listen(pqs_srv *s, char *why, size_t whylen)
+static int server_init(pqs_srv *s, void *srv, char *why, size_t whylen) { return make_config(s, srv, why, whylen); }
+
+static void server_fini(void *srv)
 {
-    s2n_server_state *st = s->state;
-    if (make_config(s, st, why, whylen) != 0)
-        return -1;
-    if (pqs_tcp_server_listen(&st->tcp, s, NULL, why, whylen) != 0)
-        return -1;
-    st->tcp.serve = serve;
-    return pqs_tcp_server_start(&st->tcp, why, whylen);
+    s2n_server_state *st = srv;
+    if (st->cfg != NULL)
+        s2n_config_free(st->cfg);
+    if (st->cert != NULL)
+        s2n_cert_chain_and_key_free(st->cert);
 }
 
-int pqs_s2n_server_serve(pqs_srv *s, char *why, size_t whylen)
-{
-    (void)why, (void)whylen;
-    s2n_server_state *st = s->state;
-    pqs_tcp_server_serve(&st->tcp);
-    s2n_config_free(st->cfg);
-    s2n_cert_chain_and_key_free(st->cert);
-    return 0;
-}
+const pqs_tls_server_ops pqs_tls_s2n_server = {
+    .server_size = sizeof(s2n_server_state),
+    .conn_size = sizeof(s2n_conn),
+    .init = server_init,
+    .fini = server_fini,
+    .conn_new = server_conn_new,
+    .handshake = server_handshake,
+    .read = server_read,
+    .write = server_write,
+    .fail = server_fail,
+    .close_kind = server_close_kind,
+    .handshake_end = server_handshake_end,
+    .finish = server_finish,
+    .conn_free = server_conn_free,
+};

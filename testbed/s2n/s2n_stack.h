@@ -17,8 +17,8 @@
 #include <s2n.h>
 
 #include "s2nwire.h"
-#include "tcp_client.h"
 #include "tcp_server.h"
+#include "tls_stack.h"
 #include "transport.h"
 
 /* The security policy that runs a --groups value (s2n-tls takes named policies, no group
@@ -78,10 +78,9 @@ void pqs_s2n_tlsinfo(struct s2n_connection *conn, bool is_client, pqs_tlsinfo *o
 bool pqs_s2n_chain_pem(const pqs_chain *c, bool with_intermediates, char **chain_pem, char **key_pem);
 char *pqs_s2n_x509_pem(X509 *x);
 
-/* The client's steps (transport.h) on a worker's state (s2n_client.c), and the server's
- * (s2n_server.c). */
+/* A pqs-timer worker's state (s2n_client.c; tls_stack.h's client_size), and pqs-server's
+ * (s2n_server.c; server_size). */
 typedef struct pqs_s2n_client_state {
-    pqs_tcp_client tcp;          /* the socket's life (tcp_client.h) */
     struct s2n_config *cfg;
     struct s2n_cert_chain_and_key *cert; /* --client-cert */
     const char *client_sig;      /* its leaf's algorithm (pqshake's name; static) */
@@ -91,21 +90,12 @@ typedef struct pqs_s2n_client_state {
     pqs_attempt *cur;            /* the attempt in progress (the ticket callback's) */
     uint8_t *sess, *next;        /* the newest ticket, and one that arrived in this attempt */
     size_t sess_len, next_len;
+    int err, saved_errno;        /* the last failed call: s2n_errno and errno after it */
 } pqs_s2n_client_state;
 
 typedef struct pqs_s2n_server_state {
-    pqs_tcp_server tcp;          /* first: the workers find this state from their server */
     struct s2n_config *cfg;
     struct s2n_cert_chain_and_key *cert;
 } pqs_s2n_server_state;
-
-void pqs_s2n_client_start(pqs_client *c);
-bool pqs_s2n_client_setup(pqs_client *c, pqs_attempt *a);
-void pqs_s2n_client_handshake(pqs_client *c, pqs_attempt *a, int64_t deadline);
-void pqs_s2n_client_request(pqs_client *c, pqs_attempt *a, int64_t deadline);
-void pqs_s2n_client_close(pqs_client *c, pqs_attempt *a);
-void pqs_s2n_client_stop(pqs_client *c);
-int pqs_s2n_server_listen(pqs_srv *s, char *why, size_t whylen);
-int pqs_s2n_server_serve(pqs_srv *s, char *why, size_t whylen);
 
 #endif

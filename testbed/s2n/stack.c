@@ -1,6 +1,6 @@
 /* stack.c - the s2n-tls stack's table: the tcp transport's second TLS stack (--tls-stack s2n,
- * tcp/stacks.c). Same name, options and lines as OpenSSL's tcp table; its own steps and
- * refusals. */
+ * tcp/stacks.c). The tcp transport's own steps, name, options and lines, through s2n-tls's
+ * operations (s2n_client.c, s2n_server.c); its own refusals. */
 #include "s2n_stack.h"
 #include "stacks.h"
 
@@ -24,19 +24,5 @@ const pqs_transport pqs_tcp_stack_s2n = {
     .early_data_why = "early data is " NOT_HERE,
     .groups_check = pqs_s2n_groups_check,
     .tls13_only = true,
-    .client_method = TLS_client_method, /* the program's context, unused by s2n-tls */
-    .client_state_size = sizeof(pqs_s2n_client_state),
-    .close = "rst_deferred",
-    .header_json = pqs_tls_stack_json,
-    .client_start = pqs_s2n_client_start,
-    .client_setup = pqs_s2n_client_setup,
-    .client_handshake = pqs_s2n_client_handshake,
-    .client_request = pqs_s2n_client_request,
-    .client_close = pqs_s2n_client_close,
-    .client_stop = pqs_s2n_client_stop,
-    .server_method = TLS_server_method,
-    .server_state_size = sizeof(pqs_s2n_server_state),
-    .server_listen = pqs_s2n_server_listen,
-    .ready_json = pqs_tls_stack_ready_json,
-    .server_serve = pqs_s2n_server_serve,
+    PQS_TCP_STACK_TABLE,
 };

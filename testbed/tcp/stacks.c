@@ -12,8 +12,10 @@ const char *pqs_s2n_stack_version(void); /* s2n/stack.c */
 static const char *openssl_version(void) { return OpenSSL_version(OPENSSL_VERSION_STRING); }
 
 const pqs_tls_stack pqs_tls_stacks[] = {
-    {.name = "openssl", .table = &pqs_transport_tcp, .version = openssl_version},
-    {.name = "s2n", .table = &pqs_tcp_stack_s2n, .version = pqs_s2n_stack_version},
+    {.name = "openssl", .table = &pqs_transport_tcp, .client = &pqs_tls_openssl_client,
+     .server = &pqs_tls_openssl_server, .version = openssl_version},
+    {.name = "s2n", .table = &pqs_tcp_stack_s2n, .client = &pqs_tls_s2n_client, .server = &pqs_tls_s2n_server,
+     .version = pqs_s2n_stack_version},
 };
 const size_t pqs_tls_stack_count = sizeof pqs_tls_stacks / sizeof pqs_tls_stacks[0];
 

@@ -1,7 +1,9 @@
-/* tcp_client.c - a pqs-timer attempt over TLS over TCP (see tcp_client.h).
+/* tcp_client.c - a pqs-timer attempt over TLS over TCP (see tcp_client.h), on any TLS stack
+ * (tls_stack.h).
  *
- * Each attempt: fresh non-blocking TCP socket and SSL object (prepared before the clock
- * starts), t0 just before connect(), handshake_ns ends when SSL_connect returns. Everything
+ * Each attempt: fresh non-blocking TCP socket and TLS connection (prepared before the clock
+ * starts), t0 just before connect(), handshake_ns ends when the stack's handshake returns
+ * done (the client's Finished written). Everything
  * else (request/response, ticket wait, TCP_INFO) happens after. Close: SO_LINGER {1,0} -> RST
  * (no close_notify), so no TIME_WAIT is left on either side, deferred until the next attempt's
  * measured interval has ended (see below). */
@@ -13,20 +15,19 @@
 #include <linux/sockios.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
-#include <openssl/err.h>
-
 /* ---------------- deferred RST close ----------------
  *
  * An attempt's socket is not reset when the attempt ends: a RST makes the server's kernel drop
  * whatever it has not read yet, our Finished included, when both arrive close together (rate
  * limited / lossy links), and the server would log a failed handshake for an ok attempt. So
- * the socket stays open (without its SSL object) and is reset after the NEXT attempt's measured
+ * the socket stays open (without its TLS connection) and is reset after the NEXT attempt's measured
  * interval has ended; by then the server has had at least one more handshake's time to read
  * it. Nothing is added inside a measured interval, except by the stall guard: if the next
  * handshake makes no progress past pend_guard_ns (= end of the previous attempt + max(2 srtt,
@@ -83,7 +84,7 @@ static bool pending_answered(const pqs_tcp_client *w)
 /* 1 ready, 0 deadline passed, -1 poll error. With a pending socket (w not NULL), it is also
  * watched while we are blocked anyway: reset as soon as the server answers on it, or once the
  * stall guard time has passed without progress. */
-int pqs_tcp_wait_io(pqs_client *c, int fd, short events, int64_t deadline, pqs_tcp_client *w)
+static int wait_io(pqs_client *c, int fd, short events, int64_t deadline, pqs_tcp_client *w)
 {
     for (;;) {
         int64_t now = pqs_mono_ns();
@@ -113,10 +114,12 @@ int pqs_tcp_wait_io(pqs_client *c, int fd, short events, int64_t deadline, pqs_t
     }
 }
 
-bool pqs_tcp_wait_or_fail(pqs_client *c, pqs_tcp_client *tc, short events, int64_t deadline, pqs_attempt *a,
-                          const char *stage, bool watch)
+/* The wait a TLS call asked for (events on tc->fd): true when ready, else the timeout or poll
+ * error recorded at stage. With watch, a pending socket is watched meanwhile. */
+static bool wait_or_fail(pqs_client *c, pqs_tcp_client *tc, short events, int64_t deadline, pqs_attempt *a,
+                         const char *stage, bool watch)
 {
-    int rw = pqs_tcp_wait_io(c, tc->fd, events, deadline, watch ? tc : NULL);
+    int rw = wait_io(c, tc->fd, events, deadline, watch ? tc : NULL);
     if (rw > 0)
         return true;
     if (rw == 0)
@@ -126,39 +129,37 @@ bool pqs_tcp_wait_or_fail(pqs_client *c, pqs_tcp_client *tc, short events, int64
     return false;
 }
 
-bool pqs_tcp_ssl_retry(pqs_client *c, pqs_tcp_client *tc, int ret, int64_t deadline, pqs_attempt *a,
-                       const char *stage, bool watch)
+/* After a stack call that did not complete: true once the I/O it waits for is ready (call it
+ * again), else false with the failure recorded (the stack's, or the wait's). */
+static void socket_release(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a);
+
+static bool retry(pqs_client *c, pqs_tcp_client *tc, pqs_tls_io rc, int64_t deadline, pqs_attempt *a,
+                  const char *stage, bool watch)
 {
-    SSL *ssl = tc->ssl;
-    int saved = errno;
-    int e = SSL_get_error(ssl, ret);
-    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
-        if (pqs_tcp_wait_or_fail(c, tc, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline, a, stage, watch))
-            return true;
-        ERR_clear_error();
-        return false;
-    }
-    if (a->err == PQS_ERR_NONE) {
-        a->err = pqs_tls_classify(ssl, e, saved, &a->obs, a->msg, sizeof a->msg);
-        a->err_errno = (e == SSL_ERROR_SYSCALL || saved == ECONNRESET || saved == EPIPE) ? saved : 0;
-        a->stage = stage;
-    } else {
-        ERR_clear_error();
-    }
+    if (rc == PQS_TLS_WANT_READ || rc == PQS_TLS_WANT_WRITE)
+        return wait_or_fail(c, tc, rc == PQS_TLS_WANT_READ ? POLLIN : POLLOUT, deadline, a, stage, watch);
+    if (rc == PQS_TLS_FAILED)
+        tc->tls->fail(tc->st, a, stage);
     return false;
 }
 
-void pqs_tcp_client_start(pqs_client *c, pqs_tcp_client *tc)
+void pqs_tcp_client_start(pqs_client *c, pqs_tcp_client *tc, const pqs_tls_client_ops *tls)
 {
-    (void)c;
     tc->pend_fd = -1;
     tc->fd = -1;
+    tc->tls = tls;
+    tc->st = calloc(1, tls->client_size ? tls->client_size : 1);
+    if (tc->st != NULL && tls->start != NULL)
+        tls->start(c, tc->st);
 }
 
 void pqs_tcp_client_stop(pqs_client *c, pqs_tcp_client *tc)
 {
-    (void)c;
     close_deferred_final(tc);
+    if (tc->st != NULL && tc->tls->stop != NULL)
+        tc->tls->stop(c, tc->st);
+    free(tc->st);
+    tc->st = NULL;
 }
 
 /* ---------------- setup, before the clock ---------------- */
@@ -186,7 +187,7 @@ static void drain_pending(pqs_tcp_client *tc, int64_t limit_ns)
     }
 }
 
-int pqs_tcp_socket_open(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a)
+static int socket_open(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a)
 {
     const pqs_client_params *cfg = c->p;
     tc->fd = -1;
@@ -217,74 +218,52 @@ bool pqs_tcp_client_setup(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a)
 {
     const pqs_client_params *cfg = c->p;
     bool want_resume = pqs_mode_resumes(cfg->mode) && !a->prime;
-    tc->ssl = NULL;
-    tc->flight = NULL;
     pqs_tlsobs_reset(&a->obs);
-    int fd = pqs_tcp_socket_open(c, tc, a);
+    if (tc->st == NULL) {
+        pqs_attempt_fail(a, PQS_ERR_INTERNAL, "setup", ENOMEM, "out of memory for the TLS stack's state");
+        return false;
+    }
+    int fd = socket_open(c, tc, a);
     if (fd < 0)
         return false;
-    SSL *ssl = SSL_new(c->ctx);
-    BIO *flight = NULL;
-    if (ssl == NULL || !SSL_set_fd(ssl, fd) || (cfg->tfo && (flight = BIO_new(BIO_s_mem())) == NULL)) {
-        pqs_attempt_fail(a, PQS_ERR_INTERNAL, "setup", 0, "SSL_new failed");
-        ERR_clear_error();
-        SSL_free(ssl);
+    if (!tc->tls->conn_new(c, tc->st, a, fd, want_resume)) {
         close(fd);
         return false;
     }
-    if (flight != NULL) {
-        /* OpenSSL flushes the ClientHello before it writes early data: with the socket as its
-         * write BIO the SYN would carry the ClientHello only. Collected in memory, ClientHello
-         * and early data leave in one write, so the SYN carries as much of both as fits. */
-        BIO_up_ref(SSL_get_rbio(ssl));
-        SSL_set0_wbio(ssl, flight);
-    }
-    pqs_attempt_prepare(ssl, c, a, want_resume, pqs_tlsobs_msg_cb, &a->obs);
-    if (cfg->instrument)
-        pqs_tlsobs_watch_tcp(&a->obs, fd); /* records and TCP segments per flight (msgs) */
-    a->early_offered = pqs_attempt_early(c, a);
-    tc->ssl = ssl;
     tc->fd = fd;
-    tc->flight = flight;
     return true;
+}
+
+void pqs_tcp_client_drop(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a)
+{
+    (void)c;
+    tc->tls->conn_free(tc->st, a);
+    close(tc->fd);
+    tc->fd = -1;
 }
 
 /* ---------------- the measured interval ---------------- */
 
-/* TFO: produces the first flight into the memory BIO (ClientHello, and the early data in 0rtt
- * mode), writes it to the socket (the first write sends the SYN, with data if a cookie is
- * cached; the rest waits for the connection), then puts the socket back as the write BIO. */
+/* TFO: the stack makes the first flight in memory (ClientHello, and the early data in 0rtt
+ * mode); it is written to the socket here (the first write sends the SYN, with data if a
+ * cookie is cached; the rest waits for the connection), then the stack writes to the socket. */
 static bool tfo_first_flight(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a, int64_t deadline)
 {
-    SSL *ssl = tc->ssl;
     int fd = tc->fd;
-    if (a->early_offered) {
-        size_t wr = 0;
-        if (SSL_write_early_data(ssl, c->req, c->req_len, &wr) != 1) {
-            pqs_tcp_ssl_retry(c, tc, -1, deadline, a, "early_data", true);
-            pqs_attempt_fail(a, PQS_ERR_INTERNAL, "early_data", 0, "early data could not be written");
-            return false;
-        }
-        a->early_sent = wr;
-    } else {
-        int r = SSL_connect(ssl); /* writes the ClientHello, then wants to read */
-        if (r != 1 && SSL_get_error(ssl, r) != SSL_ERROR_WANT_READ) {
-            pqs_tcp_ssl_retry(c, tc, r, deadline, a, "handshake", true);
-            return false;
-        }
-    }
-    char *data = NULL;
-    long n = BIO_get_mem_data(tc->flight, &data);
+    const unsigned char *data = NULL;
+    size_t n = 0;
+    if (!tc->tls->first_flight(c, tc->st, a, &data, &n))
+        return false;
     size_t off = 0;
-    while (n > 0 && off < (size_t)n) {
-        ssize_t k = send(fd, data + off, (size_t)n - off, MSG_NOSIGNAL);
+    while (off < n) {
+        ssize_t k = send(fd, data + off, n - off, MSG_NOSIGNAL);
         if (k > 0) {
             off += (size_t)k;
             continue;
         }
         int e = errno;
         if (k < 0 && (e == EAGAIN || e == EWOULDBLOCK || e == EINPROGRESS || e == EALREADY || e == EINTR)) {
-            int rw = pqs_tcp_wait_io(c, fd, POLLOUT, deadline, tc);
+            int rw = wait_io(c, fd, POLLOUT, deadline, tc);
             if (rw == 0) {
                 pqs_attempt_fail(a, PQS_ERR_CONNECT_TIMEOUT, "connect", ETIMEDOUT,
                                  "TCP connect did not complete before the deadline");
@@ -302,10 +281,7 @@ static bool tfo_first_flight(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a, 
                          "connect: %s", strerror(e));
         return false;
     }
-    BIO *sock = SSL_get_rbio(ssl);
-    BIO_up_ref(sock);
-    SSL_set0_wbio(ssl, sock); /* frees the memory BIO */
-    tc->flight = NULL;
+    tc->tls->first_flight_sent(tc->st);
     return true;
 }
 
@@ -322,6 +298,8 @@ void pqs_tcp_client_handshake_done(pqs_client *c, pqs_tcp_client *tc, pqs_attemp
     if (c->p->instrument)
         pqs_tlsobs_flights_end(&a->obs); /* the client's second flight's segments */
     close_deferred(tc); /* the previous attempt's socket: RST now */
+    if (tc->tls != NULL && tc->tls->handshake_end != NULL)
+        tc->tls->handshake_end(tc->st, a);
 }
 
 /* The end of a non-blocking connect() that returned cr: true once established, else the
@@ -339,7 +317,7 @@ static bool connect_wait(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a, int6
             pqs_attempt_fail(a, PQS_ERR_CONNECT_FAILED, "connect", e, "connect: %s", strerror(e));
         return false;
     }
-    int r = pqs_tcp_wait_io(c, fd, POLLOUT, deadline, tc);
+    int r = wait_io(c, fd, POLLOUT, deadline, tc);
     if (r == 0) {
         pqs_attempt_fail(a, PQS_ERR_CONNECT_TIMEOUT, "connect", ETIMEDOUT,
                          "TCP connect did not complete before the deadline");
@@ -360,21 +338,10 @@ static bool connect_wait(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a, int6
     return true;
 }
 
-/* connect() of a non-TFO attempt, up to the established connection (a->t_conn). */
-bool pqs_tcp_connect(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a, int64_t deadline)
-{
-    const pqs_client_params *cfg = c->p;
-    int cr = connect(tc->fd, (struct sockaddr *)&cfg->connect.ss, cfg->connect.len);
-    if (!connect_wait(c, tc, a, deadline, cr))
-        return false;
-    a->t_conn = pqs_mono_ns();
-    return true;
-}
-
 void pqs_tcp_client_handshake(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a, int64_t deadline)
 {
     const pqs_client_params *cfg = c->p;
-    SSL *ssl = tc->ssl;
+    const pqs_tls_client_ops *tls = tc->tls;
     int cr = connect(tc->fd, (struct sockaddr *)&cfg->connect.ss, cfg->connect.len);
     if (cr == 0 && cfg->tfo)
         a->tfo_cookie = true;
@@ -388,17 +355,17 @@ void pqs_tcp_client_handshake(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a,
         a->t_conn = pqs_mono_ns();
     if (a->early_offered && !cfg->tfo) {
         size_t wr = 0;
-        int r;
-        while ((r = SSL_write_early_data(ssl, c->req, c->req_len, &wr)) != 1)
-            if (!pqs_tcp_ssl_retry(c, tc, r, deadline, a, "early_data", true))
+        pqs_tls_io rc;
+        while ((rc = tls->write_early(tc->st, c->req, c->req_len, &wr)) != PQS_TLS_DONE)
+            if (!retry(c, tc, rc, deadline, a, "early_data", true))
                 return;
         a->early_sent = wr;
     }
     for (;;) {
-        int r = SSL_connect(ssl);
-        if (r == 1)
+        pqs_tls_io rc = tls->handshake(tc->st);
+        if (rc == PQS_TLS_DONE)
             break;
-        if (!pqs_tcp_ssl_retry(c, tc, r, deadline, a, "handshake", true))
+        if (!retry(c, tc, rc, deadline, a, "handshake", true))
             return;
     }
     pqs_tcp_client_handshake_done(c, tc, a);
@@ -409,30 +376,34 @@ void pqs_tcp_client_handshake(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a,
 /* The request, then the response; a failure of either is recorded in a. */
 static void request(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a, int64_t deadline)
 {
-    SSL *ssl = tc->ssl;
-    bool early_ok = a->early_offered && SSL_get_early_data_status(ssl) == SSL_EARLY_DATA_ACCEPTED;
+    const pqs_tls_client_ops *tls = tc->tls;
+    bool early_ok = a->early_offered && tls->early_accepted != NULL && tls->early_accepted(tc->st);
     if (early_ok) {
         a->req_sent = a->early_sent;
     } else {
-        size_t wr = 0;
-        int r;
-        while ((r = SSL_write_ex(ssl, c->req, c->req_len, &wr)) != 1)
-            if (!pqs_tcp_ssl_retry(c, tc, r, deadline, a, "request", false))
+        size_t off = 0;
+        while (off < c->req_len) {
+            size_t wr = 0;
+            pqs_tls_io rc = tls->write(tc->st, c->req + off, c->req_len - off, &wr);
+            if (rc == PQS_TLS_DONE)
+                off += wr;
+            else if (!retry(c, tc, rc, deadline, a, "request", false))
                 return;
-        a->req_sent = wr;
+        }
+        a->req_sent = off;
     }
     a->request_sent = true;
     uint64_t want = c->p->response_bytes;
     while (a->resp_bytes < want) {
         size_t rd = 0;
-        int r = SSL_read_ex(ssl, c->rbuf, c->rbuf_len, &rd);
-        if (r == 1) {
+        pqs_tls_io rc = tls->read(tc->st, c->rbuf, c->rbuf_len, &rd);
+        if (rc == PQS_TLS_DONE) {
             if (a->t_first == 0)
                 a->t_first = pqs_mono_ns();
             a->resp_bytes += rd;
             continue;
         }
-        if (!pqs_tcp_ssl_retry(c, tc, r, deadline, a, "response", false))
+        if (!retry(c, tc, rc, deadline, a, "response", false))
             break;
     }
     pqs_attempt_response_end(a, want);
@@ -441,7 +412,7 @@ static void request(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a, int64_t d
 /* --wait-acked: until the send queue holds nothing unacknowledged (SIOCOUTQ: bytes not yet
  * acknowledged, sent or not), polled every 20 us; where a timer that polls TCP_INFO after the
  * handshake stops its clock. The deadline ends the wait without a time. */
-void pqs_tcp_wait_acked(pqs_tcp_client *tc, pqs_attempt *a, int64_t deadline)
+static void wait_acked(pqs_tcp_client *tc, pqs_attempt *a, int64_t deadline)
 {
     const struct timespec step = {0, 20000};
     for (;;) {
@@ -462,24 +433,26 @@ void pqs_tcp_wait_acked(pqs_tcp_client *tc, pqs_attempt *a, int64_t deadline)
 void pqs_tcp_client_request(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a, int64_t deadline)
 {
     const pqs_client_params *cfg = c->p;
-    SSL *ssl = tc->ssl;
+    const pqs_tls_client_ops *tls = tc->tls;
+    if (tls->after_handshake != NULL)
+        tls->after_handshake(c, tc->st, a);
     if (cfg->wait_acked && a->hs_done)
-        pqs_tcp_wait_acked(tc, a, deadline);
+        wait_acked(tc, a, deadline);
     if (cfg->request)
         request(c, tc, a, deadline); /* a failure there is recorded: no ticket wait below */
     /* resume / 0rtt: make sure the next attempt has a fresh ticket. */
-    if (pqs_mode_resumes(cfg->mode) && a->new_sess == NULL && a->err == PQS_ERR_NONE) {
+    if (pqs_mode_resumes(cfg->mode) && !tls->ticket_arrived(tc->st, a) && a->err == PQS_ERR_NONE) {
         int64_t tdl = pqs_mono_ns() + cfg->ticket_wait_ns;
         if (tdl > deadline)
             tdl = deadline;
         pqs_attempt scratch; /* a timeout here is not a failure of this attempt */
         memset(&scratch, 0, sizeof scratch);
-        while (a->new_sess == NULL) {
+        while (!tls->ticket_arrived(tc->st, a)) {
             size_t rd = 0;
-            int r = SSL_read_ex(ssl, c->rbuf, c->rbuf_len, &rd);
-            if (r == 1)
+            pqs_tls_io rc = tls->read(tc->st, c->rbuf, c->rbuf_len, &rd);
+            if (rc == PQS_TLS_DONE)
                 continue;
-            if (a->new_sess != NULL || !pqs_tcp_ssl_retry(c, tc, r, tdl, &scratch, "ticket", false))
+            if (tls->ticket_arrived(tc->st, a) || !retry(c, tc, rc, tdl, &scratch, "ticket", false))
                 break;
         }
     }
@@ -488,30 +461,24 @@ void pqs_tcp_client_request(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a, i
         pqs_tcpinfo_read(tc->fd, &a->tcp);
         a->tcp_info_ns = pqs_mono_ns() - ti0;
     }
-    pqs_tlsinfo_get(ssl, true, &a->info);
+    if (tls->info != NULL)
+        tls->info(tc->st, a);
     pqs_tlsinfo_psk_mode(&a->info, &a->obs);
 }
 
 /* ---------------- close ---------------- */
 
+/* No close_notify on the wire (it would cost both sides a record and the server a wakeup per
+ * attempt): the socket is released (reset now or deferred), then the stack frees its side. */
 void pqs_tcp_client_close(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a)
 {
-    SSL *ssl = tc->ssl;
     if (a->t_end == 0)
         a->t_end = pqs_mono_ns();
-    if (a->info.version == NULL && ssl != NULL)
-        pqs_tlsinfo_get(ssl, true, &a->info);
-    /* No close_notify on the wire (it would cost both sides a record and the server a
-     * wakeup per attempt); marking the SSL object shut down keeps its session resumable
-     * (OpenSSL drops the session of a connection freed without a shutdown). */
-    if (a->hs_done)
-        SSL_set_shutdown(ssl, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
-    pqs_tcp_socket_release(c, tc, a);
-    SSL_free(ssl);
-    tc->ssl = NULL;
+    socket_release(c, tc, a);
+    tc->tls->conn_free(tc->st, a);
 }
 
-void pqs_tcp_socket_release(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a)
+static void socket_release(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a)
 {
     if (a->t_end == 0)
         a->t_end = pqs_mono_ns();
@@ -519,7 +486,7 @@ void pqs_tcp_socket_release(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a)
         return;
     close_deferred(tc); /* failure paths: the previous socket, if the interval ended early */
     /* A ticket or response read after the handshake proves the server has read our Finished. */
-    bool answered = a->new_sess != NULL || a->resp_bytes > 0 || a->obs.tickets > 0;
+    bool answered = tc->tls->ticket_arrived(tc->st, a) || a->resp_bytes > 0 || a->obs.tickets > 0;
     if (a->hs_done && !answered) {
         /* Our Finished may still be in flight or unread: reset this socket only after the
          * next attempt's measured interval (see close_deferred). */

@@ -6,52 +6,34 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <openssl/ssl.h>
 
+#include "tls_stack.h"
 #include "transport.h"
 
-/* A worker's TCP state: the attempt in progress and the previous attempt's socket, still open
- * (deferred close, tcp_client.c says why). */
+/* A worker's TCP state: its TLS stack, the attempt in progress and the previous attempt's
+ * socket, still open (deferred close, tcp_client.c says why). */
 typedef struct pqs_tcp_client {
-    SSL *ssl;
+    const pqs_tls_client_ops *tls;
+    void *st;                /* the stack's worker state (tls->client_size bytes) */
     int fd;
-    BIO *flight;             /* TFO: the first flight is collected here, then written in one go */
     int pend_fd;
     int64_t pend_guard_ns;   /* absolute CLOCK_MONOTONIC */
     int64_t pend_end_ns;     /* when that attempt ended */
     int64_t pend_final_ns;   /* end of the run: reset it at the latest then */
 } pqs_tcp_client;
 
-/* The steps (transport.h), on tc: */
-void pqs_tcp_client_start(pqs_client *c, pqs_tcp_client *tc);
+/* The steps (transport.h), on tc, through the TLS stack tls (tls_stack.h): */
+void pqs_tcp_client_start(pqs_client *c, pqs_tcp_client *tc, const pqs_tls_client_ops *tls);
 bool pqs_tcp_client_setup(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a);
 void pqs_tcp_client_handshake(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a, int64_t deadline);
 void pqs_tcp_client_request(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a, int64_t deadline);
 void pqs_tcp_client_close(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a);
 void pqs_tcp_client_stop(pqs_client *c, pqs_tcp_client *tc);
-
-/* For a TLS stack other than OpenSSL's (s2n/), the same socket life as OpenSSL's attempts:
- * the attempt's socket (non-blocking, TCP_NODELAY; the previous one reset or drained first),
- * -1 with the failure recorded; the connect (a->t_conn); a wait for I/O that watches the
- * previous socket meanwhile (1 ready, 0 deadline, -1 error); and its release after the attempt
- * (RST now, or deferred as tcp_client.c says; tc->fd = -1). */
-int pqs_tcp_socket_open(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a);
-bool pqs_tcp_connect(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a, int64_t deadline);
-int pqs_tcp_wait_io(pqs_client *c, int fd, short events, int64_t deadline, pqs_tcp_client *w);
-/* The wait a TLS call asked for (events on tc->fd): true when ready, else the timeout or poll
- * error recorded at stage. */
-bool pqs_tcp_wait_or_fail(pqs_client *c, pqs_tcp_client *tc, short events, int64_t deadline, pqs_attempt *a,
-                          const char *stage, bool watch);
-void pqs_tcp_socket_release(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a);
-/* --wait-acked: until the kernel holds none of the client's bytes unacknowledged (a->t_acked). */
-void pqs_tcp_wait_acked(pqs_tcp_client *tc, pqs_attempt *a, int64_t deadline);
+/* A set-up attempt abandoned before its handshake (TurboTLS's own setup failed): the TLS
+ * connection freed and the socket closed. */
+void pqs_tcp_client_drop(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a);
 
 /* The handshake's end on the TCP connection: t_hs, hs_done, and the previous socket reset. */
 void pqs_tcp_client_handshake_done(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a);
-
-/* After an SSL call returned ret <= 0: waits for the wanted I/O and returns true (retry), or
- * records the failure and returns false. With watch, a pending socket is watched meanwhile. */
-bool pqs_tcp_ssl_retry(pqs_client *c, pqs_tcp_client *tc, int ret, int64_t deadline, pqs_attempt *a,
-                       const char *stage, bool watch);
 
 #endif

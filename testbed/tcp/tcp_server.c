@@ -2,6 +2,7 @@
 #include "tcp_server.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <string.h>
@@ -11,38 +12,6 @@
 #include <openssl/err.h>
 
 /* ---------------- per-connection ---------------- */
-
-
-
-static void conn_fail(pqs_tcp_conn *c, SSL *ssl, int ret, const char *stage)
-{
-    int saved = errno;
-    int se = SSL_get_error(ssl, ret);
-    c->stage = stage;
-    c->err = pqs_tls_classify(ssl, se, saved, &c->obs, c->msg, sizeof c->msg);
-    c->err_errno = (se == SSL_ERROR_SYSCALL) ? saved : 0;
-    if (saved == EAGAIN || saved == EWOULDBLOCK) {
-        c->err = PQS_ERR_TIMEOUT;
-        snprintf(c->msg, sizeof c->msg, "idle timeout during %s", stage);
-    }
-}
-
-static const char *close_kind_of(SSL *ssl, int ret)
-{
-    int saved = errno;
-    int se = SSL_get_error(ssl, ret);
-    ERR_clear_error();
-    if (se == SSL_ERROR_ZERO_RETURN)
-        return "close_notify";
-    if (se == SSL_ERROR_SYSCALL || se == SSL_ERROR_SSL) {
-        if (saved == ECONNRESET || saved == EPIPE)
-            return "reset";
-        if (saved == EAGAIN || saved == EWOULDBLOCK)
-            return "timeout";
-        return "eof";
-    }
-    return "error";
-}
 
 typedef struct {
     const pqs_tcp_server_ext *ext;
@@ -107,95 +76,63 @@ static void log_conn(pqs_tcp_server *ts, pqs_tcp_worker *w, const pqs_tcp_conn *
     pqs_sink_write(ts->s->log, &j);
 }
 
-/* Writes n bytes of response. Returns 0 or the SSL_write return value that failed. */
-static int send_response(SSL *ssl, pqs_tcp_worker *w, uint64_t n, uint64_t *sent)
-{
-    while (*sent < n) {
-        size_t chunk = n - *sent > PQS_TCP_IO_CHUNK ? PQS_TCP_IO_CHUNK : (size_t)(n - *sent);
-        size_t wr = 0;
-        int r = SSL_write_ex(ssl, w->buf, chunk, &wr);
-        if (r <= 0)
-            return r == 0 ? -1 : r;
-        *sent += wr;
-    }
-    return 0;
-}
+static void conn_begin(pqs_tcp_server *ts, pqs_tcp_conn *c, int fd, const struct sockaddr *peer);
+static void conn_end(pqs_tcp_server *ts, pqs_tcp_worker *w, pqs_tcp_conn *c, int fd);
 
-static void ssl_free(void *ssl) { SSL_free(ssl); }
-
+/* One connection through the stack: early data (0-RTT), the handshake, the request (the request
+ * protocol's one reader, common.h), the response, then reads until the client closes. */
 static void serve(pqs_tcp_server *ts, pqs_tcp_worker *w, int fd, const struct sockaddr *peer)
 {
     const pqs_server_params *cfg = ts->s->p;
-    const pqs_tcp_server_ext *ext = ts->ext;
+    const pqs_tls_server_ops *tls = ts->tls;
+    void *x = w->tls_conn;
     pqs_tcp_conn c;
-    pqs_tcp_conn_begin(ts, &c, fd, peer);
-
-    SSL *ssl = ext != NULL ? ext->bind(ext->arg, fd, &c.obs, c.ext, c.msg, sizeof c.msg) : SSL_new(ts->s->ctx);
-    if (ssl == NULL || (ext == NULL && !SSL_set_fd(ssl, fd))) {
-        c.err = ext != NULL ? PQS_ERR_IO_ERROR : PQS_ERR_INTERNAL;
-        if (ext == NULL)
-            snprintf(c.msg, sizeof c.msg, "SSL_new failed");
-        c.stage = ext != NULL ? "turbo_bind" : "setup";
+    conn_begin(ts, &c, fd, peer);
+    memset(x, 0, tls->conn_size);
+    pqs_stream_req req = {0};
+    pqs_tls_io rc;
+    if (!tls->conn_new(ts, ts->tls_srv, x, fd, &c))
         goto done;
-    }
-    SSL_set_msg_callback(ssl, pqs_tlsobs_msg_cb);
-    SSL_set_msg_callback_arg(ssl, &c.obs);
-    pqs_fs0rtt_conn_attach(ssl, &c.fs0rtt);
-
-    int64_t resp_len = -1;
-    bool have_header = false;
-    unsigned char hdr[PQS_MAX_REQUEST_HEADER + 1];
-    size_t hdr_len = 0;
 
     /* 0-RTT: read early data before completing the handshake. With --early-response on, a
      * complete early request is answered at once (0.5-RTT data, sent after our Finished and
      * before the client's), as deployments do: that is what makes 0-RTT save a round trip for
      * the client's time to first byte, not only for the server's time to the request. */
     bool answered = false;
-    if (cfg->max_early_data > 0) {
-        for (;;) {
+    if (cfg->max_early_data > 0 && tls->read_early != NULL) {
+        do {
             size_t rd = 0;
-            int r = SSL_read_early_data(ssl, w->buf, sizeof w->buf, &rd);
-            if (r == SSL_READ_EARLY_DATA_ERROR) {
-                conn_fail(&c, ssl, -1, c.early_bytes ? "early_data" : "handshake");
+            rc = tls->read_early(x, w->buf, sizeof w->buf, &rd);
+            if (rc == PQS_TLS_FAILED) {
+                tls->fail(x, &c, c.early_bytes ? "early_data" : "handshake");
                 goto done;
             }
-            if (rd > 0) {
-                if (c.first_app_ns == 0)
-                    c.first_app_ns = pqs_mono_ns();
-                c.early_bytes += rd;
-                c.request_bytes += rd;
-                size_t take = rd < sizeof hdr - 1 - hdr_len ? rd : sizeof hdr - 1 - hdr_len;
-                memcpy(hdr + hdr_len, w->buf, take);
-                hdr_len += take;
-                if (!have_header)
-                    have_header = pqs_parse_request_header(hdr, hdr_len, &c.request_len, &resp_len);
-                if (cfg->early_response && !answered && have_header
-                    && (int64_t)c.request_bytes >= c.request_len) {
-                    c.request_done_ns = pqs_mono_ns();
-                    uint64_t want = resp_len >= 0 ? (uint64_t)resp_len : cfg->response_bytes;
-                    memset(w->buf, 'x', sizeof w->buf);
-                    while (c.response_bytes < want) {
-                        size_t chunk = want - c.response_bytes > PQS_TCP_IO_CHUNK ? PQS_TCP_IO_CHUNK
-                                                                                  : (size_t)(want - c.response_bytes);
-                        size_t wr = 0;
-                        if (SSL_write_early_data(ssl, w->buf, chunk, &wr) != 1) {
-                            conn_fail(&c, ssl, -1, "response");
-                            goto done;
-                        }
-                        c.response_bytes += wr;
+            if (rd == 0)
+                continue;
+            c.early_bytes += rd;
+            pqs_stream_req_feed(&req, w->buf, rd);
+            if (cfg->early_response && !answered && req.have_header && (int64_t)req.request_bytes >= req.req_len) {
+                c.request_done_ns = pqs_mono_ns();
+                uint64_t want = pqs_stream_req_response(&req, cfg->response_bytes);
+                memset(w->buf, 'x', sizeof w->buf);
+                while (c.response_bytes < want) {
+                    size_t chunk = want - c.response_bytes > PQS_TCP_IO_CHUNK ? PQS_TCP_IO_CHUNK
+                                                                              : (size_t)(want - c.response_bytes);
+                    size_t wr = 0;
+                    if (tls->write_early(x, w->buf, chunk, &wr) != PQS_TLS_DONE) {
+                        tls->fail(x, &c, "response");
+                        goto done;
                     }
-                    c.response_done_ns = pqs_mono_ns();
-                    c.early_response = true;
-                    answered = true;
+                    c.response_bytes += wr;
                 }
+                c.response_done_ns = pqs_mono_ns();
+                c.early_response = true;
+                answered = true;
             }
-            if (r == SSL_READ_EARLY_DATA_FINISH)
-                break;
-        }
+        } while (rc != PQS_TLS_CLOSED);
     }
-    int r = SSL_accept(ssl);
-    if (r != 1) {
+    rc = tls->handshake(x);
+    if (rc != PQS_TLS_DONE) {
         /* The client may reset the connection right after its Finished while we are still
          * writing session tickets: the handshake did complete. */
         int saved = errno;
@@ -203,84 +140,66 @@ static void serve(pqs_tcp_server *ts, pqs_tcp_worker *w, int fd, const struct so
             c.hs_done_ns = c.obs.peer_finished_ns;
             c.hs_ok = true;
             c.close_kind = "reset";
-            ERR_clear_error();
             goto info;
         }
         errno = saved;
-        conn_fail(&c, ssl, r, "handshake");
+        tls->fail(x, &c, "handshake");
         goto done;
     }
     c.hs_done_ns = pqs_mono_ns();
     c.hs_ok = true;
+    if (tls->handshake_end != NULL)
+        tls->handshake_end(x, &c);
 
-    if (answered)
-        goto drain;
-    /* Request: up to the header's length, or the first read if no header. */
-    if (hdr_len > 0 && !have_header)
-        have_header = pqs_parse_request_header(hdr, hdr_len, &c.request_len, &resp_len);
-    for (;;) {
-        if (have_header && (int64_t)c.request_bytes >= c.request_len)
-            break;
-        if (!have_header && c.request_bytes > 0 && hdr_len >= sizeof hdr - 1)
-            break; /* first data was not a header: respond to it */
-        if (!have_header && c.request_bytes > 0 && memchr(hdr, '\n', hdr_len) != NULL)
-            break;
-        size_t rd = 0;
-        r = SSL_read_ex(ssl, w->buf, sizeof w->buf, &rd);
-        if (r <= 0) {
-            c.close_kind = close_kind_of(ssl, r);
-            goto info; /* peer closed without (a full) request: normal for handshake-only */
+    if (!answered) {
+        /* Request: up to the header's length, or the first line without one. */
+        while (req.request_bytes == 0 || !pqs_stream_req_complete(&req, false)) {
+            size_t rd = 0;
+            rc = tls->read(x, w->buf, sizeof w->buf, &rd);
+            if (rc != PQS_TLS_DONE) {
+                c.close_kind = tls->close_kind(x);
+                goto info; /* peer closed without (a full) request: normal for handshake-only */
+            }
+            pqs_stream_req_feed(&req, w->buf, rd);
         }
-        if (c.first_app_ns == 0)
-            c.first_app_ns = pqs_mono_ns();
-        c.request_bytes += rd;
-        if (hdr_len < sizeof hdr - 1) {
-            size_t take = rd < sizeof hdr - 1 - hdr_len ? rd : sizeof hdr - 1 - hdr_len;
-            memcpy(hdr + hdr_len, w->buf, take);
-            hdr_len += take;
-        }
-        if (!have_header)
-            have_header = pqs_parse_request_header(hdr, hdr_len, &c.request_len, &resp_len);
-    }
-    c.request_done_ns = pqs_mono_ns();
-    {
-        uint64_t want = have_header && resp_len >= 0 ? (uint64_t)resp_len : cfg->response_bytes;
-        if (want > 0) {
+        c.request_done_ns = pqs_mono_ns();
+        uint64_t want = pqs_stream_req_response(&req, cfg->response_bytes);
+        if (want > 0)
             memset(w->buf, 'x', sizeof w->buf);
-            r = send_response(ssl, w, want, &c.response_bytes);
-            if (r != 0) {
-                conn_fail(&c, ssl, r, "response");
+        while (c.response_bytes < want) {
+            size_t chunk = want - c.response_bytes > PQS_TCP_IO_CHUNK ? PQS_TCP_IO_CHUNK
+                                                                      : (size_t)(want - c.response_bytes);
+            size_t wr = 0;
+            if (tls->write(x, w->buf, chunk, &wr) != PQS_TLS_DONE) {
+                tls->fail(x, &c, "response");
                 goto info;
             }
+            c.response_bytes += wr;
         }
         c.response_done_ns = pqs_mono_ns();
     }
-    /* Wait for the client to close (close_notify, FIN or RST). */
-drain:
-    for (;;) {
+    for (;;) { /* until the client closes (close_notify, FIN or RST) */
         size_t rd = 0;
-        r = SSL_read_ex(ssl, w->buf, sizeof w->buf, &rd);
-        if (r <= 0) {
-            c.close_kind = close_kind_of(ssl, r);
+        if (tls->read(x, w->buf, sizeof w->buf, &rd) != PQS_TLS_DONE) {
+            c.close_kind = tls->close_kind(x);
             break;
         }
-        c.request_bytes += rd;
+        c.request_bytes += rd; /* after the request: counted, not parsed */
     }
 info:
-    pqs_tlsinfo_get(ssl, false, &c.info);
+    tls->finish(ts->s, x, &c);
     pqs_tlsinfo_psk_mode(&c.info, &c.obs);
-    /* Mark the connection as cleanly shut down (without writing to a peer that has most
-     * likely reset already): OpenSSL otherwise drops this connection's session from the
-     * cache on SSL_free, which breaks resumption and 0-RTT with the tickets just issued. */
-    SSL_set_shutdown(ssl, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
 done:
-    if (c.info.version == NULL && ssl != NULL)
-        pqs_tlsinfo_get(ssl, false, &c.info);
-    pqs_tcp_conn_end(ts, w, &c, fd, ssl_free, ssl);
-    ERR_clear_error();
+    c.first_app_ns = req.first_app_ns;
+    c.request_bytes += req.request_bytes;
+    if (req.have_header)
+        c.request_len = req.req_len;
+    if (tls->done != NULL)
+        tls->done(x, &c);
+    conn_end(ts, w, &c, fd);
 }
 
-void pqs_tcp_conn_begin(pqs_tcp_server *ts, pqs_tcp_conn *c, int fd, const struct sockaddr *peer)
+static void conn_begin(pqs_tcp_server *ts, pqs_tcp_conn *c, int fd, const struct sockaddr *peer)
 {
     const pqs_server_params *cfg = ts->s->p;
     memset(c, 0, sizeof *c);
@@ -301,13 +220,13 @@ void pqs_tcp_conn_begin(pqs_tcp_server *ts, pqs_tcp_conn *c, int fd, const struc
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 }
 
-void pqs_tcp_conn_end(pqs_tcp_server *ts, pqs_tcp_worker *w, pqs_tcp_conn *c, int fd, void (*free_tls)(void *),
-                      void *tls)
+/* The connection's end: TCP_INFO, the stack's connection freed, fd closed, the worker's counts
+ * and the conn line. */
+static void conn_end(pqs_tcp_server *ts, pqs_tcp_worker *w, pqs_tcp_conn *c, int fd)
 {
     pqs_tcpinfo_read(fd, &c->tcp);
     c->closed_ns = pqs_mono_ns();
-    if (tls != NULL)
-        free_tls(tls);
+    ts->tls->conn_free(w->tls_conn);
     pthread_mutex_lock(&w->mu);
     w->active_fd = -1;
     close(fd);
@@ -350,8 +269,9 @@ static void *worker_main(void *arg)
             pthread_mutex_unlock(&w->mu);
             break;
         }
-        (ts->serve != NULL ? ts->serve : serve)(ts, w, fd, (struct sockaddr *)&peer);
+        serve(ts, w, fd, (struct sockaddr *)&peer);
     }
+    /* OpenSSL's per-thread state: every stack's worker uses it (the certificates' keys) */
     ERR_clear_error();
     OPENSSL_thread_stop();
     return NULL;
@@ -359,11 +279,21 @@ static void *worker_main(void *arg)
 
 /* ---------------- listen, serve, stop ---------------- */
 
-int pqs_tcp_server_listen(pqs_tcp_server *ts, pqs_srv *s, const pqs_tcp_server_ext *ext, char *why, size_t whylen)
+int pqs_tcp_server_listen(pqs_tcp_server *ts, pqs_srv *s, const pqs_tcp_server_ext *ext,
+                          const pqs_tls_server_ops *tls, char *why, size_t whylen)
 {
     ts->s = s;
     ts->ext = ext;
+    ts->tls = tls;
+    ts->lfd = -1;
     s->threads = s->p->threads;
+    ts->tls_srv = calloc(1, tls->server_size ? tls->server_size : 1);
+    if (ts->tls_srv == NULL) {
+        snprintf(why, whylen, "out of memory");
+        return -1;
+    }
+    if (tls->init != NULL && tls->init(s, ts->tls_srv, why, whylen) != 0)
+        return -1;
     return pqs_srv_bind(s, SOCK_STREAM, &ts->lfd, why, whylen);
 }
 
@@ -374,6 +304,11 @@ int pqs_tcp_server_start(pqs_tcp_server *ts, char *why, size_t whylen)
         w->srv = ts;
         w->id = i;
         w->active_fd = -1;
+        w->tls_conn = calloc(1, ts->tls->conn_size ? ts->tls->conn_size : 1);
+        if (w->tls_conn == NULL) {
+            snprintf(why, whylen, "out of memory");
+            return -1;
+        }
         pthread_mutex_init(&w->mu, NULL);
         if (pthread_create(&w->tid, NULL, worker_main, w) != 0) {
             snprintf(why, whylen, "cannot start worker threads");
@@ -404,6 +339,12 @@ void pqs_tcp_server_serve(pqs_tcp_server *ts)
         s->ok += ts->workers[i].ok;
         s->failed += ts->workers[i].failed;
         pthread_mutex_destroy(&ts->workers[i].mu);
+        free(ts->workers[i].tls_conn);
+        ts->workers[i].tls_conn = NULL;
     }
     close(ts->lfd);
+    if (ts->tls->fini != NULL)
+        ts->tls->fini(ts->tls_srv);
+    free(ts->tls_srv);
+    ts->tls_srv = NULL;
 }

@@ -9,19 +9,21 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <openssl/ssl.h>
 
+#include "tls_stack.h"
 #include "transport.h"
 
 #define PQS_TCP_IO_CHUNK 16384
 #define PQS_TCP_EXT_REC_MAX 256 /* bytes of a connection's record kept for the extension */
 
-/* What a transport built on this server adds to each connection (turbotls). */
+/* What a transport built on this server adds to each connection (turbotls, on the OpenSSL
+ * stack only). */
 typedef struct pqs_tcp_server_ext {
     void *arg;
-    /* The connection's SSL object, made by the extension (blocking, with fd's timeouts), its
-     * message callback writing into obs; NULL with why filled. */
-    SSL *(*bind)(void *arg, int fd, pqs_tlsobs *obs, void *rec, char *why, size_t whylen);
+    /* The connection's TLS object, made by the extension (blocking, with fd's timeouts), its
+     * observer writing into obs; NULL with why filled. An SSL: TurboTLS runs on the OpenSSL
+     * stack only (openssl_stack.c takes it). */
+    void *(*bind)(void *arg, int fd, pqs_tlsobs *obs, void *rec, char *why, size_t whylen);
     /* When the server's handshake began (the conn line's handshake_ns counts from there). */
     int64_t (*handshake_start)(const void *rec, int64_t accepted_ns);
     /* Its member of the conn line (transport.h json_member); t0 = accepted. */
@@ -59,6 +61,7 @@ typedef struct pqs_tcp_worker {
     pthread_t tid;
     pthread_mutex_t mu; /* guards active_fd against the stopping main thread */
     int active_fd;
+    void *tls_conn;     /* the stack's connection (tls->conn_size bytes, zeroed per connection) */
     unsigned char buf[PQS_TCP_IO_CHUNK];
     uint64_t conns, ok, failed;
 } pqs_tcp_worker;
@@ -66,9 +69,8 @@ typedef struct pqs_tcp_worker {
 typedef struct pqs_tcp_server {
     pqs_srv *s;
     const pqs_tcp_server_ext *ext; /* NULL: plain TLS over TCP */
-    /* One connection, accepted on fd (blocking): NULL, OpenSSL's (tcp_server.c); another TLS
-     * stack's own (s2n/), which starts and ends its record with pqs_tcp_conn_begin/_end. */
-    void (*serve)(struct pqs_tcp_server *ts, pqs_tcp_worker *w, int fd, const struct sockaddr *peer);
+    const pqs_tls_server_ops *tls; /* the TLS stack (tls_stack.h) */
+    void *tls_srv;                 /* its server state (tls->server_size bytes) */
     int lfd;
     int started;                   /* worker threads running */
     atomic_bool stopping;
@@ -76,17 +78,14 @@ typedef struct pqs_tcp_server {
     pqs_tcp_worker workers[PQS_SERVER_MAX_THREADS];
 } pqs_tcp_server;
 
-/* The listening socket (ts->lfd); the workers start with pqs_tcp_server_start (after what an
- * extension needs before the first accept). -1 with why. */
-int pqs_tcp_server_listen(pqs_tcp_server *ts, pqs_srv *s, const pqs_tcp_server_ext *ext, char *why, size_t whylen);
+/* The TLS stack's configuration (tls->init) and the listening socket (ts->lfd); the workers
+ * start with pqs_tcp_server_start (after what an extension needs before the first accept). -1
+ * with why. */
+int pqs_tcp_server_listen(pqs_tcp_server *ts, pqs_srv *s, const pqs_tcp_server_ext *ext,
+                          const pqs_tls_server_ops *tls, char *why, size_t whylen);
 int pqs_tcp_server_start(pqs_tcp_server *ts, char *why, size_t whylen);
-/* A connection's record started (accept time, CPU clock, id, peer; TCP_NODELAY and the idle
- * timeouts on fd), and ended: TCP_INFO, the TLS object freed with free_tls (NULL: none), fd
- * closed, the worker's counts and the conn line. */
-void pqs_tcp_conn_begin(pqs_tcp_server *ts, pqs_tcp_conn *c, int fd, const struct sockaddr *peer);
-void pqs_tcp_conn_end(pqs_tcp_server *ts, pqs_tcp_worker *w, pqs_tcp_conn *c, int fd, void (*free_tls)(void *),
-                      void *tls);
-/* Waits for a signal in s->sigs, then stops the workers and adds up their counts. */
+/* Waits for a signal in s->sigs, then stops the workers, adds up their counts and releases
+ * the stack's state. */
 void pqs_tcp_server_serve(pqs_tcp_server *ts);
 
 #endif

@@ -1,4 +1,5 @@
-/* transport.c - the tcp transport: TLS over TCP (tcp_client.c, tcp_server.c). TCP Fast Open
+/* transport.c - the tcp transport: TLS over TCP (tcp_client.c, tcp_server.c) on a TLS stack
+ * (stacks.h; OpenSSL's table is this one, with every mode). TCP Fast Open
  * is a variant of it, not a transport: pqs-timer's --tcp-fastopen flag (which the other
  * transports refuse) and pqs-server's --tcp-fastopen queue on the listener. */
 #include "stacks.h"
@@ -33,28 +34,32 @@ static bool opts_given(const void *p) { return ((const tcp_opts *)p)->stack_set;
 
 static const pqs_transport *engine(const void *p) { return ((const tcp_opts *)p)->stack->table; }
 
-static void client_start(pqs_client *c) { pqs_tcp_client_start(c, c->state); }
-static bool client_setup(pqs_client *c, pqs_attempt *a) { return pqs_tcp_client_setup(c, c->state, a); }
-static void client_handshake(pqs_client *c, pqs_attempt *a, int64_t deadline)
+/* ---------------- the steps, through the chosen stack ---------------- */
+
+static const pqs_tls_stack *stack_of(const void *opts) { return ((const tcp_opts *)opts)->stack; }
+
+void pqs_tcp_step_client_start(pqs_client *c) { pqs_tcp_client_start(c, c->state, stack_of(c->opts)->client); }
+bool pqs_tcp_step_client_setup(pqs_client *c, pqs_attempt *a) { return pqs_tcp_client_setup(c, c->state, a); }
+void pqs_tcp_step_client_handshake(pqs_client *c, pqs_attempt *a, int64_t deadline)
 {
     pqs_tcp_client_handshake(c, c->state, a, deadline);
 }
-static void client_request(pqs_client *c, pqs_attempt *a, int64_t deadline)
+void pqs_tcp_step_client_request(pqs_client *c, pqs_attempt *a, int64_t deadline)
 {
     pqs_tcp_client_request(c, c->state, a, deadline);
 }
-static void client_close(pqs_client *c, pqs_attempt *a) { pqs_tcp_client_close(c, c->state, a); }
-static void client_stop(pqs_client *c) { pqs_tcp_client_stop(c, c->state); }
+void pqs_tcp_step_client_close(pqs_client *c, pqs_attempt *a) { pqs_tcp_client_close(c, c->state, a); }
+void pqs_tcp_step_client_stop(pqs_client *c) { pqs_tcp_client_stop(c, c->state); }
 
-static int server_listen(pqs_srv *s, char *why, size_t whylen)
+int pqs_tcp_step_server_listen(pqs_srv *s, char *why, size_t whylen)
 {
     pqs_tcp_server *ts = s->state;
-    if (pqs_tcp_server_listen(ts, s, NULL, why, whylen) != 0)
+    if (pqs_tcp_server_listen(ts, s, NULL, stack_of(s->opts)->server, why, whylen) != 0)
         return -1;
     return pqs_tcp_server_start(ts, why, whylen);
 }
 
-static int server_serve(pqs_srv *s, char *why, size_t whylen)
+int pqs_tcp_step_server_serve(pqs_srv *s, char *why, size_t whylen)
 {
     (void)why, (void)whylen;
     pqs_tcp_server_serve(s->state);
@@ -67,10 +72,5 @@ const pqs_transport pqs_transport_tcp = {
     .client_opts_need = "--tls-stack needs --transport tcp (QUIC and TurboTLS run on OpenSSL)",
     .server_opts_need = "--tls-stack needs --transport tcp (QUIC and TurboTLS run on OpenSSL)",
     .engine = engine,
-    .header_json = pqs_tls_stack_json,
-    .ready_json = pqs_tls_stack_ready_json,
-    PQS_TRANSPORT_CLIENT(TLS_client_method, pqs_tcp_client, "rst_deferred"),
-    .client_start = client_start,
-    .client_stop = client_stop,
-    PQS_TRANSPORT_SERVER(TLS_server_method, pqs_tcp_server),
+    PQS_TCP_STACK_TABLE,
 };

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "openssl_stack.h"
 #include "tcp_client.h"
 #include "tcp_server.h"
 #include "transport.h"
@@ -109,7 +110,7 @@ typedef struct turbo_client {
 static void client_start(pqs_client *c)
 {
     turbo_client *t = c->state;
-    pqs_tcp_client_start(c, &t->tcp);
+    pqs_tcp_client_start(c, &t->tcp, &pqs_tls_openssl_client);
 }
 
 static bool client_setup(pqs_client *c, pqs_attempt *a)
@@ -119,12 +120,9 @@ static bool client_setup(pqs_client *c, pqs_attempt *a)
     if (!pqs_tcp_client_setup(c, &t->tcp, a))
         return false;
     char why[128];
-    if (pqs_turbo_client_prepare(&t->turbo, t->tcp.ssl, &c->p->connect, why, sizeof why) != 0) {
+    if (pqs_turbo_client_prepare(&t->turbo, pqs_openssl_client_ssl(t->tcp.st), &c->p->connect, why, sizeof why) != 0) {
         pqs_attempt_fail(a, PQS_ERR_INTERNAL, "setup", errno, "%s", why);
-        SSL_free(t->tcp.ssl);
-        close(t->tcp.fd);
-        t->tcp.ssl = NULL;
-        t->tcp.fd = -1;
+        pqs_tcp_client_drop(c, &t->tcp, a);
         return false;
     }
     return true;
@@ -136,10 +134,10 @@ static void client_handshake(pqs_client *c, pqs_attempt *a, int64_t deadline)
     turbo_client *t = c->state;
     const turbo_opts *o = c->opts;
     pqs_turbo_fail tf;
-    int sret = 0, tr = pqs_turbo_client_handshake(&t->turbo, t->tcp.ssl, t->tcp.fd, &c->p->connect, &o->client,
+    int sret = 0, tr = pqs_turbo_client_handshake(&t->turbo, pqs_openssl_client_ssl(t->tcp.st), t->tcp.fd, &c->p->connect, &o->client,
                                                   deadline, &a->t_conn, &sret, &tf);
     if (tr == 0)
-        pqs_tcp_ssl_retry(c, &t->tcp, sret, deadline, a, "handshake", false);
+        pqs_openssl_client_failed(t->tcp.st, a, sret, "handshake");
     else if (tr < 0)
         pqs_attempt_fail(a, tf.err, tf.stage, tf.err_no, "%s", tf.msg);
     if (tr == 1)
@@ -192,7 +190,7 @@ typedef struct turbo_server {
 
 _Static_assert(sizeof(pqs_turbo_srec) <= PQS_TCP_EXT_REC_MAX, "a conn's turbo record fits the tcp server's");
 
-static SSL *ext_bind(void *arg, int fd, pqs_tlsobs *obs, void *rec, char *why, size_t whylen)
+static void *ext_bind(void *arg, int fd, pqs_tlsobs *obs, void *rec, char *why, size_t whylen)
 {
     return pqs_turbo_server_bind(arg, fd, obs, rec, why, whylen);
 }
@@ -215,7 +213,7 @@ static int server_listen(pqs_srv *s, char *why, size_t whylen)
     const turbo_opts *o = s->opts;
     t->ext = (pqs_tcp_server_ext){.arg = &t->udp, .bind = ext_bind, .handshake_start = ext_handshake_start,
                                   .json = ext_json};
-    if (pqs_tcp_server_listen(&t->tcp, s, &t->ext, why, whylen) != 0)
+    if (pqs_tcp_server_listen(&t->tcp, s, &t->ext, &pqs_tls_openssl_server, why, whylen) != 0)
         return -1;
     char uwhy[512];
     t->fd = socket(s->bound.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
