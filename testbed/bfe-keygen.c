@@ -7,6 +7,7 @@
  * a folder with key.json is complete, and pqs-server verifies both files against it. Each file
  * is written under a temporary name and renamed. Before writing, the new key must open a fresh
  * encapsulation (a self-check). One JSON line (key.json's) on stdout. */
+#include <inttypes.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>

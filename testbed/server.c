@@ -24,7 +24,9 @@
 #include "cli.h"
 #include "common.h"
 #include "ech.h"
+#include "fs0rtt_ssl.h"
 #include "groups.h"
+#include "ossl.h"
 #include "provider_seam.h"
 #include "transport.h"
 
@@ -58,7 +60,8 @@ typedef struct server_cfg {
 
 typedef struct server {
     server_cfg cfg;
-    SSL_CTX *ctx;
+    SSL_CTX *ctx;            /* a transport on OpenSSL's context (NULL: another TLS stack) */
+    struct pqs_ossl_server ossl;
     pqs_sink log;
     pqs_srv srv;             /* what the transport serves with */
     char ech_path[4400];     /* --ech: the ECHConfigList published for pqs-timer */
@@ -317,32 +320,17 @@ static void parse_args(int argc, char **argv, server_cfg *cfg)
         pqs_usage_error(PROG, "bad --cert-dir '%s': not a directory", cfg->cert_dir);
 }
 
-static SSL_CTX *make_ctx(server *s, char *why, size_t whylen, char *groups_out, size_t glen)
+/* The server's group preference (groups_out): --groups, or every group OpenSSL implements, made
+ * into OpenSSL's preference tuples; ctx (NULL on another TLS stack, whose groups_check judges
+ * --groups) validates --groups first. false with why. */
+static bool server_groups(server *s, SSL_CTX *ctx, char *why, size_t whylen, char *groups_out, size_t glen)
 {
-    const pqs_transport *tr = s->cfg.cli.transport;
-    SSL_CTX *ctx = SSL_CTX_new_ex(NULL, pqs_propq(), tr->server_method());
-    if (ctx == NULL) {
-        snprintf(why, whylen, "SSL_CTX_new failed");
-        return NULL;
-    }
-    if (pqs_ctx_cert_compression(ctx, s->cfg.cli.cert_comp, why, whylen) != 0) {
-        SSL_CTX_free(ctx);
-        return NULL;
-    }
-    if (s->cfg.suppress_intermediates) /* the leaf alone: no chain built from a store either */
-        SSL_CTX_set_mode(ctx, SSL_MODE_NO_AUTO_CHAIN);
-    if (!tr->method_tls13) { /* e.g. QUIC contexts are TLS 1.3 by construction */
-        SSL_CTX_set_min_proto_version(ctx, s->cfg.tls12 ? TLS1_2_VERSION : TLS1_3_VERSION);
-        SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION);
-    }
     char list[4096];
     if (s->cfg.cli.groups == NULL) {
         pqs_groups_server_default(list, sizeof list);
     } else {
-        if (!pqs_groups_validate(ctx, s->cfg.cli.groups, why, whylen)) {
-            SSL_CTX_free(ctx);
-            return NULL;
-        }
+        if (ctx != NULL && !pqs_groups_validate(ctx, s->cfg.cli.groups, why, whylen))
+            return false;
         snprintf(list, sizeof list, "%s", s->cfg.cli.groups);
     }
     pqs_groups_server_pref(list, groups_out, glen);
@@ -360,13 +348,49 @@ static SSL_CTX *make_ctx(server *s, char *why, size_t whylen, char *groups_out, 
             if (*p == '/' && ++slash >= PQS_GROUPS_MAX_TUPLES)
                 *p = ':';
     }
+    return true;
+}
+
+/* A transport on another TLS stack: OpenSSL's own options refused rather than ignored. */
+static void stack_config(const server *s)
+{
+#define NOT_OPENSSL "the chosen --tls-stack is not OpenSSL; drop it or run --tls-stack openssl"
+    if (pqs_cert_comp_on(s->cfg.cli.cert_comp))
+        pqs_usage_error(PROG, "--cert-comp: " NOT_OPENSSL " (pqshake compresses certificates on OpenSSL only)");
+    if (s->cfg.psk_ke)
+        pqs_usage_error(PROG, "--psk-ke on: " NOT_OPENSSL " (psk_ke resumption is OpenSSL's only here)");
+#undef NOT_OPENSSL
+}
+
+static SSL_CTX *make_ctx(server *s, char *why, size_t whylen, char *groups_out, size_t glen)
+{
+    const pqs_transport *tr = s->cfg.cli.transport;
+    SSL_CTX *ctx = SSL_CTX_new_ex(NULL, pqs_propq(), tr->ossl->server());
+    if (ctx == NULL) {
+        snprintf(why, whylen, "SSL_CTX_new failed");
+        return NULL;
+    }
+    if (pqs_ctx_cert_compression(ctx, s->cfg.cli.cert_comp, why, whylen) != 0) {
+        SSL_CTX_free(ctx);
+        return NULL;
+    }
+    if (s->cfg.suppress_intermediates) /* the leaf alone: no chain built from a store either */
+        SSL_CTX_set_mode(ctx, SSL_MODE_NO_AUTO_CHAIN);
+    if (!tr->ossl->tls13) { /* e.g. QUIC contexts are TLS 1.3 by construction */
+        SSL_CTX_set_min_proto_version(ctx, s->cfg.tls12 ? TLS1_2_VERSION : TLS1_3_VERSION);
+        SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION);
+    }
+    if (!server_groups(s, ctx, why, whylen, groups_out, glen)) {
+        SSL_CTX_free(ctx);
+        return NULL;
+    }
     if (!SSL_CTX_set1_groups_list(ctx, groups_out)) {
         snprintf(why, whylen, "OpenSSL rejected the group list '%.1000s'", groups_out);
         SSL_CTX_free(ctx);
         return NULL;
     }
     SSL_CTX_set_num_tickets(ctx, (size_t)s->cfg.tickets);
-    if (!tr->method_tls13) {
+    if (!tr->ossl->tls13) {
         SSL_CTX_set_max_early_data(ctx, (uint32_t)s->cfg.p.max_early_data);
         SSL_CTX_set_recv_max_early_data(ctx, (uint32_t)s->cfg.p.max_early_data);
     }
@@ -418,8 +442,11 @@ int main(int argc, char **argv)
             return PQS_EXIT_ENV;
         }
     }
-    s->ctx = make_ctx(s, why, sizeof why, groups, sizeof groups);
-    if (s->ctx == NULL) {
+    if (tr->ossl == NULL) {
+        stack_config(s);
+        if (!server_groups(s, NULL, why, sizeof why, groups, sizeof groups))
+            pqs_usage_error(PROG, "bad --groups: %s", why);
+    } else if ((s->ctx = make_ctx(s, why, sizeof why, groups, sizeof groups)) == NULL) {
         if (strncmp(why, "unknown group", 13) == 0 || strncmp(why, "empty", 5) == 0)
             pqs_usage_error(PROG, "bad --groups: %s", why);
         fprintf(stderr, PROG ": %s\n", why);
@@ -444,14 +471,15 @@ int main(int argc, char **argv)
         fprintf(stderr, PROG ": certificate chain (%s): %s\n", s->cfg.sig->name, why);
         return PQS_EXIT_ENV;
     }
-    if (pqs_chain_use(s->ctx, &chain, !s->cfg.suppress_intermediates) != 0) {
+    if (s->ctx != NULL && pqs_chain_use(s->ctx, &chain, !s->cfg.suppress_intermediates) != 0) {
         fprintf(stderr, PROG ": cannot use the %s certificate\n", s->cfg.sig->name);
         ERR_print_errors_fp(stderr);
         return PQS_EXIT_ENV;
     }
     /* Compressed once, here: what an OpenSSL server sends (certs.h pqs_cert_comp_store). */
     char comp_stored[320] = "";
-    pqs_cert_comp_store(s->ctx, s->cfg.cli.cert_comp, comp_stored, sizeof comp_stored);
+    if (s->ctx != NULL)
+        pqs_cert_comp_store(s->ctx, s->cfg.cli.cert_comp, comp_stored, sizeof comp_stored);
     size_t chain_der = pqs_chain_der_bytes(&chain, !s->cfg.suppress_intermediates);
     /* Mutual TLS: the client credentials are made here, so that the trust anchor is known
      * before listening; the client reads them from the cert dir. */
@@ -464,11 +492,12 @@ int main(int argc, char **argv)
             fprintf(stderr, PROG ": client certificate chain (%s): %s\n", s->cfg.client_sig->name, why);
             return PQS_EXIT_ENV;
         }
-        if (X509_STORE_add_cert(SSL_CTX_get_cert_store(s->ctx), client.root) != 1) {
+        if (s->ctx != NULL && X509_STORE_add_cert(SSL_CTX_get_cert_store(s->ctx), client.root) != 1) {
             fprintf(stderr, PROG ": cannot trust the client root (%s)\n", s->cfg.client_sig->name);
             return PQS_EXIT_ENV;
         }
-        SSL_CTX_set_verify(s->ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
+        if (s->ctx != NULL)
+            SSL_CTX_set_verify(s->ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
         if (pqs_chain_write(&client, s->cfg.cert_dir, "client-", true, false, why, sizeof why) != 0) {
             fprintf(stderr, PROG ": %s\n", why);
             return PQS_EXIT_ENV;
@@ -480,10 +509,11 @@ int main(int argc, char **argv)
     }
 
     pqs_srv_tls tls = {.groups = s->cfg.cli.groups, .chain = &chain, .send_intermediates = !s->cfg.suppress_intermediates,
-                       .client_root = s->cfg.client_sig != NULL ? client.root : NULL, .tickets = s->cfg.tickets};
+                       .client = s->cfg.client_sig != NULL ? &client : NULL, .tickets = s->cfg.tickets};
     pqs_srv *sv = &s->srv;
     *sv = (pqs_srv){.prog = PROG, .p = &s->cfg.p, .transport = tr, .opts = s->cfg.cli.opts[s->cfg.cli.transport_idx],
-                    .ctx = s->ctx, .tls = &tls, .log = &s->log, .sigs = &sigs};
+                    .ossl = s->ctx != NULL ? &s->ossl : NULL, .tls = &tls, .log = &s->log, .sigs = &sigs};
+    s->ossl.ctx = s->ctx;
     sv->state = calloc(1, tr->server_state_size ? tr->server_state_size : 1);
     if (sv->state == NULL) {
         fprintf(stderr, PROG ": out of memory\n");

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
 
 #include "certs.h"
@@ -25,6 +26,7 @@
 #include "common.h"
 #include "ech.h"
 #include "groups.h"
+#include "ossl.h"
 #include "provider_seam.h"
 #include "tcpinfo.h"
 #include "tlsobs.h"
@@ -75,7 +77,8 @@ typedef struct tworker {
 
 typedef struct timer {
     timer_cfg cfg;
-    SSL_CTX *ctx;
+    SSL_CTX *ctx;           /* the client context of a transport on OpenSSL (NULL: another stack) */
+    struct pqs_ossl_client ossl[MAX_CONC]; /* per worker: the context and its tickets (core/ossl.h) */
     pqs_sink out;
     atomic_uint_fast64_t next_i;
     int64_t end_ns; /* duration mode deadline, 0 = none */
@@ -160,17 +163,6 @@ PQS_SEAM_OPTIONS_HELP
 "Exit status: 0 run completed (even if attempts failed), 1 environment error, 2 bad usage.\n");
 }
 
-static int new_session_cb(SSL *ssl, SSL_SESSION *sess)
-{
-    pqs_attempt *a = pqs_attempt_of(ssl);
-    if (a == NULL)
-        return 0;
-    if (a->new_sess != NULL)
-        SSL_SESSION_free(a->new_sess);
-    a->new_sess = sess; /* we keep the reference */
-    return 1;
-}
-
 /* --keylog: OpenSSL hands each secret as one line of the NSS key log format (every transport's
  * connections come from the one client context). Buffered during the handshake, written after
  * each attempt (keylog_flush), so no write lands inside a measured interval. */
@@ -241,12 +233,8 @@ static void run_attempt(tworker *w, pqs_attempt *a)
     }
     tr->client_close(c, a);
     a->cpu_ns = pqs_clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
-    if (a->new_sess != NULL) {
-        if (c->sess != NULL)
-            SSL_SESSION_free(c->sess);
-        c->sess = a->new_sess;
-        a->new_sess = NULL;
-    }
+    if (c->ossl != NULL)
+        pqs_ossl_client_attempt_end(c->ossl); /* this attempt's ticket becomes the newest */
     ERR_clear_error();
     a->ok = a->hs_done && a->err == PQS_ERR_NONE;
 }
@@ -404,9 +392,8 @@ static void *worker_main(void *arg)
     }
     if (tr->client_stop != NULL)
         tr->client_stop(&w->c);
-    if (w->c.sess != NULL)
-        SSL_SESSION_free(w->c.sess);
-    w->c.sess = NULL;
+    if (w->c.ossl != NULL)
+        pqs_ossl_client_release(w->c.ossl);
     OPENSSL_thread_stop();
     return NULL;
 }
@@ -633,37 +620,23 @@ static void parse_args(int argc, char **argv, timer_cfg *cfg)
                         "fs0rtt key allows)", cfg->early_bytes);
 }
 
-int main(int argc, char **argv)
-{
-    static timer tm; /* the run's whole state */
-    timer *t = &tm;
-    timer_cfg *cfg = &t->cfg;
-    parse_args(argc, argv, cfg);
-    signal(SIGPIPE, SIG_IGN);
+/* ---------------- the TLS configuration ---------------- */
 
-    int rc = pqs_cli_providers(&cfg->cli);
-    if (rc >= 0)
-        return rc;
-    const pqs_transport *tr = cfg->cli.transport;
-    if (cfg->bfe_public != NULL) {
-        char kwhy[4400];
-        cfg->p.fs0rtt_key = pqs_fs0rtt_public_load(cfg->bfe_public, kwhy, sizeof kwhy);
-        if (cfg->p.fs0rtt_key == NULL)
-            pqs_usage_error(PROG, "bad --bfe-public: %s", kwhy);
-    }
-    t->ctx = SSL_CTX_new_ex(NULL, pqs_propq(), tr->client_method());
-    if (t->ctx == NULL) {
-        fprintf(stderr, PROG ": SSL_CTX_new failed\n");
-        return PQS_EXIT_ENV;
-    }
-    SSL_CTX *ctx = t->ctx;
+/* A transport on OpenSSL: its client context (core/ossl.h), version bounds, --cert-comp and the
+ * groups checked and resolved (cfg->groups_eff: the HRR decoy first, or TLS 1.2's NIST curves
+ * added). NULL: OpenSSL could not make it; bad options are usage errors. */
+static SSL_CTX *make_ctx(timer_cfg *cfg, const pqs_transport *tr)
+{
+    SSL_CTX *ctx = SSL_CTX_new_ex(NULL, pqs_propq(), tr->ossl->client());
+    if (ctx == NULL)
+        return NULL;
     char cwhy[256];
     if (pqs_ctx_cert_compression(ctx, cfg->cli.cert_comp, cwhy, sizeof cwhy) != 0)
         pqs_usage_error(PROG, "%s", cwhy);
     if (cfg->p.mode == PQS_MODE_TLS12) {
         SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
         SSL_CTX_set_max_proto_version(ctx, TLS1_2_VERSION);
-    } else if (!tr->method_tls13) { /* e.g. QUIC contexts are TLS 1.3 by construction */
+    } else if (!tr->ossl->tls13) { /* e.g. QUIC contexts are TLS 1.3 by construction */
         SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
         SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION);
     }
@@ -694,15 +667,15 @@ int main(int argc, char **argv)
     } else {
         snprintf(cfg->groups_eff, sizeof cfg->groups_eff, "%s", cfg->groups);
     }
-    if (pqs_groups_tuple_count(cfg->groups_eff) > PQS_GROUPS_MAX_TUPLES)
-        pqs_usage_error(PROG, "bad --groups: %zu '/'-separated tuples, at most %d: OpenSSL 3.5 corrupted "
-                        "its group tuple array from the 32nd tuple on", pqs_groups_tuple_count(cfg->groups_eff),
-                        PQS_GROUPS_MAX_TUPLES);
-    if (tr->groups_check != NULL && !tr->groups_check(cfg->groups_eff, why, sizeof why))
-        pqs_usage_error(PROG, "bad --groups: %s", why);
-    cfg->p.groups = cfg->groups_eff;
-    cfg->p.ca = cfg->p.verify ? cfg->ca : NULL;
-    cfg->p.client_cert = cfg->client_cert;
+    return ctx;
+}
+
+/* The rest of the context, once the groups passed every check: groups, signature algorithms,
+ * suites, the client certificate, the trust anchors, ECH, tickets through the worker's
+ * new-session callback. */
+static void finish_ctx(SSL_CTX *ctx, timer_cfg *cfg)
+{
+    char why[4096];
     if (!SSL_CTX_set1_groups_list(ctx, cfg->groups_eff))
         pqs_usage_error(PROG, "bad --groups '%s': rejected by OpenSSL", cfg->groups_eff);
     if (cfg->sigalgs && !SSL_CTX_set1_sigalgs_list(ctx, cfg->sigalgs)) {
@@ -738,7 +711,87 @@ int main(int argc, char **argv)
     if (cfg->p.mode == PQS_MODE_RESUME_PSK) /* offer psk_ke beside psk_dhe_ke; OpenSSL still sends a key share */
         SSL_CTX_set_options(ctx, SSL_OP_ALLOW_NO_DHE_KEX);
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
-    SSL_CTX_sess_set_new_cb(ctx, new_session_cb);
+    SSL_CTX_sess_set_new_cb(ctx, pqs_ossl_new_session_cb);
+}
+
+/* path holds at least one PEM certificate. */
+static bool pem_has_cert(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return false;
+    X509 *x = PEM_read_X509(f, NULL, NULL, NULL);
+    fclose(f);
+    X509_free(x);
+    ERR_clear_error();
+    return x != NULL;
+}
+
+/* A transport on another TLS stack (its table has no OpenSSL methods): the groups as given
+ * (its groups_check judges them), and OpenSSL's own lists refused rather than ignored. */
+static void stack_config(timer_cfg *cfg)
+{
+#define NOT_OPENSSL "the chosen --tls-stack is not OpenSSL; drop it or run --tls-stack openssl"
+    if (cfg->sigalgs != NULL)
+        pqs_usage_error(PROG, "--sigalgs is an OpenSSL list and " NOT_OPENSSL " (that stack takes its signature "
+                              "schemes from the security policy of --groups)");
+    if (cfg->ciphersuites != NULL)
+        pqs_usage_error(PROG, "--ciphersuites is an OpenSSL list and " NOT_OPENSSL " (that stack takes its cipher "
+                              "suites from the security policy of --groups)");
+    if (pqs_cert_comp_on(cfg->cli.cert_comp))
+        pqs_usage_error(PROG, "--cert-comp: " NOT_OPENSSL " (pqshake compresses certificates on OpenSSL only)");
+#undef NOT_OPENSSL
+    /* the files the stack reads in each worker, checked once here as OpenSSL's context does */
+    if (cfg->p.verify && !pem_has_cert(cfg->ca))
+        pqs_usage_error(PROG, "bad --ca '%s': no PEM certificate could be loaded", cfg->ca);
+    if (cfg->client_cert != NULL) {
+        char chain[4200];
+        snprintf(chain, sizeof chain, "%s/client-chain.pem", cfg->client_cert);
+        if (!pem_has_cert(chain))
+            pqs_usage_error(PROG, "bad --client-cert '%s': no certificate chain in %s (pqs-server writes it "
+                            "when it requires client authentication)", cfg->client_cert, chain);
+    }
+    snprintf(cfg->groups_eff, sizeof cfg->groups_eff, "%s", cfg->groups);
+}
+
+int main(int argc, char **argv)
+{
+    static timer tm; /* the run's whole state */
+    timer *t = &tm;
+    timer_cfg *cfg = &t->cfg;
+    parse_args(argc, argv, cfg);
+    signal(SIGPIPE, SIG_IGN);
+
+    int rc = pqs_cli_providers(&cfg->cli);
+    if (rc >= 0)
+        return rc;
+    const pqs_transport *tr = cfg->cli.transport;
+    if (cfg->bfe_public != NULL) {
+        char kwhy[4400];
+        cfg->p.fs0rtt_key = pqs_fs0rtt_public_load(cfg->bfe_public, kwhy, sizeof kwhy);
+        if (cfg->p.fs0rtt_key == NULL)
+            pqs_usage_error(PROG, "bad --bfe-public: %s", kwhy);
+    }
+    if (tr->ossl != NULL) {
+        if ((t->ctx = make_ctx(cfg, tr)) == NULL) {
+            fprintf(stderr, PROG ": SSL_CTX_new failed\n");
+            return PQS_EXIT_ENV;
+        }
+    } else {
+        stack_config(cfg);
+    }
+    char why[4096];
+    if (pqs_groups_tuple_count(cfg->groups_eff) > PQS_GROUPS_MAX_TUPLES)
+        pqs_usage_error(PROG, "bad --groups: %zu '/'-separated tuples, at most %d: OpenSSL 3.5 corrupted "
+                        "its group tuple array from the 32nd tuple on", pqs_groups_tuple_count(cfg->groups_eff),
+                        PQS_GROUPS_MAX_TUPLES);
+    if (tr->groups_check != NULL && !tr->groups_check(cfg->groups_eff, why, sizeof why))
+        pqs_usage_error(PROG, "bad --groups: %s", why);
+    cfg->p.groups = cfg->groups_eff;
+    cfg->p.ca = cfg->p.verify ? cfg->ca : NULL;
+    cfg->p.client_cert = cfg->client_cert;
+    if (t->ctx != NULL)
+        finish_ctx(t->ctx, cfg);
     if (cfg->keylog != NULL) {
         /* The secrets decrypt the capture: owner-only (0600) from the moment the file exists, and
          * never written through a link planted in a run directory (O_NOFOLLOW). */
@@ -748,7 +801,8 @@ int main(int argc, char **argv)
                                   "(remove it or name another file)", cfg->keylog);
         if (fd < 0 || (keylog_file = fdopen(fd, "a")) == NULL)
             pqs_usage_error(PROG, "bad --keylog '%s': %s", cfg->keylog, strerror(errno));
-        SSL_CTX_set_keylog_callback(ctx, keylog_cb);
+        if (t->ctx != NULL)
+            SSL_CTX_set_keylog_callback(t->ctx, keylog_cb);
         cfg->p.keylog = keylog_file; /* a stack other than OpenSSL's writes its lines here */
     }
 
@@ -802,7 +856,10 @@ int main(int argc, char **argv)
         tworker *w = &t->workers[k];
         w->t = t;
         w->id = k;
-        w->c = (pqs_client){.p = &cfg->p, .ctx = ctx, .opts = topts, .rbuf = w->rbuf, .rbuf_len = sizeof w->rbuf};
+        if (t->ctx != NULL)
+            t->ossl[k].ctx = t->ctx;
+        w->c = (pqs_client){.p = &cfg->p, .ossl = t->ctx != NULL ? &t->ossl[k] : NULL, .opts = topts, .rbuf = w->rbuf,
+                            .rbuf_len = sizeof w->rbuf};
         w->c.state = calloc(1, tr->client_state_size ? tr->client_state_size : 1);
         if (w->c.state == NULL) {
             fprintf(stderr, PROG ": out of memory\n");
@@ -861,7 +918,7 @@ int main(int argc, char **argv)
         free(t->workers[k].c.state);
         free(t->workers[k].hs);
     }
-    SSL_CTX_free(ctx);
+    SSL_CTX_free(t->ctx);
     if (keylog_file != NULL && fclose(keylog_file) != 0) {
         fprintf(stderr, PROG ": writing --keylog %s failed\n", cfg->keylog);
         return PQS_EXIT_ENV;

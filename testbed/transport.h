@@ -7,7 +7,11 @@
  * in transports.c: adding one is a new folder and one row there (docs/adding-a-transport.md).
  *
  * A transport finishes its own handshake: it sets t_hs/hs_done, its errors and its observations
- * in the common attempt record, and nothing is handed back for the program to complete. */
+ * in the common attempt record, and nothing is handed back for the program to complete.
+ *
+ * No TLS library's type is named here: a transport built on OpenSSL reaches the programs'
+ * contexts and tickets through core/ossl.h, another library reads the TLS configuration as
+ * plain values (pqs_client_params, pqs_srv_tls). */
 #ifndef PQS_TRANSPORT_H
 #define PQS_TRANSPORT_H
 
@@ -18,9 +22,6 @@
 #include <stdio.h>
 #include <sys/socket.h>
 
-#include <openssl/ssl.h>
-
-#include "certs.h"
 #include "common.h"
 #include "fs0rtt.h"
 #include "tcpinfo.h"
@@ -70,8 +71,9 @@ typedef struct pqs_client_params {
     bool tfo;                /* --tcp-fastopen: a flag of the tcp transport; the others refuse it
                               * (tfo_why) but every line records it, so it is parsed with the rest */
     const pqs_fs0rtt_key *fs0rtt_key; /* --mode fs0rtt: the server's BFE public key (--bfe-public) */
-    /* What a TLS stack other than OpenSSL's reads (OpenSSL's has them in pqs_client.ctx): the
-     * groups as configured, --ca (NULL with --no-verify) and --client-cert DIR (NULL: none). */
+    /* The TLS configuration as a stack other than OpenSSL's reads it (OpenSSL's is in the
+     * context, pqs_client.ossl): the groups as configured, --ca (NULL with --no-verify) and
+     * --client-cert DIR (NULL: none). */
     const char *groups;
     const char *ca;
     const char *client_cert;
@@ -102,7 +104,6 @@ typedef struct pqs_attempt {
     int err_errno;
     const char *stage;
     uint64_t early_sent, req_sent, resp_bytes;
-    SSL_SESSION *new_sess;      /* from the new-session callback (pqs_attempt_of) */
     pqs_fs0rtt_attempt fs0rtt;  /* --mode fs0rtt: its encapsulation (the line's "fs0rtt" member) */
 } pqs_attempt;
 
@@ -114,61 +115,24 @@ void pqs_attempt_fail(pqs_attempt *a, pqs_err e, const char *stage, int err_no, 
  * the shortfall recorded (short_response) when nothing else failed first. */
 void pqs_attempt_response_end(pqs_attempt *a, uint64_t want);
 
-/* The attempt an SSL object belongs to (the program's new-session callback finds it here).
- * An ex_data index of its own (pqs_attempt_ex_idx, created once): app_data is not ours to take,
- * since a QUIC engine library (ngtcp2's OpenSSL backend) keeps its connection reference there. */
-int pqs_attempt_ex_idx(void);
-static inline void pqs_attempt_attach(SSL *ssl, pqs_attempt *a) { SSL_set_ex_data(ssl, pqs_attempt_ex_idx(), a); }
-static inline pqs_attempt *pqs_attempt_of(const SSL *ssl) { return SSL_get_ex_data(ssl, pqs_attempt_ex_idx()); }
+/* The OpenSSL side of a program (core/ossl.h); opaque to everything else. */
+struct pqs_ossl_methods;
+struct pqs_ossl_client;
+struct pqs_ossl_server;
+struct pqs_chain;
 
 /* One pqs-timer worker as its transport sees it; attempts of one worker run one at a time. */
 typedef struct pqs_client {
     const pqs_client_params *p;
-    SSL_CTX *ctx;
+    struct pqs_ossl_client *ossl; /* the worker's context and tickets (NULL: no OpenSSL table) */
     const void *opts;            /* the transport's options (opts_size bytes) */
     void *state;                 /* the transport's per-worker state (client_state_size, zeroed) */
-    SSL_SESSION *sess;           /* newest ticket (resuming modes) */
     const unsigned char *req;    /* the request: "PQS <len> <resp>\n" + padding */
     size_t req_len;
     unsigned char *rbuf;         /* response and ticket reads */
     size_t rbuf_len;
     uint64_t rst_guard_closes;   /* summary "rst_guard_closes" (tcp's deferred close) */
 } pqs_client;
-
-/* A client SSL made ready for attempt a: attached to it (pqs_attempt_of), the message callback
- * cb(cb_arg) with --instrument, SNI and the host check with --verify, and the worker's newest
- * ticket offered when resume (a->session_offered). */
-static inline void pqs_attempt_prepare(SSL *ssl, const pqs_client *c, pqs_attempt *a, bool resume,
-                                       void (*cb)(int, int, int, const void *, size_t, SSL *, void *),
-                                       void *cb_arg)
-{
-    const pqs_client_params *cfg = c->p;
-    pqs_attempt_attach(ssl, a);
-    if (cfg->instrument) {
-        SSL_set_msg_callback(ssl, cb);
-        SSL_set_msg_callback_arg(ssl, cb_arg);
-    }
-    SSL_set_tlsext_host_name(ssl, cfg->servername);
-    /* servername is a DNS name (the certificates' SAN is DNS:localhost plus the loopback
-     * addresses): OpenSSL 4.0 checks it with SSL_set1_dnsname (SSL_set1_host is deprecated). */
-    if (cfg->verify)
-        SSL_set1_dnsname(ssl, cfg->servername);
-    if (resume && c->sess != NULL) {
-        SSL_set_session(ssl, c->sess);
-        a->session_offered = true;
-    }
-    if (cfg->mode == PQS_MODE_FS0RTT)
-        pqs_fs0rtt_client_use(ssl, cfg->fs0rtt_key, &a->fs0rtt);
-}
-
-/* The client will write early data: 0rtt with a ticket that allows it, or fs0rtt (its PSK
- * always does). */
-static inline bool pqs_attempt_early(const pqs_client *c, const pqs_attempt *a)
-{
-    if (c->p->mode == PQS_MODE_FS0RTT)
-        return true;
-    return c->p->mode == PQS_MODE_0RTT && a->session_offered && SSL_SESSION_get_max_early_data(c->sess) > 0;
-}
 
 /* ---------------- the server side (pqs-server) ---------------- */
 
@@ -187,13 +151,14 @@ typedef struct pqs_server_params {
 } pqs_server_params;
 
 /* What a TLS stack other than OpenSSL's reads of pqs-server's configuration (OpenSSL's has it
- * all in pqs_srv.ctx): the groups as configured, the server's chain and key, whether the
- * intermediates are sent, mutual TLS's trust anchor and the tickets per connection. */
+ * all in its context, pqs_srv.ossl): the groups as configured, the server's chain and key
+ * (certs.h), whether the intermediates are sent, mutual TLS's client chain (its root is the
+ * trust anchor) and the tickets per connection. */
 typedef struct pqs_srv_tls {
     const char *groups;
-    const pqs_chain *chain;
+    const struct pqs_chain *chain;
     bool send_intermediates;
-    X509 *client_root;           /* mutual TLS: the client chain's root (NULL: no client auth) */
+    const struct pqs_chain *client; /* mutual TLS (NULL: no client authentication) */
     uint64_t tickets;
 } pqs_srv_tls;
 
@@ -203,7 +168,7 @@ typedef struct pqs_srv {
     const struct pqs_transport *transport;
     const void *opts;
     void *state;                 /* the transport's server state (server_state_size, zeroed) */
-    SSL_CTX *ctx;
+    struct pqs_ossl_server *ossl; /* its OpenSSL context (NULL: no OpenSSL table) */
     const pqs_srv_tls *tls;
     pqs_sink *log;
     const sigset_t *sigs;        /* blocked in every thread; serve returns when one arrives */
@@ -248,11 +213,11 @@ typedef struct pqs_transport {
      * which the program checks itself). */
     bool (*groups_check)(const char *groups, char *why, size_t whylen);
     bool tls13_only;             /* the server offers TLS 1.3 only (no --no-tls12 needed) */
-    bool method_tls13;           /* its SSL_METHOD is TLS 1.3 by construction: no version bounds,
-                                  * no early-data sizes on the context */
+    /* The OpenSSL methods its contexts are made of (core/ossl.h); NULL: it runs another TLS
+     * library, the programs make no OpenSSL context and refuse OpenSSL's own options. */
+    const struct pqs_ossl_methods *ossl;
 
-    /* Client: a context of client_method(); per worker client_state_size bytes of state. */
-    const SSL_METHOD *(*client_method)(void);
+    /* Client: per worker client_state_size bytes of state. */
     size_t client_state_size;
     const char *close;           /* header "close": how its attempts end */
     const char *(*alpn)(const void *opts);  /* header "alpn" (NULL op or value: null) */
@@ -274,8 +239,7 @@ typedef struct pqs_transport {
     const char *json_member;
     void (*attempt_json)(pqs_json *j, const pqs_client *c, const pqs_attempt *a);
 
-    /* Server: a context of server_method(); server_state_size bytes of state. */
-    const SSL_METHOD *(*server_method)(void);
+    /* Server: server_state_size bytes of state. */
     size_t server_state_size;
     /* Sockets bound (s->bound, s->listen_str, s->threads), its threads started. -1: why says
      * the whole message (the program prefixes its name). */
@@ -288,15 +252,15 @@ typedef struct pqs_transport {
 
 /* Table rows for a transport.c whose operations have the conventional names (client_setup,
  * client_handshake, client_request, client_close; server_listen, server_serve; opts_init, opt,
- * opts_given): its client side (OpenSSL method, per-worker state type, close name), its server
- * side (method, state type), its options (their type, the client's and the server's rows and
- * --help lines). Optional members are named beside them. */
-#define PQS_TRANSPORT_CLIENT(method, state_type, close_name)                                        \
-    .client_method = method, .client_state_size = sizeof(state_type), .close = close_name,         \
+ * opts_given): its client side (per-worker state type, close name), its server side (state
+ * type), its options (their type, the client's and the server's rows and --help lines).
+ * Optional members are named beside them. */
+#define PQS_TRANSPORT_CLIENT(state_type, close_name)                                                \
+    .client_state_size = sizeof(state_type), .close = close_name,                                  \
     .client_setup = client_setup, .client_handshake = client_handshake,                           \
     .client_request = client_request, .client_close = client_close
-#define PQS_TRANSPORT_SERVER(method, state_type)                                                    \
-    .server_method = method, .server_state_size = sizeof(state_type), .server_listen = server_listen, \
+#define PQS_TRANSPORT_SERVER(state_type)                                                            \
+    .server_state_size = sizeof(state_type), .server_listen = server_listen,                       \
     .server_serve = server_serve
 #define PQS_TRANSPORT_OPTIONS(opts_type, c_rows, s_rows, c_usage, s_usage)                           \
     .opts_size = sizeof(opts_type), .opts_init = opts_init, .opt = opt, .opts_given = opts_given,   \

@@ -35,17 +35,6 @@ const char *const pqs_mode_names[PQS_MODE__COUNT] = {
     [PQS_MODE_FS0RTT] = "fs0rtt", [PQS_MODE_ECH] = "ech",
 };
 
-static pthread_once_t attempt_idx_once = PTHREAD_ONCE_INIT;
-static int attempt_idx = -1;
-
-static void attempt_idx_new(void) { attempt_idx = SSL_get_ex_new_index(0, "pqs_attempt", NULL, NULL, NULL); }
-
-int pqs_attempt_ex_idx(void)
-{
-    pthread_once(&attempt_idx_once, attempt_idx_new);
-    return attempt_idx;
-}
-
 const pqs_transport *pqs_transport_find(const char *prog, const char *name)
 {
     char avail[256] = "";

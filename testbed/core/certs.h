@@ -18,7 +18,7 @@
 
 /* depth = number of certificates the server sends: the leaf plus depth-1 intermediates.
  * The self-signed root is not sent; it is what the client verifies against (ca.pem). */
-typedef struct {
+typedef struct pqs_chain {
     int depth;
     EVP_PKEY *leaf_key;
     X509 *leaf;

@@ -1,4 +1,5 @@
 /* ech.c - Encrypted Client Hello for --mode ech (ech.h). */
+#include "ossl.h"
 #include "ech.h"
 
 #include <stdio.h>

@@ -1,4 +1,5 @@
 /* tlsobs.c - see tlsobs.h. */
+#include "tlsobs_ssl.h"
 #include "tlsobs.h"
 
 #include <errno.h>

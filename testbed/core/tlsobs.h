@@ -6,7 +6,6 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <openssl/ssl.h>
 #include "common.h"
 
 /* The handshake messages whose sizes the callback records (pqs_tlsobs.msg_bytes; the JSON
@@ -106,8 +105,6 @@ typedef struct {
 } pqs_tlsobs;
 
 void pqs_tlsobs_reset(pqs_tlsobs *o);
-void pqs_tlsobs_msg_cb(int write_p, int version, int content_type, const void *buf, size_t len,
-                       SSL *ssl, void *arg);
 
 /* Negotiated parameters; strings are static or owned by the SSL object. */
 typedef struct {
@@ -124,8 +121,6 @@ typedef struct {
                              * "psk_dhe_ke"; NULL when not resumed or not observed */
 } pqs_tlsinfo;
 
-/* is_client: peer's signature (client) vs our own (server). */
-void pqs_tlsinfo_get(SSL *ssl, bool is_client, pqs_tlsinfo *out);
 /* The PSK key exchange mode of a resumed TLS 1.3 connection, from the observed ServerHello. */
 void pqs_tlsinfo_psk_mode(pqs_tlsinfo *ti, const pqs_tlsobs *obs);
 /* "client_hello_bytes", "client_key_share_bytes", "server_hello_bytes",
@@ -152,10 +147,6 @@ int64_t pqs_tlsobs_flight_segments(const pqs_tlsobs *o, pqs_tlsflight_id f);
  * "tcp_info_cb_ns". The attempt line's member (testbed/README.md, "Message sizes"). */
 void pqs_tlsobs_msgs_json(pqs_json *j, const pqs_tlsobs *obs);
 
-/* Classifies the failure of an SSL_* call that returned ret (ssl_err = SSL_get_error, saved
- * errno). Fills a short message; consumes the OpenSSL error queue. */
-pqs_err pqs_tls_classify(SSL *ssl, int ssl_err, int saved_errno, const pqs_tlsobs *obs,
-                         char *msg, size_t msglen);
 
 /* Cost of the message callback for one handshake, measured in-process: replays a TLS 1.3
  * client handshake's sequence of callback invocations many times (pqs-timer's header line:

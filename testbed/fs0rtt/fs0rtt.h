@@ -20,8 +20,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <openssl/ssl.h>
-
 #include "bfewire.h"
 #include "common.h"
 
@@ -68,10 +66,6 @@ typedef struct pqs_fs0rtt_attempt {
     uint8_t ct[PQS_BFE_MAX_CT_BYTES];
 } pqs_fs0rtt_attempt;
 
-/* Makes ssl offer a fresh fs0rtt PSK when it builds its ClientHello (the encapsulation happens
- * then, inside the measured interval). rec must live until the handshake is done; ssl's app data
- * must be the attempt (pqs_attempt_attach) whose fs0rtt member rec is. */
-void pqs_fs0rtt_client_use(SSL *ssl, const pqs_fs0rtt_key *key, pqs_fs0rtt_attempt *rec);
 void pqs_fs0rtt_attempt_json(pqs_json *j, const pqs_fs0rtt_attempt *rec);
 /* The header's "fs0rtt" member: the public key's parameters (null without a key). */
 void pqs_fs0rtt_key_json(pqs_json *j, const char *name, const pqs_fs0rtt_key *key);
@@ -105,10 +99,6 @@ typedef struct pqs_fs0rtt_conn {
 typedef struct pqs_fs0rtt_server pqs_fs0rtt_server;
 
 pqs_fs0rtt_server *pqs_fs0rtt_server_new(pqs_fs0rtt_key *key, uint32_t max_early_data);
-/* Installs the PSK lookup on ctx (its app data points at fs). Each server SSL's app data must be
- * its connection's pqs_fs0rtt_conn (pqs_fs0rtt_conn_attach) before the handshake. */
-void pqs_fs0rtt_server_install(SSL_CTX *ctx, pqs_fs0rtt_server *fs);
-static inline void pqs_fs0rtt_conn_attach(SSL *ssl, pqs_fs0rtt_conn *c) { SSL_set_app_data(ssl, c); }
 void pqs_fs0rtt_conn_json(pqs_json *j, const pqs_fs0rtt_conn *c);
 /* The ready line's member (parameters, key sizes, key generation cost) and the summary line's
  * (counters per outcome, punctures, secret-key bytes now). */

@@ -1,5 +1,7 @@
 /* fs0rtt_client.c - the client half of fs0rtt (fs0rtt.h): a fresh encapsulation per ClientHello,
  * offered as an external PSK whose identity is the ciphertext. */
+#include "ossl.h"
+#include "fs0rtt_ssl.h"
 #include "fs0rtt_key.h"
 
 #include <string.h>

@@ -1,5 +1,6 @@
 /* fs0rtt_server.c - the server half of fs0rtt (fs0rtt.h): the PSK lookup that decapsulates the
  * identity, punctures the key and hands OpenSSL the encapsulated key, or refuses and says why. */
+#include "fs0rtt_ssl.h"
 #include "fs0rtt_key.h"
 
 #include <stdlib.h>

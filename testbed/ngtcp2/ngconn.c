@@ -1,4 +1,5 @@
 /* ngconn.c - see ngconn.h. */
+#include "tlsobs_ssl.h"
 #include "ngconn.h"
 
 #include <errno.h>

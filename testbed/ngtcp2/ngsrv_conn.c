@@ -1,6 +1,7 @@
 /* ngsrv_conn.c - one connection of the ngtcp2 listener (see ngsrv.h): the table of connection
  * IDs, the connection's ngtcp2 callbacks, the request protocol, writing, how it ends, and its
  * conn line in the OpenSSL engine's format (quic/quic_server.c log_conn). */
+#include "tlsobs_ssl.h"
 #include "ngsrv.h"
 
 #include <errno.h>

@@ -6,6 +6,8 @@
  * read completes (the server's Finished, a ticket) is checked only after the answer to it (our
  * Finished, an ACK) has gone out: the end of the handshake is stamped with our Finished sent,
  * the point where OpenSSL's SSL_connect returns 1. */
+#include "tlsobs_ssl.h"
+#include "ossl.h"
 #include "ngtcp2_client.h"
 
 #include <errno.h>
@@ -174,7 +176,7 @@ bool pqs_ng_client_setup(pqs_ng_client *q, pqs_client *c, pqs_attempt *a)
 
     /* TLS: a plain TLS 1.3 connection of the program's context whose records go through
      * ngtcp2 (SSL_set_quic_tls_cbs, inside configure_client_session) */
-    q->ssl = SSL_new(c->ctx);
+    q->ssl = SSL_new(c->ossl->ctx);
     if (q->ssl == NULL || ngtcp2_crypto_ossl_ctx_new(&q->octx, q->ssl) != 0
         || ngtcp2_crypto_ossl_configure_client_session(q->ssl) != 0)
         return fail_setup(q, a, "QUIC TLS setup (ngtcp2 crypto/ossl) failed", 0);
@@ -184,7 +186,7 @@ bool pqs_ng_client_setup(pqs_ng_client *q, pqs_client *c, pqs_attempt *a)
     SSL_set_connect_state(q->ssl);
     if (SSL_set_alpn_protos(q->ssl, o->alpn_wire, (unsigned)o->alpn_wire_len) != 0)
         return fail_setup(q, a, "ALPN setup failed", 0);
-    pqs_attempt_prepare(q->ssl, c, a, want_resume, msg_cb, q);
+    pqs_ossl_prepare(q->ssl, c, a, want_resume, msg_cb, q);
 
     ngtcp2_cid dcid, scid;
     if (!pqs_ng_cid(&dcid, PQS_NG_CIDLEN) || !pqs_ng_cid(&scid, PQS_NG_CIDLEN))
@@ -336,7 +338,7 @@ static int run(pqs_ng_client *q, int64_t until, goal_fn goal)
 
 static bool handshake_done(const pqs_ng_client *q) { return q->hs_completed; }
 static bool request_sent(const pqs_ng_client *q) { return q->req_done; }
-static bool has_ticket(const pqs_ng_client *q) { return q->a->new_sess != NULL; }
+static bool has_ticket(const pqs_ng_client *q) { return pqs_ossl_ticket_arrived(q->c); }
 static bool confirmed(const pqs_ng_client *q) { return q->hs_confirmed; }
 
 static bool response_done(const pqs_ng_client *q)
@@ -418,7 +420,7 @@ void pqs_ng_client_request(pqs_ng_client *q, pqs_attempt *a, int64_t deadline)
     const pqs_client_params *cfg = q->c->p;
     if (cfg->request)
         request(q, a, deadline);
-    if ((cfg->mode == PQS_MODE_RESUME || cfg->mode == PQS_MODE_RESUME_PSK) && a->new_sess == NULL
+    if ((cfg->mode == PQS_MODE_RESUME || cfg->mode == PQS_MODE_RESUME_PSK) && !pqs_ossl_ticket_arrived(q->c)
         && a->err == PQS_ERR_NONE) {
         int64_t until = pqs_mono_ns() + cfg->ticket_wait_ns;
         run(q, until < deadline ? until : deadline, has_ticket);

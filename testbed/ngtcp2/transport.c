@@ -10,6 +10,7 @@
  * (early_data_why): tickets then allow no 0-RTT, and no connection enables it. */
 #include <unistd.h>
 
+#include "ossl.h"
 #include "ngtcp2_client.h"
 #include "ngtcp2_server.h"
 #include "quic_opts.h"
@@ -49,7 +50,7 @@ static int server_listen(pqs_srv *s, char *why, size_t whylen)
     if (pqs_srv_bind(s, SOCK_DGRAM, &fd, why, whylen) != 0)
         return -1;
     s->threads = 1; /* one event loop in the main thread */
-    ns->ctx = s->ctx;
+    ns->ctx = s->ossl->ctx;
     ns->fd = fd;
     ns->local = s->bound;
     ns->local_len = s->bound_len;
@@ -90,13 +91,13 @@ const pqs_transport pqs_quic_engine_ngtcp2 = {
     .server_tfo_why = "TCP Fast Open is a TCP option",
     .early_data_why = "0-RTT over QUIC is not measured yet",
     .tls13_only = true,
-    .method_tls13 = false,
-    PQS_TRANSPORT_CLIENT(TLS_client_method, pqs_ng_client, "quic_rapid"),
+    .ossl = &pqs_ossl_tls,
+    PQS_TRANSPORT_CLIENT(pqs_ng_client, "quic_rapid"),
     .alpn = pqs_quic_alpn,
     .qlog = pqs_quic_qlog,
     .header_json = header_json,
     .json_member = "quic",
     .attempt_json = attempt_json,
-    PQS_TRANSPORT_SERVER(TLS_server_method, pqs_ng_server),
+    PQS_TRANSPORT_SERVER(pqs_ng_server),
     .ready_json = pqs_quic_ready_json,
 };

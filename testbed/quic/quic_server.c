@@ -7,6 +7,7 @@
  * callback when the client's Finished is processed. A connection is logged when the client
  * closes it (or at --idle-timeout) so that the session tickets sent after the handshake can
  * reach the client. */
+#include "tlsobs_ssl.h"
 #include "quic_server.h"
 #include "quic_client.h"
 

@@ -1,6 +1,7 @@
 /* quicobs.c - the per-connection observer (pqs_quicobs): the message callback, the
  * classification of a failed connection and the "quic" JSON member; see quicobs.h. The filter
  * BIO's counts: quicfilter.c, the server's classification of received datagrams: quicrx.c. */
+#include "tlsobs_ssl.h"
 #include "quicobs.h"
 
 #include <pthread.h>

@@ -18,6 +18,8 @@
 
 #include <openssl/err.h>
 
+#include "tlsobs_ssl.h"
+#include "ossl.h"
 #include "cli.h"
 #include "quic_client.h"
 #include "quic_server.h"
@@ -242,13 +244,13 @@ static bool client_setup(pqs_client *c, pqs_attempt *a)
     q->r = q->ret = q->saved = 0;
     memset(&q->qobs, 0, sizeof q->qobs);
     pqs_quicobs_reset(&q->qobs, NULL);
-    SSL *ssl = pqs_quic_client_new(c->ctx, &cfg->connect, o->alpn_wire, o->alpn_wire_len, &q->wire, &q->fd, why,
+    SSL *ssl = pqs_quic_client_new(c->ossl->ctx, &cfg->connect, o->alpn_wire, o->alpn_wire_len, &q->wire, &q->fd, why,
                                    sizeof why);
     if (ssl == NULL) {
         pqs_attempt_fail(a, PQS_ERR_INTERNAL, "setup", errno, "%s", why);
         return false;
     }
-    pqs_attempt_prepare(ssl, c, a, want_resume, pqs_quic_msg_cb, &q->qobs);
+    pqs_ossl_prepare(ssl, c, a, want_resume, pqs_quic_msg_cb, &q->qobs);
     q->ssl = ssl;
     return true;
 }
@@ -276,11 +278,7 @@ static void client_handshake(pqs_client *c, pqs_attempt *a, int64_t deadline)
     }
 }
 
-static bool has_ticket(void *arg)
-{
-    const pqs_attempt *a = arg;
-    return a->new_sess != NULL;
-}
+static bool has_ticket(void *arg) { return pqs_ossl_ticket_arrived(arg); }
 
 typedef struct {
     const quic_client *q;
@@ -362,10 +360,10 @@ static void client_request(pqs_client *c, pqs_attempt *a, int64_t deadline)
     SSL *ssl = q->ssl;
     if (cfg->request)
         request(c, q, a, deadline);
-    if ((cfg->mode == PQS_MODE_RESUME || cfg->mode == PQS_MODE_RESUME_PSK) && a->new_sess == NULL
+    if ((cfg->mode == PQS_MODE_RESUME || cfg->mode == PQS_MODE_RESUME_PSK) && !pqs_ossl_ticket_arrived(c)
         && a->err == PQS_ERR_NONE) {
         int64_t until = pqs_mono_ns() + cfg->ticket_wait_ns;
-        pqs_quic_client_run(ssl, q->fd, until < deadline ? until : deadline, has_ticket, a);
+        pqs_quic_client_run(ssl, q->fd, until < deadline ? until : deadline, has_ticket, c);
     }
     int64_t h = a->t_hs - a->t0;
     int64_t until = pqs_mono_ns() + (2 * h > SETTLE_MIN_NS ? 2 * h : SETTLE_MIN_NS);
@@ -440,7 +438,7 @@ static int server_listen(pqs_srv *s, char *why, size_t whylen)
     if (pqs_srv_bind(s, SOCK_DGRAM, &fd, why, whylen) != 0)
         return -1;
     s->threads = 1; /* one event loop in the main thread */
-    qs->ctx = s->ctx;
+    qs->ctx = s->ossl->ctx;
     qs->fd = fd;
     qs->log = s->log;
     qs->idle_timeout_ns = s->p->idle_timeout_ns;
@@ -450,7 +448,7 @@ static int server_listen(pqs_srv *s, char *why, size_t whylen)
     qs->alpn_len = o->alpn_wire_len;
     qs->sigs = s->sigs;
     qs->response_bytes = s->p->response_bytes;
-    if (pqs_quic_server_ctx_setup(s->ctx, qs) != 0) {
+    if (pqs_quic_server_ctx_setup(s->ossl->ctx, qs) != 0) {
         snprintf(why, whylen, "cannot set up the QUIC context");
         return -1;
     }
@@ -479,6 +477,10 @@ static int server_serve(pqs_srv *s, char *why, size_t whylen)
     return 0;
 }
 
+/* OpenSSL's QUIC: its contexts are TLS 1.3 by construction */
+static const struct pqs_ossl_methods quic_methods = {.client = OSSL_QUIC_client_method, .server = OSSL_QUIC_server_method,
+                                                     .tls13 = true};
+
 const pqs_transport pqs_transport_quic = {
     .name = "quic",
     PQS_TRANSPORT_OPTIONS(quic_opts, client_rows, server_rows, CLIENT_USAGE, SERVER_USAGE),
@@ -492,13 +494,13 @@ const pqs_transport pqs_transport_quic = {
     .server_tfo_why = "TCP Fast Open is a TCP option",
     .early_data_why = "0-RTT is not in OpenSSL's QUIC server",
     .tls13_only = true,
-    .method_tls13 = true,
-    PQS_TRANSPORT_CLIENT(OSSL_QUIC_client_method, quic_client, "quic_rapid"),
+    .ossl = &quic_methods,
+    PQS_TRANSPORT_CLIENT(quic_client, "quic_rapid"),
     .alpn = pqs_quic_alpn,
     .qlog = pqs_quic_qlog,
     .header_json = header_json,
     .json_member = "quic",
     .attempt_json = attempt_json,
-    PQS_TRANSPORT_SERVER(OSSL_QUIC_server_method, pqs_quic_server),
+    PQS_TRANSPORT_SERVER(pqs_quic_server),
     .ready_json = pqs_quic_ready_json,
 };

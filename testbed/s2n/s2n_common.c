@@ -1,4 +1,5 @@
 /* s2n_common.c - what the s2n stack's client and server share (s2n_stack.h). */
+#include "tlsobs_ssl.h"
 #include "s2n_stack.h"
 
 #include <errno.h>

@@ -166,8 +166,8 @@ static int make_config(pqs_srv *s, s2n_server_state *st, char *why, size_t whyle
         goto out;
     }
     /* the client's chain is verified against its root, not against a name (as OpenSSL's server) */
-    if (tls->client_root != NULL
-        && ((root = pqs_s2n_x509_pem(tls->client_root)) == NULL || s2n_config_add_pem_to_trust_store(st->cfg, root) != 0
+    if (tls->client != NULL
+        && ((root = pqs_s2n_x509_pem(tls->client->root)) == NULL || s2n_config_add_pem_to_trust_store(st->cfg, root) != 0
             || s2n_config_set_verify_host_callback(st->cfg, any_client_name, NULL) != 0
             || s2n_config_set_client_auth_type(st->cfg, S2N_CERT_AUTH_REQUIRED) != 0)) {
         snprintf(why, whylen, "s2n-tls client authentication: %s", pqs_s2n_error(s2n_errno, e, sizeof e));

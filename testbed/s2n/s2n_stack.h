@@ -16,6 +16,7 @@
 
 #include <s2n.h>
 
+#include "certs.h"
 #include "s2nwire.h"
 #include "tcp_server.h"
 #include "tls_stack.h"

@@ -1,8 +1,8 @@
 /* openssl_stack.c - OpenSSL as the tcp transport's TLS stack (tls_stack.h): the default row of
- * tcp/stacks.c. Its contexts are the programs' (pqs_client.ctx, pqs_srv.ctx: groups, chains,
- * tickets and early data configured there); here are its connections: an SSL object per
- * attempt or accepted socket, the message callback as the observer, tickets through the
- * client context's new-session callback (the attempt's new_sess, kept by pqs-timer). */
+ * tcp/stacks.c. Its contexts are the programs' (core/ossl.h: groups, chains, tickets and early
+ * data configured there); here are its connections: an SSL object per attempt or accepted
+ * socket, the message callback as the observer, tickets through the client context's
+ * new-session callback (the worker's, core/ossl.h). */
 #include "openssl_stack.h"
 
 #include <errno.h>
@@ -11,11 +11,14 @@
 #include <openssl/err.h>
 
 #include "tcp_server.h"
-#include "tlsobs.h"
+#include "fs0rtt_ssl.h"
+#include "ossl.h"
+#include "tlsobs_ssl.h"
 
 /* ---------------- client ---------------- */
 
 typedef struct ossl_client {
+    const pqs_client *c;     /* the worker (its tickets: core/ossl.h) */
     SSL *ssl;
     BIO *flight;             /* TFO: the first flight is collected here, then written in one go */
     int ssl_err;             /* SSL_get_error of the last call that did not complete */
@@ -60,9 +63,10 @@ static bool client_conn_new(pqs_client *c, void *st, pqs_attempt *a, int fd, boo
 {
     ossl_client *o = st;
     const pqs_client_params *cfg = c->p;
+    o->c = c;
     o->ssl = NULL;
     o->flight = NULL;
-    SSL *ssl = SSL_new(c->ctx);
+    SSL *ssl = SSL_new(c->ossl->ctx);
     BIO *flight = NULL;
     if (ssl == NULL || !SSL_set_fd(ssl, fd) || (cfg->tfo && (flight = BIO_new(BIO_s_mem())) == NULL)) {
         pqs_attempt_fail(a, PQS_ERR_INTERNAL, "setup", 0, "SSL_new failed");
@@ -77,10 +81,10 @@ static bool client_conn_new(pqs_client *c, void *st, pqs_attempt *a, int fd, boo
         BIO_up_ref(SSL_get_rbio(ssl));
         SSL_set0_wbio(ssl, flight);
     }
-    pqs_attempt_prepare(ssl, c, a, resume, pqs_tlsobs_msg_cb, &a->obs);
+    pqs_ossl_prepare(ssl, c, a, resume, pqs_tlsobs_msg_cb, &a->obs);
     if (cfg->instrument)
         pqs_tlsobs_watch_tcp(&a->obs, fd); /* records and TCP segments per flight (msgs) */
-    a->early_offered = pqs_attempt_early(c, a);
+    a->early_offered = pqs_ossl_early(c, a);
     o->ssl = ssl;
     o->flight = flight;
     return true;
@@ -160,8 +164,8 @@ static void client_first_flight_sent(void *st)
 
 static bool client_ticket_arrived(const void *st, const pqs_attempt *a)
 {
-    (void)st;
-    return a->new_sess != NULL; /* pqs-timer's new-session callback */
+    (void)a;
+    return pqs_ossl_ticket_arrived(((const ossl_client *)st)->c);
 }
 
 static void client_info(void *st, pqs_attempt *a) { pqs_tlsinfo_get(((ossl_client *)st)->ssl, true, &a->info); }
@@ -219,7 +223,7 @@ static bool server_conn_new(pqs_tcp_server *ts, void *srv, void *conn, int fd, p
     (void)srv;
     ossl_conn *x = conn;
     const pqs_tcp_server_ext *ext = ts->ext;
-    SSL *ssl = ext != NULL ? ext->bind(ext->arg, fd, &c->obs, c->ext, c->msg, sizeof c->msg) : SSL_new(ts->s->ctx);
+    SSL *ssl = ext != NULL ? ext->bind(ext->arg, fd, &c->obs, c->ext, c->msg, sizeof c->msg) : SSL_new(ts->s->ossl->ctx);
     x->ssl = ssl;
     if (ssl == NULL || (ext == NULL && !SSL_set_fd(ssl, fd))) {
         c->err = ext != NULL ? PQS_ERR_IO_ERROR : PQS_ERR_INTERNAL;

@@ -53,12 +53,11 @@ int pqs_tcp_step_server_listen(pqs_srv *s, char *why, size_t whylen);
 int pqs_tcp_step_server_serve(pqs_srv *s, char *why, size_t whylen);
 #define PQS_TCP_STACK_TABLE                                                                            \
     .header_json = pqs_tls_stack_json, .ready_json = pqs_tls_stack_ready_json,                        \
-    .client_method = TLS_client_method, /* pqs-timer's context (the OpenSSL stack's) */                \
     .client_state_size = sizeof(pqs_tcp_client), .close = "rst_deferred",                            \
     .client_start = pqs_tcp_step_client_start, .client_setup = pqs_tcp_step_client_setup,            \
     .client_handshake = pqs_tcp_step_client_handshake, .client_request = pqs_tcp_step_client_request, \
     .client_close = pqs_tcp_step_client_close, .client_stop = pqs_tcp_step_client_stop,              \
-    .server_method = TLS_server_method, .server_state_size = sizeof(pqs_tcp_server),                  \
+    .server_state_size = sizeof(pqs_tcp_server),                                                       \
     .server_listen = pqs_tcp_step_server_listen, .server_serve = pqs_tcp_step_server_serve
 
 #endif

@@ -2,6 +2,7 @@
  * (stacks.h; OpenSSL's table is this one, with every mode). TCP Fast Open
  * is a variant of it, not a transport: pqs-timer's --tcp-fastopen flag (which the other
  * transports refuse) and pqs-server's --tcp-fastopen queue on the listener. */
+#include "ossl.h"
 #include "stacks.h"
 #include "tcp_client.h"
 #include "tcp_server.h"
@@ -72,5 +73,6 @@ const pqs_transport pqs_transport_tcp = {
     .client_opts_need = "--tls-stack needs --transport tcp (QUIC and TurboTLS run on OpenSSL)",
     .server_opts_need = "--tls-stack needs --transport tcp (QUIC and TurboTLS run on OpenSSL)",
     .engine = engine,
+    .ossl = &pqs_ossl_tls,
     PQS_TCP_STACK_TABLE,
 };

@@ -6,6 +6,7 @@
 
 #include <openssl/ssl.h>
 
+#include "tlsobs_ssl.h"
 #include "tlsobs.h"
 #include "unit.h"
 

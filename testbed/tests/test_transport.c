@@ -16,8 +16,8 @@
 
 static bool complete(const pqs_transport *t)
 {
-    return t->name && t->client_method && t->client_setup && t->client_handshake && t->client_request
-           && t->client_close && t->close && t->server_method && t->server_listen && t->server_serve
+    return t->name && t->client_setup && t->client_handshake && t->client_request
+           && t->client_close && t->close && t->server_listen && t->server_serve
            && (t->json_member == NULL) == (t->attempt_json == NULL)
            && (t->client_opts == NULL || (t->opt && t->opts_given && t->client_opts_need && t->server_opts_need))
            && t->mode_why[PQS_MODE_FULL] == NULL;

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "ossl.h"
 #include "openssl_stack.h"
 #include "tcp_client.h"
 #include "tcp_server.h"
@@ -217,7 +218,7 @@ static int server_listen(pqs_srv *s, char *why, size_t whylen)
         return -1;
     char uwhy[512];
     t->fd = socket(s->bound.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    t->udp = (pqs_turbo_server){.ctx = s->ctx, .fd = t->fd, .log = s->log, .ttl_ns = o->ttl_ns,
+    t->udp = (pqs_turbo_server){.ctx = s->ossl->ctx, .fd = t->fd, .log = s->log, .ttl_ns = o->ttl_ns,
                                 .max_states = (size_t)o->max_states};
     if (t->fd < 0 || bind(t->fd, (struct sockaddr *)&s->bound, s->bound_len) != 0
         || pqs_turbo_server_start(&t->udp, uwhy, sizeof uwhy) != 0) {
@@ -256,12 +257,13 @@ const pqs_transport pqs_transport_turbotls = {
     .client_tfo_why = "its first flight goes over UDP already",
     .early_data_why = "0-RTT is not part of TurboTLS here",
     .tls13_only = true, /* the UDP first flight is TLS 1.3's */
-    PQS_TRANSPORT_CLIENT(TLS_client_method, turbo_client, "rst_deferred"),
+    .ossl = &pqs_ossl_tls,
+    PQS_TRANSPORT_CLIENT(turbo_client, "rst_deferred"),
     .header_json = header_json,
     .client_start = client_start,
     .client_stop = client_stop,
     .json_member = "turbo",
     .attempt_json = attempt_json,
-    PQS_TRANSPORT_SERVER(TLS_server_method, turbo_server),
+    PQS_TRANSPORT_SERVER(turbo_server),
     .ready_json = ready_json,
 };

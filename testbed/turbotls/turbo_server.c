@@ -17,6 +17,7 @@
 
 #include <openssl/err.h>
 
+#include "tlsobs_ssl.h"
 #include "sockdrops.h"
 #include "turbo_server.h"
 

@@ -134,20 +134,30 @@ def test_s2n_keylog(tmp_path):
 
 def test_s2n_refusals(tmp_path):
     """Usage errors of one line, before any connection: modes, groups the policies do not run,
-    TCP Fast Open, and --tls-stack with another transport."""
+    TCP Fast Open, OpenSSL's own lists (no OpenSSL context exists to take them: refused, not
+    ignored), and --tls-stack with another transport."""
     base = ["--connect", "127.0.0.1:1", "--no-verify", "--tls-stack", "s2n"]
     for args, want in ((["--mode", "hrr"], "key shares"), (["--mode", "tls12"], "TLS 1.3"),
                        (["--mode", "0rtt"], "0-RTT"), (["--groups", "SecP384r1MLKEM1024"], "named security policies"),
-                       (["--tcp-fastopen"], "TCP Fast Open")):
+                       (["--tcp-fastopen"], "TCP Fast Open"),
+                       (["--sigalgs", "mldsa65"], "--sigalgs is an OpenSSL list"),
+                       (["--ciphersuites", "TLS_AES_128_GCM_SHA256"], "--ciphersuites is an OpenSSL list"),
+                       (["--cert-comp", "zlib"], "--cert-comp: the chosen --tls-stack is not OpenSSL"),
+                       (["--client-cert", str(tmp_path)], "no certificate chain in")):
         r = run_timer(*base, *args)
         assert r.returncode == 2 and want in r.stderr and len(r.stderr.strip().splitlines()) == 1, (args, r.stderr)
+    r = run_timer("--connect", "127.0.0.1:1", "--tls-stack", "s2n", "--ca", str(tmp_path / "missing.pem"))
+    assert r.returncode == 2 and "bad --ca" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
     r = run_timer("--connect", "127.0.0.1:1", "--no-verify", "--transport", "quic", "--tls-stack", "s2n")
     assert r.returncode == 2 and "--tls-stack needs --transport tcp" in r.stderr, r.stderr
     r = run_timer("--connect", "127.0.0.1:1", "--no-verify", "--tls-stack", "boringssl")
     assert r.returncode == 2 and "available: openssl, s2n" in r.stderr, r.stderr
-    p = subprocess.run([str(BUILD / "bin" / "pqs-server"), "--tls-stack", "s2n", "--groups", "mlkem768",
-                        "--cert-dir", str(tmp_path)], capture_output=True, text=True, timeout=30)
-    assert p.returncode == 2 and "named security policies" in p.stderr, p.stderr
+    for args, want in ((["--groups", "mlkem768"], "named security policies"),
+                       (["--psk-ke", "on"], "--psk-ke on: the chosen --tls-stack is not OpenSSL"),
+                       (["--cert-comp", "zlib"], "--cert-comp: the chosen --tls-stack is not OpenSSL")):
+        p = subprocess.run([str(BUILD / "bin" / "pqs-server"), "--tls-stack", "s2n", *args, "--cert-dir", str(tmp_path)],
+                           capture_output=True, text=True, timeout=30)
+        assert p.returncode == 2 and want in p.stderr and len(p.stderr.strip().splitlines()) == 1, (args, p.stderr)
 
 
 def test_s2nwire_fuzz_smoke():

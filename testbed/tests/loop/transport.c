@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ossl.h"
 #include "transport.h"
 
 /* ---------------- options ---------------- */
@@ -197,8 +198,9 @@ const pqs_transport pqs_transport_loop = {
     .server_tfo_why = "a test transport",
     .early_data_why = "no TLS",
     .tls13_only = true,
-    PQS_TRANSPORT_CLIENT(TLS_client_method, loop_client, "close"),
+    .ossl = &pqs_ossl_tls,
+    PQS_TRANSPORT_CLIENT(loop_client, "close"),
     .json_member = "loop",
     .attempt_json = attempt_json,
-    PQS_TRANSPORT_SERVER(TLS_server_method, loop_server),
+    PQS_TRANSPORT_SERVER(loop_server),
 };
