@@ -21,6 +21,7 @@ typedef pqs_s2n_server_state s2n_server_state;
 typedef struct s2n_conn {
     struct s2n_connection *conn;
     pqs_s2n_obs wire;
+    pqs_tlsobs *obs;             /* the conn line's observations */
     ssize_t last;                /* the last read's or write's return value */
     int err;                     /* s2n_errno after the call, */
     s2n_blocked_status blocked;  /* what it blocked on (a block is the idle timeout), */
@@ -41,6 +42,7 @@ static bool server_conn_new(pqs_tcp_server *ts, void *srv, void *conn, int fd, p
     (void)ts;
     const s2n_server_state *st = srv;
     s2n_conn *x = conn;
+    x->obs = &c->obs;
     x->conn = s2n_connection_new(S2N_SERVER);
     if (x->conn == NULL || s2n_connection_set_config(x->conn, st->cfg) != 0
         || s2n_connection_set_blinding(x->conn, S2N_SELF_SERVICE_BLINDING) != 0
@@ -54,11 +56,23 @@ static bool server_conn_new(pqs_tcp_server *ts, void *srv, void *conn, int fd, p
     return true;
 }
 
+/* The handshake. s2n_negotiate also writes the tickets, after the client's Finished: a failure
+ * once the state machine has reached application data is in those (the client may reset the
+ * connection as soon as its first ticket has arrived), and the handshake did complete. That is
+ * marked as OpenSSL's callback marks it (peer_finished_ns), so the tcp server counts it as a
+ * completed handshake closed by a reset, as over OpenSSL. */
 static pqs_tls_io server_handshake(void *conn)
 {
     s2n_conn *x = conn;
     s2n_blocked_status blocked = S2N_NOT_BLOCKED;
-    return s2n_negotiate(x->conn, &blocked) == 0 ? PQS_TLS_DONE : failed(x, -1, blocked);
+    if (s2n_negotiate(x->conn, &blocked) == 0)
+        return PQS_TLS_DONE;
+    pqs_tls_io r = failed(x, -1, blocked);
+    const char *last = s2n_connection_get_last_message_name(x->conn);
+    if (last != NULL && strcmp(last, "APPLICATION_DATA") == 0 && x->obs->peer_finished_ns == 0)
+        x->obs->peer_finished_ns = pqs_mono_ns();
+    errno = x->saved_errno;
+    return r;
 }
 
 static pqs_tls_io server_read(void *conn, unsigned char *buf, size_t len, size_t *got)
