@@ -119,8 +119,7 @@ static int client_phase(const pqs_tlsobs *o)
     return o->fl_hrr ? PQS_FLIGHT_CLIENT1_RETRY : PQS_FLIGHT_CLIENT1;
 }
 
-/* TCP_INFO's data segment counters at boundary k (client side, once each). */
-static void seg_snapshot(pqs_tlsobs *o, int k)
+void pqs_tlsobs_seg_snapshot(pqs_tlsobs *o, int k)
 {
     if (!o->tcp_watch || o->side == 2 || o->seg_snap[k])
         return;
@@ -227,13 +226,13 @@ static void on_message(pqs_tlsobs *o, bool from_client, unsigned type, bool hrr,
     if (hrr && !o->fl_hrr) {
         o->fl_hrr = true;
         o->dgram_answered = false; /* the client's second ClientHello follows */
-        seg_snapshot(o, 0);
+        pqs_tlsobs_seg_snapshot(o, 0);
     } else if (type == SSL3_MT_SERVER_HELLO && !hrr) {
         o->fl_sh = true;
     }
     if (!o->fl_server_done && (type == SSL3_MT_FINISHED || type == SSL3_MT_SERVER_DONE)) {
         o->fl_server_done = true;
-        seg_snapshot(o, 1);
+        pqs_tlsobs_seg_snapshot(o, 1);
     }
 }
 
@@ -284,7 +283,7 @@ void pqs_tlsobs_set_datagrams(pqs_tlsobs *o, pqs_tlsflight_id f, uint32_t datagr
 void pqs_tlsobs_flights_end(pqs_tlsobs *o)
 {
     int64_t keep = o->tcp_info_cb_ns; /* after the clock: not the callback's cost */
-    seg_snapshot(o, 2);
+    pqs_tlsobs_seg_snapshot(o, 2);
     o->tcp_info_cb_ns = keep;
 }
 

@@ -139,6 +139,10 @@ void pqs_tlsobs_watch_tcp(pqs_tlsobs *o, int fd);
 void pqs_tlsobs_datagram(pqs_tlsobs *o, int write_p, const void *buf, size_t len);
 /* A transport that knows a flight's datagram count itself (TurboTLS: its UDP flights). */
 void pqs_tlsobs_set_datagrams(pqs_tlsobs *o, pqs_tlsflight_id f, uint32_t datagrams, uint32_t bytes);
+/* TCP_INFO's data segment counters at flight boundary k (0: HRR received, 1: the server's
+ * flight received, 2: the end), on the watched socket, client side, once each; for an observer
+ * that sees the boundaries itself (s2n's). */
+void pqs_tlsobs_seg_snapshot(pqs_tlsobs *o, int k);
 /* The handshake has ended (after the clock): the last TCP_INFO read (pqs_tlsobs_watch_tcp). */
 void pqs_tlsobs_flights_end(pqs_tlsobs *o);
 /* TCP data segments of flight f, -1 when not known (no TCP watched, or a read missing). */

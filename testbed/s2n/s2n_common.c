@@ -103,23 +103,6 @@ pqs_err pqs_s2n_classify(int e)
 
 /* ---------------- the observer ---------------- */
 
-/* TCP_INFO's segment counters when the server's flight is complete (the client's next bytes
- * begin its second flight): boundary 1 of pqs_tlsobs (tlsobs.h). */
-static void seg_snapshot(pqs_s2n_obs *o, int k)
-{
-    pqs_tlsobs *t = o->obs;
-    if (!t->tcp_watch || o->server || t->seg_snap[k])
-        return;
-    int64_t t0 = pqs_mono_ns();
-    pqs_tcpinfo ti;
-    if (pqs_tcpinfo_read(o->fd, &ti)) {
-        t->seg_out[k] = ti.data_segs_out;
-        t->seg_in[k] = ti.data_segs_in;
-        t->seg_snap[k] = true;
-    }
-    t->tcp_info_cb_ns += pqs_mono_ns() - t0;
-}
-
 /* The flight a record from the client (from_client) belongs to, as the handshake stands. A
  * flight ends when the other side sends: the client's first until the server's first record,
  * the server's until the client's next, the client's second until the handshake ends. */
@@ -133,7 +116,7 @@ static int flight_of(pqs_s2n_obs *o, bool from_client)
             t->fl_server_done = true; /* the client answers: the server's flight is complete */
             if (t->peer_finished_ns == 0 && !o->server)
                 t->peer_finished_ns = o->t_last_in;
-            seg_snapshot(o, 1);
+            pqs_tlsobs_seg_snapshot(o->obs, 1); /* the server's flight is complete */
         }
         return t->fl_server_done ? PQS_FLIGHT_CLIENT2 : t->fl_hrr ? PQS_FLIGHT_CLIENT1_RETRY : PQS_FLIGHT_CLIENT1;
     }
@@ -159,7 +142,8 @@ static void on_record(void *arg, uint8_t type, uint32_t len)
     fl->records++;
     fl->record_bytes += PQS_TLS_RECORD_HEADER + len;
     /* TLS 1.3 encrypted record: the inner content type and the 16-byte AEAD tag are not the
-     * message's (s2n-tls pads no record) */
+     * message's (s2n-tls pads no record). A plaintext record's messages are counted into the
+     * flight by on_message (tlsobs.c), so they are not counted again here. */
     if (type == PQS_TLS_RT_APPDATA && len > 17)
         fl->hs_bytes += len - 17;
 }
@@ -176,9 +160,6 @@ static void on_message(void *arg, const uint8_t *buf, uint32_t len, bool kept)
     o->obs->side = o->server ? 2 : 1;
     pqs_tlsobs_msg_cb(write_p, 0x0304, PQS_TLS_RT_HANDSHAKE, buf, len, NULL, o->obs);
 }
-
-/* on_message also counted the message's bytes into its flight (tlsobs.c): the record counted
- * them again as handshake bytes only for encrypted records, so plaintext ones are not doubled. */
 
 /* Keeps the bytes for the decoding after the handshake (s2n_decrypt.c). */
 static void keep(pqs_s2n_obs *o, int d, const uint8_t *buf, size_t n)
