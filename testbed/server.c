@@ -452,7 +452,7 @@ int main(int argc, char **argv)
         fprintf(stderr, PROG ": %s\n", why);
         return PQS_EXIT_ENV;
     }
-    if (tr->groups_check != NULL && s->cfg.cli.groups != NULL && !tr->groups_check(s->cfg.cli.groups, why, sizeof why))
+    if (tr->groups_check != NULL && s->cfg.cli.groups != NULL && !tr->groups_check(s->cfg.cli.groups, true, why, sizeof why))
         pqs_usage_error(PROG, "bad --groups: %s", why);
     if (pqs_sink_open(&s->log, s->cfg.log_path, s->cfg.cli.fsync_every) != 0) {
         fprintf(stderr, PROG ": cannot open --log %s: %s\n", s->cfg.log_path, strerror(errno));

@@ -785,7 +785,7 @@ int main(int argc, char **argv)
         pqs_usage_error(PROG, "bad --groups: %zu '/'-separated tuples, at most %d: OpenSSL 3.5 corrupted "
                         "its group tuple array from the 32nd tuple on", pqs_groups_tuple_count(cfg->groups_eff),
                         PQS_GROUPS_MAX_TUPLES);
-    if (tr->groups_check != NULL && !tr->groups_check(cfg->groups_eff, why, sizeof why))
+    if (tr->groups_check != NULL && !tr->groups_check(cfg->groups_eff, false, why, sizeof why))
         pqs_usage_error(PROG, "bad --groups: %s", why);
     cfg->p.groups = cfg->groups_eff;
     cfg->p.ca = cfg->p.verify ? cfg->ca : NULL;

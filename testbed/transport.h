@@ -209,9 +209,9 @@ typedef struct pqs_transport {
      * place). NULL op: the transport runs itself. */
     const struct pqs_transport *(*engine)(const void *opts);
     /* The groups this table's TLS stack can be configured with (--groups, as the program
-     * resolved it): false with why, a usage error "bad --groups: WHY". NULL: any (OpenSSL's,
-     * which the program checks itself). */
-    bool (*groups_check)(const char *groups, char *why, size_t whylen);
+     * resolved it) on the server's side or the client's: false with why, a usage error "bad
+     * --groups: WHY". NULL: any (OpenSSL's, which the program checks itself). */
+    bool (*groups_check)(const char *groups, bool server, char *why, size_t whylen);
     bool tls13_only;             /* the server offers TLS 1.3 only (no --no-tls12 needed) */
     /* The OpenSSL methods its contexts are made of (core/ossl.h); NULL: it runs another TLS
      * library, the programs make no OpenSSL context and refuse OpenSSL's own options. */

@@ -36,6 +36,12 @@ S2N_POLICIES = {"X25519MLKEM768": ("20250512", (*_S2N_CLASSICAL, "ml-dsa-44", "m
                 "x25519": ("20240603", _S2N_CLASSICAL),
                 # CNSA 2.0: pure ML-KEM-1024, TLS 1.3, certificates ML-DSA-87 or ECDSA P-384
                 "MLKEM1024": ("ELBSecurityPolicy-TLS13-1-3-CNSA2-INTEROP1-FIPS-PQ-2026-07", ("ml-dsa-87", "ecdsa-p384"))}
+# Groups s2n-tls has on its server's side only (testbed/s2n/s2n_common.c, server_only): a
+# tcp+s2n cell runs both ends on s2n, so such a group is refused with the reason.
+S2N_SERVER_ONLY = {"SecP256r1MLKEM768": "s2n-tls's client offers SecP256r1MLKEM768 only after X25519MLKEM768 (no "
+                                        "security policy puts it first), so its ClientHello would carry the other "
+                                        "hybrid's key share and the server would answer with a HelloRetryRequest; "
+                                        "its server takes SecP256r1MLKEM768 from an OpenSSL client"}
 # The modes the s2n stack runs: full and resume (and mutual TLS, a setting of either); the
 # others with the reason its C side gives (testbed/s2n/stack.c, mode_why).
 S2N_NOT_IMPLEMENTED = "not implemented on the s2n stack"
@@ -177,6 +183,10 @@ class TcpS2n(Tcp):
                 else f"{self.name} from transports")
         for c in cells:
             refuse_mode(self, ef, c, drop)
+            if c.group in S2N_SERVER_ONLY:
+                raise UserError(f"{ef.where('groups')}: group {c.group} cannot run over {self.name} "
+                                f"({S2N_SERVER_ONLY[c.group]}); remove {c.group} from groups, or add the exclude rule "
+                                f"{_exclude_rule(transport=self.name, group=c.group)}")
             if c.group not in S2N_POLICIES:
                 runs = [f"{g} (policy {p})" for g, (p, _) in S2N_POLICIES.items()]
                 raise UserError(f"{ef.where('groups')}: group {c.group} cannot run over {self.name} (s2n-tls takes named "

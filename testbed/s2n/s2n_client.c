@@ -85,7 +85,7 @@ static void make_config(pqs_client *c, s2n_client_state *st)
 {
     const pqs_client_params *p = c->p;
     char why[512], e[256];
-    const char *policy = pqs_s2n_policy(p->groups, why, sizeof why);
+    const char *policy = pqs_s2n_policy(p->groups, false, why, sizeof why);
     if (!pqs_s2n_init(why, sizeof why) || policy == NULL) {
         snprintf(st->cfg_why, sizeof st->cfg_why, "%s", why);
         return;

@@ -21,29 +21,42 @@
 
 /* ---------------- security policies ---------------- */
 
-/* s2n-tls configures groups only through its named security policies; a group runs where a
- * policy puts it first (s2n-tls 998d4bb, tls/s2n_security_policies.c). The client sends a key
- * share for the policy's first hybrid and one for its first curve, as s2n-tls does. */
+/* s2n-tls configures groups only through its named security policies (s2n-tls 998d4bb,
+ * tls/s2n_security_policies.c). The client sends a key share for its policy's first hybrid
+ * and one for its first curve, so a group runs on an s2n client where a policy puts it first;
+ * the server takes any group of its policy the client's key share names, so a group runs on
+ * an s2n server where a policy has it at all (server_only: not first in any). */
 static const struct {
     const char *group;       /* as --groups names it (OpenSSL's name) */
     const char *policy;
     const char *what;        /* for the refusal's list */
+    const char *server_only; /* why the client cannot run it (NULL: both sides can) */
 } policies[] = {
-    {"X25519MLKEM768", "20250512", "ML-KEM hybrids X25519MLKEM768, SecP256r1MLKEM768; ECDSA, RSA-PSS, ML-DSA"},
-    {"secp256r1", "20240503", "P-256 first, no ML-KEM; ECDSA, RSA-PSS (no ML-DSA)"},
-    {"x25519", "20240603", "x25519 first, no ML-KEM; ECDSA, RSA-PSS (no ML-DSA)"},
+    {"X25519MLKEM768", "20250512", "ML-KEM hybrids X25519MLKEM768, SecP256r1MLKEM768; ECDSA, RSA-PSS, ML-DSA", NULL},
+    {"SecP256r1MLKEM768", "20250512", "SecP256r1MLKEM768 second, on the server's side only",
+     "s2n-tls's client offers SecP256r1MLKEM768 only after X25519MLKEM768 (policy 20250512, no policy puts it "
+     "first): its key share would be X25519MLKEM768's and a server taking SecP256r1MLKEM768 alone would answer "
+     "with a HelloRetryRequest; its server takes SecP256r1MLKEM768 from a client that offers it"},
+    {"secp256r1", "20240503", "P-256 first, no ML-KEM; ECDSA, RSA-PSS (no ML-DSA)", NULL},
+    {"x25519", "20240603", "x25519 first, no ML-KEM; ECDSA, RSA-PSS (no ML-DSA)", NULL},
     /* CNSA 2.0 (its only pure ML-KEM policy): TLS 1.3, certificates ML-DSA-87 or ECDSA P-384 */
-    {"MLKEM1024", "ELBSecurityPolicy-TLS13-1-3-CNSA2-INTEROP1-FIPS-PQ-2026-07", "pure ML-KEM-1024; ML-DSA-87, ECDSA P-384"},
+    {"MLKEM1024", "ELBSecurityPolicy-TLS13-1-3-CNSA2-INTEROP1-FIPS-PQ-2026-07", "pure ML-KEM-1024; ML-DSA-87, ECDSA P-384", NULL},
 };
 #define DEFAULT_POLICY "20250512"
 
-const char *pqs_s2n_policy(const char *groups, char *why, size_t whylen)
+const char *pqs_s2n_policy(const char *groups, bool server, char *why, size_t whylen)
 {
     if (groups == NULL)
         return DEFAULT_POLICY;
-    for (size_t k = 0; k < sizeof policies / sizeof policies[0]; k++)
-        if (strcasecmp(groups, policies[k].group) == 0)
-            return policies[k].policy;
+    for (size_t k = 0; k < sizeof policies / sizeof policies[0]; k++) {
+        if (strcasecmp(groups, policies[k].group) != 0)
+            continue;
+        if (!server && policies[k].server_only != NULL) {
+            snprintf(why, whylen, "'%s' with --tls-stack s2n: %s", groups, policies[k].server_only);
+            return NULL;
+        }
+        return policies[k].policy;
+    }
     size_t n = (size_t)snprintf(why, whylen, "'%s' with --tls-stack s2n: s2n-tls takes named security policies, "
                                 "not group lists; one group of", groups);
     for (size_t k = 0; k < sizeof policies / sizeof policies[0]; k++)
@@ -52,9 +65,9 @@ const char *pqs_s2n_policy(const char *groups, char *why, size_t whylen)
     return NULL;
 }
 
-bool pqs_s2n_groups_check(const char *groups, char *why, size_t whylen)
+bool pqs_s2n_groups_check(const char *groups, bool server, char *why, size_t whylen)
 {
-    return pqs_s2n_policy(groups, why, whylen) != NULL;
+    return pqs_s2n_policy(groups, server, why, whylen) != NULL;
 }
 
 /* ---------------- init and errors ---------------- */

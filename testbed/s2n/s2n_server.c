@@ -135,7 +135,9 @@ static void server_handshake_end(void *conn, pqs_tcp_conn *c)
 
 static void server_finish(const pqs_srv *s, void *conn, pqs_tcp_conn *c)
 {
-    (void)conn;
+    s2n_conn *x = conn;
+    if (c->info.version == NULL) /* the handshake completed in a failed s2n_negotiate (see there) */
+        pqs_s2n_tlsinfo(x->conn, false, &c->info);
     if (!c->info.resumed)
         c->info.sig = pqs_sig_name_of_key(s->tls->chain->leaf_key); /* our own leaf, as OpenSSL's line */
 }
@@ -160,7 +162,7 @@ static int make_config(pqs_srv *s, s2n_server_state *st, char *why, size_t whyle
 {
     const pqs_srv_tls *tls = s->tls;
     char e[256];
-    const char *policy = pqs_s2n_policy(tls->groups, why, whylen);
+    const char *policy = pqs_s2n_policy(tls->groups, true, why, whylen);
     if (policy == NULL || !pqs_s2n_init(why, whylen))
         return -1;
     char *chain = NULL, *key = NULL, *root = NULL;

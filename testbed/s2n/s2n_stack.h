@@ -22,10 +22,10 @@
 #include "tls_stack.h"
 #include "transport.h"
 
-/* The security policy that runs a --groups value (s2n-tls takes named policies, no group
- * list): NULL with why for a value no policy puts first. groups NULL: the server's default. */
-const char *pqs_s2n_policy(const char *groups, char *why, size_t whylen);
-bool pqs_s2n_groups_check(const char *groups, char *why, size_t whylen);
+/* The security policy that runs a --groups value on this side (s2n-tls takes named policies,
+ * no group list): NULL with why for a value no policy runs there. groups NULL: the default. */
+const char *pqs_s2n_policy(const char *groups, bool server, char *why, size_t whylen);
+bool pqs_s2n_groups_check(const char *groups, bool server, char *why, size_t whylen);
 
 /* s2n_init once per process (thread-safe); false with why. */
 bool pqs_s2n_init(char *why, size_t whylen);

@@ -115,6 +115,25 @@ def test_s2n_cnsa_policy_pure_mlkem1024(tmp_path):
                     assert a["msgs"]["server_finished"] == 52   # SHA-384 Finished: 48 + 4
 
 
+def test_s2n_server_takes_secp256r1mlkem768(tmp_path):
+    """SecP256r1MLKEM768, which s2n-tls's policy 20250512 has second: its server takes it from an
+    OpenSSL client that offers it alone (no HelloRetryRequest, full and resumed, the conn lines
+    complete); its client cannot offer it first, a usage error with the reason."""
+    with Server(tmp_path, "--tls-stack", "s2n", "--groups", "SecP256r1MLKEM768", "--sig", "ml-dsa-65") as srv:
+        for mode in ("full", "resume"):
+            r = run_timer("--connect", srv.addr, "--ca", srv.ca, "--groups", "SecP256r1MLKEM768", "--mode", mode,
+                          "--samples", 5)
+            assert r.returncode == 0 and r.summary["ok"] == 5, (mode, r.records[-2:])
+            for a in r.attempts:
+                assert a["group"] == "SecP256r1MLKEM768" and not a["hrr"] and a["resumed"] is (mode == "resume"), a
+                assert a["server_key_share_bytes"] == 4 + 65 + 1088, a   # P-256 point, ML-KEM-768 ciphertext
+        r = run_timer("--tls-stack", "s2n", "--connect", srv.addr, "--ca", srv.ca, "--groups", "SecP256r1MLKEM768")
+        assert r.returncode == 2 and "HelloRetryRequest" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    conns = srv.conns()
+    assert len(conns) == 5 + 6 and all(c["ok"] and c["group"] == "SecP256r1MLKEM768" and c["version"] == "TLSv1.3"
+                                       for c in conns), conns
+
+
 def test_s2n_keylog(tmp_path):
     """--keylog on the s2n stack: the NSS key log lines of each connection (what a capture's
     keys file needs to decrypt it), written as OpenSSL's path writes them; and --wait-acked."""
