@@ -246,6 +246,14 @@ static void client_after_handshake(pqs_client *c, void *p, pqs_attempt *a)
     pqs_s2n_obs_decode(&st->wire, st->conn);
 }
 
+/* At the request step's end, after the ticket wait: the first ticket's size from the wire. */
+static void client_info(void *p, pqs_attempt *a)
+{
+    (void)a;
+    s2n_client_state *st = p;
+    pqs_s2n_obs_decode_ticket(&st->wire, st->conn);
+}
+
 static bool client_ticket_arrived(const void *p, const pqs_attempt *a)
 {
     (void)a;
@@ -280,6 +288,7 @@ const pqs_tls_client_ops pqs_tls_s2n_client = {
     .fail = client_fail,
     .handshake_end = client_handshake_end,
     .after_handshake = client_after_handshake,
+    .info = client_info,
     .ticket_arrived = client_ticket_arrived,
     .conn_free = client_conn_free,
 };

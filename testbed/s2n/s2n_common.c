@@ -216,6 +216,8 @@ static int obs_recv(void *ctx, uint8_t *buf, uint32_t len)
         o->t_last_in = pqs_mono_ns();
         if (!o->hs_done)
             feed(o, o->server, buf, (size_t)r);
+        else if (!o->server && o->obs->tickets == 0)
+            keep(o, 1, buf, (size_t)r); /* the server's bytes until its first ticket (its size) */
     }
     return (int)r;
 }
@@ -255,7 +257,8 @@ int pqs_s2n_obs_attach(struct s2n_connection *conn, pqs_s2n_obs *o, int fd, bool
 void pqs_s2n_obs_wipe(pqs_s2n_obs *o)
 {
     OPENSSL_cleanse(o->secret, sizeof o->secret);
-    o->secret_len[0] = o->secret_len[1] = 0;
+    memset(o->secret_len, 0, sizeof o->secret_len);
+    o->app_off = 0;
     for (int d = 0; d < 2; d++)
         if (o->raw[d] != NULL) {
             OPENSSL_cleanse(o->raw[d], o->raw_len[d]);
@@ -284,10 +287,11 @@ int pqs_s2n_key_log(void *ctx, struct s2n_connection *conn, uint8_t *line, size_
     if (ctx != NULL) /* --keylog: one call, whole lines under concurrency (as OpenSSL's path) */
         fprintf(ctx, "%.*s\n", (int)len, (const char *)line);
     pqs_s2n_obs *o = s2n_connection_get_ctx(conn);
-    static const char *const labels[2] = {"CLIENT_HANDSHAKE_TRAFFIC_SECRET ", "SERVER_HANDSHAKE_TRAFFIC_SECRET "};
+    static const char *const labels[3] = {"CLIENT_HANDSHAKE_TRAFFIC_SECRET ", "SERVER_HANDSHAKE_TRAFFIC_SECRET ",
+                                          "SERVER_TRAFFIC_SECRET_0 "};
     if (o == NULL || !o->on)
         return 0;
-    for (int d = 0; d < 2; d++) {
+    for (int d = 0; d < 3; d++) {
         size_t ll = strlen(labels[d]);
         if (len < ll || memcmp(line, labels[d], ll) != 0)
             continue;

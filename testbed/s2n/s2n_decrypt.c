@@ -1,12 +1,14 @@
 /* s2n_decrypt.c - the encrypted handshake messages' sizes on an s2n-tls end, from the wire.
  *
  * s2n-tls tells no message: the observer (s2n_common.c) keeps the bytes each direction carried
- * until the handshake ended, and s2n-tls's key log callback hands over the two handshake traffic
- * secrets (RFC 8446 7.1). After the handshake, outside the measured interval, each direction's
- * encrypted records are opened with its secret (7.3 keys, 5.3 nonces, 5.2 inner plaintext) up to
- * its Finished, and each handshake message's size is recorded as OpenSSL's message callback
- * records it. A record that does not open ends that direction's decoding (its sizes stay null).
- * The secrets never leave the process and are wiped with the observer. */
+ * until the handshake ended (the server's until the first ticket arrived), and s2n-tls's key log
+ * callback hands over the traffic secrets (RFC 8446 7.1). After the handshake, outside the
+ * measured interval, each direction's encrypted records are opened with its handshake secret
+ * (7.3 keys, 5.3 nonces, 5.2 inner plaintext) up to its Finished, and each handshake message's
+ * size is recorded as OpenSSL's message callback records it; after the ticket wait the server's
+ * records past its Finished are opened with its application secret up to the first
+ * NewSessionTicket. A record that does not open ends that decoding (its sizes stay null). The
+ * secrets never leave the process and are wiped with the observer. */
 #include <string.h>
 
 #include <openssl/core_names.h>
@@ -54,6 +56,7 @@ static bool expand_label(const char *digest, const uint8_t *secret, size_t secre
 typedef struct {
     pqs_tlsobs *obs;
     bool from_client;
+    uint8_t until;               /* the message type that ends the decoding (Finished, NewSessionTicket) */
     bool finished;
 } dec_arg;
 
@@ -88,13 +91,14 @@ static void on_message(void *arg, const uint8_t *buf, uint32_t len, bool kept)
     int m = msg_of(d->from_client, buf[0]);
     if (m >= 0 && d->obs->msg_bytes[m] == 0)
         d->obs->msg_bytes[m] = len;
-    if (buf[0] == 20)
+    if (buf[0] == d->until)
         d->finished = true;
 }
 
-/* Opens one direction's encrypted records with its handshake traffic secret, up to its Finished. */
-static void decode_direction(const uint8_t *raw, size_t len, const uint8_t *secret, size_t secret_len,
-                             uint16_t suite, bool from_client, pqs_tlsobs *obs)
+/* Opens one direction's encrypted records from *off with a traffic secret, up to the record
+ * holding a message of type until; *off: past it (unchanged if it was not reached). */
+static void decode_direction(const uint8_t *raw, size_t len, size_t *off_io, const uint8_t *secret,
+                             size_t secret_len, uint16_t suite, bool from_client, uint8_t until, pqs_tlsobs *obs)
 {
     const char *digest = suite == 0x1302 ? "SHA384" : "SHA256";
     const char *cipher = suite == 0x1301 ? "AES-128-GCM" : suite == 0x1302 ? "AES-256-GCM"
@@ -110,9 +114,9 @@ static void decode_direction(const uint8_t *raw, size_t len, const uint8_t *secr
     /* the decrypted handshake bytes go through the framer as plaintext records, which joins
      * messages split across records (s2nwire.c) */
     pqs_s2nwire *w = OPENSSL_zalloc(sizeof *w);
-    dec_arg d = {.obs = obs, .from_client = from_client};
+    dec_arg d = {.obs = obs, .from_client = from_client, .until = until};
     pqs_s2nwire_cb cb = {.arg = &d, .message = on_message};
-    size_t off = 0;
+    size_t off = *off_io;
     uint64_t seq = 0;
     uint8_t type;
     const uint8_t *body;
@@ -148,6 +152,8 @@ static void decode_direction(const uint8_t *raw, size_t len, const uint8_t *secr
         pqs_s2nwire_feed(w, hdr, sizeof hdr, &cb);
         pqs_s2nwire_feed(w, pt, m, &cb);
     }
+    if (d.finished)
+        *off_io = off;
     OPENSSL_cleanse(key, sizeof key);
     OPENSSL_free(pt);
     OPENSSL_free(w);
@@ -155,14 +161,40 @@ static void decode_direction(const uint8_t *raw, size_t len, const uint8_t *secr
     EVP_CIPHER_free(c);
 }
 
-void pqs_s2n_obs_decode(pqs_s2n_obs *o, struct s2n_connection *conn)
+/* The suite of the connection (TLS 1.3: 0x13xx), 0 otherwise. */
+static uint16_t tls13_suite(struct s2n_connection *conn)
 {
     uint8_t a = 0, b = 0;
-    if (o->on && s2n_connection_get_cipher_iana_value(conn, &a, &b) == 0 && a == 0x13) {
-        for (int d = 0; d < 2; d++) /* 0: the client's bytes, 1: the server's */
+    return s2n_connection_get_cipher_iana_value(conn, &a, &b) == 0 && a == 0x13 ? (uint16_t)(a << 8 | b) : 0;
+}
+
+void pqs_s2n_obs_decode(pqs_s2n_obs *o, struct s2n_connection *conn)
+{
+    uint16_t suite = tls13_suite(conn);
+    if (o->on && suite != 0) {
+        for (int d = 0; d < 2; d++) { /* 0: the client's bytes, 1: the server's */
+            size_t off = 0;
             if (o->secret_len[d] > 0 && o->raw[d] != NULL)
-                decode_direction(o->raw[d], o->raw_len[d], o->secret[d], o->secret_len[d], (uint16_t)(a << 8 | b),
-                                 d == 0, o->obs);
+                decode_direction(o->raw[d], o->raw_len[d], &off, o->secret[d], o->secret_len[d], suite, d == 0, 20,
+                                 o->obs);
+            if (d == 1)
+                o->app_off = off; /* 0: the Finished was not reached, no ticket is decoded */
+        }
     }
+    /* the client's bytes and the handshake secrets are done with; the server's bytes stay for
+     * its ticket (they stop being kept once it has arrived) */
+    OPENSSL_cleanse(o->secret, 2 * sizeof o->secret[0]);
+    o->secret_len[0] = o->secret_len[1] = 0;
+    if (o->raw[0] != NULL)
+        OPENSSL_cleanse(o->raw[0], o->raw_len[0]);
+    o->raw_len[0] = 0;
+}
+
+void pqs_s2n_obs_decode_ticket(pqs_s2n_obs *o, struct s2n_connection *conn)
+{
+    uint16_t suite = tls13_suite(conn);
+    size_t off = o->app_off;
+    if (o->on && suite != 0 && off > 0 && o->secret_len[2] > 0 && o->raw[1] != NULL && o->obs->tickets > 0)
+        decode_direction(o->raw[1], o->raw_len[1], &off, o->secret[2], o->secret_len[2], suite, false, 4, o->obs);
     pqs_s2n_obs_wipe(o);
 }

@@ -44,13 +44,16 @@ typedef struct pqs_s2n_obs {
     pqs_s2nwire in, out;         /* the two directions' framing */
     int64_t t_last_in;           /* when bytes last arrived */
     /* A client's: each direction's bytes until the handshake ended (0: the client's, 1: the
-     * server's) and its handshake traffic secret from s2n-tls's key log (s2n_decrypt.c). The
-     * buffers outlive an attempt (attach keeps them): allocated once, not in each interval. */
+     * server's; the server's also after it, until the first ticket has arrived) and the traffic
+     * secrets from s2n-tls's key log: each direction's handshake secret, and the server's
+     * application secret [2] that opens the ticket (s2n_decrypt.c). The buffers outlive an
+     * attempt (attach keeps them): allocated once, not in each interval. */
     uint8_t *raw[2];
     size_t raw_len[2], raw_cap[2];
     bool raw_full[2];            /* the cap was reached: nothing more kept this handshake */
-    uint8_t secret[2][64];
-    size_t secret_len[2];
+    size_t app_off;              /* where the server's application-key records begin in raw[1] */
+    uint8_t secret[3][64];
+    size_t secret_len[3];
 } pqs_s2n_obs;
 
 /* Bytes kept per direction at most (a handshake with chains of four 60 kB certificates fits). */
@@ -61,8 +64,11 @@ int pqs_s2n_obs_attach(struct s2n_connection *conn, pqs_s2n_obs *o, int fd, bool
 /* The handshake has ended: what follows is no flight's. */
 void pqs_s2n_obs_done(pqs_s2n_obs *o);
 /* After the clock: the encrypted handshake messages' sizes into the observer's pqs_tlsobs
- * (s2n_decrypt.c), then the secrets and kept bytes wiped (the buffers stay). */
+ * (s2n_decrypt.c), then the client's bytes and the handshake secrets wiped (the buffers stay);
+ * after the ticket wait: the first NewSessionTicket's size from the server's bytes past its
+ * Finished, then everything wiped. */
 void pqs_s2n_obs_decode(pqs_s2n_obs *o, struct s2n_connection *conn);
+void pqs_s2n_obs_decode_ticket(pqs_s2n_obs *o, struct s2n_connection *conn);
 void pqs_s2n_obs_wipe(pqs_s2n_obs *o);
 /* The buffers freed (a worker's last attempt, a server's connection). */
 void pqs_s2n_obs_release(pqs_s2n_obs *o);

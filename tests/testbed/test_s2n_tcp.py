@@ -35,6 +35,8 @@ def check_attempt(a, group, sig, mode, client_stack):
     assert fl["server"]["handshake_bytes"] > a["server_hello_bytes"] and fl["server"]["segments"] >= 1, fl
     m = a["msgs"]
     assert m["client_hello"] == a["client_hello_bytes"] and m["server_hello"] == a["server_hello_bytes"]
+    if mode == "resume":   # the ticket waited for; on an s2n client, opened with the server's application key
+        assert m["new_session_ticket"] is not None and m["new_session_ticket"] > 4 + 4 + 4 + 1, m
     if mode == "full":   # on an s2n client, decrypted from the wire after the handshake
         assert m["encrypted_extensions"] > 0 and m["certificate_verify"] > 64 and m["server_finished"] == 36, m
         assert fl["server"]["handshake_bytes"] == sum(m[k] for k in ("server_hello", "encrypted_extensions",
