@@ -79,6 +79,28 @@ static void log_conn(pqs_tcp_server *ts, pqs_tcp_worker *w, const pqs_tcp_conn *
 static void conn_begin(pqs_tcp_server *ts, pqs_tcp_conn *c, int fd, const struct sockaddr *peer);
 static void conn_end(pqs_tcp_server *ts, pqs_tcp_worker *w, pqs_tcp_conn *c, int fd);
 
+/* The request is complete (request_done_ns): want bytes of response through write (the stack's
+ * write, or its early write for 0.5-RTT data), then response_done_ns; false with the failure
+ * recorded at stage "response". */
+static bool respond(const pqs_tls_server_ops *tls, pqs_tls_io (*write)(void *, const unsigned char *, size_t, size_t *),
+                    void *x, pqs_tcp_worker *w, pqs_tcp_conn *c, uint64_t want)
+{
+    c->request_done_ns = pqs_mono_ns();
+    if (want > 0)
+        memset(w->buf, 'x', sizeof w->buf);
+    while (c->response_bytes < want) {
+        size_t chunk = want - c->response_bytes > PQS_TCP_IO_CHUNK ? PQS_TCP_IO_CHUNK : (size_t)(want - c->response_bytes);
+        size_t wr = 0;
+        if (write(x, w->buf, chunk, &wr) != PQS_TLS_DONE) {
+            tls->fail(x, c, "response");
+            return false;
+        }
+        c->response_bytes += wr;
+    }
+    c->response_done_ns = pqs_mono_ns();
+    return true;
+}
+
 /* One connection through the stack: early data (0-RTT), the handshake, the request (the request
  * protocol's one reader, common.h), the response, then reads until the client closes. */
 static void serve(pqs_tcp_server *ts, pqs_tcp_worker *w, int fd, const struct sockaddr *peer)
@@ -112,20 +134,8 @@ static void serve(pqs_tcp_server *ts, pqs_tcp_worker *w, int fd, const struct so
             c.early_bytes += rd;
             pqs_stream_req_feed(&req, w->buf, rd);
             if (cfg->early_response && !answered && req.have_header && (int64_t)req.request_bytes >= req.req_len) {
-                c.request_done_ns = pqs_mono_ns();
-                uint64_t want = pqs_stream_req_response(&req, cfg->response_bytes);
-                memset(w->buf, 'x', sizeof w->buf);
-                while (c.response_bytes < want) {
-                    size_t chunk = want - c.response_bytes > PQS_TCP_IO_CHUNK ? PQS_TCP_IO_CHUNK
-                                                                              : (size_t)(want - c.response_bytes);
-                    size_t wr = 0;
-                    if (tls->write_early(x, w->buf, chunk, &wr) != PQS_TLS_DONE) {
-                        tls->fail(x, &c, "response");
-                        goto done;
-                    }
-                    c.response_bytes += wr;
-                }
-                c.response_done_ns = pqs_mono_ns();
+                if (!respond(tls, tls->write_early, x, w, &c, pqs_stream_req_response(&req, cfg->response_bytes)))
+                    goto done;
                 c.early_response = true;
                 answered = true;
             }
@@ -162,21 +172,8 @@ static void serve(pqs_tcp_server *ts, pqs_tcp_worker *w, int fd, const struct so
             }
             pqs_stream_req_feed(&req, w->buf, rd);
         }
-        c.request_done_ns = pqs_mono_ns();
-        uint64_t want = pqs_stream_req_response(&req, cfg->response_bytes);
-        if (want > 0)
-            memset(w->buf, 'x', sizeof w->buf);
-        while (c.response_bytes < want) {
-            size_t chunk = want - c.response_bytes > PQS_TCP_IO_CHUNK ? PQS_TCP_IO_CHUNK
-                                                                      : (size_t)(want - c.response_bytes);
-            size_t wr = 0;
-            if (tls->write(x, w->buf, chunk, &wr) != PQS_TLS_DONE) {
-                tls->fail(x, &c, "response");
-                goto info;
-            }
-            c.response_bytes += wr;
-        }
-        c.response_done_ns = pqs_mono_ns();
+        if (!respond(tls, tls->write, x, w, &c, pqs_stream_req_response(&req, cfg->response_bytes)))
+            goto info;
     }
     for (;;) { /* until the client closes (close_notify, FIN or RST) */
         size_t rd = 0;
