@@ -6,8 +6,6 @@ engine (experiment key quic_engines; the engines are the transport rows with a q
 
 from __future__ import annotations
 
-import math
-
 import matplotlib.pyplot as plt
 import numpy as np
 
@@ -17,6 +15,7 @@ from pqshake.experiments import transports as T
 from .. import style as ST
 from ..report import _profile_text, n_text
 from ..summary import MODE_LABELS
+from . import variants as V
 from .base import Ctx, FigOut, Skip, _legend
 
 
@@ -49,31 +48,18 @@ def fig_quic_engines(ctx: Ctx) -> list[FigOut]:
     w = ST.TEXT_WIDTH
     fig, axes = plt.subplots(nrow, ncol, figsize=ST.size(ctx.style, w, 0.3 * nrow + 0.1), squeeze=False)
     x = np.arange(len(algos))
-    bw = 0.8 / len(engines)
-    # the signature only where the run has more than one
-    many_sigs = len({sg for _, sg in algos}) > 1
-    ticks = [ctx.pal.label(g, sg) if many_sigs else g for g, sg in algos]
-    hi_all = tq["vs_tcp_ci_hi"].to_numpy(dtype=float) if "vs_tcp_ci_hi" in tq else np.array([])
-    rmax = max(1.2, float(np.nanmax(hi_all)) * 1.1) if np.isfinite(hi_all).any() else 1.2
-
-    def at(d, tr, g, sg, col):
-        v = d.loc[(d["transport"] == tr) & (d["group"] == g) & (d["sig"] == sg), col]
-        return float(v.iloc[0]) if len(v) and v.iloc[0] == v.iloc[0] else np.nan
+    ticks = V.ticks(ctx, algos)
+    rmax = V.ratio_top(tq)
+    at = V.at
 
     for j, p in enumerate(profiles):
         d = t[t["profile"] == p]
         ax = axes[0, j]
         for k, tr in enumerate(engines):
-            row = T.get(tr)
-            ys = np.array([at(d, tr, g, sg, "p50_ms") for g, sg in algos])
-            lo = np.array([at(d, tr, g, sg, "p50_ci_lo_ms") for g, sg in algos])
-            hi = np.array([at(d, tr, g, sg, "p50_ci_hi_ms") for g, sg in algos])
-            err = np.vstack([np.clip(ys - lo, 0, None), np.clip(hi - ys, 0, None)])
-            ax.bar(x + (k - (len(engines) - 1) / 2) * bw, ys, width=bw, color=row.colour, edgecolor="black",
-                   linewidth=0.4, label=_label(tr), yerr=np.nan_to_num(err), capsize=1.5, error_kw={"linewidth": 0.6})
-        bound = np.array([np.nanmin([at(d, tr, g, sg, "bound_ms") for tr in engines]) if any(
-            at(d, tr, g, sg, "bound_ms") == at(d, tr, g, sg, "bound_ms") for tr in engines) else np.nan
-            for g, sg in algos])
+            V.bars(ax, x, [at(d, tr, g, sg, "p50_ms") for g, sg in algos],
+                   [at(d, tr, g, sg, "p50_ci_lo_ms") for g, sg in algos],
+                   [at(d, tr, g, sg, "p50_ci_hi_ms") for g, sg in algos], k, len(engines), T.get(tr).colour, _label(tr))
+        bound = np.array([V.lowest([at(d, tr, g, sg, "bound_ms") for tr in engines]) for g, sg in algos])
         ax.scatter(x, bound, marker="_", s=120, color="black", zorder=5, label="QUIC model bound")
         ax.set_title(f"{p}", fontsize=plt.rcParams["font.size"])
         # each profile its own scale (RTTs differ by orders); the ratios below share theirs
@@ -86,22 +72,14 @@ def fig_quic_engines(ctx: Ctx) -> list[FigOut]:
             ax.set_ylabel(f"{MODE_LABELS.get(mode, mode)} median (ms)")
         if with_tcp:
             ax2 = axes[1, j]
-            for k, tr in enumerate(engines):
-                row = T.get(tr)
-                r = np.array([at(d, tr, g, sg, "vs_tcp") for g, sg in algos])  # summary: ratio of medians
-                lo = np.array([at(d, tr, g, sg, "vs_tcp_ci_lo") for g, sg in algos])
-                hi = np.array([at(d, tr, g, sg, "vs_tcp_ci_hi") for g, sg in algos])
-                err = np.vstack([np.clip(r - lo, 0, None), np.clip(hi - r, 0, None)])
-                ax2.bar(x + (k - (len(engines) - 1) / 2) * bw, r, width=bw, color=row.colour, edgecolor="black",
-                        linewidth=0.4, yerr=np.nan_to_num(err), capsize=1.5, error_kw={"linewidth": 0.6})
+            for k, tr in enumerate(engines):  # the summary's ratio of medians, with its CI
+                V.bars(ax2, x, [at(d, tr, g, sg, "vs_tcp") for g, sg in algos],
+                       [at(d, tr, g, sg, "vs_tcp_ci_lo") for g, sg in algos],
+                       [at(d, tr, g, sg, "vs_tcp_ci_hi") for g, sg in algos], k, len(engines), T.get(tr).colour, "_")
             ax2.axhline(1.0, color="black", linewidth=0.6, linestyle=":")
             ax2.set_xticks(x)
             ax2.set_xticklabels(ticks, fontsize=max(4.5, plt.rcParams["font.size"] - 2.5), rotation=90)
-            if rmax > 8:  # an engine far off TCP (a stall) would flatten the others: log scale
-                ax2.set_yscale("log")
-                ax2.set_ylim(0.5, rmax)
-            else:
-                ax2.set_ylim(0, rmax)
+            V.ratio_scale(ax2, rmax)
             if j == 0:
                 ax2.set_ylabel("median / TCP's")
     if with_tcp:

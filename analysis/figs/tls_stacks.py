@@ -17,6 +17,7 @@ from pqshake.experiments import transports as T
 from .. import style as ST
 from ..report import _profile_text, n_text
 from ..summary import MODE_LABELS
+from . import variants as V
 from .base import Ctx, FigOut, Skip, _legend
 
 # Panels per row: a run sweeps networks and initial windows, six profiles or more; side by side
@@ -59,11 +60,6 @@ def _windows(t, profiles: list[str]) -> str:
     return "; ".join(out)
 
 
-def _lowest(values: list[float]) -> float:
-    v = np.array(values, dtype=float)
-    return float(np.nanmin(v)) if np.isfinite(v).any() else np.nan
-
-
 def fig_tls_stacks(ctx: Ctx) -> list[FigOut]:
     stacks = _stacks(ctx)
     if len(stacks) < 2:
@@ -96,22 +92,9 @@ def fig_tls_stacks(ctx: Ctx) -> list[FigOut]:
             for col in range(ncol):
                 axes[b * per + r, col] = fig.add_subplot(inner[r, col])
     x = np.arange(len(algos))
-    bw = 0.8 / len(stacks)
-    many_sigs = len({sg for _, sg in algos}) > 1  # the signature only where the run has more than one
-    ticks = [ctx.pal.label(g, sg) if many_sigs else g for g, sg in algos]
-    hi_all = ts["vs_tcp_ci_hi"].to_numpy(dtype=float) if "vs_tcp_ci_hi" in ts else np.array([])
-    rmax = max(1.2, float(np.nanmax(hi_all)) * 1.1) if np.isfinite(hi_all).any() else 1.2
-
-    def at(d, tr, g, sg, col):
-        v = d.loc[(d["transport"] == tr) & (d["group"] == g) & (d["sig"] == sg), col]
-        return float(v.iloc[0]) if len(v) and v.iloc[0] == v.iloc[0] else np.nan
-
-    def bars(ax, values, lo, hi, k, n, tr, label):
-        """Bar k of n at each algorithm, with its CI."""
-        ys = np.array(values)
-        err = np.vstack([np.clip(ys - np.array(lo), 0, None), np.clip(np.array(hi) - ys, 0, None)])
-        ax.bar(x + (k - (n - 1) / 2) * bw, ys, width=bw, color=T.get(tr).colour, edgecolor="black",
-               linewidth=0.4, label=label, yerr=np.nan_to_num(err), capsize=1.5, error_kw={"linewidth": 0.6})
+    ticks = V.ticks(ctx, algos)
+    rmax = V.ratio_top(ts)
+    at = V.at
 
     small = max(4.5, plt.rcParams["font.size"] - 2.5)
     for j, p in enumerate(profiles):
@@ -119,10 +102,11 @@ def fig_tls_stacks(ctx: Ctx) -> list[FigOut]:
         r0, col = (j // ncol) * per, j % ncol
         ax = axes[r0, col]
         for k, tr in enumerate(stacks):
-            bars(ax, [at(d, tr, g, sg, "p50_ms") for g, sg in algos], [at(d, tr, g, sg, "p50_ci_lo_ms") for g, sg in algos],
-                 [at(d, tr, g, sg, "p50_ci_hi_ms") for g, sg in algos], k, len(stacks), tr, _label(tr))
+            V.bars(ax, x, [at(d, tr, g, sg, "p50_ms") for g, sg in algos],
+                   [at(d, tr, g, sg, "p50_ci_lo_ms") for g, sg in algos],
+                   [at(d, tr, g, sg, "p50_ci_hi_ms") for g, sg in algos], k, len(stacks), T.get(tr).colour, _label(tr))
         # the same TCP model for every stack: the lowest any stack's row has (they agree)
-        bound = np.array([_lowest([at(d, tr, g, sg, "bound_ms") for tr in stacks]) for g, sg in algos])
+        bound = np.array([V.lowest([at(d, tr, g, sg, "bound_ms") for tr in stacks]) for g, sg in algos])
         ax.scatter(x, bound, marker="_", s=120, color="black", zorder=5, label="TCP model bound")
         ax.set_title(p, fontsize=plt.rcParams["font.size"])
         # each profile its own scale (RTTs differ by an order); the ratios below share theirs
@@ -137,16 +121,14 @@ def fig_tls_stacks(ctx: Ctx) -> list[FigOut]:
             ax2 = axes[r0 + 1, col]
             # OpenSSL over itself is 1, the dotted line: only the other stacks have bars here
             for k, tr in enumerate(others):
-                bars(ax2, [at(d, tr, g, sg, "vs_tcp") for g, sg in algos], [at(d, tr, g, sg, "vs_tcp_ci_lo") for g, sg in algos],
-                     [at(d, tr, g, sg, "vs_tcp_ci_hi") for g, sg in algos], k, len(others), tr, "_")
+                V.bars(ax2, x, [at(d, tr, g, sg, "vs_tcp") for g, sg in algos],
+                       [at(d, tr, g, sg, "vs_tcp_ci_lo") for g, sg in algos],
+                       [at(d, tr, g, sg, "vs_tcp_ci_hi") for g, sg in algos], k, len(others), T.get(tr).colour, "_",
+                       width_of=len(stacks))
             ax2.axhline(1.0, color="black", linewidth=0.6, linestyle=":")
             ax2.set_xticks(x)
             ax2.set_xticklabels(ticks, fontsize=small, rotation=90)
-            if rmax > 8:  # a stack far off OpenSSL (a stall) would flatten the others: log scale
-                ax2.set_yscale("log")
-                ax2.set_ylim(0.5, rmax)
-            else:
-                ax2.set_ylim(0, rmax)
+            V.ratio_scale(ax2, rmax)
             if col == 0:  # two short lines: the ratio panel is half the height of the medians'
                 ax2.set_ylabel(f"median /\n{T.get(base).tls_stack_text}'s", fontsize=small)
     for j in range(len(profiles), prow * ncol):  # the last row's empty places
