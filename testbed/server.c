@@ -479,7 +479,8 @@ int main(int argc, char **argv)
     /* Compressed once, here: what an OpenSSL server sends (certs.h pqs_cert_comp_store). */
     char comp_stored[320] = "";
     if (s->ctx != NULL)
-        pqs_cert_comp_store(s->ctx, s->cfg.cli.cert_comp, comp_stored, sizeof comp_stored);
+        pqs_cert_comp_store(s->ctx, &chain, !s->cfg.suppress_intermediates, s->cfg.cli.cert_comp, comp_stored,
+                            sizeof comp_stored);
     size_t chain_der = pqs_chain_der_bytes(&chain, !s->cfg.suppress_intermediates);
     /* Mutual TLS: the client credentials are made here, so that the trust anchor is known
      * before listening; the client reads them from the cert dir. */

@@ -409,23 +409,45 @@ int pqs_ctx_cert_compression(SSL_CTX *ctx, const char *list, char *why, size_t w
     return 0;
 }
 
-void pqs_cert_comp_store(SSL_CTX *ctx, const char *list, char *out, size_t outlen)
+/* One algorithm's compressed Certificate message: OpenSSL makes it only through a TLS connection
+ * object (ssl_cert_comp.c: SSL_CONNECTION_FROM_SSL of SSL_new(ctx)), which a QUIC context's
+ * SSL_new is not, so it gave 0 bytes there and OpenSSL's QUIC server sent every chain whole.
+ * The message is the same over TCP and QUIC (RFC 9001 carries TLS's Certificate unchanged), so a
+ * QUIC context gets the form made on a scratch TLS context holding the same chain. */
+static size_t comp_one(SSL_CTX *ctx, SSL_CTX **scratch, const pqs_chain *c, bool send_intermediates, int alg,
+                       unsigned char **data, size_t *orig)
+{
+    size_t n = SSL_CTX_get1_compressed_cert(ctx, alg, data, orig);
+    if (n > 0 || *orig > 0 || c == NULL)
+        return n;
+    if (*scratch == NULL) {
+        *scratch = SSL_CTX_new_ex(NULL, pqs_propq(), TLS_server_method());
+        if (*scratch != NULL && pqs_chain_use(*scratch, c, send_intermediates) != 0) {
+            SSL_CTX_free(*scratch);
+            *scratch = NULL;
+        }
+    }
+    return *scratch == NULL ? 0 : SSL_CTX_get1_compressed_cert(*scratch, alg, data, orig);
+}
+
+void pqs_cert_comp_store(SSL_CTX *ctx, const pqs_chain *c, bool send_intermediates, const char *list, char *out,
+                         size_t outlen)
 {
     out[0] = '\0';
     char kept[160] = "", grew[96] = "";
+    SSL_CTX *scratch = NULL;
     for (size_t k = 0; pqs_cert_comp_on(list) && k < sizeof comp_algs / sizeof comp_algs[0]; k++) {
         if (strstr(list, comp_algs[k].name) == NULL)
             continue;
         unsigned char *data = NULL;
-        size_t orig = 0, n = SSL_CTX_get1_compressed_cert(ctx, comp_algs[k].id, &data, &orig);
-        char *dst = n > 0 && n < orig ? kept : grew;
+        size_t orig = 0, n = comp_one(ctx, &scratch, c, send_intermediates, comp_algs[k].id, &data, &orig);
+        bool smaller = n > 0 && n < orig && SSL_CTX_set1_compressed_cert(ctx, comp_algs[k].id, data, n, orig) == 1;
+        char *dst = smaller ? kept : grew;
         size_t cap = dst == kept ? sizeof kept : sizeof grew, len = strlen(dst);
-        if (n > 0 && n < orig && SSL_CTX_set1_compressed_cert(ctx, comp_algs[k].id, data, n, orig) == 1)
-            snprintf(dst + len, cap - len, "%s%s:%zu/%zu", len ? "," : "", comp_algs[k].name, n, orig);
-        else
-            snprintf(dst + len, cap - len, "%s%s:%zu/%zu", len ? "," : "", comp_algs[k].name, n, orig);
+        snprintf(dst + len, cap - len, "%s%s:%zu/%zu", len ? "," : "", comp_algs[k].name, n, orig);
         OPENSSL_free(data);
     }
+    SSL_CTX_free(scratch);
     ERR_clear_error();
     snprintf(out, outlen, "%s%s%s", kept, *grew ? (*kept ? "; none smaller: " : "none smaller: ") : "", grew);
 }

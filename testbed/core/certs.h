@@ -89,8 +89,10 @@ bool pqs_cert_comp_on(const char *list);
  * built-in key types' slots, so it stores nothing for an ML-DSA or SLH-DSA certificate
  * (OpenSSL 4.0.3 ssl/ssl_cert_comp.c, the loop up to SSL_PKEY_NUM). out: what was stored,
  * "zlib:3909/3945,..." (compressed/uncompressed bytes of each), then "none smaller: ..." for
- * those that did not shrink it. */
-void pqs_cert_comp_store(SSL_CTX *ctx, const char *list, char *out, size_t outlen);
+ * those that did not shrink it. C is the chain installed (pqs_chain_use with send_intermediates),
+ * from which a QUIC context's forms are made (OpenSSL makes none through one itself). */
+void pqs_cert_comp_store(SSL_CTX *ctx, const pqs_chain *c, bool send_intermediates, const char *list, char *out,
+                         size_t outlen);
 /* DER bytes of the certificates a peer receives: the leaf and, with_intermediates, the rest. */
 size_t pqs_chain_der_bytes(const pqs_chain *c, bool with_intermediates);
 

@@ -203,3 +203,23 @@ def test_certificate_compression_stored_and_on_the_fly(tmp_path):
         off = run_timer("--connect", srv.addr, "--ca", srv.ca, "--groups", "x25519", "--samples", 1,
                         "--client-cert", srv.dir)
         assert off.returncode == 0 and _msgs(off.attempts[0])["compressed_certificate"] is None
+
+
+@pytest.mark.parametrize("engine", ["openssl", "ngtcp2"])
+def test_quic_server_sends_its_stored_compressed_chain(tmp_path, engine):
+    """Over QUIC too the server stores its chain compressed at start and sends it so: OpenSSL makes
+    the compressed form only through a TLS connection object, which a QUIC context's SSL_new is not,
+    and its QUIC server sent every chain whole ("none smaller: brotli:0/0", a null
+    compressed_certificate in every attempt) until certs.c made the form on a TLS context."""
+    q = ["--transport", "quic", "--quic-engine", engine]
+    with Server(tmp_path, *q, "--sig", "ml-dsa-44", "--chain-depth", "2", "--cert-comp", "brotli") as srv:
+        stored = srv.ready["cert_comp_stored"]
+        assert "none smaller" not in stored, stored
+        small, whole = map(int, stored.split(":")[1].split("/"))
+        assert 0 < small < whole, stored
+        r = run_timer(*q, "--connect", srv.addr, "--ca", srv.ca, "--groups", "x25519", "--samples", 2,
+                      "--cert-comp", "brotli")
+        assert r.returncode == 0, r.stderr
+        for a in r.attempts:
+            m = _msgs(a)
+            assert m["compressed_certificate"] == 12 + small, m
