@@ -333,6 +333,24 @@ def probes_s(profile: Any, count: int) -> Estimate:
 # The plan
 
 
+def _per_cell(fn: Callable) -> Callable:
+    """A Plan method of one cell computed once per kind of cell: its value depends on the cell's
+    axes and settings, not on its repetition or id, nor on the cells around it. The plan's
+    estimate, its slots and shards ask each cell's several times (a 36,000-cell plan took 38 s,
+    most of it the handshake model again for the same cell)."""
+    import functools
+
+    @functools.wraps(fn)
+    def memo(self: "Plan", c: Cell) -> Any:
+        key = (fn.__name__, c.profile, c.group, c.sig, c.mode, c.transport, c.settings)
+        hit = self._memo.get(key)
+        if hit is None:
+            hit = self._memo[key] = fn(self, c)
+        return hit
+
+    return memo
+
+
 @dataclass
 class Plan:
     experiment: ExperimentFile
@@ -345,6 +363,7 @@ class Plan:
     notes: list[str] = field(default_factory=list)
     hops: list[Any] = field(default_factory=list)  # engine: mininet, kind: chain: one profile per hop
     capture_rules: list[Any] | None = None  # capture_cells, expanded (None: every cell, with capture: true)
+    _memo: dict = field(default_factory=dict, repr=False, compare=False)  # _per_cell's
 
     def captures(self, c: Cell) -> bool:
         """capture: true and, with capture_cells, the cell matches one of its rules."""
@@ -390,6 +409,7 @@ class Plan:
         size = block_size(self.model)
         return max(1, math.ceil(Target.of(self.model).expected() / size)) if size else 1
 
+    @_per_cell
     def attempt_estimate_s(self, c: Cell) -> Estimate:
         """One attempt of the cell (handshake_model.expected_attempt_parts on its profile's figures)."""
         m = self.model.for_cell(c)
@@ -407,6 +427,7 @@ class Plan:
         wait += T.get(c.transport).engine_extra_s(f["rtt_ns"] / 1e9, hm.sizes_for(c.group, c.sig, load_registry()), m, c.mode)
         return Estimate(wait + work, wait)
 
+    @_per_cell
     def cell_parts_s(self, c: Cell) -> dict[str, Estimate]:
         """The cell's wall time by what it is spent on: its attempts (handshakes), its RTT
         probes, and its programs (the server, one timer per block)."""

@@ -12,6 +12,7 @@ docs/adding-an-axis.md walks through adding a row.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Callable
 
 from .. import modes as M
@@ -71,9 +72,15 @@ class Axis:
 
     def default(self) -> Any:
         """The value of a cell that does not set it (the experiment's default)."""
-        from ..model import Experiment
+        return _default(self.key)
 
-        return Experiment.model_fields[self.key].default
+
+@lru_cache(maxsize=None)
+def _default(key: str) -> Any:
+    # once per key: pydantic's model_fields is slow to reach, and the plan asks per cell
+    from ..model import Experiment
+
+    return Experiment.model_fields[key].default
 
 
 AS_LEAF = "as leaf"
