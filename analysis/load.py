@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from pqshake import results as fmt
+from pqshake.results import safe_read
 from pqshake.experiments import axes as AX
 from pqshake.experiments import cpuwake
 from pqshake.experiments import modes as M
@@ -136,6 +137,8 @@ def read_table(run_dir: Path, table: str, what: str, fresh: dict[str, pd.DataFra
     names = list(mem.columns) if mem is not None else fmt.table_columns(run_dir, table)
     req, opt = C.required_for(table), C.optional_for(table)
     opt = {**opt, **{c: c for c in names if c.startswith(fmt.AXIS_PREFIX)}}  # swept settings' (columns.py)
+    if table == "cells":  # what raw/ gave against DONE's counts, where the table has it (_mark_damaged)
+        opt = {**opt, **{c: c for c in DAMAGE_COLUMNS if c in names}}
     missing = [c for c in req if c not in names]
     if missing:
         raise UserError(f"{f}: column '{missing[0]}' missing (needed for {what}); the file comes from another "
@@ -156,6 +159,38 @@ def read_table(run_dir: Path, table: str, what: str, fresh: dict[str, pd.DataFra
         if dst not in df.columns:
             df[dst] = np.nan
     return df
+
+
+# The cells table's record of lines its raw/ lost (pqshake/results/tables.py, damage_note).
+DAMAGE_COLUMNS = ("n_attempts_read", "damaged")
+DAMAGE_REASON = "raw/ lost lines"
+
+
+def _mark_damaged(path: Path, cells: pd.DataFrame, notes: list[str]) -> None:
+    """A cell whose timer.jsonl or server.jsonl had damaged lines, or fewer attempts than DONE
+    counted: one note naming the file and line (and what DONE counted), and the cell suspect
+    with a reason saying so, which the summary's verdict shows and --exclude-suspect drops.
+    Its rows that read are kept."""
+    if "damaged" not in cells.columns:
+        return
+    marks = {}
+    for idx, row in zip(cells.index, cells.to_dict("records")):
+        note = fmt.damage_note(path, str(row.get("cell_id")), row)
+        if note is None:
+            continue
+        notes.append(f"warning: {note}")
+        got, want = pd.to_numeric(pd.Series([row.get("n_attempts_read"), row.get("n_attempts")]), errors="coerce")
+        n_bad = len(json.loads(row.get("damaged") or "[]"))
+        why = f"{DAMAGE_REASON}: {n_bad} damaged" + (f", {int(got)} of DONE's {int(want)} attempts read"
+                                                    if got == got and want == want else "")
+        marks[idx] = why
+    if not marks:
+        return
+    cells["verdict"] = cells["verdict"].astype(object)
+    for idx, why in marks.items():
+        reasons = list(cells.at[idx, "reasons"] or []) + [why]
+        cells.at[idx, "reasons"] = reasons
+        cells.at[idx, "verdict"] = "suspect: " + "; ".join(reasons)
 
 
 def _reasons_lists(cells: pd.DataFrame) -> None:
@@ -315,10 +350,11 @@ def load_one(path: Path | str) -> tuple[dict, pd.DataFrame, pd.DataFrame | None,
     _fill_before(cells)
     _fill_before(samples)
     _reasons_lists(cells)
+    _mark_damaged(path, cells, notes)
     plan: dict = {}
     if (path / "plan.json").is_file():
         try:
-            plan = json.loads((path / "plan.json").read_text(encoding="utf-8"))
+            plan = safe_read.read_json(path / "plan.json")  # no FIFO, device, link or flood
         except (OSError, ValueError):
             notes.append(f"{path}/plan.json unreadable: chain depth 1 and the tables' warm-up counts assumed")
     exp = plan.get("experiment", {}) if isinstance(plan, dict) else {}

@@ -41,6 +41,7 @@ from typing import Any
 from pqshake import results as fmt
 from pqshake import safe_write as sw
 from pqshake.errors import UserError
+from pqshake.results import safe_read
 from pqshake.results.meta import DONE
 
 LOCK_NAME = ".pqs-run.lock"
@@ -94,7 +95,9 @@ def write_json(path: Path, data: Any, root: Path | None = None) -> None:
 
 
 def read_json(path: Path) -> Any:
-    return json.loads(path.read_text(encoding="utf-8"))
+    """A JSON file of a run (or of pqshake's state): never a FIFO, device or link, within its
+    size cap (pqshake/results/safe_read.py; one-line UserError otherwise)."""
+    return safe_read.read_json(path)
 
 
 is_disk_full = sw.is_disk_full
@@ -152,7 +155,10 @@ def lock_holder(root: Path) -> dict | None:
     p = root / LOCK_NAME
     if not p.exists():
         return None
-    fd = os.open(p, os.O_RDONLY)
+    try:  # a shared results/: never wait on a FIFO, never follow a link planted there
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
@@ -234,7 +240,9 @@ class RunDir:
             sw.ensure_dir(d, root=self.path)
 
     def check_links(self) -> None:
-        """Refuse (one line) a run directory holding a link where pqshake writes."""
+        """Refuse (one line) a run directory holding a link where pqshake writes, or a file it
+        could not read whole and at once (a FIFO, a device, over its cap) or append to alone (a
+        hard-linked log): safe_write.check_run. Before anything changes the run."""
         sw.check_run(self.path)
 
     def remove_stale_temps(self) -> list[Path]:
@@ -499,7 +507,7 @@ def write_run(path: Path, meta: dict, plan: dict, frames: dict) -> RunDir:
 
 def find_run(path: Path | str) -> RunDir:
     p = Path(path)
-    if not (p / "meta.json").is_file():
+    if not (p / "meta.json").is_file() and not os.path.lexists(p / "meta.json"):
         # results/<name> -> its latest run
         if p.is_dir():
             subs = sorted(d for d in p.iterdir() if (d / "meta.json").is_file())
@@ -520,13 +528,22 @@ def load(run_dir: Path | str, table: str = "samples"):
     if table not in fmt.TABLES:
         raise UserError(f"table '{table}': one of samples, server, cells")
     run = find_run(run_dir)
+    run.check_links()  # the preflight `analyze` makes: a run from elsewhere is read as safely
     if fmt.stale(run.path, table, need_raw=False):
         try:
-            return build_tables(run)[table]
-        except OSError:
+            frames = build_tables(run)
+        except OSError as e:
+            if sw.is_disk_full(e):  # the tables are written all or none: the old ones are intact
+                raise sw.no_space_error(e, run.path, f"the old tables are intact; free some space, then run "
+                                                     f"pqshake load {run.path} again") from None
             # read-only results: build in memory
-            return fmt.collect_tables(run.path)[table]
-    return fmt.migrate(run.path, (table,))[table]
+            frames = fmt.collect_tables(run.path)
+    else:
+        frames = fmt.migrate(run.path, tuple(dict.fromkeys((table, "cells"))))
+    # a damaged line is dropped, never silently (pqshake/results/tables.py: damage_note)
+    for note in fmt.damage_notes(run.path, frames.get("cells")):
+        print(f"warning: {note}", file=sys.stderr)
+    return frames[table]
 
 
 def list_runs(root: Path) -> list[dict]:
@@ -538,13 +555,16 @@ def list_runs(root: Path) -> list[dict]:
         run = RunDir(meta.parent)
         try:
             m = run.meta()
-        except (ValueError, OSError):
+        except (ValueError, OSError, UserError):  # UserError: not a file pqshake can read (safe_read.py)
             continue
         try:
             total = len(read_json(run.path / "plan.json")["cells"])
-        except (OSError, ValueError, KeyError):
+        except (OSError, ValueError, KeyError, UserError):
             total = None
-        done = run.done_cells()
+        try:
+            done = run.done_cells()
+        except UserError:
+            continue
         failed = sum(1 for v in done.values() if v.get("status") != "complete")
         status = m.get("status", "?")
         if status == "running" and holder.get("run_dir") != str(run.path):

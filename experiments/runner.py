@@ -19,6 +19,7 @@ from pathlib import Path
 
 import yaml
 
+from pqshake import safe_write as sw
 from pqshake.errors import UserError
 from pqshake.results import FORMAT_VERSION
 
@@ -65,6 +66,9 @@ def start_run(exp_path: Path | str, *, out: Path | None = None, yes: bool = Fals
     confirm_long(plan, yes, sp.estimate_s)
     root = Path(out) if out else rd.default_results_root()
     rd.check_writable(root)
+    # --out is the user's choice (a link too); the names pqshake makes inside it may not be links
+    # (docs/run-directory-security.md): OUT/<name> is refused before anything is made
+    sw.refuse_link(root / plan.model.name)
     lock = rd.RunLock(root)
     dir_id, session = rd.new_run_id()
     if shard_info is not None:

@@ -7,10 +7,13 @@ results/): a link planted in one must not make pqshake write outside it. So:
 - a whole file is written to a new temporary name in the same folder (O_CREAT | O_EXCL |
   O_NOFOLLOW: never an existing file, never through a link), fsynced, then renamed over the
   destination; a rename replaces a link, it does not write through it;
-- an append (the run log) opens with O_NOFOLLOW;
+- an append (the run log) opens with O_NOFOLLOW and O_NONBLOCK, and only a regular file with one
+  name (a hard link's other name would be appended to as well);
 - a folder is created component by component below a root, refusing a link on the way;
 - before a command writes, check_tree() refuses a run or analysis folder holding a link where
-  pqshake writes, in one line naming the link and the fix.
+  pqshake writes, in one line naming the link and the fix; in a run directory (check_run) also a
+  FIFO, device or socket, a file over its read cap (pqshake/results/safe_read.py) and a
+  hard-linked log, so that a refused run is left exactly as it was.
 
 Temporary names are pqshake's own (`.<name>.pqs-tmp.<pid>.<hex>`, folders
 `.pqs-stage.<pid>.<hex>`), so remove_stale_temps() can remove what an interrupted write left, and
@@ -44,6 +47,10 @@ RUN_WRITES = ("meta.json", "plan.json", "experiment.resolved.yaml", "timer-heade
               "server.parquet", "cells.parquet", "experiment", "raw", "net", "logs", "analysis")
 ANALYSIS_WRITES = ("summary.parquet", "summary.csv", "summary.tex", "summary.md", "analysis.json", "report.md",
                    "machines.csv", "speed.jsonl", "figures")
+
+# Files pqshake appends to in a run directory (the rest it writes whole, by rename): one with
+# another name (a hard link) is refused, the append would write that file too.
+APPENDS = ("logs/run.log",)
 
 FILE_MODE = 0o644
 SECRET_MODE = 0o600  # key logs and captures: the owner only (docs/run-directory-security.md)
@@ -81,24 +88,51 @@ def _below(path: Path, root: Path) -> list[Path]:
     return out
 
 
-def check_tree(base: Path | str, names: Iterable[str]) -> None:
+def _judge(p: Path, base: Path, files: bool) -> bool:
+    """One name of a checked tree (lstat, never followed): a link refused; with files, also
+    anything but a folder or a regular file (a FIFO, a device, a socket), a regular file over
+    its read cap, and an appended file with another name (APPENDS). True for a folder."""
+    try:
+        st = os.lstat(p)
+    except FileNotFoundError:
+        return False
+    if stat.S_ISLNK(st.st_mode):
+        raise UserError(link_message(p), exit_code=1)
+    if stat.S_ISDIR(st.st_mode) or not files:
+        return stat.S_ISDIR(st.st_mode)
+    from pqshake.results import safe_read as sr  # the read side's caps (pqshake/results imports this module)
+
+    if not stat.S_ISREG(st.st_mode):
+        raise sr.not_regular(p, st.st_mode)
+    cap = sr.cap_for(p.name)
+    if cap is not None and st.st_size > cap:
+        raise sr.too_large(p, st.st_size, cap)
+    if st.st_nlink > 1 and p.relative_to(base).as_posix() in APPENDS:
+        raise hardlink_refused(p, st.st_nlink)
+    return False
+
+
+def check_tree(base: Path | str, names: Iterable[str], files: bool = False) -> None:
     """Refuse (one line) a link at any of `names` under base or anywhere inside those of them
-    that are folders. base itself is the user's choice and not judged."""
+    that are folders; with files (a run directory, where pqshake also reads), also what
+    _judge refuses: a FIFO, device or socket (opening one may wait forever or never end), a
+    file over its read cap, a hard-linked log. base itself is the user's choice and not judged.
+    One lstat per name, all before the command changes anything."""
     base = Path(base)
     if not base.is_dir():
         return
     for name in names:
         p = base / name
-        refuse_link(p)
-        if p.is_dir():
-            for top, dirs, files in os.walk(p):  # os.walk does not descend into links
-                for n in dirs + files:
-                    refuse_link(Path(top) / n)
+        if _judge(p, base, files):
+            for top, dirs, fs in os.walk(p):  # os.walk does not descend into links
+                for n in dirs + fs:
+                    _judge(Path(top) / n, base, files)
 
 
 def check_run(run: Path | str) -> None:
-    """A run directory: no link where pqshake writes (its files and folders, the analysis)."""
-    check_tree(run, RUN_WRITES)
+    """A run directory: no link where pqshake writes (its files and folders, the analysis), and
+    nothing pqshake could not read whole and at once (check_tree's files)."""
+    check_tree(run, RUN_WRITES, files=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -205,14 +239,38 @@ def staging(folder: Path | str) -> Iterator[Path]:
         shutil.rmtree(d, ignore_errors=True)
 
 
+def hardlink_refused(p: Path, links: int) -> UserError:
+    return UserError(f"{p}: a file with {links} names (hard links), which pqshake appends to: the line would land in "
+                     f"the other names' file too (a run directory may come from elsewhere); give it a file of its own "
+                     f"(cp {p} {p}.own && mv {p}.own {p}), then run again", exit_code=1)
+
+
 def open_append(path: Path | str, mode: int = FILE_MODE):
-    """A text file opened for appending (the run log) that is never a link."""
+    """A text file opened for appending (the run log): never a link, never waiting (O_NONBLOCK:
+    a FIFO without a reader fails at once, one with a reader is refused on the descriptor), a
+    regular file with one name only (appending to a hard link writes the other name's file)."""
     path = Path(path)
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode)
     except OSError as e:
         if e.errno == errno.ELOOP:
             raise UserError(link_message(path), exit_code=1) from None
+        if e.errno == errno.ENXIO:  # a FIFO nobody reads
+            from pqshake.results import safe_read as sr
+
+            raise sr.not_regular(path, stat.S_IFIFO) from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            from pqshake.results import safe_read as sr
+
+            raise sr.not_regular(path, st.st_mode)
+        if st.st_nlink > 1:
+            raise hardlink_refused(path, st.st_nlink)
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
         raise
     return os.fdopen(fd, "a", encoding="utf-8")
 

@@ -7,6 +7,7 @@ imports the other for the format.
     jsonl.py    JsonLines: timer.jsonl / server.jsonl records, whole or as they grow
     tables.py   the tables' columns, built from raw/ (collect_tables), written, read
     migrate.py  migrate(run): any earlier run's tables as this version's, in memory
+    safe_read.py  every read of a run's file: no link, FIFO or device, within size caps
 
 Version 2 (over 1): the cells table has `reasons`, the validity verdict's reasons as a JSON
 list (from DONE `validity.reasons`), so that no reader splits the verdict string again. A v1
@@ -21,6 +22,11 @@ Columns a new member of the JSON lines brings are not a new version: samples tak
 as columns (flatten), and a reader finds them missing in older runs and reads them as empty
 (analysis/columns.py: optional). The timer's "msgs" member (message sizes and flights) has a
 fixed set of columns, MSGS_COLUMNS, present in every row of a run that has the member.
+
+Nor are the cells table's `n_attempts_read` (the attempt rows its timer.jsonl gave, against
+DONE's `n_attempts`) and `damaged` (a JSON list, 'timer.jsonl:<line>: <why>' per line that gave
+no record): tables built from raw/ have them, older tables lack them and nothing was checked
+(damage_notes says nothing of such a cell).
 """
 
 from __future__ import annotations
@@ -29,11 +35,11 @@ from .jsonl import JsonLines, read_jsonl, timer_counts
 from .meta import DONE, FORMAT_VERSION, TABLES, check_format, read_meta
 from .migrate import migrate, verdict_reasons
 from .tables import (AXIS_PREFIX, CELL_COLUMNS, CELL_FIRST, MSGS_COLUMNS, MSGS_FLIGHT_FIELDS, MSGS_FLIGHTS, MSGS_MESSAGES,
-                     SAMPLE_FIRST, collect_tables, done_info, flatten, msgs_columns, read_table, server_rows, stale,
+                     SAMPLE_FIRST, collect_tables, damage_note, damage_notes, done_info, flatten, msgs_columns, read_table, server_rows, stale,
                      table_columns, table_path, timer_rows, write_tables)
 
 __all__ = ["AXIS_PREFIX", "CELL_COLUMNS", "CELL_FIRST", "DONE", "FORMAT_VERSION", "JsonLines", "MSGS_COLUMNS", "MSGS_FLIGHTS",
            "MSGS_FLIGHT_FIELDS", "MSGS_MESSAGES", "SAMPLE_FIRST", "TABLES",
-           "check_format", "collect_tables", "done_info", "flatten", "migrate", "msgs_columns", "read_jsonl",
+           "check_format", "collect_tables", "damage_note", "damage_notes", "done_info", "flatten", "migrate", "msgs_columns", "read_jsonl",
            "read_meta", "read_table", "server_rows", "stale", "table_columns", "table_path", "timer_counts",
            "timer_rows", "verdict_reasons", "write_tables"]

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from pqshake.errors import UserError
+
+from .safe_read import read_json
 
 # Raised whenever what a run directory holds changes (pqshake/results/__init__.py says how);
 # migrate.py reads every lower version.
@@ -32,7 +33,7 @@ def read_meta(meta_path: Path) -> dict:
     command that reads or writes a run goes through here first, so a run of a newer format is
     never modified (and never half-read)."""
     try:
-        meta = json.loads(Path(meta_path).read_text(encoding="utf-8"))
+        meta = read_json(meta_path)  # never a FIFO, a device, a link or a flood (safe_read.py)
     except (OSError, ValueError) as e:
         raise UserError(f"{meta_path}: unreadable ({e.__class__.__name__}: {str(e)[:120]}); restore it from a copy of the "
                         f"run, or start a new run") from None

@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 
 from .meta import TABLES, read_meta
+from .safe_read import open_run_file
 from .tables import BESIDE_DEFAULTS, collect_tables, stale, table_path
 
 
@@ -54,7 +55,11 @@ def migrate(path: Path | str, tables: tuple[str, ...] = TABLES) -> dict:
     if any(stale(path, t) for t in tables):
         frames = collect_tables(path)
     else:
-        frames = {t: pd.read_parquet(table_path(path, t)) for t in tables if table_path(path, t).is_file()}
+        frames = {}
+        for t in tables:
+            if table_path(path, t).is_file():
+                with open_run_file(table_path(path, t)) as f:  # never a FIFO, a device or a link (safe_read.py)
+                    frames[t] = pd.read_parquet(f)
         if version < 2:
             frames = _v1_to_v2(frames)
         if version < 3:

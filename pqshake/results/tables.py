@@ -4,7 +4,9 @@ whenever a cell completed after them (stale)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import numbers
 from pathlib import Path
 
 from pqshake.errors import UserError
@@ -12,6 +14,7 @@ from pqshake.experiments.axes import core as _core
 
 from .jsonl import JsonLines
 from .meta import DONE, TABLES
+from .safe_read import MAX_PLAN, open_run_file, read_json
 
 # What ran beside a cell (format 3; experiments/slots.py): its slot, how many slots the run had,
 # the most other cells open at once during it. In every row of the three tables; a run from
@@ -77,14 +80,16 @@ def msgs_columns(flat: dict) -> dict:
     return out
 
 
-def timer_rows(cell_dir: Path, cell: dict, warmup: int) -> list[dict]:
+def timer_rows(cell_dir: Path, cell: dict, warmup: int, damaged: list[str] | None = None) -> list[dict]:
     """The attempts of a cell's timer.jsonl. A cell run in blocks (interleaved order, samples:
     auto) has one header per block, each block numbering its attempts from 0: `i` continues
-    across blocks, so it stays unique per cell and the first `warmup` are the warm-ups."""
+    across blocks, so it stays unique per cell and the first `warmup` are the warm-ups.
+    damaged: gets a 'timer.jsonl:<line>: <why>' per damaged line (jsonl.py)."""
     rows = []
     n = 0
     offset, in_block, headers = 0, 0, 0
-    for rec in JsonLines(cell_dir / "timer.jsonl"):
+    lines = JsonLines(cell_dir / "timer.jsonl")
+    for rec in lines:
         if rec.get("type") == "header":
             headers += 1
             if headers > 1:
@@ -114,6 +119,8 @@ def timer_rows(cell_dir: Path, cell: dict, warmup: int) -> list[dict]:
         row.setdefault("ok", False)
         rows.append(row)
         n += 1
+    if damaged is not None:
+        damaged += [f"timer.jsonl:{d.line}: {d.why}" for d in lines.damaged]
     return rows
 
 
@@ -137,10 +144,15 @@ def server_warmups(recs: list[dict], blocks: list[dict]) -> list[bool]:
     return out
 
 
-def server_rows(cell_dir: Path, cell: dict, blocks: list[dict] | None = None) -> list[dict]:
+def server_rows(cell_dir: Path, cell: dict, blocks: list[dict] | None = None,
+                damaged: list[str] | None = None) -> list[dict]:
     """A cell's server connections; with the blocks the cell ran in (DONE `blocks`), each row
-    says whether it was a warm-up (server_warmups), else the analysis drops the first ones."""
-    recs = list(JsonLines(cell_dir / "server.jsonl").of_type("conn"))
+    says whether it was a warm-up (server_warmups), else the analysis drops the first ones.
+    damaged: gets a 'server.jsonl:<line>: <why>' per damaged line (jsonl.py)."""
+    lines = JsonLines(cell_dir / "server.jsonl")
+    recs = list(lines.of_type("conn"))
+    if damaged is not None:
+        damaged += [f"server.jsonl:{d.line}: {d.why}" for d in lines.damaged]
     warm = server_warmups(recs, blocks) if blocks and len(blocks) > 1 else None
     rows = []
     for idx, rec in enumerate(recs):
@@ -192,18 +204,59 @@ def _frame(rows: list[dict], first: list[str]):
 
 
 def done_info(path: Path, cell_id: str) -> dict | None:
-    """A cell's DONE record, None while the cell is not complete (or its DONE unreadable)."""
+    """A cell's DONE record, None while the cell is not complete (or its DONE unreadable). A
+    DONE that is a FIFO, a device, a link or too large is refused (safe_read.py: UserError)."""
     try:
-        return json.loads((path / "raw" / cell_id / DONE).read_text(encoding="utf-8"))
+        info = read_json(path / "raw" / cell_id / DONE)
     except (OSError, ValueError):
         return None
+    return info if isinstance(info, dict) else None
+
+
+def _count_of(v) -> int | None:
+    """A count from a table cell (an int, a numpy integer, a float of a column with gaps)."""
+    return int(v) if isinstance(v, numbers.Real) and not isinstance(v, bool) and v == v else None
+
+
+def damage_note(run: Path, cell_id: str, row: dict) -> str | None:
+    """One line for a cell whose raw/ lost lines (its cells row: `damaged`, `n_attempts_read`
+    against DONE's `n_attempts`): each damaged line named as file:line, what DONE counted and
+    what was read; None for a cell whose files read whole. Data is kept: the rows that read
+    are in the tables, the cell marked (analysis: a suspect verdict naming the loss)."""
+    try:
+        damaged = json.loads(row.get("damaged") or "[]")
+    except (TypeError, ValueError):
+        damaged = []
+    want, got = _count_of(row.get("n_attempts")), _count_of(row.get("n_attempts_read"))
+    if not damaged and (want is None or got is None or want == got):
+        return None
+    where = Path(run) / "raw" / cell_id
+    named = "; ".join(f"{where}/{d}" for d in damaged[:3]) + (f" (+{len(damaged) - 3} more)" if len(damaged) > 3 else "")
+    counts = f"DONE counts {want} attempts, {got} read" if want is not None else f"{got} attempts read"
+    what = f"{len(damaged)} damaged line{'s' if len(damaged) != 1 else ''} dropped: {named}; " if damaged else \
+        f"{where}/timer.jsonl: "
+    return (f"cell {cell_id}: {what}{counts} (expected a JSON object per line, one per attempt); the cell is "
+            f"marked in the cells table (n_attempts_read, damaged): restore raw/{cell_id} from a copy of the run, "
+            f"or re-run it (move raw/{cell_id} aside, then pqshake resume)")
+
+
+def damage_notes(run: Path, cells) -> list[str]:
+    """damage_note of every cell of a cells table (a DataFrame) that has the columns."""
+    if cells is None or "damaged" not in getattr(cells, "columns", ()):
+        return []
+    out = []
+    for row in cells.to_dict("records"):
+        note = damage_note(run, str(row.get("cell_id")), row)
+        if note is not None:
+            out.append(note)
+    return out
 
 
 def collect_tables(path: Path) -> dict:
     """samples/server/cells as DataFrames from raw/ (cells with DONE only), nothing written.
     Reads raw/ of every format version: a v1 DONE, cells from before transports existed."""
     path = Path(path)
-    plan = json.loads((path / "plan.json").read_text(encoding="utf-8"))
+    plan = read_json(path / "plan.json", MAX_PLAN)
     warmup = int(plan["experiment"].get("warmup", 0))
     samples, servers, cells = [], [], []
     for c in plan["cells"]:
@@ -216,9 +269,15 @@ def collect_tables(path: Path) -> dict:
         for k, default in BESIDE_DEFAULTS.items():
             cell[k] = info.get(k, default)
         d = path / "raw" / c["cell_id"]
-        samples += timer_rows(d, cell, warmup)
-        servers += server_rows(d, cell, info.get("blocks"))
-        cells.append(cell_row(cell, info))
+        damaged: list[str] = []
+        rows = timer_rows(d, cell, warmup, damaged)
+        samples += rows
+        servers += server_rows(d, cell, info.get("blocks"), damaged)
+        row = cell_row(cell, info)
+        # what raw/ gave against what DONE counted: a damaged or missing line shows (damage_note)
+        row["n_attempts_read"] = len(rows)
+        row["damaged"] = json.dumps(damaged)
+        cells.append(row)
     return {
         "samples": _frame(samples, SAMPLE_FIRST),
         "server": _frame(servers, SAMPLE_FIRST),
@@ -234,8 +293,11 @@ def write_tables(path: Path, frames: dict) -> None:
 
     from pqshake import safe_write as sw
 
-    for name, df in frames.items():
-        with sw.replacing(table_path(path, name)) as tmp:  # never through a link (safe_write)
+    # Every table to its temporary first, then all renamed: a full disk (or any failure) while
+    # writing leaves the old tables, all of them, and no temporary (safe_write.replacing).
+    with contextlib.ExitStack() as stack:
+        for name, df in frames.items():
+            tmp = stack.enter_context(sw.replacing(table_path(path, name)))  # never through a link
             if isinstance(df, pa.Table):
                 pq.write_table(df, tmp)
             else:
@@ -254,7 +316,10 @@ def table_columns(path: Path, name: str) -> list[str]:
 
     f = table_path(path, name)
     try:
-        return list(pq.read_schema(f).names)
+        with open_run_file(f) as fh:  # never a FIFO, a device or a link (safe_read.py)
+            return list(pq.read_schema(fh).names)
+    except UserError:
+        raise
     except Exception as e:  # noqa: BLE001 - pyarrow raises several types for a bad file
         raise UserError(f"{f}: not a readable parquet file ({e.__class__.__name__}); "
                         f"rebuild the tables with 'pqshake load {f.parent}'") from None
@@ -264,7 +329,8 @@ def read_table(path: Path, name: str, columns: list[str] | None = None):
     """A run's table as written (strings as categoricals), only `columns` if given."""
     import pyarrow.parquet as pq
 
-    return pq.read_table(table_path(path, name), columns=columns).to_pandas(strings_to_categorical=True)
+    with open_run_file(table_path(path, name)) as f:  # never a FIFO, a device or a link (safe_read.py)
+        return pq.read_table(f, columns=columns).to_pandas(strings_to_categorical=True)
 
 
 def stale(path: Path, name: str, *, need_raw: bool = True) -> bool:
