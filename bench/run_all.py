@@ -14,7 +14,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 # Order of the pipeline; any other *_bench.py here runs after these.
-ORDER = ["testbed", "quic", "retry_tag", "provider", "emulation", "runner", "analysis"]
+ORDER = ["testbed", "quic", "retry_tag", "provider", "emulation", "plan", "runner", "analysis"]
 
 
 def available() -> list[str]:

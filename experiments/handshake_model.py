@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from typing import Any
 
 from . import modes as M
@@ -53,6 +54,7 @@ def segments(nbytes: int, mtu: int = 1500) -> int:
     return max(1, math.ceil(nbytes / mss(mtu)))
 
 
+@lru_cache(maxsize=4096)
 def extra_rounds(n_segments: int, iw: int = IW) -> int:
     """Round trips beyond the first that slow start needs for a flight of n segments:
     k rounds deliver iw*(2^k - 1) segments -> <=10: 0, <=30: 1, <=70: 2, <=150: 3."""
@@ -249,14 +251,37 @@ def _arrival(ready: list[tuple[int, float]], o: int, rate: float | None, rtt: fl
     for an ACK of the one before), and round j begins at most iw*(2^j - 1) full segments into
     the flight, so the bytes from there to o serialize after that. Propagation (rtt/2) is
     added once."""
+    # The arithmetic of segments / serialization_s inlined (the planner calls this about ten
+    # times per cell: a 100,000-cell plan spent most of its time here); the same operations in
+    # the same order, so the same floats.
     t0 = ready[0][1]
     best = t0
-    for j in range(extra_rounds(segments(o, mtu), iw) + 1):
-        before = iw * (2 ** j - 1) * mss(mtu)
-        best = max(best, t0 + j * rtt + serialization_s(o - before, rate, mtu))
-    for start, t in ready:
-        if start < o:
-            best = max(best, t + serialization_s(o - start, rate, mtu))
+    m = mtu - IP_TCP_HEADERS - TCP_TIMESTAMPS  # mss(mtu)
+    ceil = math.ceil
+    k = ceil(o / m)
+    rounds = extra_rounds(k if k > 1 else 1, iw)
+    if rate:
+        for j in range(rounds + 1):
+            n = o - iw * (2 ** j - 1) * m
+            k = ceil(n / m)
+            s = t0 + j * rtt + 8.0 * (n + (k if k > 1 else 1) * FRAME_OVERHEAD) / rate
+            if s > best:
+                best = s
+        for start, t in ready:
+            if start < o:
+                n = o - start
+                k = ceil(n / m)
+                s = t + 8.0 * (n + (k if k > 1 else 1) * FRAME_OVERHEAD) / rate
+                if s > best:
+                    best = s
+    else:  # no serialization (serialization_s is 0.0)
+        for j in range(rounds + 1):
+            s = t0 + j * rtt + 0.0
+            if s > best:
+                best = s
+        for start, t in ready:
+            if start < o and t + 0.0 > best:
+                best = t + 0.0
     return best + rtt / 2
 
 
@@ -276,8 +301,17 @@ def _in_order(msgs: list[tuple[int, float, float]], t_proc: float, arrival) -> f
 
 
 def _flight(msgs: list[tuple[int, float, float]], t_proc: float, rate, rtt, mtu, iw) -> float:
-    """A flight over TCP (see _in_order)."""
-    return _in_order(msgs, t_proc, lambda ready, end: _arrival(ready, end, rate, rtt, mtu, iw))
+    """A flight over TCP (see _in_order; its loop here, without the closure: the planner lays
+    out a few of these per cell)."""
+    ready, start = [], 0
+    for end, dep, _ in msgs:
+        ready.append((start, dep))
+        start = end
+    t = t_proc
+    for end, _, cpu in msgs:
+        a = _arrival(ready, end, rate, rtt, mtu, iw)
+        t = (t if t > a else a) + cpu
+    return t
 
 
 def critical_path(rtt_s: float, *, ch: int, sf: int, share_c: int, share_s: int, sig_len: int,
@@ -286,8 +320,8 @@ def critical_path(rtt_s: float, *, ch: int, sf: int, share_c: int, share_s: int,
     """The handshake on a timeline (docs/methodology.md): TCP handshake, then each flight with
     the CPU that must precede it and the CPU the receiver can do while the rest of the flight is
     still on the wire (KEM decaps on the ServerHello, chain verification on the Certificate)."""
-    up = dict(rate=rate_up, rtt=rtt_s, mtu=mtu, iw=iw_c)
-    down = dict(rate=rate_down, rtt=rtt_s, mtu=mtu, iw=iw_s)
+    up = (rate_up, rtt_s, mtu, iw_c)  # _flight's rate, rtt, mtu, iw
+    down = (rate_down, rtt_s, mtu, iw_s)
     # TCP handshake: SYN and SYN-ACK, each with its own serialization. With TCP Fast Open the
     # first flight rides in the SYN: no round trip before it (a lower bound: a flight larger
     # than the SYN can carry still waits for the SYN-ACK).
@@ -296,30 +330,30 @@ def critical_path(rtt_s: float, *, ch: int, sf: int, share_c: int, share_s: int,
     # The client's ACK of the SYN-ACK is on the up link before the ClientHello.
     ack = 8.0 * SYN_FRAME / rate_up if rate_up else 0.0
     if mode == M.TLS12:
-        t_ch = _flight([(CH12_MIN, t + ack, 0.0)], t, **up)
+        t_ch = _flight([(CH12_MIN, t + ack, 0.0)], t, *up)
         kex = t_ch + cpu.server_kex
         ske = sf - SHD_MAX
         cert = ske - share_s - sig_len
         done = _flight([(cert, t_ch, cpu.client_chain), (ske, kex + cpu.server_sign, cpu.client_cv + cpu.client_keygen
-                                                           + cpu.client_kex), (sf, kex + cpu.server_sign, 0.0)], t_ch, **down)
-        t_cke = _flight([(share_c + CKE_FIXED, done, cpu.server_finish)], done, **up)
-        return _flight([(SRV_FIN12, t_cke, 0.0)], t_cke, **down)
+                                                           + cpu.client_kex), (sf, kex + cpu.server_sign, 0.0)], t_ch, *down)
+        t_cke = _flight([(share_c + CKE_FIXED, done, cpu.server_finish)], done, *up)
+        return _flight([(SRV_FIN12, t_cke, 0.0)], t_cke, *down)
     if mode == M.HRR:
         # ClientHello 1 (its share, if any, is not the one used), HelloRetryRequest.
-        t_ch1 = _flight([(ch - share_c, t + ack, 0.0)], t, **up)
-        t = _flight([(HRR_MIN, t_ch1, 0.0)], t_ch1, **down)
+        t_ch1 = _flight([(ch - share_c, t + ack, 0.0)], t, *up)
+        t = _flight([(HRR_MIN, t_ch1, 0.0)], t_ch1, *down)
         ack = 0.0
     t += max(cpu.client_keygen, ack)
-    t_ch = _flight([(ch, t, 0.0)], t, **up)
+    t_ch = _flight([(ch, t, 0.0)], t, *up)
     kex = t_ch + cpu.server_kex
     sh = min(sf, share_s + SH_MIN)
     if not M.certificate(mode):
-        return _flight([(sh, kex, cpu.client_kex), (sf, kex, 0.0)], t_ch, **down)
+        return _flight([(sh, kex, cpu.client_kex), (sf, kex, 0.0)], t_ch, *down)
     cv = sf - FIN_MAX
     cert = max(sh, cv - sig_len - CV_FIXED)
     signed = kex + cpu.server_sign
     return _flight([(sh, kex, cpu.client_kex), (cert, kex, cpu.client_chain), (cv, signed, cpu.client_cv),
-                    (sf, signed, 0.0)], t_ch, **down)
+                    (sf, signed, 0.0)], t_ch, *down)
 
 
 def lower_bound(rtt_s: float, *, share_c: int, share_s: int, sig_pk: int, sig_len: int,
@@ -343,13 +377,14 @@ def lower_bound(rtt_s: float, *, share_c: int, share_s: int, sig_pk: int, sig_le
             cpu = dataclasses.replace(cpu, server_kex=0.0, client_kex=0.0, client_keygen=0.0)
     if mode not in MODES:
         raise ValueError(f"mode {mode!r}: one of {', '.join(MODES)}")
-    ch = client_hello_bytes(share_c) + M.get(mode).client_hello_extra
+    row = M.get(mode)
+    ch = client_hello_bytes(share_c) + row.client_hello_extra
     sf = server_flight_bytes(share_s, sig_pk, sig_len, chain_depth, mode, auth_extra)
     if mode == M.TLS12:
         # TLS 1.2: CH -> SH/Cert/SKE/SHD; CKE/CCS/Fin -> CCS/Fin: one more round trip; the
         # server's key exchange carries its ECDHE share, the client's CKE likewise.
         sf += 60
-    base = M.get(mode).tcp_rtts - (1 if tfo else 0)
+    base = row.tcp_rtts - (1 if tfo else 0)
     iw_c, iw_s = iw_c or iw, iw_s or iw
     cseg, sseg = segments(ch, mtu), segments(sf, mtu)
     x_c, x_s = extra_rounds(cseg, iw_c), extra_rounds(sseg, iw_s)
@@ -373,7 +408,7 @@ def lower_bound(rtt_s: float, *, share_c: int, share_s: int, sig_pk: int, sig_le
     x_cc = extra_rounds(segments(c2, mtu), iw2)
     ttfb = _first_response_byte(total, c2, cpu if mtls else Cpu(), rate_up=ru, rate_down=rd, rtt=rtt_s,
                                 mtu=mtu, iw=iw2, mtls=mtls, client_sig=client_sig, client_chain_depth=client_chain_depth)
-    if M.get(mode).early_data:  # the answer to the early request follows the server's Finished
+    if row.early_data:  # the answer to the early request follows the server's Finished
         ttfb = total + serialization_s(RECORD_OVERHEAD + 1, rd, mtu)
     return Bound(base, x_c, x_s, rtts, ch, sf, cseg, sseg, t_rtt, no_cpu - t_rtt, total - no_cpu, total,
                  packets=segments(crit, mtu) + (cseg if mode == M.HRR else 0) + 2, cpu_sum=cpu.total,
@@ -518,14 +553,34 @@ def expected_attempt_s(group: str, sig: str, rtt_s: float, *, rate_bps: float | 
 
 
 def expected_attempt_parts(group: str, sig: str, rtt_s: float, *, loss: float = 0.0, response: bool = False,
-                           **kw: Any) -> tuple[float, float]:
+                           response_body: int = 0, **kw: Any) -> tuple[float, float]:
     """expected_attempt_s as (wait, work): the emulated link's part (propagation,
     serialization, loss recovery), which the machine's load does not stretch, and the rest
-    (CPU, scheduling, the timer's own work), which it does. kw: as for handshake_bound."""
+    (CPU, scheduling, the timer's own work), which it does. response_body: the response's bytes
+    the timer reads after the first (the planner's; the bound stops at the first byte), added
+    as response_body_s. kw: as for handshake_bound."""
     b = handshake_bound(group, sig, rtt_s, **kw)
     t = b.ttfb if (response and b.ttfb) else b.total
     wait = t - b.t_cpu + loss_penalty_s(rtt_s, loss, b.packets)
+    if response and response_body > 0:
+        wait += response_body_s(response_body, rtt_s, rate_down=kw.get("rate_down", kw.get("rate_bps")),
+                                mtu=kw.get("mtu", 1500), iw=cwnd_after(b.server_segments, kw.get("iw_s") or IW))
     return wait, b.t_cpu + ATTEMPT_HOST_S + ATTEMPT_GAP_S
+
+
+TLS_RECORD_MAX = 16384  # plaintext bytes per TLS record
+
+
+def response_body_s(nbytes: int, rtt_s: float, *, rate_down: float | None, mtu: int = 1500, iw: int = IW) -> float:
+    """For planning (not a bound): how long the response's body takes to reach the client after
+    its first byte: its records (TLS_RECORD_MAX bytes each, RECORD_OVERHEAD apiece) serialized at
+    the server's rate, frame by frame, and the slow-start rounds beyond the server's window iw
+    (as _arrival lays a flight out; its last byte's arrival less the first's propagation). At
+    least 8 * nbytes / rate_down: a 60,000-byte response at 1 Mbit/s is about 0.5 s per attempt."""
+    if nbytes <= 0:
+        return 0.0
+    wire = nbytes + math.ceil(nbytes / TLS_RECORD_MAX) * RECORD_OVERHEAD
+    return _arrival([(0, 0.0)], wire, rate_down or None, rtt_s, mtu, iw) - rtt_s / 2
 
 
 # QUIC's and TurboTLS's model moved to their transport modules (issue 21); their names are still

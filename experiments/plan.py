@@ -55,6 +55,16 @@ PROBE_START_S = 0.025  # the pqs-probe server and client processes of one RTT me
 PROGRAMS_CPU_SHARE = 0.7
 PROFILE_SETUP_CPU_S = 0.06
 CHECK_PROBES = 100  # RTT probes per profile when its link comes up
+# The most cells one plan (and so one run, or one run's shards together) may have. The plan holds
+# every cell in memory and prices each (a 100,000-cell plan: about 5 s and 300 MB here); 200,000
+# keeps a plan within seconds and under a gigabyte, and is far beyond any shipped experiment (the
+# largest has a few hundred cells) and any run one machine finishes: at about 1 s per cell, 200,000
+# cells are two days. Checked while the cells are built, so a file of millions is refused at once
+# instead of filling the memory (a 1.35 M-cell matrix took 2.1 GB before).
+CELL_CAP = 200_000
+# A list of values shown to the user (not data: --cells and plan.json keep every value) is shortened
+# beyond this many: its first ones, '…', its last, and the count.
+SHOWN_VALUES = 12
 
 
 @dataclass(frozen=True)
@@ -306,7 +316,28 @@ def _cpu_of(x: float) -> float:
 
 def add(*parts: float) -> Estimate:
     """The sum of estimates, with the sum of their waits and CPU (a plain float is all CPU)."""
-    return Estimate(sum(parts), sum(getattr(x, "wait_s", 0.0) for x in parts), sum(_cpu_of(x) for x in parts))
+    waits, cpus = [], []
+    for x in parts:  # one pass (a plan sums each of its cells' parts several times); the same sums
+        if type(x) is Estimate:
+            waits.append(x.wait_s)
+            cpus.append(x.cpu_s)
+        else:
+            waits.append(getattr(x, "wait_s", 0.0))
+            cpus.append(_cpu_of(x))
+    return Estimate(sum(parts), sum(waits), sum(cpus))
+
+
+def values_text(values: list[Any], show: Callable[[Any], str] = str, most: int = SHOWN_VALUES) -> str:
+    """A list of values as the user reads it: all of them up to `most`, else the first ones, '…',
+    the last and the count ('0, 1, 2, 3, 4, 5, … 39,999 (40,000 values)'), so a 40,000-value sweep
+    is one short line instead of 270 kB. Data (--cells, plan.json) keeps every value."""
+    values = list(values)
+    if len(values) <= most:
+        return ", ".join(show(v) for v in values)
+    last = show(values[-1])
+    if isinstance(values[-1], int) and not isinstance(values[-1], bool):
+        last = f"{values[-1]:,}"
+    return f"{', '.join(show(v) for v in values[:most // 2])}, … {last} ({len(values):,} values)"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -394,10 +425,13 @@ class Plan:
         return out
 
     def attempts_per_cell(self) -> int:
-        from .sampling import Target
+        hit = self._memo.get("attempts_per_cell")  # the model's alone: once, not per cell
+        if hit is None:
+            from .sampling import Target
 
-        # samples: auto: the planner's expectation between min and max (sampling.Target.expected)
-        return int(round(Target.of(self.model).expected())) + self.model.warmup
+            # samples: auto: the planner's expectation between min and max (sampling.Target.expected)
+            hit = self._memo["attempts_per_cell"] = int(round(Target.of(self.model).expected())) + self.model.warmup
+        return hit
 
     def blocks_per_cell(self) -> int:
         """pqs-timer runs per cell: one, or one per `block` attempts (interleaved order,
@@ -406,26 +440,67 @@ class Plan:
 
         from .sampling import Target, block_size
 
-        size = block_size(self.model)
-        return max(1, math.ceil(Target.of(self.model).expected() / size)) if size else 1
+        hit = self._memo.get("blocks_per_cell")  # the model's alone: once, not per cell
+        if hit is None:
+            size = block_size(self.model)
+            hit = self._memo["blocks_per_cell"] = max(1, math.ceil(Target.of(self.model).expected() / size)) if size else 1
+        return hit
 
     @_per_cell
     def attempt_estimate_s(self, c: Cell) -> Estimate:
         """One attempt of the cell (handshake_model.expected_attempt_parts on its profile's figures)."""
-        m = self.model.for_cell(c)
-        f = profile_figures(self.profiles[c.profile])
+        m = self._view(c)
+        f = self._figures(c.profile)
         losses = [x for x in (f["loss_up"], f["loss_down"]) if x]
+        reg = load_registry()
+        tr = T.get(c.transport)
+        # The response's body after its first byte, where the transport carries one (a
+        # handshake-only one, QUIC, has none): the timer reads all of it.
+        body = m.response_bytes if not tr.handshake_only else 0
         # Each direction at its own rate (0 = unlimited): a slow downlink is not hidden behind a
         # fast uplink.
         wait, work = hm.expected_attempt_parts(
             c.group, c.sig, f["rtt_ns"] / 1e9, rate_up=f["rate_bps_up"] or None, rate_down=f["rate_bps_down"] or None,
             mtu=f["mtu"], loss=max(losses) if losses else 0.0, mode=c.mode,
-            registry=load_registry(), iw_c=f["initcwnd_client"] or None, iw_s=f["initcwnd_server"] or None,
-            response=m.response_bytes > 0, transport=c.transport, **A.bound_kwargs(m))
+            registry=reg, iw_c=f["initcwnd_client"] or None, iw_s=f["initcwnd_server"] or None,
+            response=m.response_bytes > 0, transport=c.transport, response_body=body, **self._bound_kwargs(c, m))
         # what the cell's implementation adds to the bound (OpenSSL's QUIC client and a long
         # ClientHello: up to a second); the bound itself stays a bound
-        wait += T.get(c.transport).engine_extra_s(f["rtt_ns"] / 1e9, hm.sizes_for(c.group, c.sig, load_registry()), m, c.mode)
+        wait += tr.engine_extra_s(f["rtt_ns"] / 1e9, hm.sizes_for(c.group, c.sig, reg), m, c.mode)
         return Estimate(wait + work, wait)
+
+    def _view(self, c: Cell) -> Any:
+        """The experiment as the cell sees it (model.for_cell), once per combination of settings."""
+        key = ("view", c.settings)
+        hit = self._memo.get(key)
+        if hit is None:
+            hit = self._memo[key] = self.model.for_cell(c)
+        return hit
+
+    def _figures(self, profile: str) -> dict[str, Any]:
+        """profile_figures of one of the plan's profiles (once per profile, not per cell)."""
+        key = ("figures", profile)
+        hit = self._memo.get(key)
+        if hit is None:
+            hit = self._memo[key] = profile_figures(self.profiles[profile])
+        return hit
+
+    def _bound_kwargs(self, c: Cell, view: Any) -> dict[str, Any]:
+        """axes.bound_kwargs of the cell's view of the experiment: it depends on the cell's swept
+        settings alone (once per combination of them, not per cell)."""
+        key = ("bound_kwargs", c.settings)
+        hit = self._memo.get(key)
+        if hit is None:
+            hit = self._memo[key] = A.bound_kwargs(view)
+        return hit
+
+    def _probes_s(self, profile: str, count: int) -> Estimate:
+        """probes_s of one of the plan's profiles (once per profile and count)."""
+        key = ("probes", profile, count)
+        hit = self._memo.get(key)
+        if hit is None:
+            hit = self._memo[key] = probes_s(self.profiles[profile], count)
+        return hit
 
     @_per_cell
     def cell_parts_s(self, c: Cell) -> dict[str, Estimate]:
@@ -439,7 +514,7 @@ class Plan:
         k = attempts / max(1, min(m.concurrency, attempts))
         programs = CELL_SETUP_S + self.blocks_per_cell() * BLOCK_S
         return {"handshakes": Estimate(k * one, k * one.wait_s),
-                "probes": probes_s(self.profiles[c.profile], m.rtt_probes),
+                "probes": self._probes_s(c.profile, m.rtt_probes),
                 "programs": Estimate(programs, 0.0, PROGRAMS_CPU_SHARE * programs)}
 
     def cell_estimate_s(self, c: Cell) -> Estimate:
@@ -596,13 +671,18 @@ def build_plan(ef: ExperimentFile | Path | str, *, seed: int | None = None,
     cells: list[Cell] = []
     excluded = 0
     lists.update({a.key: list(profs) for a in C.CORE if a.link})  # the library's profiles, resolved
+    reps = range(1, m.repetitions + 1)
     for combo in itertools.product(*(lists.get(a.key, getattr(m, a.field)) for a in C.LOOP)):
         values = dict(zip((a.key for a in C.LOOP), combo))
+        prefix = C.id_parts(values)  # Cell.of's id, its axis parts made once per combination
         for settings in A.expand(m, Cell.of(values, 0)):
-            if any(cell_matches(r, Cell.of(values, 0, settings), m) for r in rules):
+            if rules and any(cell_matches(r, Cell.of(values, 0, settings), m) for r in rules):
                 excluded += m.repetitions
                 continue
-            cells += [Cell.of(values, rep, settings) for rep in range(1, m.repetitions + 1)]
+            stem = f"{prefix}{A.id_suffix(settings)}__r"
+            cells += [Cell(f"{stem}{rep}", repetition=rep, settings=settings, **values) for rep in reps]
+        if len(cells) > CELL_CAP:  # before the rest is built (a matrix of millions: at once, not gigabytes later)
+            raise UserError(too_many_cells(ef), exit_code=2)
     if not cells:
         raise UserError(f"{ef.where('exclude')}: the exclude rules remove every cell (nothing to run)")
     for t in T.REGISTRY:  # each transport refuses what its programs or the link cannot run
@@ -630,6 +710,17 @@ def build_plan(ef: ExperimentFile | Path | str, *, seed: int | None = None,
     if m.order in ("shuffled", "interleaved"):  # interleaved: each round's turns are shuffled again
         cells = shuffle_cells(cells, seed)
     return Plan(ef, groups, sigs, profs, cells, seed, excluded, notes, hops, capture_rules)
+
+
+def too_many_cells(ef: ExperimentFile) -> str:
+    """The refusal of a plan beyond CELL_CAP: the file, the count, and the way out."""
+    m = ef.model
+    swept = max(m.sweeps.items(), key=lambda kv: len(kv[1]), default=None)
+    part = (f" (e.g. {swept[0]}'s {len(swept[1]):,} values in parts)" if swept and len(swept[1]) > 1 else "")
+    return (f"{ef.path}: more than {CELL_CAP:,} cells, the most one plan takes (it holds and prices every cell; "
+            f"shards are cut from the whole plan); split the file into experiments of at most {CELL_CAP:,} "
+            f"cells each{part}, or remove values, groups or profiles; each part can run in shards: "
+            f"pqshake run PART.yaml --shard 0/K")
 
 
 def _exclude_hint(**rule: str) -> str:
