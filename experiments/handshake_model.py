@@ -229,6 +229,14 @@ class Bound:
         return asdict(self)
 
 
+NO_CPU = Cpu()  # frozen: one for every timeline without CPU (the planner lays out two per cell)
+
+
+@lru_cache(maxsize=256)
+def _server_cpu(server_kex: float) -> Cpu:
+    return Cpu(server_kex=server_kex)
+
+
 # Smallest sizes the timeline may assume (bytes of TLS records; smaller = earlier = still a bound).
 SYN_FRAME = FRAME_OVERHEAD  # SYN / SYN-ACK: headers with the timestamp option, no payload
 SH_MIN = 63  # ServerHello record without its key share (empty legacy session id)
@@ -391,7 +399,7 @@ def lower_bound(rtt_s: float, *, share_c: int, share_s: int, sig_pk: int, sig_le
     rtts = base + x_c + x_s
     crit = ch + sf + (ch if mode == M.HRR else 0)
     if cpu is None:
-        cpu = Cpu(server_kex=cpu_s * (1.3 if mode == M.HRR else 1.0))
+        cpu = _server_cpu(cpu_s * (1.3 if mode == M.HRR else 1.0))
     ru = (rate_up if rate_up is not None else rate_bps) or None
     rd = (rate_down if rate_down is not None else rate_bps) or None
     kw = dict(ch=ch, sf=sf, share_c=share_c, share_s=share_s, sig_len=sig_len, rate_up=ru, rate_down=rd,
@@ -401,12 +409,12 @@ def lower_bound(rtt_s: float, *, share_c: int, share_s: int, sig_pk: int, sig_le
     # client's signature, nothing else of the second flight.
     sign = cpu.client_sign if mtls else 0.0
     total = critical_path(rtt_s, cpu=cpu, **kw) + sign
-    no_cpu = critical_path(rtt_s, cpu=Cpu(), **kw)
+    no_cpu = critical_path(rtt_s, cpu=NO_CPU, **kw)
     t_rtt = rtts * rtt_s
     c2 = client_flight2_bytes(client_sig if mtls else None, client_chain_depth, max(request_bytes, 1))
     iw2 = cwnd_after(cseg, iw_c)
     x_cc = extra_rounds(segments(c2, mtu), iw2)
-    ttfb = _first_response_byte(total, c2, cpu if mtls else Cpu(), rate_up=ru, rate_down=rd, rtt=rtt_s,
+    ttfb = _first_response_byte(total, c2, cpu if mtls else NO_CPU, rate_up=ru, rate_down=rd, rtt=rtt_s,
                                 mtu=mtu, iw=iw2, mtls=mtls, client_sig=client_sig, client_chain_depth=client_chain_depth)
     if row.early_data:  # the answer to the early request follows the server's Finished
         ttfb = total + serialization_s(RECORD_OVERHEAD + 1, rd, mtu)
