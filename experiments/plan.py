@@ -732,8 +732,11 @@ def check_cells_can_run(ef: ExperimentFile, reg: Any, cells: list[Cell]) -> None
     attempt, or succeed without it, and the run would still say complete): a TLS 1.2 cell on an
     algorithm TLS 1.2 does not have (algorithms.yaml tls1_2), and mutual TLS in a mode whose
     handshake sends no certificate (a resumed or 0-RTT handshake authenticates by its key)."""
+    views: dict[tuple, Any] = {}  # the cell's view of the experiment, once per combination of settings
     for c in cells:
-        m = ef.model.for_cell(c)
+        m = views.get(c.settings)
+        if m is None:
+            m = views[c.settings] = ef.model.for_cell(c)
         mode = M.get(c.mode)
         if mode.tls1_2:
             named = [("sig", a.key, getattr(m, a.key)) for a in A.REGISTRY if a.sig and a.applies(m, c)]
