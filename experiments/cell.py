@@ -403,6 +403,8 @@ class CellRunner:
         reason = cr.reason
         if reason is None and header is None:
             reason = "timer wrote no header line"
+        if reason is None:
+            reason = _none_succeeded(cr.timer_out, exp)
         if reason is not None and shutil.disk_usage(d).free < DISK_MIN_FREE:
             raise DiskFull(reason)
         # Validity (experiments/validity.py): the link, the host and the CPU over this cell.
@@ -445,6 +447,29 @@ class CellRunner:
                 "beside_max": beside, "host_busy_share": host.get("busy_share"),
                 "host_runq_mean": round(sum(runq) / len(runq), 2) if runq else None,
                 "host_steal_share": host.get("steal_share")}
+
+
+def _none_succeeded(timer_out: Path, exp: Any) -> str | None:
+    """Why a cell whose every measured attempt failed is a failed cell (None: some attempt
+    succeeded, none was measured, or the experiment says failure is the measurement). Its
+    numbers would be no handshake's: a chain the client refuses, a timeout below the least
+    attempt, a loss rate no handshake survives."""
+    if exp.failures_expected:
+        return None
+    errors: dict[str, int] = {}
+    for rec in JsonLines(timer_out).of_type("attempt"):
+        if rec.get("warmup"):
+            continue
+        if rec.get("ok"):
+            return None
+        e = str(rec.get("error") or "no error named")
+        errors[e] = errors.get(e, 0) + 1
+    n = sum(errors.values())
+    if n == 0:
+        return None
+    kinds = ", ".join(f"{k} x{v}" for k, v in sorted(errors.items(), key=lambda kv: (-kv[1], kv[0])))
+    return (f"no measured attempt succeeded (0 of {n}: {kinds}); if failure is what the experiment measures, "
+            f"say failures_expected: true")
 
 
 def _capture_point(topo: Link) -> tuple[str, list[str]] | None:

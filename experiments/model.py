@@ -217,6 +217,9 @@ class Experiment(BaseModel):
     wait_acked: bool = Field(default=False, description="after each handshake the timer waits until the server "
                              "acknowledged every byte the client sent (acked_ns; TCP transports), before the request")
     timeout: int = Field(default=10_000_000_000, description="per attempt, ns ('10s' in YAML)")
+    failures_expected: bool = Field(default=False, description="failure is the measurement (a loss-to-death "
+                                    "sweep): a cell none of whose measured attempts succeeded stays complete "
+                                    "instead of failing")
     chain_depth: int = Field(default=1, ge=1, le=4, description="certificates sent: leaf + N-1 intermediates")
     inter_sig: str | None = Field(default=None, description="the intermediates' key algorithm (default: the sig's)")
     root_sig: str | None = Field(default=None, description="the root's key algorithm, which signs the top "
@@ -449,10 +452,10 @@ class Experiment(BaseModel):
     def _off(cls, v: Any) -> Any:
         return "off" if v is False else v  # YAML 1.1 reads a bare off as false
 
-    @field_validator("quic_retry", mode="before")
+    @field_validator("quic_retry", "early_response", mode="before")
     @classmethod
     def _on_off(cls, v: Any) -> Any:
-        # YAML 1.1 reads a bare on/off as a boolean.
+        # YAML 1.1 reads a bare on/off (and true/false, yes/no) as a boolean.
         return {True: "on", False: "off"}.get(v, v) if isinstance(v, bool) else v
 
     @field_validator("turbo_requests", mode="before")

@@ -28,6 +28,7 @@ from pqshake.registry import load_registry
 from . import axes as A
 from .axes import core as C
 from . import handshake_model as hm
+from . import feasibility
 from . import modes as M
 from .modes import fs0rtt as FS
 from . import transports as T
@@ -688,6 +689,7 @@ def build_plan(ef: ExperimentFile | Path | str, *, seed: int | None = None,
     for t in T.REGISTRY:  # each transport refuses what its programs or the link cannot run
         _check_one(t, ef, cells, profs)
     check_cells_can_run(ef, reg, cells)
+    feasibility.check_cells_can_finish(ef, cells, profs)
     check_settings_matter(ef, cells, capture_rules)
     check_machine(ef, [*profs.values(), *hops])
     if check_stack:
@@ -751,6 +753,11 @@ def check_cells_can_run(ef: ExperimentFile, reg: Any, cells: list[Cell]) -> None
                     raise UserError(f"{ef.where(key)}: mode {c.mode} cannot use {name}: TLS 1.2 has no {a.family_label} "
                                     f"{'group' if role == 'group' else 'signature scheme'} (every handshake would fail; "
                                     f"TLS 1.2 has {have}); {fix}")
+        if mode.tls1_2 and m.cert_compression != "off":  # RFC 8879 extends TLS 1.3 alone
+            raise UserError(f"{ef.where('cert_compression')}: {m.cert_compression}: mode {c.mode} cannot compress "
+                            f"certificates (RFC 8879 is TLS 1.3 only), so its cells would be labelled compressed and "
+                            f"send the chain whole; set cert_compression: off, remove {c.mode} from modes, or add the "
+                            f"exclude rule {_exclude_hint(mode=c.mode, cert_compression=m.cert_compression)}")
         if m.client_auth is not None and not mode.certificate:
             raise UserError(f"{ef.where('client_auth')}: mode {c.mode} sends no client certificate (its handshake "
                             f"authenticates by the resumed or pre-shared key), so its cells would be labelled mutual "

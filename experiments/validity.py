@@ -300,8 +300,9 @@ def _weigh(hs: Handshakes | None, late: Late, host: dict[str, Any]) -> tuple[dic
                     f"{100 * host.get('steal_share', 0):.0f} %, every CPU busy with other processes "
                     f"{100 * host.get('all_cpus_busy_share', 0):.0f} % (they used {100 * host.get('other_share', 0):.0f} % "
                     f"of the CPU time); CPU part {cpu_part:.3f} of the {med:.3f} ms median)")
-    ci_text = f"its median's 95 % CI half-width {half:.3f} ms" if half is not None else "no CI (too few attempts)"
-    return rec, f"disturbances could have added {added:.3f} ms, beyond {ci_text}: " + "; ".join(what)
+    ci_text = (f"beyond its median's 95 % CI half-width {half:.3f} ms" if half is not None else
+               f"and its {len(hs.times_ns)} attempts are too few for a CI of the median (no CI: any disturbance counts)")
+    return rec, f"disturbances could have added {added:.3f} ms, {ci_text}: " + "; ".join(what)
 
 
 def _link_counters(snap: Snapshot, backend: str):

@@ -112,7 +112,7 @@ REGISTRY: list[Axis] = [
     # sends no chain: those cells run once.
     Axis("chain_depth", "chain depth", lambda v: f"chain{v}",
          applies=lambda exp, cell: M.get(cell.mode).certificate,
-         bound=lambda v: {"chain_depth": int(v)}),
+         bound=lambda v: {"chain_depth": int(v)}, unused=_CHAIN),
     # The chain's other levels and size (pqs-server --inter-sig, --root-sig, --cert-pad-bytes,
     # --cert-scts, --suppress-intermediates): only a handshake that sends the chain; the
     # intermediates' settings only where there are some.
@@ -136,7 +136,9 @@ REGISTRY: list[Axis] = [
          applies=lambda exp, cell: M.get(cell.mode).certificate and exp.chain_depth > 1,
          server_args=lambda v, exp, cell: ["--suppress-intermediates"] if _flag(v) else [],
          bound=lambda v: {"suppress_intermediates": _flag(v)}, text=lambda v: _on_off(_flag(v)), unused=_INTER),
-    # RFC 8879, offered and accepted by both programs (the server's chain compressed once).
+    # RFC 8879, offered and accepted by both programs (the server's chain compressed once); TLS 1.3
+    # only: the plan refuses it in a tls12 cell (plan.check_cells_can_run) rather than label the
+    # cell compressed.
     Axis("cert_compression", "certificate compression", lambda v: f"comp-{v}",
          applies=lambda exp, cell: M.get(cell.mode).certificate,
          server_args=lambda v, exp, cell: ["--cert-comp", v] if v != "off" else [],
@@ -144,23 +146,30 @@ REGISTRY: list[Axis] = [
     # Mutual TLS: the client chain's signature algorithm (none: off).
     Axis("client_auth", "client auth", lambda v: f"mtls-{v or 'off'}",
          bound=lambda v: {"client_auth": _sig_or_none(v)}, text=lambda v: _sig_or_none(v) or "off", sig=True),
-    # The client chain's other levels under mutual TLS (pqs-server generates it).
-    Axis("client_inter_sig", "client intermediates", lambda v: f"cinter-{_sig_or_none(v) or 'leaf'}",
-         applies=lambda exp, cell: exp.client_auth is not None,
-         server_args=lambda v, exp, cell: ["--client-inter-sig", v] if _sig_or_none(v) else [],
-         text=lambda v: _sig_or_none(v) or AS_LEAF, sig=True, unused=_CLIENT),
-    Axis("client_root_sig", "client root", lambda v: f"croot-{_sig_or_none(v) or 'leaf'}",
-         applies=lambda exp, cell: exp.client_auth is not None,
-         server_args=lambda v, exp, cell: ["--client-root-sig", v] if _sig_or_none(v) else [],
-         text=lambda v: _sig_or_none(v) or AS_LEAF, sig=True, unused=_CLIENT),
+    # The client chain's depth before its levels: whether it has intermediates is judged at the
+    # cell's depth.
     Axis("client_chain_depth", "client chain depth", lambda v: f"cchain{v}",
          applies=lambda exp, cell: exp.client_auth is not None,
          bound=lambda v: {"client_chain_depth": int(v)},
          unused="the client chain's depth under mutual TLS, but client_auth is not set (add client_auth, or remove "
                 "{keys})"),
+    # The client chain's other levels under mutual TLS (pqs-server generates it): the root signs
+    # the leaf at any depth, intermediates exist from client_chain_depth 2.
+    Axis("client_inter_sig", "client intermediates", lambda v: f"cinter-{_sig_or_none(v) or 'leaf'}",
+         applies=lambda exp, cell: exp.client_auth is not None and exp.client_chain_depth > 1,
+         server_args=lambda v, exp, cell: ["--client-inter-sig", v] if _sig_or_none(v) else [],
+         text=lambda v: _sig_or_none(v) or AS_LEAF, sig=True,
+         unused="the client chain's intermediates under mutual TLS, but no cell's client chain has one (set "
+                "client_auth and client_chain_depth: 2 or more, or remove {keys})"),
+    Axis("client_root_sig", "client root", lambda v: f"croot-{_sig_or_none(v) or 'leaf'}",
+         applies=lambda exp, cell: exp.client_auth is not None,
+         server_args=lambda v, exp, cell: ["--client-root-sig", v] if _sig_or_none(v) else [],
+         text=lambda v: _sig_or_none(v) or AS_LEAF, sig=True, unused=_CLIENT),
     # The response after the handshake; a handshake-only transport (QUIC) has none.
     Axis("response_bytes", "response bytes", lambda v: f"resp{v}",
-         applies=lambda exp, cell: not T.get(cell.transport).handshake_only),
+         applies=lambda exp, cell: not T.get(cell.transport).handshake_only,
+         unused="the response after the handshake, but no cell's transport carries one here (the QUIC cells are "
+                "handshake only; add tcp to transports, or remove {keys})"),
     Axis("early_response", "early response", lambda v: f"early-{_on_off(v)}",
          applies=lambda exp, cell: M.get(cell.mode).early_data, text=_on_off,
          unused="how the server answers early data, but no cell sends any (add 0rtt or fs0rtt to modes, or remove "

@@ -154,7 +154,7 @@ def test_without_a_ci_or_past_the_failures():
     (the median's upper bound is 'not finished'): none can move it beyond."""
     b, a = late_cell(0.12)
     few = V.judge(prof(rtt="40ms"), "userspace", b, a, RTT40, handshakes=V.Handshakes(times(82.0, 2.0, n=4), 105, 2, 80.2, (2, 2)))
-    assert "no CI (too few attempts)" in few["verdict"], few["verdict"]
+    assert "too few for a CI of the median (no CI: any disturbance counts)" in few["verdict"], few["verdict"]
     half_failed = V.Handshakes(times(82.0, 2.0, n=56) + [float("inf")] * 44, 105, 2, 80.2, (2, 2))
     v = V.judge(prof(rtt="40ms"), "userspace", b, a, RTT40, handshakes=half_failed)
     assert v["verdict"] == "ok" and v["disturbance"]["judged"].startswith("not weighed: the median's CI reaches")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -323,3 +324,43 @@ def test_both_tls_stacks_through_the_runner(write_exp, tmp_path, loopback):
         full = rows[rows["mode"] == "full"]
         assert full["msgs_certificate"].notna().all() and (full["msgs_certificate"] > 0).all(), tr
         assert (rows["tcp_data_segs_in"] > 0).all(), tr
+
+
+# A chain the model puts just under s2n-tls's 64 KiB limit on a Certificate body and the wire just
+# over it (the model's sizes are minima: tests/testbed/test_msgsizes.py): every attempt of the
+# padded cell fails, the unpadded one beside it is healthy.
+OVER_ON_THE_WIRE = """
+name: lo
+groups: [X25519MLKEM768]
+sigs: [ml-dsa-65]
+profiles: [lan]
+tls_stacks: [s2n]
+cert_pad_bytes: [0, 59900]
+samples: 4
+warmup: 1
+rtt_probes: 3
+seed: 3
+"""
+
+
+@pytest.mark.parametrize("expected", [False, True], ids=["failed", "failures_expected"])
+def test_a_cell_none_of_whose_attempts_succeeded_is_failed(write_exp, tmp_path, loopback, expected):
+    text = OVER_ON_THE_WIRE + ("failures_expected: true\n" if expected else "")
+    path = _run(write_exp, tmp_path, loopback, text)
+    run = RunDir(path)
+    done = {d["cell_id"]: d for d in run.done_cells().values()}
+    assert len(done) == 2, done
+    bad = next(d for i, d in done.items() if "59900" in i)
+    good = next(d for i, d in done.items() if "59900" not in i)
+    assert good["status"] == "complete", good
+    if expected:
+        assert bad["status"] == "complete" and run.meta()["status"] == "complete", bad
+    else:
+        assert bad["status"] == "failed", bad
+        assert re.match(r"no measured attempt succeeded \(0 of 4: \w+ x4\); .*failures_expected: true", bad["reason"]), bad
+        assert run.meta()["status"] == "complete-with-failures"
+    cells = load(path, "cells").set_index("cell_id")
+    assert cells.loc[good["cell_id"], "n_ok"] == 4 and cells.loc[bad["cell_id"], "n_ok"] == 0
+    samples = load(path, "samples")  # the failed cell's attempts are kept, not dropped
+    mine = samples[samples["cell_id"] == bad["cell_id"]]
+    assert len(mine[~mine["warmup"]]) == 4 and not mine["ok"].any(), mine

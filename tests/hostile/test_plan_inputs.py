@@ -8,7 +8,6 @@ import inspect
 import re
 
 import pytest
-import yaml
 
 from pqshake.experiments import axes as AX
 from pqshake.experiments import model as EM
@@ -31,28 +30,9 @@ CASES = [
 ]
 
 
-@pytest.fixture
-def plan(tmp_path, capsys):
-    from pqshake import cli
-
-    def call(extra: dict) -> tuple[int, str]:
-        f = tmp_path / "e.yaml"
-        f.write_text(yaml.safe_dump({**BASE, **extra}, sort_keys=False))
-        rc = cli.main(["plan", "--seed", "1", str(f)])
-        out = capsys.readouterr()
-        return rc, out.out + out.err
-
-    return call
-
-
 @pytest.mark.parametrize("extra,expect,code", CASES, ids=[str(c[0]) for c in CASES])
-def test_plan_input(plan, extra, expect, code):
-    rc, out = plan(extra)
-    assert rc == code, out
-    assert re.search(expect, out.splitlines()[0]), out
-    assert "Traceback" not in out
-    if code:
-        assert len(out.strip().splitlines()) == 1, out
+def test_plan_input(plan_case, extra, expect, code):
+    plan_case(BASE, extra, expect, code)
 
 
 def test_swept_values_judged_by_their_field_alone_stay_judged_as_in_the_whole():

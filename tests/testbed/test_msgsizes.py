@@ -223,3 +223,39 @@ def test_quic_server_sends_its_stored_compressed_chain(tmp_path, engine):
         for a in r.attempts:
             m = _msgs(a)
             assert m["compressed_certificate"] == 12 + small, m
+
+
+# ------------------------------ the receiving stack's limit on the Certificate (issue 45) --
+
+# (TLS stack, group, signature, chain depth): a chain padded to the stack's limit on a Certificate
+# body (experiments/feasibility.py LIMITS) and one byte over it. The plan refuses cells over a
+# limit by the model's size, which must never be above the wire's.
+LIMIT_CASES = [("openssl", "x25519", "slh-dsa-sha2-128f", 4, 30000), ("s2n", "X25519MLKEM768", "ml-dsa-65", 1, 59000)]
+
+
+def _certificate_body(srv, depth):
+    """The server's Certificate body as sent: context 1, list 3, per certificate 3 + DER + 2."""
+    return 4 + 5 * depth + srv.ready["chain_der_bytes"]
+
+
+@pytest.mark.parametrize("stack,group,sig,depth,pad0", LIMIT_CASES, ids=[c[0] for c in LIMIT_CASES])
+def test_the_stacks_certificate_limit_is_where_the_plan_puts_it(tmp_path, stack, group, sig, depth, pad0):
+    from pqshake.experiments import feasibility as F
+
+    limit = F.LIMITS[stack].body_bytes
+    args = ("--sig", sig, "--chain-depth", depth, "--tls-stack", stack)
+    with Server(tmp_path, *args, "--cert-pad-bytes", pad0) as srv:
+        pad = pad0 + limit - _certificate_body(srv, depth)  # one padding byte is one body byte
+    seen = {}
+    for want, p in ((limit, pad), (limit + 1, pad + 1)):
+        with Server(tmp_path, *args, "--cert-pad-bytes", p) as srv:
+            body = _certificate_body(srv, depth)
+            r = run_timer("--connect", srv.addr, "--ca", srv.ca, "--groups", group, "--tls-stack", stack,
+                          "--samples", 1, "--timeout", "5s")
+        assert body == want, (p, body, want)
+        seen[body] = r.attempts[0]["ok"]
+        pk, sl = hm.sig_sizes(sig, REG)
+        kw = {"chain_depth": depth, "cert_pad_bytes": p}
+        model = hm.certificate_message_bytes(pk, sl, depth, hm.auth_extra_for(sig, kw, REG)) - F.HEADER
+        assert model <= body, f"the model's Certificate body {model} B is above the wire's {body} B"
+    assert seen == {limit: True, limit + 1: False}, f"{stack}: accepted by body size {seen}"
