@@ -99,25 +99,25 @@ def _bytes(n: int) -> str:
     return f"{n:,} bytes"
 
 
-def check_cells_can_finish(ef: Any, cells: list[Any], profiles: dict[str, Any]) -> None:
-    """Refuse the first cell (by the plan's order before shuffling) that cannot finish, naming
-    the setting to change. Each kind of cell is judged once."""
-    from .plan import profile_figures
-
+def check_cells_can_finish(plan: Any) -> None:
+    """Refuse the first cell (in the plan's order before shuffling) that cannot finish, naming
+    the setting to change. Each kind of cell is judged once, through the plan's own memos (its
+    view of the experiment and bound keywords per combination of settings, its figures per
+    profile). The least attempt is worked out only for a cell whose planned attempt is longer
+    than the timeout: the planned attempt is the same timeline with CPU, loss and the body's
+    slow start added, never shorter (tests/hostile/test_cells_finish.py checks it on every
+    shipped experiment), so a cell within it can finish."""
+    ef = plan.experiment
     registry = load_registry()
     seen: set[tuple] = set()
-    views: dict[tuple, tuple[Any, dict[str, Any]]] = {}  # per combination of settings, not per cell
-    figures: dict[str, dict[str, Any]] = {}
     timeout_s = ef.model.timeout / 1e9
-    for c in cells:
+    for c in plan.cells:
         key = (c.group, c.sig, c.mode, c.transport, c.profile, c.settings)
         if key in seen:
             continue
         seen.add(key)
-        if c.settings not in views:
-            view = ef.model.for_cell(c)
-            views[c.settings] = (view, A.bound_kwargs(view))
-        m, kw = views[c.settings]
+        m = plan._view(c)
+        kw = plan._bound_kwargs(c, m)
         limit = LIMITS.get(stack_of(c.transport))
         try:
             bodies = certificate_bodies(c, m, registry, kw) if limit else []
@@ -131,10 +131,10 @@ def check_cells_can_finish(ef: Any, cells: list[Any], profiles: dict[str, Any]) 
                     f"by the model, over {limit.what} = {_bytes(limit.body_bytes)}: the {peer} would abort every "
                     f"handshake; make the chain smaller (cert_pad_bytes, cert_scts, chain_depth, a smaller sig), "
                     f"or exclude the cell")
-        if c.profile not in figures:
-            figures[c.profile] = profile_figures(profiles[c.profile])
-        f = figures[c.profile]
         try:
+            if plan.attempt_estimate_s(c) <= timeout_s:
+                continue
+            f = plan._figures(c.profile)
             least = least_attempt_s(c, m, f, registry, kw)
         except ValueError:
             continue

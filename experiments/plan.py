@@ -689,7 +689,6 @@ def build_plan(ef: ExperimentFile | Path | str, *, seed: int | None = None,
     for t in T.REGISTRY:  # each transport refuses what its programs or the link cannot run
         _check_one(t, ef, cells, profs)
     check_cells_can_run(ef, reg, cells)
-    feasibility.check_cells_can_finish(ef, cells, profs)
     check_settings_matter(ef, cells, capture_rules)
     check_machine(ef, [*profs.values(), *hops])
     if check_stack:
@@ -709,9 +708,12 @@ def build_plan(ef: ExperimentFile | Path | str, *, seed: int | None = None,
 
     if seed is None:
         seed = m.seed if m.seed is not None else secrets.randbits(32)
+    plan = Plan(ef, groups, sigs, profs, cells, seed, excluded, notes, hops, capture_rules)
+    # Cells the model knows cannot finish (each kind's planned attempt is kept for the estimate).
+    feasibility.check_cells_can_finish(plan)
     if m.order in ("shuffled", "interleaved"):  # interleaved: each round's turns are shuffled again
-        cells = shuffle_cells(cells, seed)
-    return Plan(ef, groups, sigs, profs, cells, seed, excluded, notes, hops, capture_rules)
+        plan.cells = shuffle_cells(cells, seed)
+    return plan
 
 
 def too_many_cells(ef: ExperimentFile) -> str:

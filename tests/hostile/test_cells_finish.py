@@ -6,10 +6,14 @@ every measured attempt fails on the wire is a failed cell (tests/experiments, th
 from __future__ import annotations
 
 
+from pathlib import Path
+
 import pytest
 
 from pqshake.experiments import feasibility as F
 from pqshake.experiments import handshake_model as hm
+
+REPO = Path(__file__).resolve().parents[2]
 
 BASE = {"name": "h", "groups": ["x25519"], "sigs": ["ml-dsa-44"], "profiles": ["lan"], "samples": 3}
 R10 = {"name": "r10", "rtt": "10ms", "rate": "10Mbit"}
@@ -73,3 +77,26 @@ def test_the_clients_chain_is_sized_under_mutual_tls():
     bodies = {who: (key, n) for who, key, n in F.certificate_bodies(c, m, load_registry())}
     assert bodies["client"][0] == "client_auth" and 4 * 17088 < bodies["client"][1] < F.LIMITS["openssl"].body_bytes
     assert bodies["server"][0] == "sigs" and bodies["server"][1] < bodies["client"][1]
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in (REPO / "experiments").glob("*.yaml") if p.stem != "defaults"))
+def test_the_planned_attempt_is_never_shorter_than_the_least(name):
+    """feasibility works the least attempt out only where the planned one is over the timeout;
+    that is sound while the planned attempt (the bound with CPU, loss, the body's slow start) is
+    never below the least (the bound with no CPU, the body at the link's rate): every distinct
+    cell of every shipped experiment."""
+    from pqshake.experiments.plan import build_plan
+    from pqshake.registry import load_registry
+
+    plan = build_plan(REPO / "experiments" / f"{name}.yaml", seed=1, check_stack=False)
+    reg, seen, short = load_registry(), set(), []
+    for c in plan.cells:
+        key = (c.group, c.sig, c.mode, c.transport, c.profile, c.settings)
+        if key in seen:
+            continue
+        seen.add(key)
+        m = plan._view(c)
+        least = F.least_attempt_s(c, m, plan._figures(c.profile), reg, plan._bound_kwargs(c, m))
+        if plan.attempt_estimate_s(c) < least:
+            short.append((c.cell_id, float(plan.attempt_estimate_s(c)), least))
+    assert seen and not short, short[:5]
