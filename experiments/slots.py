@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pqshake.errors import UserError
+from pqshake.yamlsrc import short
 
 if TYPE_CHECKING:
     from .plan import Cell, Plan
@@ -120,17 +121,40 @@ def machine_cpus() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def parallel_range() -> tuple[int, int]:
+    """The fewest and most slots a number of `parallel` may give, read from the experiment
+    model's field (its Annotated[int, Field(ge=..., le=...)] member): --parallel refuses what the
+    experiment file would, and the bound lives in one place."""
+    import typing
+
+    from .model import Experiment
+
+    bounds: dict[str, int] = {}
+    todo = [Experiment.model_fields["parallel"].annotation]
+    while todo:  # the union's members, and inside Annotated its FieldInfo's annotated_types
+        t = todo.pop()
+        todo += [a for a in typing.get_args(t) if not isinstance(a, (str, int))]
+        for m in getattr(t, "metadata", ()) or ():
+            for c in getattr(m, "metadata", [m]):
+                for k in ("ge", "le"):
+                    if isinstance(getattr(c, k, None), int):
+                        bounds[k] = getattr(c, k)
+    return bounds.get("ge", 1), bounds["le"]
+
+
 def parse_parallel(value: Any, where: str) -> int | str:
-    """'auto', or a number of slots >= 1 (from the experiment file or --parallel)."""
+    """'auto', or a number of slots within parallel_range() (from the experiment file or
+    --parallel)."""
     if value == "auto":
         return "auto"
+    lo, hi = parallel_range()
     try:
         n = int(value)
     except (TypeError, ValueError):
         n = 0
-    if isinstance(value, bool) or n < 1 or str(n) != str(value).strip():
-        raise UserError(f"{where}: parallel {value!r}: expected auto or a number of slots >= 1 (1: one cell at a time)",
-                        exit_code=2)
+    if isinstance(value, bool) or not lo <= n <= hi or str(n) != str(value).strip():
+        raise UserError(f"{where}: parallel {short(value)}: expected auto or a number of slots from {lo} to {hi} "
+                        f"(write {where} auto, or a number up to {hi}; 1: one cell at a time)", exit_code=2)
     return n
 
 

@@ -245,13 +245,41 @@ _SYNTAX_FIX = {"\\t": "indent with spaces, not tabs", "undefined alias": "define
                "incompatible YAML": "remove the %YAML line, or write %YAML 1.1"}
 
 
-def _fields_shape(node: yaml.Node, fields: frozenset[str]) -> bool:
-    """False when node is a mapping none of whose keys is a field of ours: then it is not a
-    profile/experiment at all (/etc/shadow reads as a mapping of its lines), and nothing of it
-    may be echoed."""
+# Keys any YAML file may carry at its top (a docker-compose file, a CI workflow, a Kubernetes
+# manifest): being fields of ours too, they are no sign that a file is ours.
+_ANY_FILE_KEYS = frozenset({"name", "description"})
+# Keys judged: a file of ours has fewer top-level keys than we have fields, so the first few
+# hundred decide, and a file of 50,000 keys costs no 50,000 spelling comparisons.
+_JUDGED_KEYS = 300
+# Who reads a file of each kind, and one such file: the fix of "not a ... file".
+_EXAMPLE = {"experiment": ("pqshake plan", "experiments/demo.yaml"),
+            "profile": ("pqshake net show", "emulation/profiles/lan.yaml")}
+
+
+def _not_ours(node: yaml.Node, fields: frozenset[str], kind: str, no_sign: frozenset[str]) -> str | None:
+    """Why node is not a `kind` at all, or None when it may be one: a mapping none of whose
+    top-level keys is a field of ours, keys in `no_sign` aside (a field mistyped, 'Samples' or
+    'group', counts as ours). Then nothing of it may be echoed: not its keys, not its values
+    (/etc/shadow reads as a mapping of its lines, a compose file carries passwords); the reason
+    gives counts only."""
     if not isinstance(node, yaml.MappingNode) or not node.value:
-        return True
-    return any(isinstance(k, yaml.ScalarNode) and k.value in fields for k, _ in node.value)
+        return None
+    keys = [k.value if isinstance(k, yaml.ScalarNode) else None for k, _ in node.value[:_JUDGED_KEYS]]
+    if any(k in fields and k not in no_sign for k in keys):
+        return None
+    # With name: the file passed as ours before this second look, and its keys were echoed: a
+    # mistyped field there ('group') still makes it ours. Without, nothing is taken on a guess.
+    allowed = sorted(fields) if no_sign else []
+    others = [k for k in keys if k not in fields and not (isinstance(k, str) and _near(k, allowed))]
+    if len(others) < len([k for k in keys if k not in fields]) or not others:
+        return None  # a field mistyped, or only name: (an experiment missing its fields)
+    n = len(node.value)
+    a = "an" if kind[0] in "aeiou" else "a"
+    besides = " other than name: or description:" if any(k in no_sign for k in keys) else ""
+    keys_text = f"none of its {n} top-level keys is" if n > 1 else "its one top-level key is not"
+    who, example = _EXAMPLE.get(kind, ("pqshake", "a file under experiments/ or emulation/profiles/"))
+    return (f"not a pqshake {kind} file: {keys_text} {a} {kind} field{besides} (check the file name: {who} "
+            f"takes {a} {kind} file such as {example})")
 
 
 def load_docs(path: Path | str, text: str | None = None, *, fields: frozenset[str] | None = None,
@@ -290,16 +318,20 @@ def load_docs(path: Path | str, text: str | None = None, *, fields: frozenset[st
         if node is None:
             continue
         line = node.start_mark.line + 1
-        if fields is not None and not _fields_shape(node, fields):
-            a = "an" if kind[0] in "aeiou" else "a"
-            example = "name" if "name" in fields else min(fields)
-            raise UserError(f"{source}:{line} not {a} {kind} file: no top-level key is {a} {kind} field such as "
-                            f"{example}: (check the file name)")
+        # Twice: before anything of it is built, a file none of whose keys is ours (name: counts,
+        # so the limits and a profile's or experiment's own YAML mistakes come first), and once
+        # built, one with nothing of ours but name: or description: (a compose file, a workflow).
+        why = _not_ours(node, fields, kind, frozenset()) if fields is not None else None
+        if why is not None:
+            raise UserError(f"{source}:{line} {why}")
         n, t = _measure(node, source, budget, {}, [])
         budget.nodes -= n
         budget.text -= t
         lines: dict[Loc, int] = {}
         data = _Builder(source).build(node, (), lines)
+        why = _not_ours(node, fields, kind, _ANY_FILE_KEYS) if fields is not None else None
+        if why is not None:
+            raise UserError(f"{source}:{line} {why}")
         docs.append(Doc(data=data, source=source, lines=lines, start_line=line))
     return docs
 
@@ -318,7 +350,12 @@ def _nested_model(ann: Any) -> type[BaseModel] | None:
 # A union's members appear in pydantic's locations by type: "literal['auto','off']", "str",
 # "dict[str,any]", or a model's class name. A class name is skipped only when it is one of the
 # models' names: a user's key ("Samples: 30", an unknown field) is CamelCase too and must stay.
-_UNION_MEMBER = re.compile(r"^(literal\[.*|str|int|float|bool|none|dict\[.*|list\[.*)$")
+_UNION_MEMBER = re.compile(r"^(literal\[.*|str|int|float|bool|none|dict\[.*|list\[.*|constrained-\w+)$")
+
+# A scalar union member, as pydantic names it in locations, in the user's words ("constrained-int"
+# is Annotated[int, Field(ge=...)]); a literal's own values are its words (the error's ctx).
+_MEMBER_WORDS = {"int": "a whole number", "float": "a number", "str": "text", "bool": "true or false",
+                 "none": "null"}
 
 
 def _model_names() -> set[str]:
@@ -370,7 +407,52 @@ def clean_errors(e: ValidationError) -> list[dict[str, Any]]:
         keep = len(parts) - 1 if err.get("type") == "extra_forbidden" else -1
         return tuple(p for i, p in enumerate(parts) if i == keep or not _skipped(p, models))
 
-    return union_misses_dropped([{**err, "loc": loc(err)} for err in e.errors()])
+    def member(err: dict[str, Any]) -> str | None:  # the union member failing, as pydantic names it
+        parts = reversed(tuple(err.get("loc", ())))
+        return next((p for p in parts if isinstance(p, str) and _UNION_MEMBER.match(p)), None)
+
+    def tagged(err: dict[str, Any]) -> bool:  # a member of a discriminated union (Tag("tag:..."))
+        return any(isinstance(p, str) and p.startswith("tag:") for p in err.get("loc", ()))
+
+    kept = union_misses_dropped([{**err, "loc": loc(err), "member": member(err), "tagged": tagged(err)}
+                                 for err in e.errors()])
+    return _unions_merged(kept)
+
+
+def _member_words(err: dict[str, Any]) -> str | None:
+    """What a scalar union member accepts, in plain words; None for a list, mapping or model."""
+    m = err.get("member") or ""
+    if m.startswith("literal["):
+        return str((err.get("ctx") or {}).get("expected") or "") or None
+    return _MEMBER_WORDS.get(m.removeprefix("constrained-"))
+
+
+def _unions_merged(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A union of scalars (`parallel: N | auto`) fails once per member, each named by pydantic's
+    type ('constrained-int', "literal['auto']"): one error instead, in plain words, saying what
+    the value may be ("expected a whole number or 'auto'"), or, when it is of one member's type
+    but out of its range, that member's complaint and the others ("..., or 'auto'")."""
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for err in errors:
+        if err.get("member"):
+            groups.setdefault(tuple(err["loc"]), []).append(err)
+    out = []
+    for err in errors:
+        group = groups.get(tuple(err["loc"]), [])
+        words = [_member_words(x) for x in group]
+        if err not in group or len(group) < 2 or None in words:
+            out.append(err)
+            continue
+        if err is not group[0]:
+            continue  # said with the group's first
+        ranged = [x for x in group if x.get("type") not in _SCALAR_ERRORS]
+        if ranged:
+            rest = [w for x, w in zip(group, words) if x is not ranged[0]]
+            msg = f"{ranged[0].get('msg')}, or {' or '.join(rest)}"
+        else:
+            msg = f"expected {' or '.join(words)}"
+        out.append({"type": "union_error", "loc": err["loc"], "input": err.get("input"), "msg": msg})
+    return out
 
 
 _ALLOWED = "; allowed: "
@@ -413,6 +495,38 @@ def _field_names(model: type[BaseModel], loc: Loc) -> list[str] | None:
     return None
 
 
+def _field_info(model: type[BaseModel], loc: Loc) -> Any:
+    """The pydantic FieldInfo loc ends at, if loc names fields all the way."""
+    current: Any = model
+    info = None
+    for part in loc:
+        if not (isinstance(current, type) and issubclass(current, BaseModel)):
+            return None
+        info = current.model_fields.get(part) if isinstance(part, str) else None
+        if info is None:
+            return None
+        current = _nested_model(info.annotation) or info.annotation
+    return info
+
+
+def _scalar_words(ann: Any) -> list[str] | None:
+    """What a union of scalars accepts, in plain words ('a whole number', "'auto'"); None when
+    a member is no scalar (a list, a mapping, a model)."""
+    import types
+    import typing
+
+    origin = typing.get_origin(ann)
+    if origin is typing.Annotated:
+        return _scalar_words(typing.get_args(ann)[0])
+    if origin in (typing.Union, types.UnionType):
+        parts = [_scalar_words(a) for a in typing.get_args(ann)]
+        return None if None in parts else [w for p in parts for w in p]
+    if origin is typing.Literal:
+        return [repr(v) for v in typing.get_args(ann)]
+    words = _MEMBER_WORDS.get(getattr(ann, "__name__", "").lower())
+    return [words] if words else None
+
+
 def _near(key: Any, allowed: list[str]) -> str | None:
     """The allowed field a mistyped key most likely meant: the same name in other case, else a
     close spelling."""
@@ -442,6 +556,15 @@ def describe(err: dict[str, Any], model: type[BaseModel]) -> str:
         return "expected a mapping of fields (key: value)"
     msg = str(err.get("msg", "invalid"))
     inp = err.get("input")
+    if kind == "literal_error" and err.get("tagged"):
+        # A discriminated union reports only the member its discriminator chose ("samples: 'abc':
+        # Input should be 'auto'"): say every member the field takes.
+        info = _field_info(model, loc)
+        words = _scalar_words(info.annotation) if info is not None else None
+        if words and len(words) > 1:
+            quoted = isinstance(inp, str) and re.fullmatch(r"\s*[-+]?[\d.]+\s*", inp)
+            fix = " (write the number without quotes)" if quoted else ""
+            return f"{short(inp)}: expected {' or '.join(words)}{fix}"
     if kind in _NUMBER_ERRORS and isinstance(inp, (bool, str)):
         # Strict types: true is no 1, and '4096' in quotes is text, not a number.
         fix = "true/false is not a number" if isinstance(inp, bool) else "write a plain number without quotes or unit"
