@@ -110,6 +110,7 @@ def check_cells_can_finish(plan: Any) -> None:
     ef = plan.experiment
     registry = load_registry()
     seen: set[tuple] = set()
+    sized: dict[tuple, list[tuple[str, str, int]]] = {}  # the chains' sizes: per sig, mode and settings
     timeout_s = ef.model.timeout / 1e9
     for c in plan.cells:
         key = (c.group, c.sig, c.mode, c.transport, c.profile, c.settings)
@@ -119,10 +120,13 @@ def check_cells_can_finish(plan: Any) -> None:
         m = plan._view(c)
         kw = plan._bound_kwargs(c, m)
         limit = LIMITS.get(stack_of(c.transport))
-        try:
-            bodies = certificate_bodies(c, m, registry, kw) if limit else []
-        except ValueError:  # an algorithm the registry does not size: the run will tell
-            bodies = []
+        chain = (c.sig, c.mode, c.settings)
+        if limit and chain not in sized:
+            try:
+                sized[chain] = certificate_bodies(c, m, registry, kw)
+            except ValueError:  # an algorithm the registry does not size: the run will tell
+                sized[chain] = []
+        bodies = sized[chain] if limit else []
         for who, key_, n in bodies:
             if n > limit.body_bytes:
                 peer = "client" if who == "server" else "server"

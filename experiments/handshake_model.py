@@ -369,7 +369,8 @@ def lower_bound(rtt_s: float, *, share_c: int, share_s: int, sig_pk: int, sig_le
                 mode: str = M.FULL, cpu_s: float = DEFAULT_CPU_S, iw: int = IW,
                 rate_up: float | None = None, rate_down: float | None = None, cpu: Cpu | None = None,
                 iw_c: int | None = None, iw_s: int | None = None, client_sig: tuple[int, int] | None = None,
-                client_chain_depth: int = 1, request_bytes: int = 1, tfo: bool = False, auth_extra: int = 0) -> Bound:
+                client_chain_depth: int = 1, request_bytes: int = 1, tfo: bool = False, auth_extra: int = 0,
+                transport: str = "") -> Bound:
     """rtt_s: propagation RTT (no serialization in it); rate_bps: both directions unless
     rate_up / rate_down say otherwise (None or 0 = unlimited); cpu: the split CPU terms, else
     cpu_s as one server-side term (the planner's estimate of library overhead). iw: the initial
@@ -378,7 +379,7 @@ def lower_bound(rtt_s: float, *, share_c: int, share_s: int, sig_pk: int, sig_le
     request_bytes: the request the client writes after its handshake (ttfb); tfo: TCP Fast Open
     (no round trip before the first flight). psk_ke resumption (mode resume_psk) has no key
     share in the ServerHello and no KEM work on either side; 0-RTT's first response byte
-    follows the server's first flight (0.5-RTT data)."""
+    follows the server's first flight (0.5-RTT data). transport: the row whose model this is."""
     if mode == M.RESUME_PSK:
         share_s = 0
         if cpu is not None:
@@ -420,7 +421,7 @@ def lower_bound(rtt_s: float, *, share_c: int, share_s: int, sig_pk: int, sig_le
         ttfb = total + serialization_s(RECORD_OVERHEAD + 1, rd, mtu)
     return Bound(base, x_c, x_s, rtts, ch, sf, cseg, sseg, t_rtt, no_cpu - t_rtt, total - no_cpu, total,
                  packets=segments(crit, mtu) + (cseg if mode == M.HRR else 0) + 2, cpu_sum=cpu.total,
-                 client2_bytes=c2, x_cc=x_cc, ttfb=ttfb)
+                 client2_bytes=c2, x_cc=x_cc, ttfb=ttfb, transport=transport)
 
 
 def _first_response_byte(t_done: float, c2: int, cpu: Cpu, *, rate_up, rate_down, rtt: float, mtu: int, iw: int,

@@ -711,6 +711,29 @@ def _field_model(key: str) -> type[BaseModel]:
 _WHOLE: frozenset[str] = frozenset()
 
 
+class _Seen:
+    """The values of a list so far, by equality as `in` judges it (1 == 1.0 == True), in a set
+    where they hash and in a list where they do not (a mapping value)."""
+
+    def __init__(self, first: list[Any]) -> None:
+        self._hashed: set[Any] = set()
+        self._other: list[Any] = []
+        for v in first:
+            self.add(v)
+
+    def has(self, v: Any) -> bool:
+        try:
+            return v in self._hashed
+        except TypeError:
+            return v in self._other
+
+    def add(self, v: Any) -> None:
+        try:
+            self._hashed.add(v)
+        except TypeError:
+            self._other.append(v)
+
+
 def _validate(data: dict[str, Any]) -> Experiment:
     from . import axes as A
 
@@ -727,14 +750,16 @@ def _validate(data: dict[str, Any]) -> Experiment:
     sweeps: dict[str, list[Any]] = {}
     for k, given in lists.items():
         values = [getattr(model, k)]
+        seen = _Seen(values)  # a 40,000-value list: a set, not `value in values` per value
         for i, x in enumerate(given[1:], 1):
             try:
                 one = _field_model(k)
                 value = getattr(one.model_validate({**first, k: x} if one is Experiment else {k: x}), k)
             except ValidationError as e:
                 raise Invalid(_errors(e, k, i)) from None
-            if value in values:
+            if seen.has(value):
                 raise Invalid([((k, i), f"{short(x)} is listed twice (keep one)")])
+            seen.add(value)
             values.append(value)
         if len(values) > 1:
             sweeps[k] = values

@@ -374,13 +374,40 @@ def _per_cell(fn: Callable) -> Callable:
 
     @functools.wraps(fn)
     def memo(self: "Plan", c: Cell) -> Any:
-        key = (fn.__name__, c.profile, c.group, c.sig, c.mode, c.transport, c.settings)
+        key = (fn.__name__, *_kind(c))
         hit = self._memo.get(key)
         if hit is None:
             hit = self._memo[key] = fn(self, c)
         return hit
 
     return memo
+
+
+def _kind(c: Cell) -> tuple:
+    """What _per_cell's values depend on: the cell without its repetition and id."""
+    return (c.profile, c.group, c.sig, c.mode, c.transport, c.settings)
+
+
+# A plan with at least this many kinds of cell prices them on two CPUs (Plan.price_in_parallel):
+# a 100,000-cell plan spent about 6 of its 10 s in the handshake model, one cell after another.
+PARALLEL_PRICING_MIN = 20_000
+_PRICING: "Plan | None" = None  # the plan a forked pricing worker reads (inherited, not sent)
+_PRICING_KINDS: list[Cell] = []  # one cell per kind, the workers' shares cut from it
+
+
+def _price(share: tuple[int, int]) -> list[tuple[float, float, float] | None]:
+    """A forked worker's share (every `step`-th of the kinds from `first`: indices, so no cell
+    is pickled): each cell's attempt estimate as (total, wait, cpu), or None where the model
+    raised (the parent prices that cell again and raises as it would have)."""
+    first, step = share
+    out: list[tuple[float, float, float] | None] = []
+    for c in _PRICING_KINDS[first::step]:
+        try:
+            e = _PRICING.attempt_estimate_s(c)
+            out.append((float(e), e.wait_s, e.cpu_s))
+        except Exception:  # noqa: BLE001 - the parent's own call reports it
+            out.append(None)
+    return out
 
 
 @dataclass
@@ -446,6 +473,37 @@ class Plan:
             size = block_size(self.model)
             hit = self._memo["blocks_per_cell"] = max(1, math.ceil(Target.of(self.model).expected() / size)) if size else 1
         return hit
+
+    def price_in_parallel(self, workers: int = 2) -> int:
+        """Each kind of cell's attempt estimate worked out by `workers` forked processes into the
+        plan's memo (the same function on the same inputs: the same floats), when the plan has
+        PARALLEL_PRICING_MIN kinds or more and this process may use as many CPUs; the number of
+        kinds priced so (0: none, the plan prices its cells as it asks for them)."""
+        import multiprocessing as mp
+
+        global _PRICING, _PRICING_KINDS
+        kinds: dict[tuple, Cell] = {}
+        for c in self.cells:
+            kinds.setdefault(_kind(c), c)
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        if len(kinds) < PARALLEL_PRICING_MIN or cpus < workers or "fork" not in mp.get_all_start_methods():
+            return 0
+        cells = _PRICING_KINDS = list(kinds.values())
+        _PRICING = self
+        try:
+            with mp.get_context("fork").Pool(workers) as pool:
+                priced = pool.map(_price, [(i, workers) for i in range(workers)])
+        except (OSError, AssertionError):  # no fork here (a daemonic process, no resources): one by one
+            return 0
+        finally:
+            _PRICING, _PRICING_KINDS = None, []
+        n = 0
+        for i, values in enumerate(priced):
+            for c, v in zip(cells[i::workers], values):
+                if v is not None:
+                    self._memo[("attempt_estimate_s", *_kind(c))] = Estimate(*v)
+                    n += 1
+        return n
 
     @_per_cell
     def attempt_estimate_s(self, c: Cell) -> Estimate:
@@ -518,6 +576,7 @@ class Plan:
                 "probes": self._probes_s(c.profile, m.rtt_probes),
                 "programs": Estimate(programs, 0.0, PROGRAMS_CPU_SHARE * programs)}
 
+    @_per_cell
     def cell_estimate_s(self, c: Cell) -> Estimate:
         return add(*self.cell_parts_s(c).values())
 
@@ -542,9 +601,16 @@ class Plan:
                          fixed: bool = True) -> dict[str, Estimate]:
         """estimate_s by what the time is spent on: the cells' parts (cell_parts_s), the
         profiles' links, and the run's own costs."""
+        whole = cells is None or cells is self.cells  # the plan's own list: its cells' sums once, not per caller
         cells = self.cells if cells is None else cells
-        per = [self.cell_parts_s(c) for c in cells]
-        out = {k: add(*(p[k] for p in per)) for k in ("handshakes", "probes", "programs")}
+        hit = self._memo.get("cells_parts") if whole else None
+        if hit is not None and hit[0] is cells:  # the same list object (resume and shards replace it)
+            out = dict(hit[1])
+        else:
+            per = [self.cell_parts_s(c) for c in cells]
+            out = {k: add(*(p[k] for p in per)) for k in ("handshakes", "probes", "programs")}
+            if whole:
+                self._memo["cells_parts"] = (cells, dict(out))
         out["links"] = add(*(self.profile_setup_s(name) for name in {c.profile for c in cells}))
         key = self.bfe_key(cells) if keygen else None
         out["run"] = Estimate((key["keygen_estimate_s"] if key else 0.0) + (RUN_FIXED_S if fixed and cells else 0.0))
@@ -709,6 +775,7 @@ def build_plan(ef: ExperimentFile | Path | str, *, seed: int | None = None,
     if seed is None:
         seed = m.seed if m.seed is not None else secrets.randbits(32)
     plan = Plan(ef, groups, sigs, profs, cells, seed, excluded, notes, hops, capture_rules)
+    plan.price_in_parallel()
     # Cells the model knows cannot finish (each kind's planned attempt is kept for the estimate).
     feasibility.check_cells_can_finish(plan)
     if m.order in ("shuffled", "interleaved"):  # interleaved: each round's turns are shuffled again

@@ -7,7 +7,6 @@ so the bound are TCP's."""
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 from pathlib import Path
 from typing import Any
@@ -49,7 +48,7 @@ S2N_REFUSED_MODES = {M.HRR: "s2n-tls picks its key shares from its security poli
                      M.TLS12: "the s2n stack is run with TLS 1.3 policies only",
                      # every other mode, and one added later, until the s2n stack implements it
                      **{m: S2N_NOT_IMPLEMENTED for m in M.NAMES if m not in (M.FULL, M.RESUME, M.HRR, M.TLS12)}}
-_LOWER_BOUND_ARGS = frozenset(inspect.signature(hm.lower_bound).parameters)
+_LOWER_BOUND_ARGS = frozenset(inspect.signature(hm.lower_bound).parameters) - {"transport"}  # set by the row
 TFO_QUEUE = 64  # pqs-server --tcp-fastopen: the kernel's queue of pending Fast Open requests
 
 
@@ -74,8 +73,9 @@ class Tcp(Transport):
         kw = {k: v for k, v in kw.items() if k in _LOWER_BOUND_ARGS}  # other transports' settings go
         csig = hm.sig_sizes(client_auth, registry) if client_auth else None
         b = hm.lower_bound(rtt_s, share_c=sc, share_s=ss, sig_pk=pk, sig_len=sl, client_sig=csig,
-                           client_chain_depth=client_chain_depth, request_bytes=request_bytes, tfo=self.tfo, **kw)
-        return dataclasses.replace(b, transport=NAME)  # tcp+tfo's bound too: TLS over TCP
+                           client_chain_depth=client_chain_depth, request_bytes=request_bytes, tfo=self.tfo,
+                           transport=NAME, **kw)  # tcp+tfo's bound too: TLS over TCP
+        return b
 
     def check(self, ef: Any, cells: list[Any], profs: dict[str, Any]) -> None:
         """TLS over TCP runs every mode on any link."""

@@ -93,3 +93,26 @@ def test_a_response_body_at_a_slow_rate_is_in_the_estimate(tmp_path, transport):
         assert with_body.attempt_estimate_s(c).wait_s - one_byte.attempt_estimate_s(twin).wait_s >= body * 8 / rate
     assert hm.response_body_s(body, 0.02, rate_down=rate) >= body * 8 / rate
     assert hm.response_body_s(0, 0.02, rate_down=rate) == 0.0
+
+
+def test_pricing_on_two_cpus_gives_the_same_estimates(tmp_path, monkeypatch):
+    """Plan.price_in_parallel (forked workers, from PARALLEL_PRICING_MIN kinds of cell) fills the
+    memo with the same floats as pricing one cell after another; a cell the model cannot price
+    is left to the parent, which raises as before."""
+    import os
+
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("one CPU: the plan prices its cells one by one (tested by the other tests)")
+    path = _write(tmp_path, cert_pad_bytes=list(range(60)), profiles=["lan", "rtt40"])
+    monkeypatch.setattr(P.Plan, "price_in_parallel", lambda self, workers=2: 0)
+    serial = P.build_plan(path, seed=1, check_stack=False)
+    want = {c.cell_id: (float(serial.attempt_estimate_s(c)), serial.attempt_estimate_s(c).wait_s,
+                        serial.attempt_estimate_s(c).cpu_s) for c in serial.cells}
+    monkeypatch.undo()
+    monkeypatch.setattr(P, "PARALLEL_PRICING_MIN", 10)
+    par = P.build_plan(path, seed=1, check_stack=False)
+    assert par.price_in_parallel() == len(par.cells) == 2 * 2 * 2 * 60
+    got = {c.cell_id: (float(par.attempt_estimate_s(c)), par.attempt_estimate_s(c).wait_s,
+                       par.attempt_estimate_s(c).cpu_s) for c in par.cells}
+    assert got == want
+    assert float(par.estimate_s()) == float(serial.estimate_s())
