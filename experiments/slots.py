@@ -274,6 +274,11 @@ def plan_slots(plan: "Plan", cells: list["Cell"] | None = None, parallel: int | 
     if len(chunks) != len(side):
         why += f"; {len(chunks) - len(side)} CPU-bound chunk(s) alone first"
     span, schedule = simulate(chunks, slots, budget)
+    if parallel == "auto" and span + fixed >= sequential:
+        # each chunk brings its own link up: short profiles split into chunks cost more in set-ups
+        # than running side by side saves (what was asked for by number still runs so)
+        return _one_at_a_time(plan, cells, sequential, cpus, f"auto: links side by side would save nothing "
+                              f"(~{span + fixed:.0f} s against ~{sequential:.0f} s one at a time)", budget)
     return SlotPlan(slots, chunks, sequential, span + fixed, cpus, why, budget, schedule)
 
 
