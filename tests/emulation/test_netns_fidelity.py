@@ -164,14 +164,22 @@ def test_tcp_throughput_and_no_queue_drops(mbit, backend, undisturbed):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("mbit", [1, 10])
-def test_rate_exact_under_udp_overload(mbit, backend):
-    """The link's own rate, which a stall cannot bias: UDP offered at 1.5x the rate keeps the queue
-    full, and the median receiver second must be within 1 % of rate x payload / frame."""
+def test_rate_exact_under_udp_overload(mbit, backend, undisturbed):
+    """The link's own rate: UDP offered at 1.5x the rate keeps the queue full, and the median
+    receiver second must be within 1 % of rate x payload / frame. A stall of the machine still
+    biases it when it takes more than two of the five seconds (inside user-mode Linux, beside the
+    container image's build, one run's seconds were 9.72, 9.72, 8.65, 9.55, 6.60 Mbit/s: median
+    1.8 % low), so a rejected measurement is taken again (conftest.judge_undisturbed): a link
+    whose rate is wrong is rejected every time."""
     p = prof(rtt="2ms", rate=f"{mbit}Mbit")
-    with Topology(p, backend=backend) as topo:
-        r = check.measure_link_rate(topo, mbit * 1_000_000, seconds=5)
-    report(f"{backend} udp overload {mbit}Mbit", {"bps": r["bps"], "want": r["want"]})
-    assert abs(r["bps"] - r["want"]) <= 0.01 * r["want"], (r["bps"], r["want"], r["per_s"])
+
+    def measure():
+        with Topology(p, backend=backend) as topo:
+            r = check.measure_link_rate(topo, mbit * 1_000_000, seconds=5)
+        report(f"{backend} udp overload {mbit}Mbit", {"bps": r["bps"], "want": r["want"]})
+        return {"bps": r["bps"], "want": r["want"], "per_s": r["per_s"]}
+
+    undisturbed(measure, lambda r: abs(r["bps"] - r["want"]) <= 0.01 * r["want"], f"{backend} udp overload {mbit} Mbit/s")
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
