@@ -9,6 +9,7 @@ import time
 
 import pytest
 import yaml
+from needs import need
 
 from pqshake.experiments import handshake_model as hm
 from pqshake.experiments import plan as P
@@ -101,8 +102,7 @@ def test_pricing_on_two_cpus_gives_the_same_estimates(tmp_path, monkeypatch):
     is left to the parent, which raises as before."""
     import os
 
-    if len(os.sched_getaffinity(0)) < 2:
-        pytest.skip("one CPU: the plan prices its cells one by one (tested by the other tests)")
+    need(len(os.sched_getaffinity(0)) >= 2, "pricing on two CPUs needs two usable CPUs (taskset/cgroup allows one)")
     path = _write(tmp_path, cert_pad_bytes=list(range(60)), profiles=["lan", "rtt40"])
     monkeypatch.setattr(P.Plan, "price_in_parallel", lambda self, workers=2: 0)
     serial = P.build_plan(path, seed=1, check_stack=False)
