@@ -109,14 +109,9 @@ def check_cells_can_finish(plan: Any) -> None:
     shipped experiment), so a cell within it can finish."""
     ef = plan.experiment
     registry = load_registry()
-    seen: set[tuple] = set()
     sized: dict[tuple, list[tuple[str, str, int]]] = {}  # the chains' sizes: per sig, mode and settings
     timeout_s = ef.model.timeout / 1e9
-    for c in plan.cells:
-        key = (c.group, c.sig, c.mode, c.transport, c.profile, c.settings)
-        if key in seen:
-            continue
-        seen.add(key)
+    for c in plan.kinds():
         m = plan._view(c)
         kw = plan._bound_kwargs(c, m)
         limit = LIMITS.get(stack_of(c.transport))

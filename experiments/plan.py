@@ -474,6 +474,14 @@ class Plan:
             hit = self._memo["blocks_per_cell"] = max(1, math.ceil(Target.of(self.model).expected() / size)) if size else 1
         return hit
 
+    def kinds(self) -> list[Cell]:
+        """One cell per kind (the cell without its repetition and id), in the plan's order: what
+        every per-kind judgement walks (pricing, feasibility and its test)."""
+        kinds: dict[tuple, Cell] = {}
+        for c in self.cells:
+            kinds.setdefault(_kind(c), c)
+        return list(kinds.values())
+
     def price_in_parallel(self, workers: int = 2) -> int:
         """Each kind of cell's attempt estimate worked out by `workers` forked processes into the
         plan's memo (the same function on the same inputs: the same floats), when the plan has
@@ -482,13 +490,11 @@ class Plan:
         import multiprocessing as mp
 
         global _PRICING, _PRICING_KINDS
-        kinds: dict[tuple, Cell] = {}
-        for c in self.cells:
-            kinds.setdefault(_kind(c), c)
+        kinds = self.kinds()
         cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
         if len(kinds) < PARALLEL_PRICING_MIN or cpus < workers or "fork" not in mp.get_all_start_methods():
             return 0
-        cells = _PRICING_KINDS = list(kinds.values())
+        cells = _PRICING_KINDS = kinds
         _PRICING = self
         try:
             with mp.get_context("fork").Pool(workers) as pool:
@@ -763,6 +769,10 @@ def build_plan(ef: ExperimentFile | Path | str, *, seed: int | None = None,
         note = check_offered(used, ef.where("groups"))
         if note:
             notes.append(note)
+        from pqshake.programs import NOT_BUILT, describe
+
+        if describe() is None:  # the transports' checks had only the plan's own refusals
+            notes.append(NOT_BUILT)
 
     if m.engine == "mininet" and m.topology is not None:
         t = m.topology
