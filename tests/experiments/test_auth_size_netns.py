@@ -36,14 +36,31 @@ def run_and_analyze(pqs, write_exp, tmp_path, text: str) -> Path:
     return path
 
 
+SHOW = ["axis_cert_pad_bytes", "axis_suppress_intermediates", "axis_cert_compression", "p50_ms", "bound_ms",
+        "bound_rtts", "retrans_share", "rtt_achieved_ms", "verdict", "suspect"]
+
+
 def test_auth_bytes_step_where_the_model_puts_it(pqs, write_exp, tmp_path):
-    path = run_and_analyze(pqs, write_exp, tmp_path, EXP)
-    t = pd.read_csv(path / "analysis" / "summary.csv")
-    assert len(t) == 6 and (t["n_ok"] == 8).all(), t
-    # each cell's median within half an RTT of the model's bound at its own settings
-    off = (t["p50_ms"] - t["bound_ms"]).abs()
-    assert (off <= RTT_MS / 2).all(), t[["axis_cert_pad_bytes", "axis_suppress_intermediates", "axis_cert_compression",
-                                         "p50_ms", "bound_ms", "bound_rtts"]]
+    """Each cell's median within half an RTT of the model's bound at its own settings. A fresh
+    clone's CI once had one loss-free cell at 310 ms against 60 (retransmissions: the analysis'
+    bound counted their bytes, 3 round trips where the model puts 2). A cell off its bound must
+    be one the run itself marked suspect (its validity verdict: frames the emulator dropped or
+    delayed, CPU the host took); then the run is taken again, up to three times. An off cell
+    the run calls ok fails at once: that is a wrong number reported as right."""
+    runs = []
+    for k in range(3):
+        path = run_and_analyze(pqs, write_exp, tmp_path / f"try{k}", EXP)
+        t = pd.read_csv(path / "analysis" / "summary.csv")
+        assert len(t) == 6 and (t["n_ok"] == 8).all(), t[SHOW].to_string()
+        off = (t["p50_ms"] - t["bound_ms"]).abs() > RTT_MS / 2
+        unflagged = off & (t["verdict"].astype(str) == "ok")
+        assert not unflagged.any(), f"off the bound, yet verdict ok:\n{t.loc[unflagged, SHOW].to_string()}"
+        if not off.any():
+            break
+        runs.append(t.loc[off, SHOW].to_string())
+    else:
+        raise AssertionError("every run had a cell off its bound (each marked suspect by the run: a disturbed "
+                             "machine; rerun when it is quieter):\n" + "\n".join(runs))
     pad = t["axis_cert_pad_bytes"].astype(int)
     sup = t["axis_suppress_intermediates"].astype(str)
     # the padded chain pays a third round trip; without its intermediate it does not

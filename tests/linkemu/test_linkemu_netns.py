@@ -259,7 +259,7 @@ def test_jumbo_frames(devnet_jumbo, tmp_path):
 
 
 @pytest.mark.parametrize("rate", [1_000_000, 10_000_000, 100_000_000])
-def test_rate_exact_under_overload(devnet, tmp_path, rate):
+def test_rate_exact_under_overload(devnet, tmp_path, rate, undisturbed):
     """The link serializes frames at exactly rate_bps, counting the Ethernet frame without FCS
     (as netem does): UDP offered at 1.5 x the rate arrives at rate x payload / frame, within
     1 % in the median one-second interval at the receiver, with the excess tail-dropped.
@@ -273,22 +273,31 @@ def test_rate_exact_under_overload(devnet, tmp_path, rate):
     drops) lives in tests/emulation. The queue limit holds ~60 ms, more than the longest stall
     seen (38 ms), so stalls alone do not drop frames. Payloads give >= 500 frames per second,
     so one frame more or less in an interval is <= 0.2 %. False failure: three of the five
-    intervals would have to be off by > 1 %."""
+    intervals would have to be off by > 1 %.
+
+    A fresh clone's CI once measured every second of six 0.6 to 2.2 % low at 100 Mbit/s (median
+    96.19 against 97.23 Mbit/s): host steal that lasts the whole measurement takes the iperf3
+    sender and the emulator's CPU alike, which the median cannot undo. So a measurement during
+    which the host stole CPU time does not count as a rejection (conftest.judge_undisturbed): a
+    link whose rate is wrong is rejected twice on a quiet host and fails."""
     from pqshake.emulation import check
     need(shutil.which("iperf3") is not None, "iperf3 not installed: make deps installs it")
     limit = check.overload_limit(rate)
     spec = f"rate_bps={rate},delay_ns=2000000,limit={limit}"
-    with devnet.emu(spec, "delay_ns=2000000", tmp=tmp_path) as emu:
-        r = check.measure_link_rate(devnet, rate)
-    per_s, got, want = r["per_s"], r["bps"], r["want"]
-    assert len(per_s) >= 5, r["intervals"]
-    up = emu["stats"]["up"]
-    print(f"rate {rate}: receiver {[round(x / 1e6, 4) for x in per_s]} Mbit/s, want {want / 1e6:.4f}; "
-          f"queue_dropped {up['queue_dropped']}, lateness p99 {up['lateness_ns']['p99']} ns")
-    assert abs(got / want - 1) < 0.01, (got, want, per_s)
-    assert up["queue_dropped"] > 0 and up["queue_max"] == limit, up
-    # every frame is accounted for: sent, tail-dropped, or still queued when the emulator stopped
-    assert up["forwarded"] + up["queue_dropped"] + up["queued"] == up["rx_frames"], up
+
+    def measure():
+        with devnet.emu(spec, "delay_ns=2000000", tmp=tmp_path) as emu:
+            r = check.measure_link_rate(devnet, rate)
+        up = emu["stats"]["up"]
+        assert len(r["per_s"]) >= 5, r["intervals"]
+        print(f"rate {rate}: receiver {[round(x / 1e6, 4) for x in r['per_s']]} Mbit/s, want {r['want'] / 1e6:.4f}; "
+              f"queue_dropped {up['queue_dropped']}, lateness p99 {up['lateness_ns']['p99']} ns")
+        # every frame is accounted for: sent, tail-dropped, or still queued when the emulator stopped
+        assert up["forwarded"] + up["queue_dropped"] + up["queued"] == up["rx_frames"], up
+        assert up["queue_dropped"] > 0 and up["queue_max"] == limit, up
+        return round(r["bps"] / r["want"] - 1, 5)
+
+    undisturbed(measure, lambda off: abs(off) < 0.01, f"{rate} bit/s: median interval off the rate by")
 
 
 def test_two_step_probe(devnet, tmp_path):
