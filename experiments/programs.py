@@ -48,8 +48,8 @@ def mode_args(cell: Cell, exp, server: bool) -> list[str]:
 def server_argv(binary: Path, listen: str, cell: Cell, exp, cert_dir: Path, log: Path,
                 qlog: Path | None = None) -> list[str]:
     mode = M.get(cell.mode)
-    # A handshake-only transport (QUIC) has no response and no 0-RTT in pqs-server: it refuses
-    # those options (the plan refuses response_bytes and 0rtt for such cells).
+    # A handshake-only transport (QUIC) is planned without a response and without 0-RTT (the plan
+    # refuses response_bytes and 0rtt for such cells), so its server gets neither option.
     tcp_only = [] if T.get(cell.transport).handshake_only else [
         "--response-bytes", str(exp.response_bytes), "--max-early-data", "16384" if mode.early_data else "0",
         "--early-response", exp.early_response, "--psk-ke", "on" if mode.psk_ke else "off"]

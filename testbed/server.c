@@ -71,7 +71,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
 "usage: " PROG " [options]\n"
-"       " PROG " --list-groups | --list-sigs [--provider NAME] [--oqs-native]\n"
+"       " PROG " --list-groups | --list-sigs | --describe [--provider NAME] [--oqs-native]\n"
 "TLS 1.3 (and TLS 1.2) test server; one JSON line per connection with server-side timestamps.\n"
 "\n"
 "  --listen ADDR:PORT     address to listen on (default 127.0.0.1:4433; port 0 = ephemeral,\n"
@@ -354,12 +354,10 @@ static bool server_groups(server *s, SSL_CTX *ctx, char *why, size_t whylen, cha
 /* A transport on another TLS stack: OpenSSL's own options refused rather than ignored. */
 static void stack_config(const server *s)
 {
-#define NOT_OPENSSL "the chosen --tls-stack is not OpenSSL; drop it or run --tls-stack openssl"
     if (pqs_cert_comp_on(s->cfg.cli.cert_comp))
-        pqs_usage_error(PROG, "--cert-comp: " NOT_OPENSSL " (pqshake compresses certificates on OpenSSL only)");
+        pqs_usage_error(PROG, "%s", PQS_NOT_OPENSSL_CERT_COMP);
     if (s->cfg.psk_ke)
-        pqs_usage_error(PROG, "--psk-ke on: " NOT_OPENSSL " (psk_ke resumption is OpenSSL's only here)");
-#undef NOT_OPENSSL
+        pqs_usage_error(PROG, "%s", PQS_NOT_OPENSSL_PSK_KE);
 }
 
 static SSL_CTX *make_ctx(server *s, char *why, size_t whylen, char *groups_out, size_t glen)
@@ -427,7 +425,7 @@ int main(int argc, char **argv)
     sigaddset(&sigs, SIGINT);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
-    int rc = pqs_cli_providers(&s->cfg.cli);
+    int rc = pqs_cli_providers(&s->cfg.cli, PROG);
     if (rc >= 0)
         return rc;
 

@@ -89,7 +89,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
 "usage: " PROG " --connect ADDR:PORT --ca FILE [options]\n"
-"       " PROG " --list-groups | --list-sigs [--provider NAME] [--oqs-native]\n"
+"       " PROG " --list-groups | --list-sigs | --describe [--provider NAME] [--oqs-native]\n"
 "Times TLS handshakes; one JSON line per attempt (failures included, never retried).\n"
 "\n"
 "  --connect ADDR:PORT    server address (IPv4, [IPv6] or localhost)\n"
@@ -731,16 +731,12 @@ static bool pem_has_cert(const char *path)
  * (its groups_check judges them), and OpenSSL's own lists refused rather than ignored. */
 static void stack_config(timer_cfg *cfg)
 {
-#define NOT_OPENSSL "the chosen --tls-stack is not OpenSSL; drop it or run --tls-stack openssl"
     if (cfg->sigalgs != NULL)
-        pqs_usage_error(PROG, "--sigalgs is an OpenSSL list and " NOT_OPENSSL " (that stack takes its signature "
-                              "schemes from the security policy of --groups)");
+        pqs_usage_error(PROG, "%s", PQS_NOT_OPENSSL_SIGALGS);
     if (cfg->ciphersuites != NULL)
-        pqs_usage_error(PROG, "--ciphersuites is an OpenSSL list and " NOT_OPENSSL " (that stack takes its cipher "
-                              "suites from the security policy of --groups)");
+        pqs_usage_error(PROG, "%s", PQS_NOT_OPENSSL_CIPHERSUITES);
     if (pqs_cert_comp_on(cfg->cli.cert_comp))
-        pqs_usage_error(PROG, "--cert-comp: " NOT_OPENSSL " (pqshake compresses certificates on OpenSSL only)");
-#undef NOT_OPENSSL
+        pqs_usage_error(PROG, "%s", PQS_NOT_OPENSSL_CERT_COMP);
     /* the files the stack reads in each worker, checked once here as OpenSSL's context does */
     if (cfg->p.verify && !pem_has_cert(cfg->ca))
         pqs_usage_error(PROG, "bad --ca '%s': no PEM certificate could be loaded", cfg->ca);
@@ -762,7 +758,7 @@ int main(int argc, char **argv)
     parse_args(argc, argv, cfg);
     signal(SIGPIPE, SIG_IGN);
 
-    int rc = pqs_cli_providers(&cfg->cli);
+    int rc = pqs_cli_providers(&cfg->cli, PROG);
     if (rc >= 0)
         return rc;
     const pqs_transport *tr = cfg->cli.transport;

@@ -23,6 +23,7 @@
 #include <sys/socket.h>
 
 #include "common.h"
+#include "describe.h"
 #include "fs0rtt.h"
 #include "tcpinfo.h"
 #include "tlsobs.h"
@@ -52,6 +53,18 @@ static inline bool pqs_mode_resumes(pqs_mode m)
 {
     return m == PQS_MODE_RESUME || m == PQS_MODE_0RTT || m == PQS_MODE_RESUME_PSK;
 }
+
+/* OpenSSL's own options on a stack that is not OpenSSL: the usage errors of both programs,
+ * and what --describe says of such a stack ("options"). */
+#define PQS_NOT_OPENSSL "the chosen --tls-stack is not OpenSSL; drop it or run --tls-stack openssl"
+#define PQS_NOT_OPENSSL_SIGALGS                                                                     \
+    "--sigalgs is an OpenSSL list and " PQS_NOT_OPENSSL " (that stack takes its signature schemes from the " \
+    "security policy of --groups)"
+#define PQS_NOT_OPENSSL_CIPHERSUITES                                                                \
+    "--ciphersuites is an OpenSSL list and " PQS_NOT_OPENSSL " (that stack takes its cipher suites from the " \
+    "security policy of --groups)"
+#define PQS_NOT_OPENSSL_CERT_COMP "--cert-comp: " PQS_NOT_OPENSSL " (pqshake compresses certificates on OpenSSL only)"
+#define PQS_NOT_OPENSSL_PSK_KE "--psk-ke on: " PQS_NOT_OPENSSL " (psk_ke resumption is OpenSSL's only here)"
 
 /* ---------------- the client side (pqs-timer) ---------------- */
 
@@ -208,6 +221,11 @@ typedef struct pqs_transport {
      * struct and JSON member, and its own operations, method and refusals (checked in its
      * place). NULL op: the transport runs itself. */
     const struct pqs_transport *(*engine)(const void *opts);
+    /* Its implementations for --describe (describe.h): the option that picks one
+     * ("--tls-stack", "--quic-engine"), and the k-th row (false past the last). NULL impl: the
+     * table is its one implementation. */
+    const char *impl_option;
+    bool (*impl)(size_t k, pqs_impl *out);
     /* The groups this table's TLS stack can be configured with (--groups, as the program
      * resolved it) on the server's side or the client's: false with why, a usage error "bad
      * --groups: WHY". NULL: any (OpenSSL's, which the program checks itself). */

@@ -61,16 +61,20 @@ class Transport:
     marker: str = "o"
     rank: int = 9  # place in tables and figures (not the registry order, which is the file's)
     min_mtu: int = 0  # the smallest link MTU it runs on (plan refusal, synthetic cells)
-    # Modes the programs cannot run over it, each with the reason the plan gives.
-    refused: dict[str, str] = {}
-    # It carries no early data: every mode whose request rides in the ClientHello (a row with
-    # early_data, e.g. 0rtt, fs0rtt) is refused for this reason, unless refused names it.
-    early_data_why: str = ""
+    # What the programs run it as: --transport NAME and the implementation (--tls-stack or
+    # --quic-engine NAME). The modes the programs refuse, and why, are theirs: `pqs-timer
+    # --describe` (pqshake/programs.py) says them for this pair; no row copies them.
+    program_transport: str = ""  # "" = the row's name
+    implementation: str = "openssl"
+    # Modes the programs run but the plan does not, each with the plan's own reason (what the
+    # handshake model cannot price yet, what pqshake measures over another transport only).
+    model_refused: dict[str, str] = {}
     # The modes the one-round-trip figure compares for it (analysis/figs/onertt.py).
     onertt_modes: tuple[str, ...] = (M.FULL,)
     # Its cells' ids have no transport part (cells that predate transports keep their ids).
     bare_cell_id: bool = False
-    # No response and no early data: pqs-server refuses those options with this transport.
+    # The plan runs its cells without a response and without early data (its model prices neither),
+    # and gives pqs-server neither option.
     handshake_only: bool = False
     # Its attempts carry the client socket's TCP_INFO figures (the tcp_* columns); QUIC's do not.
     over_tcp: bool = True
@@ -92,13 +96,21 @@ class Transport:
     # Its section in report.md (None: the summary table says all).
     report: ReportSection | None = None
 
+    def program(self) -> Any:
+        """What the built programs say of this row (pqshake.programs.Implementation); None when
+        they are not built, or do not have it."""
+        from pqshake.programs import describe
+
+        d = describe()
+        return d.get(self.program_transport or self.name, self.implementation) if d is not None else None
+
     def why_refused(self, mode: str) -> str | None:
-        """Why it does not run mode (None: it does)."""
-        if mode in self.refused:
-            return self.refused[mode]
-        if self.early_data_why and mode in M.NAMES and M.get(mode).early_data:
-            return self.early_data_why
-        return None
+        """Why it does not run mode (None: it does): the programs' words where they refuse it,
+        else the plan's own reason."""
+        im = self.program()
+        if im is not None and im.mode_why(mode):
+            return f"pqs-timer: {im.mode_why(mode)}"
+        return self.model_refused.get(mode)
 
     @property
     def modes(self) -> tuple[str, ...]:

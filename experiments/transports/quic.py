@@ -25,14 +25,15 @@ IP_UDP_HEADERS = 28  # IPv4 20 + UDP 8: a datagram's UDP payload is the MTU less
 # bytes of UDP payload + 8 UDP + 20 IPv4.
 QUIC_MIN_MTU = 1228
 QUIC_MAX_PENDING_DEFAULT = 128  # pqs-server's --quic-max-pending default (testbed/quic/quic_opts.h)
-# The modes pqs-server / pqs-timer refuse over QUIC: the reason, for the plan's message.
-QUIC_REFUSED_MODES = {M.ZERO_RTT: "QUIC 0-RTT is not supported by pqs-server/pqs-timer",
-                      M.TLS12: "QUIC requires TLS 1.3",
-                      M.RESUME_PSK: "psk_ke resumption is run over TCP only",
-                      # pqs-server / pqs-timer run ECH over QUIC (tests/testbed/test_ech.py); the plan waits for
-                      # this model to count its ClientHello bytes (the mode row's client_hello_extra)
-                      M.ECH: "the QUIC model does not count ECH's ClientHello bytes yet"}
-QUIC_MODES = tuple(m for m in M.NAMES if m not in QUIC_REFUSED_MODES and not M.get(m).early_data)
+# The modes the QUIC model below prices. What the programs refuse over QUIC, and why, they say
+# themselves (pqs-timer --describe); the plan refuses the rest with its own reason.
+QUIC_MODES = (M.FULL, M.RESUME, M.HRR)
+QUIC_PLAN_REFUSED = {M.RESUME_PSK: "psk_ke resumption is run over TCP only",
+                     # pqs-server / pqs-timer run ECH over QUIC (tests/testbed/test_ech.py); the plan waits for
+                     # this model to count its ClientHello bytes (the mode row's client_hello_extra)
+                     M.ECH: "the QUIC model does not count ECH's ClientHello bytes yet",
+                     **{m: f"the QUIC model prices {', '.join(QUIC_MODES)} only" for m in M.NAMES
+                        if m not in QUIC_MODES and m not in (M.RESUME_PSK, M.ECH)}}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -302,15 +303,17 @@ class Quic(Transport):
     refusals, other programs' arguments; the experiment key quic_engines chooses them."""
 
     name = NAME
+    program_transport = NAME  # quic+ngtcp2 too: --transport quic
     label = "QUIC"
     short = "QUIC"
     colour, linestyle, marker = "#D55E00", "--", "D"
     rank = 4
     quic_engine = "openssl"  # --quic-engine: the implementation under both programs
     min_mtu = QUIC_MIN_MTU
-    refused = QUIC_REFUSED_MODES
-    early_data_why = "0-RTT is not in OpenSSL's QUIC server"
-    # pqs-server and pqs-timer send no response and no early data over QUIC.
+    model_refused = QUIC_PLAN_REFUSED
+    # The plan runs QUIC cells without a response: the programs carry one over QUIC
+    # (tests/testbed/test_quic.py, request_response_on_a_stream), its model does not price it yet;
+    # no early data (pqs-timer --describe refuses 0-RTT over QUIC).
     handshake_only = True
     over_tcp = False
     timing_text = "Over QUIC the handshake is the connection set-up"
@@ -362,8 +365,9 @@ class Quic(Transport):
         from pqshake.errors import UserError
 
         if any(ef.model.for_cell(c).response_bytes for c in cells):
-            raise UserError(f"{ef.where('response_bytes')}: quic cells are handshake only (pqs-server and pqs-timer "
-                            f"send no response over QUIC); set response_bytes: 0, or run quic in another experiment")
+            raise UserError(f"{ef.where('response_bytes')}: quic cells are handshake only here (pqs-server and "
+                            f"pqs-timer carry a response over QUIC, but the plan's QUIC model does not price one yet); "
+                            f"set response_bytes: 0, or run quic in another experiment")
         for c in cells:
             refuse_mode(self, ef, c)
         refuse_small_mtu(self, ef, cells, profs, what="QUIC Initial datagram")
@@ -490,6 +494,7 @@ class QuicNgtcp2(Quic):
     colour, linestyle, marker = "#CC79A7", ":", "v"
     rank = 5
     quic_engine = "ngtcp2"
+    implementation = quic_engine
     timing_text = ""  # as QUIC's, said once
 
     @staticmethod

@@ -22,32 +22,12 @@ S2N_NAME = "tcp+s2n"
 # on AWS-LC.
 OPENSSL_STACK = "openssl"
 S2N_STACK = "s2n"
-# What the s2n stack runs, as its C side runs it (testbed/s2n/s2n_common.c, policies[]): s2n-tls
-# takes named security policies, not group lists, so a --groups value is a group some policy puts
-# first, and each policy takes its own certificate algorithms. Group (as the algorithm registry,
-# pqshake/algorithms.yaml, spells it) -> (the policy, the certificate algorithms it takes: names,
-# or a registry family as "rsa-*"). The plan refuses the rest, one line per cell, before any
-# network: no cell starts that the C side would refuse, or whose every handshake would fail (a
-# chain its group's policy does not take).
-_S2N_CLASSICAL = ("ecdsa-p256", "ecdsa-p384", "rsa-*")  # RSA signed with RSA-PSS
-S2N_POLICIES = {"X25519MLKEM768": ("20250512", (*_S2N_CLASSICAL, "ml-dsa-44", "ml-dsa-65", "ml-dsa-87")),
-                "secp256r1": ("20240503", _S2N_CLASSICAL),
-                "x25519": ("20240603", _S2N_CLASSICAL),
-                # CNSA 2.0: pure ML-KEM-1024, TLS 1.3, certificates ML-DSA-87 or ECDSA P-384
-                "MLKEM1024": ("ELBSecurityPolicy-TLS13-1-3-CNSA2-INTEROP1-FIPS-PQ-2026-07", ("ml-dsa-87", "ecdsa-p384"))}
-# Groups s2n-tls has on its server's side only (testbed/s2n/s2n_common.c, server_only): a
-# tcp+s2n cell runs both ends on s2n, so such a group is refused with the reason.
-S2N_SERVER_ONLY = {"SecP256r1MLKEM768": "s2n-tls's client offers SecP256r1MLKEM768 only after X25519MLKEM768 (no "
-                                        "security policy puts it first), so its ClientHello would carry the other "
-                                        "hybrid's key share and the server would answer with a HelloRetryRequest; "
-                                        "its server takes SecP256r1MLKEM768 from an OpenSSL client"}
-# The modes the s2n stack runs: full and resume (and mutual TLS, a setting of either); the
-# others with the reason its C side gives (testbed/s2n/stack.c, mode_why).
-S2N_NOT_IMPLEMENTED = "not implemented on the s2n stack"
-S2N_REFUSED_MODES = {M.HRR: "s2n-tls picks its key shares from its security policy; no decoy share can be forced",
-                     M.TLS12: "the s2n stack is run with TLS 1.3 policies only",
-                     # every other mode, and one added later, until the s2n stack implements it
-                     **{m: S2N_NOT_IMPLEMENTED for m in M.NAMES if m not in (M.FULL, M.RESUME, M.HRR, M.TLS12)}}
+# What the s2n stack runs (its security policies, the groups they put first, the certificate
+# algorithms each takes, its modes) the programs say themselves: pqs-timer --describe
+# (pqshake/programs.py). s2n-tls takes named security policies, not group lists, so a --groups
+# value is a group some policy puts first (or, on the server's side only, has). The plan refuses
+# the rest, one line per cell, before any network: no cell starts that the C side would refuse, or
+# whose every handshake would fail (a chain its group's policy does not take).
 _LOWER_BOUND_ARGS = frozenset(inspect.signature(hm.lower_bound).parameters) - {"transport"}  # set by the row
 TFO_QUEUE = 64  # pqs-server --tcp-fastopen: the kernel's queue of pending Fast Open requests
 
@@ -61,6 +41,7 @@ class Tcp(Transport):
     bare_cell_id = True  # tcp cells keep the ids they had before transports existed
     timing_text = "Over TCP the time includes the TCP handshake"
     tfo = False
+    program_transport = NAME  # tcp+tfo and tcp+s2n too: --transport tcp
     tls_stack = OPENSSL_STACK  # --tls-stack: the TLS implementation under both programs (tcp+tfo's too)
     tls_stack_text = "OpenSSL"  # the stack in legends and captions
     # The stack each cell ran on (DONE, from cell_info): openssl / s2n; null for the other
@@ -135,7 +116,7 @@ class TcpS2n(Tcp):
     timing_text = ""  # as TCP's, said once
     tls_stack = S2N_STACK
     tls_stack_text = "s2n-tls on AWS-LC"
-    refused = S2N_REFUSED_MODES
+    implementation = S2N_STACK
 
     def server_args(self, cell: Any, exp: Any, qlog: Path | None) -> list[str]:
         return ["--tls-stack", self.tls_stack]
@@ -146,24 +127,30 @@ class TcpS2n(Tcp):
     def plan_note(self, m: Any) -> str:
         return f" ({self.name}: {self.tls_stack_text}, TLS 1.3, {' and '.join(self.modes)} only)"
 
-    @staticmethod
-    def takes(group: str, name: str, reg: Any) -> bool:
-        """Whether the s2n stack's policy for group takes certificates of this algorithm."""
-        a = reg.get(name)
-        return any(t == name or (t.endswith("-*") and a is not None and a.family == t[:-2])
-                   for t in S2N_POLICIES[group][1])
+    def policies(self) -> dict[str, dict[str, Any]]:
+        """The built s2n stack's security policies by group ({} when the programs are not built):
+        policy, what, client (why its client cannot offer the group, None: it can), sigs (the
+        certificate algorithms it takes: names, or a registry family as "rsa-*")."""
+        im = self.program()
+        return {p["group"]: p for p in im.data.get("policies", ())} if im is not None else {}
 
-    @classmethod
-    def sig_why(cls, name: str, group: str, reg: Any) -> tuple[str, bool] | None:
+    @staticmethod
+    def takes(policy: dict[str, Any], name: str, reg: Any) -> bool:
+        """Whether this security policy takes certificates of this algorithm."""
+        a = reg.get(name)
+        return any(t == name or (t.endswith("-*") and a is not None and a.family == t[:-2]) for t in policy["sigs"])
+
+    def sig_why(self, name: str, group: str, reg: Any) -> tuple[str, bool] | None:
         """Why the s2n stack cannot run certificates of this algorithm under this group's policy,
-        and whether another group's policy takes them (None: it can). group: one of S2N_POLICIES."""
-        if cls.takes(group, name, reg):
+        and whether another group's policy takes them (None: it can). group: one of policies()."""
+        pol = self.policies()
+        if self.takes(pol[group], name, reg):
             return None
-        others = [g for g in S2N_POLICIES if cls.takes(g, name, reg)]
+        others = [g for g, p in pol.items() if p["client"] is None and self.takes(p, name, reg)]
         if others:
-            return (f"s2n-tls's policy for {group}, {S2N_POLICIES[group][0]}, does not take {name}; {name} runs with "
+            return (f"s2n-tls's policy for {group}, {pol[group]['policy']}, does not take {name}; {name} runs with "
                     f"{', '.join(others)}"), True
-        every = dict.fromkeys(t for _, ts in S2N_POLICIES.values() for t in ts)
+        every = dict.fromkeys(t for p in pol.values() for t in p["sigs"])
         return f"s2n-tls on AWS-LC takes {', '.join(every)}", False
 
     def check(self, ef: Any, cells: list[Any], profs: dict[str, Any]) -> None:
@@ -178,17 +165,20 @@ class TcpS2n(Tcp):
         from .. import axes as A
 
         reg = load_registry()
+        im, pol = self.program(), self.policies()
+        if im is None:  # not built: the plan says so (pqshake.programs.NOT_BUILT) and checks nothing here
+            return
         # the file chose the stack with tls_stacks, or named this row in transports itself
         drop = (f"{self.tls_stack} from tls_stacks" if self.name not in ef.data.get("transports", ())
                 else f"{self.name} from transports")
         for c in cells:
             refuse_mode(self, ef, c, drop)
-            if c.group in S2N_SERVER_ONLY:
+            if c.group in pol and pol[c.group]["client"] is not None:
                 raise UserError(f"{ef.where('groups')}: group {c.group} cannot run over {self.name} "
-                                f"({S2N_SERVER_ONLY[c.group]}); remove {c.group} from groups, or add the exclude rule "
-                                f"{_exclude_rule(transport=self.name, group=c.group)}")
-            if c.group not in S2N_POLICIES:
-                runs = [f"{g} (policy {p})" for g, (p, _) in S2N_POLICIES.items()]
+                                f"(pqs-timer: {pol[c.group]['client']}); remove {c.group} from groups, or add the "
+                                f"exclude rule {_exclude_rule(transport=self.name, group=c.group)}")
+            if c.group not in pol:
+                runs = [f"{g} (policy {p['policy']})" for g, p in pol.items() if p["client"] is None]
                 raise UserError(f"{ef.where('groups')}: group {c.group} cannot run over {self.name} (s2n-tls takes named "
                                 f"security policies, not group lists: it runs {', '.join(runs[:-1])} or {runs[-1]}); "
                                 f"remove {c.group} from "
@@ -215,9 +205,10 @@ class TcpS2n(Tcp):
                                 f"(s2n-tls's server issues no session ticket under client authentication); remove "
                                 f"client_auth, or add the exclude rule {_exclude_rule(transport=self.name, mode=c.mode)}")
             comp = A.get("cert_compression")
-            if view.cert_compression != "off" and comp.applies(view, c):
+            comp_why = im.options.get("--cert-comp")
+            if view.cert_compression != "off" and comp.applies(view, c) and comp_why:
                 raise UserError(f"{ef.where('cert_compression')}: {view.cert_compression}: the s2n stack does not "
-                                f"compress certificates (RFC 8879), so its cells would measure none; set "
+                                f"compress certificates (pqs-timer: {comp_why}), so its cells would measure none; set "
                                 f"cert_compression: off, or add the exclude rule "
                                 f"{_exclude_rule(transport=self.name, cert_compression=view.cert_compression)}")
 

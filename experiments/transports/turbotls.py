@@ -16,15 +16,15 @@ from ..handshake_model import (CV_FIXED, DEFAULT_CPU_S, FIN_MAX, IW, SH_MIN, SYN
 from . import Column, ReportSection, Transport, refuse_mode, refuse_small_mtu
 
 NAME = "turbotls"
-# The modes pqs-server / pqs-timer do not run over TurboTLS: the reason, for the plan's message.
-TURBO_REFUSED_MODES = {M.ZERO_RTT: "0-RTT over TurboTLS is not implemented",
-                       M.HRR: "a HelloRetryRequest would make the UDP first flight not final",
-                       M.TLS12: "TurboTLS carries TLS 1.3 first flights",
-                       M.RESUME_PSK: "psk_ke resumption is run over TCP only",
-                       # pqs-server / pqs-timer run ECH over TurboTLS (tests/testbed/test_ech.py); the plan waits for
-                       # this model to count its ClientHello bytes (the mode row's client_hello_extra)
-                       M.ECH: "the TurboTLS model does not count ECH's ClientHello bytes yet"}
-TURBO_MODES = tuple(m for m in M.NAMES if m not in TURBO_REFUSED_MODES and not M.get(m).early_data)
+# The modes the TurboTLS model below prices. What the programs refuse over TurboTLS, and why, they
+# say themselves (pqs-timer --describe); the plan refuses the rest with its own reason.
+TURBO_MODES = (M.FULL, M.RESUME)
+TURBO_PLAN_REFUSED = {M.HRR: "a HelloRetryRequest would make the UDP first flight not final",
+                      # pqs-server / pqs-timer run ECH over TurboTLS (tests/testbed/test_ech.py); the plan waits for
+                      # this model to count its ClientHello bytes (the mode row's client_hello_extra)
+                      M.ECH: "the TurboTLS model does not count ECH's ClientHello bytes yet",
+                      **{m: f"the TurboTLS model prices {' and '.join(TURBO_MODES)} only" for m in M.NAMES
+                         if m not in TURBO_MODES and m not in (M.HRR, M.ECH)}}
 TURBO_MIN_MTU = 1228  # a 1200-byte datagram + UDP 8 + IPv4 20
 TURBO_FALLBACK_S = 0.010  # the fallback wait of synthetic turbotls cells (the runner's default)
 
@@ -156,8 +156,7 @@ class TurboTls(Transport):
     colour, linestyle, marker = "#CC79A7", ":", "^"
     rank = 3
     min_mtu = TURBO_MIN_MTU
-    refused = TURBO_REFUSED_MODES
-    early_data_why = "0-RTT over TurboTLS is not implemented"
+    model_refused = TURBO_PLAN_REFUSED
     # The timer's turbo object.
     sample_columns = (Column("turbo_fallback", "turbo_fallback", "flag"),  # carried on over TCP after its wait
                       Column("turbo_fallback_cause", "turbo_fallback_cause", "text"),  # no_reply / timeout / flight_not_fit

@@ -1,5 +1,6 @@
 /* cli.c - see cli.h */
 #include "cli.h"
+#include "describe.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +47,7 @@ const struct option pqs_cli_rows[] = {
     {"oqs-native", no_argument, 0, PQS_OPT_OQS_NATIVE},
     {"list-groups", no_argument, 0, PQS_OPT_LIST_GROUPS},
     {"list-sigs", no_argument, 0, PQS_OPT_LIST_SIGS},
+    {"describe", no_argument, 0, PQS_OPT_DESCRIBE},
     {"transport", required_argument, 0, PQS_OPT_TRANSPORT},
     {"cert-comp", required_argument, 0, PQS_OPT_CERT_COMP},
     {0, 0, 0, 0}};
@@ -101,6 +103,7 @@ bool pqs_cli_opt(pqs_cli *cli, const char *prog, int id, const char *arg)
     case PQS_OPT_OQS_NATIVE: cli->oqs_native = 1; break;
     case PQS_OPT_LIST_GROUPS: cli->list = 1; break;
     case PQS_OPT_LIST_SIGS: cli->list = 2; break;
+    case PQS_OPT_DESCRIBE: cli->list = 3; break;
     case PQS_OPT_TRANSPORT:
         cli->transport = pqs_transport_find(prog, arg);
         for (size_t k = 0; k < pqs_transport_count; k++)
@@ -151,7 +154,7 @@ void pqs_cli_usage_transports(FILE *f, bool client)
     }
 }
 
-int pqs_cli_providers(const pqs_cli *cli)
+int pqs_cli_providers(const pqs_cli *cli, const char *prog)
 {
     pqs_seam_configure(cli->provider, cli->oqs_native);
     if (pqs_load_providers(NULL) != 0)
@@ -159,11 +162,16 @@ int pqs_cli_providers(const pqs_cli *cli)
     if (!cli->list)
         return -1;
     static char names[16384];
-    if (cli->list == 1)
-        pqs_groups_tls13_list(names, sizeof names);
-    else
-        pqs_sigalgs_tls13_list(names, sizeof names);
-    int rc = pqs_print_list(names, cli->list != 1);
+    int rc;
+    if (cli->list == 3) {
+        rc = pqs_describe(prog);
+    } else {
+        if (cli->list == 1)
+            pqs_groups_tls13_list(names, sizeof names);
+        else
+            pqs_sigalgs_tls13_list(names, sizeof names);
+        rc = pqs_print_list(names, cli->list != 1);
+    }
     pqs_unload_providers();
     return rc;
 }

@@ -34,7 +34,7 @@ bool pqs_optset_which(const pqs_optset *s, int c, int *owner, int *id);
 enum {
     PQS_OPT_GROUPS = 1, PQS_OPT_RESPONSE_BYTES, PQS_OPT_FSYNC, PQS_OPT_HELP, PQS_OPT_VERSION,
     PQS_OPT_PROVIDER, PQS_OPT_OQS_NATIVE, PQS_OPT_LIST_GROUPS, PQS_OPT_LIST_SIGS, PQS_OPT_TRANSPORT,
-    PQS_OPT_CERT_COMP,
+    PQS_OPT_CERT_COMP, PQS_OPT_DESCRIBE,
 };
 extern const struct option pqs_cli_rows[];
 
@@ -45,7 +45,7 @@ typedef struct pqs_cli {
     int fsync_every;             /* default 64 */
     const char *provider;        /* --provider NAME (NULL: $PQS_PROVIDER, else the default) */
     int oqs_native;              /* --oqs-native: 1; -1 = not given ($PQS_OQS_NATIVE) */
-    int list;                    /* --list-groups 1, --list-sigs 2 */
+    int list;                    /* --list-groups 1, --list-sigs 2, --describe 3 (describe.h) */
     const pqs_transport *transport; /* default: the table's first (tcp) */
     int transport_idx;
     void *opts[16];              /* each transport's options, by table index */
@@ -75,8 +75,8 @@ const void *pqs_cli_row_find(const char *prog, const char *option, const char *n
 /* --help: every transport's client (or server) option lines. */
 void pqs_cli_usage_transports(FILE *f, bool client);
 /* Before anything else is set up: the providers --provider and --oqs-native choose, loaded.
- * -1: go on; else the exit status (--list-groups and --list-sigs print their list here). */
-int pqs_cli_providers(const pqs_cli *cli);
+ * -1: go on; else the exit status (--list-groups, --list-sigs and --describe print here). */
+int pqs_cli_providers(const pqs_cli *cli, const char *prog);
 
 /* After parsing: the chosen transport's checks (modes or early data, TCP Fast Open) and the
  * others' options given without it, in the table's order; then the chosen one's opts_finish.

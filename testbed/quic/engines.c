@@ -19,3 +19,26 @@ const pqs_quic_engine pqs_quic_engines[] = {
      .cc_default = "cubic", .initial_rtt_default_ns = 333000000LL, .max_udp_payload_default = 1200},
 };
 const size_t pqs_quic_engine_count = sizeof pqs_quic_engines / sizeof pqs_quic_engines[0];
+
+/* Its own settings: why it has none, or their defaults. */
+static void engine_describe(pqs_doc *d, const void *row)
+{
+    const pqs_quic_engine *e = row;
+    pqs_doc_obj(d, "settings");
+    pqs_doc_str(d, "refused", e->knobs_why);
+    if (e->knobs_why == NULL) {
+        pqs_doc_str(d, "cc_default", e->cc_default);
+        pqs_doc_int(d, "initial_rtt_default_ns", e->initial_rtt_default_ns);
+        pqs_doc_int(d, "max_udp_payload_default", (long long)e->max_udp_payload_default);
+    }
+    pqs_doc_end(d, '}');
+}
+
+bool pqs_quic_engine_impl(size_t k, pqs_impl *out)
+{
+    if (k >= pqs_quic_engine_count)
+        return false;
+    const pqs_quic_engine *e = &pqs_quic_engines[k];
+    *out = (pqs_impl){.name = e->name, .table = e->table, .version = e->version, .describe = engine_describe, .row = e};
+    return true;
+}

@@ -32,6 +32,8 @@ typedef struct pqs_quic_engine {
 
 extern const pqs_quic_engine pqs_quic_engines[];
 extern const size_t pqs_quic_engine_count;
+/* --describe (transport.h, impl): the k-th engine, its settings (knobs) among its members. */
+bool pqs_quic_engine_impl(size_t k, pqs_impl *out);
 
 typedef struct quic_opts {
     const char *alpn;            /* --alpn NAME (default pqshake) */

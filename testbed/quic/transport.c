@@ -488,6 +488,8 @@ const pqs_transport pqs_transport_quic = {
     .server_opts_need = "--quic-retry, --alpn, --qlog and --quic-* need --transport quic",
     .opts_finish = pqs_quic_opts_finish,
     .engine = engine,
+    .impl_option = "--quic-engine",
+    .impl = pqs_quic_engine_impl,
     .mode_why = {[PQS_MODE_0RTT] = "0-RTT is not in OpenSSL's QUIC server",
                  [PQS_MODE_TLS12] = "QUIC is TLS 1.3 only"},
     .client_tfo_why = "TCP Fast Open is a TCP option",

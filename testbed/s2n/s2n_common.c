@@ -15,11 +15,14 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
+#include "describe.h"
 #include "groups.h"
 #include "tcpinfo.h"
 #include "tlsobs.h"
 
 /* ---------------- security policies ---------------- */
+
+#define CLASSICAL_SIGS "ecdsa-p256,ecdsa-p384,rsa-*"
 
 /* s2n-tls configures groups only through its named security policies (s2n-tls 998d4bb,
  * tls/s2n_security_policies.c). The client sends a key share for its policy's first hybrid
@@ -31,18 +34,44 @@ static const struct {
     const char *policy;
     const char *what;        /* for the refusal's list */
     const char *server_only; /* why the client cannot run it (NULL: both sides can) */
+    /* The certificates its signature schemes take, as pqshake's algorithm registry names them
+     * (a family as "rsa-*": RSA keys, signed with RSA-PSS); --describe gives them to the plan. */
+    const char *sigs;
 } policies[] = {
-    {"X25519MLKEM768", "20250512", "ML-KEM hybrids X25519MLKEM768, SecP256r1MLKEM768; ECDSA, RSA-PSS, ML-DSA", NULL},
+    {"X25519MLKEM768", "20250512", "ML-KEM hybrids X25519MLKEM768, SecP256r1MLKEM768; ECDSA, RSA-PSS, ML-DSA", NULL,
+     CLASSICAL_SIGS ",ml-dsa-44,ml-dsa-65,ml-dsa-87"},
     {"SecP256r1MLKEM768", "20250512", "SecP256r1MLKEM768 second, on the server's side only",
      "s2n-tls's client offers SecP256r1MLKEM768 only after X25519MLKEM768 (policy 20250512, no policy puts it "
      "first): its key share would be X25519MLKEM768's and a server taking SecP256r1MLKEM768 alone would answer "
-     "with a HelloRetryRequest; its server takes SecP256r1MLKEM768 from a client that offers it"},
-    {"secp256r1", "20240503", "P-256 first, no ML-KEM; ECDSA, RSA-PSS (no ML-DSA)", NULL},
-    {"x25519", "20240603", "x25519 first, no ML-KEM; ECDSA, RSA-PSS (no ML-DSA)", NULL},
+     "with a HelloRetryRequest; its server takes SecP256r1MLKEM768 from a client that offers it",
+     CLASSICAL_SIGS ",ml-dsa-44,ml-dsa-65,ml-dsa-87"},
+    {"secp256r1", "20240503", "P-256 first, no ML-KEM; ECDSA, RSA-PSS (no ML-DSA)", NULL, CLASSICAL_SIGS},
+    {"x25519", "20240603", "x25519 first, no ML-KEM; ECDSA, RSA-PSS (no ML-DSA)", NULL, CLASSICAL_SIGS},
     /* CNSA 2.0 (its only pure ML-KEM policy): TLS 1.3, certificates ML-DSA-87 or ECDSA P-384 */
-    {"MLKEM1024", "ELBSecurityPolicy-TLS13-1-3-CNSA2-INTEROP1-FIPS-PQ-2026-07", "pure ML-KEM-1024; ML-DSA-87, ECDSA P-384", NULL},
+    {"MLKEM1024", "ELBSecurityPolicy-TLS13-1-3-CNSA2-INTEROP1-FIPS-PQ-2026-07", "pure ML-KEM-1024; ML-DSA-87, ECDSA P-384", NULL,
+     "ml-dsa-87,ecdsa-p384"},
 };
 #define DEFAULT_POLICY "20250512"
+
+void pqs_s2n_describe(pqs_doc *d, const void *row)
+{
+    (void)row;
+    pqs_doc_arr(d, "groups"); /* the groups a policy puts first, or has (server_only) */
+    for (size_t k = 0; k < sizeof policies / sizeof policies[0]; k++)
+        pqs_doc_str(d, NULL, policies[k].group);
+    pqs_doc_end(d, ']');
+    pqs_doc_arr(d, "policies");
+    for (size_t k = 0; k < sizeof policies / sizeof policies[0]; k++) {
+        pqs_doc_obj(d, NULL);
+        pqs_doc_str(d, "group", policies[k].group);
+        pqs_doc_str(d, "policy", policies[k].policy);
+        pqs_doc_str(d, "what", policies[k].what);
+        pqs_doc_str(d, "client", policies[k].server_only);
+        pqs_doc_list(d, "sigs", policies[k].sigs);
+        pqs_doc_end(d, '}');
+    }
+    pqs_doc_end(d, ']');
+}
 
 const char *pqs_s2n_policy(const char *groups, bool server, char *why, size_t whylen)
 {

@@ -24,6 +24,7 @@ typedef struct pqs_tls_stack {
     const pqs_tls_client_ops *client;
     const pqs_tls_server_ops *server;
     const char *(*version)(void); /* "tls_stack_version": its libraries' versions */
+    void (*describe)(pqs_doc *d, const void *row); /* --describe: what only it has; may be NULL */
 } pqs_tls_stack;
 
 extern const pqs_tls_stack pqs_tls_stacks[];
@@ -36,6 +37,8 @@ typedef struct tcp_opts {
 
 /* --tls-stack NAME: its row; a usage error naming the available ones otherwise. */
 const pqs_tls_stack *pqs_tls_stack_find(const char *prog, const char *name);
+/* --describe (transport.h, impl): the k-th stack. */
+bool pqs_tls_stack_impl(size_t k, pqs_impl *out);
 /* The members every stack writes into pqs-timer's header and pqs-server's ready line:
  * tls_stack and tls_stack_version. */
 void pqs_tls_stack_json(pqs_json *j, const void *opts);

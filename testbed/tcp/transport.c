@@ -73,6 +73,8 @@ const pqs_transport pqs_transport_tcp = {
     .client_opts_need = "--tls-stack needs --transport tcp (QUIC and TurboTLS run on OpenSSL)",
     .server_opts_need = "--tls-stack needs --transport tcp (QUIC and TurboTLS run on OpenSSL)",
     .engine = engine,
+    .impl_option = "--tls-stack",
+    .impl = pqs_tls_stack_impl,
     .ossl = &pqs_ossl_tls,
     PQS_TCP_STACK_TABLE,
 };

@@ -34,9 +34,10 @@ from procs import stop
 REPO = Path(__file__).resolve().parents[2]
 REGISTRY_ONLY = REPO / "tests" / "test_registry_only.py"
 
-# Step 1 of the doc's Python half: the module. Its refusals are the C side's mode_why
-# (testbed/tests/loop/transport.c: every mode but full is "no TLS"); its model is the shared
-# timeline's: a TCP connect, SYN up and SYN-ACK down, each an empty flight (one frame).
+# Step 1 of the doc's Python half: the module. It copies none of the C side's refusals (testbed/
+# tests/loop/transport.c: every mode but full is "no TLS"): the plan reads them from the programs'
+# --describe; its model is the shared timeline's: a TCP connect, SYN up and SYN-ACK down, each an
+# empty flight (one frame).
 LOOP_PY = '''\
 """loop: the loopback-only test transport of testbed/tests/loop/ (pqs-server / pqs-timer
 --transport loop, linked into build/tests/loop-bin/ only). Its "handshake" is a TCP connect
@@ -48,7 +49,6 @@ from pathlib import Path
 from typing import Any
 
 from .. import handshake_model as hm
-from .. import modes as M
 from . import Column, ReportSection, Transport
 
 NAME = "loop"
@@ -60,7 +60,6 @@ class Loop(Transport):
     short = "LOOP"
     colour, linestyle, marker = "#E69F00", "-", "v"
     rank = 4
-    refused = {m: "no TLS" for m in M.NAMES if m != M.FULL}  # the C side's mode_why
     # Its JSON member {"loop": {"reads": N}} becomes the column loop_reads (the runner flattens it).
     sample_columns = (Column("loop_reads", "loop_reads"),)
     report = ReportSection("Loop cells", (("Reads", "mean", "mean", ("loop_reads_mean",)),),
@@ -188,10 +187,27 @@ def add_row(init: Path, module: str, instance: str) -> None:
                     + text[m.start():m.start("rows")] + f"{rows}, {instance}" + text[m.end("rows"):])
 
 
-def child_env(src: Path) -> dict[str, str]:
+def loop_build(d: Path) -> Path:
+    """A build folder whose programs have the loop row (make -C testbed loop-bins links them into
+    build/tests/loop-bin/), as a user's build/ has the transport they added: its bin/ is those
+    programs, the rest is this checkout's build."""
     from pqshake.paths import build_dir
 
-    return dict(os.environ, PYTHONPATH=str(src), PQS_BUILD=str(build_dir()))
+    build = build_dir()
+    need((build / "deps.mk").is_file(), f"no {build}/deps.mk: run make build")
+    subprocess.run(["make", "-s", "-C", str(REPO / "testbed"), f"BUILD={build}", "loop-bins"], check=True,
+                   timeout=300)
+    own = d / "build"
+    own.mkdir()
+    for part in build.iterdir():
+        if part.name != "bin":
+            (own / part.name).symlink_to(part)
+    (own / "bin").symlink_to(build / "tests" / "loop-bin")
+    return own
+
+
+def child_env(src: Path) -> dict[str, str]:
+    return dict(os.environ, PYTHONPATH=str(src), PQS_BUILD=str(src.parent / "build"))
 
 
 def pqshake_cmd(src: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess:
@@ -223,6 +239,7 @@ def added(tmp_path_factory):
     """The copy after each step: `before` is `pqshake plan` after step 1 only (the module, no row);
     `src` the copy after step 2."""
     d = tmp_path_factory.mktemp("addloop")
+    loop_build(d)
     src = copy_package(d)
     exp = d / "loop.yaml"
     exp.write_text(exp_text(modes="[full]", transports="[tcp, loop]"))
@@ -257,8 +274,9 @@ def test_the_row_makes_pqshake_plan_plan_loop_cells(added):
 
 
 def test_the_plan_refuses_a_mode_the_c_side_does_not_run(added):
-    """resume is one of the C side's mode_why ("no TLS"): refused before any network, in one line
-    naming the exclude rule; with that rule added, tcp keeps resume and loop runs full only."""
+    """resume is one of the C side's mode_why ("no TLS"), which no Python file copies: refused
+    before any network in the programs' words (their --describe), in one line naming the exclude
+    rule; with that rule added, tcp keeps resume and loop runs full only."""
     d = added["dir"]
     bad = d / "resume.yaml"
     bad.write_text(exp_text(modes="[full, resume]", transports="[tcp, loop]"))
@@ -266,7 +284,7 @@ def test_the_plan_refuses_a_mode_the_c_side_does_not_run(added):
     assert r.returncode != 0, r.stdout
     msg = r.stderr.strip()
     assert len(msg.splitlines()) == 1 and "Traceback" not in msg, msg
-    assert "mode resume cannot run over loop (no TLS)" in msg and "{transport: loop, mode: resume}" in msg, msg
+    assert "mode resume cannot run over loop (pqs-timer: no TLS)" in msg and "{transport: loop, mode: resume}" in msg, msg
     fixed = d / "fixed.yaml"
     fixed.write_text(bad.read_text() + "exclude: [{transport: loop, mode: resume}]\n")
     ok = pqshake_cmd(added["src"], d, "plan", str(fixed))
@@ -325,13 +343,7 @@ def test_the_programs_run_the_argv_of_a_loop_cell(added, tmp_path):
     """pqs-server and pqs-timer with the loop row (make -C testbed loop-bins), started with the
     argv programs.py writes for a loop cell, on 127.0.0.1: every attempt a handshake over loop,
     every connection served."""
-    from pqshake.paths import build_dir
-
-    build = build_dir()
-    need((build / "deps.mk").is_file(), f"no {build}/deps.mk: run make build")
-    subprocess.run(["make", "-s", "-C", str(REPO / "testbed"), f"BUILD={build}", "loop-bins"], check=True,
-                   timeout=300)
-    bins = build / "tests" / "loop-bin"
+    bins = added["dir"] / "build" / "bin"  # the loop-bins the fixture built
     (tmp_path / "certs").mkdir()
     log, out = tmp_path / "server.jsonl", tmp_path / "timer.jsonl"
     common = dict(exp=added["exp"], transport="loop", profile="lo", server_bin=bins / "pqs-server",

@@ -108,8 +108,9 @@ STACKS = "transports: [tcp]\ntls_stacks: [openssl, s2n]\n"  # lines 6-7
      r"exclude rule \{transport: tcp\+s2n, group: MLKEM768\}$"),
     # a group s2n-tls's server has but its client cannot offer first: the reason, not the list
     (two_profile_base("x25519, SecP256r1MLKEM768") + STACKS,
-     r":2 groups: group SecP256r1MLKEM768 cannot run over tcp\+s2n \(s2n-tls's client offers SecP256r1MLKEM768 "
-     r"only after X25519MLKEM768 .*HelloRetryRequest; its server takes SecP256r1MLKEM768 from an OpenSSL client\); "
+     r":2 groups: group SecP256r1MLKEM768 cannot run over tcp\+s2n \(pqs-timer: s2n-tls's client offers "
+     r"SecP256r1MLKEM768 only after X25519MLKEM768 .*HelloRetryRequest; its server takes SecP256r1MLKEM768 from a "
+     r"client that offers it\); "
      r"remove SecP256r1MLKEM768 from groups, or add the exclude rule \{transport: tcp\+s2n, "
      r"group: SecP256r1MLKEM768\}$"),
     (BASE.replace("[ecdsa-p256]", "[ecdsa-p256, falcon512]") + STACKS,
