@@ -77,10 +77,9 @@ def register(app: typer.Typer) -> None:
     def figures_cmd(
         run_dirs: List[Path] = typer.Argument(..., help="run directories (several merge as in analyze)"),
         style: str = typer.Option("thesis", "--style", help="thesis | paper | slides"),
-        only: List[str] = typer.Option([], "--only", help="figure kind(s): loss, rate, mtu, rtt, ecdf, box, "
-                                       "heatmap, bytes, bound, modes, cpu, transport, onertt, fs0rtt, quic_engines, msgsizes, trace_bursts, auth_size, "
-                                       "tls_stacks (or 1-19); "
-                                       "repeatable or comma-separated"),
+        only: List[str] = typer.Option([], "--only", help="figure kind(s) by name or number, repeatable or "
+                                       "comma-separated: the table in analysis/README.md (an unknown one is "
+                                       "refused with the list)"),
         profile: List[str] = typer.Option([], "--profile", help="restrict the per-profile figures (ecdf, box, modes) to these profiles; repeatable"),
         out: Optional[Path] = typer.Option(None, "--out", help="output folder (default: FIRST_RUN_DIR/analysis)"),
         speed: Optional[str] = typer.Option(None, "--speed", help="as for analyze"),

@@ -1,33 +1,22 @@
-"""The nineteen figure kinds. Each takes the analysis (summary + samples) and returns figures with
-a title and a caption built from the metadata, or raises Skip with a one-line reason (the
-experiment has no data for it). Files: <out>/figures/<name>.pdf (vector) and .png. The kinds live in
-analysis/figs/ by family, each declaring its KINDS; this module composes them and draws.
+"""The figure kinds: each takes the analysis (summary + samples) and returns figures with a title
+and a caption built from the metadata, or raises Skip with a one-line reason (the experiment has
+no data for it). Files: <out>/figures/<name>.pdf (vector) and .png. The kinds live in
+analysis/figs/ by family, each module declaring its ORDER and KINDS (what draws each kind and what
+it draws: analysis/README.md's figure table is made of them, `python -m pqshake.analysis.figures
+--write`); this module finds the families, composes them and draws.
 
-Transport (tcp / quic): a run with one transport draws every figure as before. With both, the
-per-condition figures (sweeps, ECDF, box, bytes, modes) are drawn once per transport (files
-<name>-tcp / <name>-quic), the slowdown heatmap gets one panel per transport plus the QUIC / TCP
-ratio, the bound figure one panel per transport, and figure 12 pairs each algorithm's TCP and
-QUIC ECDFs per profile. Figure 13 (onertt, drawn when a run has more than one transport variant:
-tcp, tcp+tfo, turbotls, quic) puts them side by side against RTT, and adds the fallback rate against
-loss of each transport whose row has a fallback column (TurboTLS) when its cells ran under loss.
-Figure 14 (fs0rtt, drawn when a run has fs0rtt cells): forward-secure 0-RTT beside 0-RTT and full,
-server CPU, key memory and time to first byte (analysis/figs/fs0rtt.py). Figure 15 (quic_engines,
-drawn when a run has the cells of more than one QUIC engine): QUIC handshake times per engine and
-algorithm, one panel per profile, with the model's bound and each engine's ratio to TCP
-(analysis/figs/quic_engines.py). Figure 16 (msgsizes, drawn when a run's attempts carry their
-message sizes): bytes per handshake message per algorithm, stacked, with the initial windows
-marked (analysis/figs/msgsizes.py). Figure 17 (trace_bursts, drawn when a run has a trace-driven
-profile beside a constant one): what delivery bursts do to each algorithm's handshake times
-(analysis/figs/traces.py). Figure 18 (auth_size, drawn when the cells span authentication bytes):
-handshake time against the server's Certificate and CertificateVerify bytes with the model's
-round-trip steps (analysis/figs/authsize.py). Figure 19 (tls_stacks, drawn when a run has the
-cells of more than one TLS stack over TCP): handshake times per stack (OpenSSL, s2n-tls on AWS-LC)
-and algorithm, one panel per profile, with the TCP model's bound and each stack's ratio to
-OpenSSL's (analysis/figs/tls_stacks.py). A run that sweeps settings (experiments/axes/) draws each
-kind once per combination of their values, auth_size once for the whole run."""
+A run with one transport draws every figure once. With several, the per-condition figures
+(PER_TRANSPORT below) are drawn once per transport (files <name>-<transport>), and the kinds that
+compare transports, stacks or engines handle them inside. A run that sweeps settings
+(experiments/axes/) draws each kind once per combination of their values, auth_size once for the
+whole run."""
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+import sys
+from pathlib import Path
 from typing import Callable
 
 import matplotlib.pyplot as plt
@@ -39,9 +28,8 @@ from pqshake.errors import UserError
 from pqshake.experiments import transports as T
 
 from . import style as ST
-from .figs import (authsize, costs, distributions, fs0rtt, heatmap, msgsizes, onertt, quic_engines, sweeps,
-                   tls_stacks, traces, transport)
-from .figs.base import Ctx, FigOut, Skip  # noqa: F401
+from . import figs
+from .figs.base import Ctx, FigOut, Kind, Skip  # noqa: F401
 from .figs.costs import fig_bound, fig_bytes, fig_cpu, fig_modes  # noqa: F401
 from .figs.distributions import fig_box, fig_ecdf  # noqa: F401
 from .figs.heatmap import fig_heatmap  # noqa: F401
@@ -50,11 +38,25 @@ from .figs.sweeps import fig_loss, fig_mtu, fig_rate, fig_rtt  # noqa: F401
 from .figs.transport import fig_transport  # noqa: F401
 from .report import Analysis
 
-# The families (analysis/figs/), in figure order: each declares its kinds; `--only 1-19` numbers
-# them in this order (a new family goes last, so the numbers of the others stay what they were).
-FAMILIES = (sweeps, distributions, heatmap, costs, transport, onertt, fs0rtt, quic_engines, msgsizes, traces, authsize,
-            tls_stacks)
-KINDS: dict[str, Callable[[Ctx], list[FigOut]]] = {k: f for fam in FAMILIES for k, f in fam.KINDS.items()}
+
+def _families() -> list:
+    """The modules of analysis/figs/ that declare KINDS, in their ORDER (two with one ORDER, or a
+    kind two families declare, is a programming error: the numbers of `--only N` would move)."""
+    mods = [importlib.import_module(f"{figs.__name__}.{m.name}") for m in pkgutil.iter_modules(figs.__path__)]
+    fams = sorted((m for m in mods if hasattr(m, "KINDS")), key=lambda m: m.ORDER)
+    orders = [m.ORDER for m in fams]
+    assert orders == list(range(1, len(fams) + 1)), f"analysis/figs/: ORDER must number the families 1..n: {orders}"
+    names = [k for m in fams for k in m.KINDS]
+    assert len(names) == len(set(names)), f"analysis/figs/: a kind declared twice: {names}"
+    return fams
+
+
+FAMILIES = tuple(_families())
+ABOUT: dict[str, str] = {k: v.about for fam in FAMILIES for k, v in fam.KINDS.items()}
+KINDS: dict[str, Callable[[Ctx], list[FigOut]]] = {k: v.draw for fam in FAMILIES for k, v in fam.KINDS.items()}
+# Kinds drawn once for the whole run, not once per combination of swept settings (a family's
+# WHOLE_RUN: auth_size, whose x axis is those settings).
+WHOLE_RUN = frozenset(k for fam in FAMILIES for k in getattr(fam, "WHOLE_RUN", ()))
 # Drawn once per transport when a run has more than one (the other kinds handle transport inside).
 PER_TRANSPORT = ("loss", "rate", "mtu", "rtt", "ecdf", "box", "bytes", "modes")
 TRANSPORT_LABEL = {t.name: t.table_label for t in T.REGISTRY}
@@ -163,7 +165,7 @@ def render(a: Analysis, *, style: str = "thesis", only: list[str] | None = None,
     with plt.rc_context(ST.rc(style)):
         for k in kinds:
             try:
-                subs = [ctx] if k in authsize.WHOLE_RUN else ctx.per_setting()
+                subs = [ctx] if k in WHOLE_RUN else ctx.per_setting()
                 outs = [o for sub in subs for o in sub.named(
                     _per_transport(k, sub) if (k in PER_TRANSPORT and len(sub.transports) > 1) else KINDS[k](sub))]
             except Skip as e:
@@ -181,3 +183,27 @@ def render(a: Analysis, *, style: str = "thesis", only: list[str] | None = None,
     echo(f"wrote {len(done)} figures ({', '.join(formats)}) to {fig_dir}")
     return done, skipped
 
+
+
+# ------------------------------------------------------------------ the README's figure table --
+README = Path(__file__).resolve().parent / "README.md"
+TABLE_HEAD = "| # | kind | what |\n|---|---|---|\n"
+
+
+def reference_table() -> str:
+    """analysis/README.md's figure table, made of the kinds: number (`--only N`), name, what."""
+    return TABLE_HEAD + "".join(f"| {i} | `{k}` | {ABOUT[k]} |\n" for i, k in enumerate(KINDS, 1))
+
+
+def readme_with_table(text: str) -> str:
+    """text (the README) with its figure table replaced by reference_table()."""
+    start = text.index(TABLE_HEAD)
+    end = text.index("\n\n", start)
+    return text[:start] + reference_table().rstrip("\n") + text[end:]
+
+
+if __name__ == "__main__":  # python -m pqshake.analysis.figures [--write]: the table, or README rewritten
+    if sys.argv[1:] == ["--write"]:
+        README.write_text(readme_with_table(README.read_text()))
+    else:
+        sys.stdout.write(reference_table())

@@ -27,7 +27,7 @@ from pqshake.experiments import transports as T
 from .. import bound as B
 from .. import style as ST
 from ..report import n_text
-from .base import Ctx, FigOut, Skip, _legend
+from .base import Ctx, FigOut, Kind, Skip, _legend
 
 # auth bytes: the server's Certificate (or CompressedCertificate) and CertificateVerify
 CERT, COMP, CV = "msg_certificate", "msg_compressed_certificate", "msg_certificate_verify"
@@ -172,6 +172,9 @@ def fig_auth_size(ctx: Ctx) -> list[FigOut]:
     return [FigOut("auth_size", fig, "Handshake time against authentication bytes", cap)]
 
 
-KINDS = {"auth_size": fig_auth_size}
+ORDER = 11  # its place among the families (analysis/figs/__init__.py)
+KINDS = {
+    "auth_size": Kind(fig_auth_size, "handshake time against the server's Certificate and CertificateVerify bytes, with the model's round-trip steps; drawn once for the whole run. Skipped for runs whose cells do not span authentication bytes"),
+}
 # It puts the swept chain settings on its x-axis: drawn once for the whole run, not per setting.
 WHOLE_RUN = frozenset(KINDS)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -18,6 +19,15 @@ from ..summary import MODE_ORDER
 
 class Skip(Exception):
     """The experiment has no data for this figure kind (str = the one-line reason)."""
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A figure kind of a family's KINDS: what draws it (draw(ctx) -> [FigOut], or Skip) and what it
+    draws, in words (the figure table of analysis/README.md is made of these)."""
+
+    draw: Callable[["Ctx"], list["FigOut"]]
+    about: str
 
 
 @dataclass

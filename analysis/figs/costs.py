@@ -14,7 +14,7 @@ from .. import style as ST
 from ..columns import TRANSPORT_ORDER
 from ..report import _profile_text, n_text
 from ..summary import MODE_LABELS, MODE_ORDER
-from .base import Ctx, FigOut, Skip, _legend, _slug
+from .base import Ctx, FigOut, Kind, Skip, _legend, _slug
 
 
 def fig_bytes(ctx: Ctx) -> list[FigOut]:
@@ -253,5 +253,11 @@ def fig_cpu(ctx: Ctx) -> list[FigOut]:
     return [FigOut("cpu", fig, title, cap)]
 
 
+ORDER = 4  # its place among the families (analysis/figs/__init__.py)
 # The kinds of this family, in the order `--only` numbers them (figures.KINDS).
-KINDS = {"bytes": fig_bytes, "bound": fig_bound, "modes": fig_modes, "cpu": fig_cpu}
+KINDS = {
+    "bytes": Kind(fig_bytes, "handshake bytes per algorithm: key shares, certificate chain + CertificateVerify, rest"),
+    "bound": Kind(fig_bound, "measured median vs the model bound, y = x and y = 2x"),
+    "modes": Kind(fig_modes, "full / resume / 0-RTT / HRR / TLS 1.2, client and server side, per profile"),
+    "cpu": Kind(fig_cpu, "CPU time per operation from pqs-speed"),
+}

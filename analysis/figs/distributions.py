@@ -10,7 +10,7 @@ from .. import stats as S
 from .. import style as ST
 from ..report import _profile_text, n_text
 from ..summary import MODE_LABELS
-from .base import Ctx, FigOut, Skip, _legend, _plain_log_axis, _slug
+from .base import Ctx, FigOut, Kind, Skip, _legend, _plain_log_axis, _slug
 
 
 def _per_profile_samples(ctx: Ctx):
@@ -107,5 +107,9 @@ def fig_box(ctx: Ctx) -> list[FigOut]:
     return outs
 
 
+ORDER = 2  # its place among the families (analysis/figs/__init__.py)
 # The kinds of this family, in the order `--only` numbers them (figures.KINDS).
-KINDS = {"ecdf": fig_ecdf, "box": fig_box}
+KINDS = {
+    "ecdf": Kind(fig_ecdf, "ECDF per algorithm, client and server side, one figure per profile"),
+    "box": Kind(fig_box, "box (5/25/50/75/95) per algorithm, one figure per profile"),
+}

@@ -18,7 +18,7 @@ from pqshake.experiments.modes import fs0rtt as FS
 from .. import style as ST
 from ..report import _profile_text
 from ..summary import MODE_LABELS
-from .base import Ctx, FigOut, Skip
+from .base import Ctx, FigOut, Kind, Skip
 
 # The modes compared, in this order, and their look (grey scale plus hatching: print-safe).
 COMPARED = (M.FULL, M.ZERO_RTT, M.FS0RTT)
@@ -172,5 +172,8 @@ def fig_fs0rtt(ctx: Ctx) -> list[FigOut]:
     return [FigOut(M.FS0RTT, fig, title, cap)]  # the mode's own figure, named after it
 
 
+ORDER = 7  # its place among the families (analysis/figs/__init__.py)
 # The kinds of this family, in the order `--only` numbers them (figures.KINDS).
-KINDS = {M.FS0RTT: fig_fs0rtt}
+KINDS = {
+    M.FS0RTT: Kind(fig_fs0rtt, "forward-secure 0-RTT (Bloom Filter Encryption) beside 0-RTT and full handshakes: handshake time, server CPU, key memory and time to first byte. Skipped for runs without fs0rtt cells"),
+}

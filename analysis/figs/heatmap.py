@@ -13,7 +13,7 @@ from .. import stats as S
 from .. import style as ST
 from ..report import _profile_text, n_text
 from ..summary import MODE_LABELS
-from .base import Ctx, FigOut, Skip
+from .base import Ctx, FigOut, Kind, Skip
 
 
 def _label(tr: str) -> str:
@@ -148,5 +148,8 @@ def _heatmap_by_transport(ctx: Ctx) -> list[FigOut]:
     return [FigOut("heatmap-slowdown", fig, title, cap)]
 
 
+ORDER = 3  # its place among the families (analysis/figs/__init__.py)
 # The kinds of this family, in the order `--only` numbers them (figures.KINDS).
-KINDS = {"heatmap": fig_heatmap}
+KINDS = {
+    "heatmap": Kind(fig_heatmap, "slowdown, algorithm x profile (log colour scale, cividis); with both transports one panel per transport and a QUIC / TCP panel"),
+}

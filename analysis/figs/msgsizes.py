@@ -19,7 +19,7 @@ from pqshake.experiments import modes as M
 from pqshake.experiments import transports as T
 
 from ..columns import MSG_COLUMNS
-from .base import Ctx, FigOut, Skip
+from .base import Ctx, FigOut, Kind, Skip
 
 # (analysis column, legend label, colour): the client's messages, then the server's flight, each
 # from the bottom of its bar up. Okabe-Ito colours; the client's bars are hatched.
@@ -176,5 +176,8 @@ def fig_msgsizes(ctx: Ctx) -> list[FigOut]:
     return [FigOut("msgsizes", fig, title, cap)]
 
 
+ORDER = 9  # its place among the families (analysis/figs/__init__.py)
 # The kinds of this family, in the order `--only` numbers them (figures.KINDS).
-KINDS = {"msgsizes": fig_msgsizes}
+KINDS = {
+    "msgsizes": Kind(fig_msgsizes, "bytes per handshake message per algorithm, stacked, with the initial windows marked. Skipped for runs whose attempts carry no message sizes"),
+}

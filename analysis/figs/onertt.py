@@ -18,7 +18,7 @@ from .. import style as ST
 from ..columns import TRANSPORT_ORDER
 from ..report import _profile_text, n_text
 from ..summary import MODE_LABELS, MODE_ORDER
-from .base import Ctx, FigOut, Skip, _legend
+from .base import Ctx, FigOut, Kind, Skip, _legend
 
 
 # One look per transport variant (colour-blind safe, and told apart by marker and dash alone),
@@ -178,5 +178,8 @@ def _fallback(ctx: Ctx, tr: T.Transport, name: str) -> FigOut | None:
     return FigOut(name, fig, title, cap)
 
 
+ORDER = 6  # its place among the families (analysis/figs/__init__.py)
 # The kinds of this family, in the order `--only` numbers them (figures.KINDS).
-KINDS = {"onertt": fig_onertt}
+KINDS = {
+    "onertt": Kind(fig_onertt, "one round trip fewer: median handshake (95 % bootstrap CI) vs configured RTT, one panel per algorithm, one line per transport variant (TLS/TCP full, TLS/TCP+TFO full / resumed / 0-RTT, TurboTLS full, QUIC full), loss-free profiles only (`onertt`); plus, when turbotls cells ran under loss, the TurboTLS fallback rate vs loss with Wilson intervals, one panel per RTT (`onertt-fallback`). Skipped for runs with one transport variant"),
+}

@@ -16,7 +16,7 @@ from .. import style as ST
 from ..report import _profile_text, n_text
 from ..summary import MODE_LABELS
 from . import variants as V
-from .base import Ctx, FigOut, Skip, _legend
+from .base import Ctx, FigOut, Kind, Skip, _legend
 
 
 def _engines(ctx: Ctx) -> list[str]:
@@ -102,4 +102,7 @@ def fig_quic_engines(ctx: Ctx) -> list[FigOut]:
     return [FigOut("quic-engines", fig, title, cap)]
 
 
-KINDS = {"quic_engines": fig_quic_engines}
+ORDER = 8  # its place among the families (analysis/figs/__init__.py)
+KINDS = {
+    "quic_engines": Kind(fig_quic_engines, "QUIC handshake times per engine (OpenSSL, ngtcp2) and algorithm, one panel per profile, with the model's bound and each engine's ratio to TCP. Skipped for runs with one QUIC engine"),
+}

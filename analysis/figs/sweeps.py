@@ -9,7 +9,7 @@ from .. import stats as S
 from .. import style as ST
 from ..report import _profile_text, n_text
 from ..summary import MODE_LABELS
-from .base import AXES, PROFILE_AXES, Ctx, FigOut, Skip, _fmt_axis_value, _legend, _plain_log_axis
+from .base import AXES, Ctx, FigOut, Kind, PROFILE_AXES, Skip, _fmt_axis_value, _legend, _plain_log_axis
 
 
 def _sweep(ctx: Ctx, axis: str, panel_by: str | None) -> list[FigOut]:
@@ -95,5 +95,11 @@ def fig_rtt(ctx: Ctx) -> list[FigOut]:
     return _sweep(ctx, "rtt", None)
 
 
+ORDER = 1  # its place among the families (analysis/figs/__init__.py)
 # The kinds of this family, in the order `--only` numbers them (figures.KINDS).
-KINDS = {"loss": fig_loss, "rate": fig_rate, "mtu": fig_mtu, "rtt": fig_rtt}
+KINDS = {
+    "loss": Kind(fig_loss, "median (top) and p95 (bottom) vs packet loss, one panel per RTT"),
+    "rate": Kind(fig_rate, "the same vs link rate (log axis; unlimited not shown), panels per RTT"),
+    "mtu": Kind(fig_mtu, "the same vs MTU, panels per RTT"),
+    "rtt": Kind(fig_rtt, "the same vs configured RTT"),
+}

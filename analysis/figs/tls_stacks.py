@@ -18,7 +18,7 @@ from .. import style as ST
 from ..report import _profile_text, n_text
 from ..summary import MODE_LABELS
 from . import variants as V
-from .base import Ctx, FigOut, Skip, _legend
+from .base import Ctx, FigOut, Kind, Skip, _legend
 
 # Panels per row: a run sweeps networks and initial windows, six profiles or more; side by side
 # their bars would be too narrow to read.
@@ -153,4 +153,7 @@ def fig_tls_stacks(ctx: Ctx) -> list[FigOut]:
     return [FigOut("tls-stacks", fig, title, cap)]
 
 
-KINDS = {"tls_stacks": fig_tls_stacks}
+ORDER = 12  # its place among the families (analysis/figs/__init__.py)
+KINDS = {
+    "tls_stacks": Kind(fig_tls_stacks, "TLS/TCP per TLS stack (OpenSSL, s2n-tls on AWS-LC): each stack's median (95 % bootstrap CI) per algorithm beside the TCP model's bound, one panel per profile (three to a row), and below each panel s2n's median over OpenSSL's for the same cell; the caption names the profiles' initial windows and the s2n-tls / AWS-LC versions the run recorded. Skipped for runs with one stack (`tls_stacks: [openssl, s2n]`)"),
+}

@@ -20,7 +20,7 @@ from .. import stats as S
 from .. import style as ST
 from ..report import n_text
 from ..summary import MODE_LABELS
-from .base import Ctx, FigOut, Skip, _legend, _slug
+from .base import Ctx, FigOut, Kind, Skip, _legend, _slug
 
 SAME = ["rtt_ms", "loss", "rate_bps", "mtu", "jitter_ms"]  # run.profiles columns a comparison shares
 LOOKS = [("black", "-"), ("#b2182b", "--"), ("#2166ac", "-."), ("#1b7837", ":")]
@@ -139,5 +139,8 @@ def fig_trace_bursts(ctx: Ctx) -> list[FigOut]:
     return outs
 
 
+ORDER = 10  # its place among the families (analysis/figs/__init__.py)
 # The kinds of this family, in the order `--only` numbers them (figures.KINDS).
-KINDS = {"trace_bursts": fig_trace_bursts}
+KINDS = {
+    "trace_bursts": Kind(fig_trace_bursts, "what delivery bursts do to each algorithm's handshake times: a trace-driven profile beside a constant one. Skipped for runs without both"),
+}

@@ -14,7 +14,7 @@ from .. import stats as S
 from .. import style as ST
 from ..report import _profile_text, n_text
 from ..summary import MODE_LABELS
-from .base import Ctx, FigOut, Skip, _legend, _plain_log_axis, _slug
+from .base import Ctx, FigOut, Kind, Skip, _legend, _plain_log_axis, _slug
 
 
 def _ecdf_kw(tr: str) -> dict:
@@ -104,5 +104,8 @@ def fig_transport(ctx: Ctx) -> list[FigOut]:
     return outs
 
 
+ORDER = 5  # its place among the families (analysis/figs/__init__.py)
 # The kinds of this family, in the order `--only` numbers them (figures.KINDS).
-KINDS = {"transport": fig_transport}
+KINDS = {
+    "transport": Kind(fig_transport, "TCP vs QUIC: paired ECDFs (TCP solid, QUIC dashed) per algorithm, one figure per profile (skipped for one-transport runs)"),
+}
