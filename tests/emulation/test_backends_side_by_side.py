@@ -117,6 +117,24 @@ def _rtt_problems(spec: dict, label: str, cells: list[dict]) -> list[str]:
     return out
 
 
+# The run refuses to record a cell's RTT whose probes the kernel handled late (its message says
+# so: "scheduling delay on a busy or slow machine ... changes from run to run"). Inside user-mode
+# Linux a fresh clone's CI once had one netem ge-bursts cell refused so (every probe >= 1.1 ms
+# late) while the other seven cells of that profile were recorded and right. Such a cell is
+# measured again, that backend and profile alone; a wrong stamp is refused again and fails.
+LATE_PROBES = "scheduling delay"
+
+
+def _rtt_problems_again(spec: dict, label: str, cells: list[dict], out: Path, k: int) -> list[str]:
+    """_rtt_problems, with the profile run once more on that backend when a cell's RTT was
+    refused for late probes only; the second run's cells are judged, and are final."""
+    problems = _rtt_problems(spec, label, cells)
+    if problems and all("no RTT" in p and LATE_PROBES in p for p in problems):
+        again = _cell_rtts(_run(label, out, [spec], GROUPS, tag=f"-rtt{k}"))[spec["name"]]
+        return _rtt_problems(spec, f"{label} (measured again: the first run's probes were late)", again)
+    return problems
+
+
 def _remeasure(out: Path, name: str, group: str, k: int) -> tuple[float, float]:
     """One pair of cells again, both backends (a fresh kernel-side state and seed)."""
     spec = [p for p in PROFILES if p["name"] == name]
@@ -159,7 +177,8 @@ def test_side_by_side(runs, out_dir):
         lines.append(f"| {name} | RTT p50 (ms) | {exp:.3f} | {n_rtt[name]:.3f} | {u_rtt[name]:.3f} | {n_rtt[name] / u_rtt[name]:.4f} |")
         fastest = [min((fast_ns(r) for r in c[name] if "p50_ns" in r), default=np.nan) / 1e6 for c in (n_cells, u_cells)]
         lines.append(f"| {name} | RTT p10 (ms) | {exp:.3f} | {fastest[0]:.3f} | {fastest[1]:.3f} | |")
-        problems += _rtt_problems(spec, "netem", n_cells[name]) + _rtt_problems(spec, "userspace", u_cells[name])
+        problems += (_rtt_problems_again(spec, "netem", n_cells[name], out_dir, len(lines))
+                     + _rtt_problems_again(spec, "userspace", u_cells[name], out_dir, len(lines)))
         # agreement of the two backends' RTT: where no jitter widens it (each cell's RTT is the
         # median of 100 probes; with 5 ms jitter each way its standard error is ~0.9 ms, 4.5 % of
         # 20 ms; there each backend is judged against the configured value with that spread above).
