@@ -20,18 +20,15 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Implementation:
-    """One implementation of a transport, as the programs describe it."""
+    """One implementation of a transport, as the programs describe it: what the plan reads of it
+    by name, and the whole member (data) for what only this implementation has (s2n-tls's
+    policies)."""
 
     transport: str
     name: str
-    version: str | None
     modes: dict[str, str | None]  # every mode: None where it runs, else why not
-    tls13_only: bool
-    early_data: str | None
-    tcp_fastopen: dict[str, str | None]  # client / server: why not (None: runs)
     options: dict[str, str | None]  # OpenSSL's own options: why refused (None: taken)
-    groups: tuple[str, ...]
-    data: dict[str, Any]  # the whole member, for what only this implementation has
+    data: dict[str, Any]
 
     def mode_why(self, mode: str) -> str | None:
         return self.modes.get(mode)
@@ -40,30 +37,21 @@ class Implementation:
 @dataclass(frozen=True)
 class Description:
     program: str
-    commit: str
-    modes: tuple[str, ...]
     implementations: dict[tuple[str, str], Implementation]
-    source: str  # the command that gave it, for messages
 
     def get(self, transport: str, implementation: str) -> Implementation | None:
         return self.implementations.get((transport, implementation))
 
 
-def parse(text: str, source: str = "") -> Description:
+def parse(text: str) -> Description:
     """The document pqs-timer --describe prints; ValueError when it is not one."""
     doc = json.loads(text)
     if not isinstance(doc, dict) or doc.get("type") != "describe":
         raise ValueError("not a --describe document")
-    impls: dict[tuple[str, str], Implementation] = {}
-    for t in doc["transports"]:
-        for im in t["implementations"]:
-            impls[(t["name"], im["name"])] = Implementation(
-                transport=t["name"], name=im["name"], version=im.get("version"), modes=dict(im["modes"]),
-                tls13_only=bool(im["tls13_only"]), early_data=im.get("early_data"),
-                tcp_fastopen=dict(im["tcp_fastopen"]), options=dict(im["options"]),
-                groups=tuple(im.get("groups") or ()), data=im)
-    return Description(program=doc["program"], commit=doc.get("commit", ""), modes=tuple(doc["modes"]),
-                       implementations=impls, source=source)
+    impls = {(t["name"], im["name"]): Implementation(transport=t["name"], name=im["name"], modes=dict(im["modes"]),
+                                                     options=dict(im["options"]), data=im)
+             for t in doc["transports"] for im in t["implementations"]}
+    return Description(program=doc["program"], implementations=impls)
 
 
 def _timer() -> str:
@@ -83,7 +71,7 @@ def _describe(path: str) -> Description | None:
     if r.returncode != 0:
         return None
     try:
-        return parse(r.stdout, f"{path} --describe")
+        return parse(r.stdout)
     except (ValueError, KeyError, TypeError):
         return None
 

@@ -9,6 +9,21 @@
 #include "transport.h"
 #include "version.h"
 
+/* s as a JSON string, escaped. */
+static void quoted(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p < 0x20)
+            fprintf(f, "\\u%04x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
 static void sep(pqs_doc *d, const char *key)
 {
     if (d->depth > 0) {
@@ -17,7 +32,7 @@ static void sep(pqs_doc *d, const char *key)
         d->first[d->depth] = false;
     }
     if (key != NULL) {
-        pqs_doc_str(&(pqs_doc){.f = d->f}, NULL, key); /* the name, escaped as a string is */
+        quoted(d->f, key);
         fputc(':', d->f);
     }
 }
@@ -43,20 +58,10 @@ void pqs_doc_end(pqs_doc *d, char close)
 void pqs_doc_str(pqs_doc *d, const char *key, const char *val)
 {
     sep(d, key);
-    if (val == NULL) {
+    if (val == NULL)
         fputs("null", d->f);
-        return;
-    }
-    fputc('"', d->f);
-    for (const unsigned char *p = (const unsigned char *)val; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(d->f, "\\%c", *p);
-        else if (*p < 0x20)
-            fprintf(d->f, "\\u%04x", *p);
-        else
-            fputc(*p, d->f);
-    }
-    fputc('"', d->f);
+    else
+        quoted(d->f, val);
 }
 
 void pqs_doc_bool(pqs_doc *d, const char *key, bool val)
