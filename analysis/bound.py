@@ -1,6 +1,6 @@
 """The handshake lower bound per cell and the CPU terms from `pqs-speed`.
 
-The model itself is the runner's pure functions (experiments/handshake_model.py; the reasoning
+The model itself is the runner's pure functions (pqshake/rows/handshake_model.py; the reasoning
 is in docs/methodology.md, "The handshake model"); this module only feeds it what a run
 measured:
 
@@ -22,8 +22,8 @@ from typing import Any
 
 from pqshake import safe_write as sw
 from pqshake.errors import UserError
-from pqshake.experiments import modes as M
-from pqshake.experiments import transports as T
+from pqshake.rows import modes as M
+from pqshake.rows import transports as T
 
 from . import columns as C
 
@@ -143,7 +143,7 @@ def cpu_terms(speed: Speed | None, group: str, sig: str, mode: str, chain_depth:
     derive on each side), and for a full handshake one signature and chain_depth + 1
     verifications (the chain, then CertificateVerify). Resumption and 0-RTT sign nothing. None
     if a term is missing."""
-    from pqshake.experiments import handshake_model as hm
+    from pqshake.rows import handshake_model as hm
 
     if not speed:
         return None
@@ -170,7 +170,7 @@ def cpu_terms(speed: Speed | None, group: str, sig: str, mode: str, chain_depth:
 def propagation_rtt_s(rtt_achieved_s: float, rate_up: float | None, rate_down: float | None) -> float:
     """The achieved RTT without the probes' own serialization (the handshake's frames pay theirs
     in the model); never below 0."""
-    from pqshake.emulation.check import RTT_PROBE_PAYLOAD, probe_serialization_ns
+    from pqshake.rows.profile import RTT_PROBE_PAYLOAD, probe_serialization_ns
 
     ser = sum(probe_serialization_ns(RTT_PROBE_PAYLOAD, r) for r in (rate_up, rate_down) if r) / 1e9
     return max(0.0, rtt_achieved_s - ser)
@@ -187,7 +187,8 @@ def bound(group: str, sig: str, mode: str, *, rtt_s: float, rate_up: float | Non
     handshake_model.Cpu or None (no CPU term); iw_c / iw_s: the client's / server's initial
     window where the profile sets one; settings: the transports' own (Run.settings). ValueError
     for an algorithm the registry does not size."""
-    from pqshake.experiments import handshake_model as hm
+    from pqshake.rows import bounds
+    from pqshake.rows import handshake_model as hm
 
     if mode not in hm.MODES:
         raise UserError(f"mode '{mode}' in the run is unknown to the handshake model ({', '.join(hm.MODES)})")
@@ -198,7 +199,7 @@ def bound(group: str, sig: str, mode: str, *, rtt_s: float, rate_up: float | Non
         return {}  # nothing the transport can run: no bound
     up, down = _rate(rate_up), _rate(rate_down)
     prop = propagation_rtt_s(rtt_s, up, down)
-    b = hm.handshake_bound(group, sig, prop, mtu=int(mtu), chain_depth=chain_depth, mode=mode, registry=registry,
+    b = bounds.handshake_bound(group, sig, prop, mtu=int(mtu), chain_depth=chain_depth, mode=mode, registry=registry,
                            rate_up=up or 0, rate_down=down or 0, cpu=cpu or hm.Cpu(), iw_c=iw_c, iw_s=iw_s,
                            transport=transport, **settings)
     return {"rtts": b.rtts, "rtt_prop": prop, "t_rtt": b.t_rtt, "t_ser": b.t_ser, "t_cpu": b.t_cpu,

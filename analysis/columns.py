@@ -8,16 +8,16 @@ Left: the column in samples.parquet / server.parquet / cells.parquet. Right: the
 from __future__ import annotations
 
 from pqshake import results as _R
-from pqshake.experiments import modes as _M
-from pqshake.experiments import transports as _T
-from pqshake.experiments.axes import core as _core
+from pqshake.rows import modes as _M
+from pqshake.rows import transports as _T
+from pqshake.rows.axes import core as _core
 
-# The cell key: one summary row per value of each matrix axis (experiments/axes/core.py: group,
+# The cell key: one summary row per value of each matrix axis (pqshake/rows/axes/core.py: group,
 # sig, profile, mode, transport); repetitions are pooled. Runs from before an axis existed have no
 # column: their cells have its row's `before` (transport: tcp).
 CELL_KEY = list(_core.KEYS)
 AXIS_BEFORE = _core.BEFORE
-TRANSPORT_ORDER = _T.ORDER  # the rows' rank (experiments/transports/)
+TRANSPORT_ORDER = _T.ORDER  # the rows' rank (pqshake/rows/transports/)
 
 # The timer's "msgs" member (pqshake/results MSGS_COLUMNS; testbed/README.md, "Message sizes from
 # the wire"): msg_<message> bytes (the handshake message with its 4-byte header),
@@ -27,7 +27,7 @@ MSG_COLUMNS = {f"msgs_{m}": f"msg_{m}" for m in _R.MSGS_MESSAGES}
 FLIGHT_COLUMNS = {f"msgs_flights_{f}_{k}": f"flight_{f}_{k}" for f in _R.MSGS_FLIGHTS for k in _R.MSGS_FLIGHT_FIELDS}
 MSGS_OPTIONAL = {**MSG_COLUMNS, **FLIGHT_COLUMNS, "msgs_tcp_info_cb_ns": "msg_tcp_info_cb_ns"}
 
-# The swept settings (experiments/axes/): every column named with pqshake.results.AXIS_PREFIX
+# The swept settings (pqshake/rows/axes/): every column named with pqshake.results.AXIS_PREFIX
 # (axis_chain_depth, ...) in any of the three tables keeps its name; load.py fills those of the
 # registry's rows a run lacks.
 
@@ -69,7 +69,7 @@ SAMPLES_OPTIONAL = {
     "tcp_rtt_ns": "tcp_srtt_ns",
     "cpu_ns": "client_cpu_ns",  # the timer's worker thread's CPU for the attempt, t0 to the close
     # Each transport's own columns (its JSON member, e.g. the timer's quic object; null for the
-    # other transports): the rows' sample_columns (experiments/transports/).
+    # other transports): the rows' sample_columns (pqshake/rows/transports/).
     **_T.columns("samples"),
     **_M.columns("samples"),  # each mode's own (its row's columns: fs0rtt's encapsulation)
     **MSGS_OPTIONAL,  # message sizes and flights (runs from before them: empty)

@@ -8,7 +8,7 @@ it draws: analysis/README.md's figure table is made of them, `python -m pqshake.
 A run with one transport draws every figure once. With several, the per-condition figures
 (PER_TRANSPORT below) are drawn once per transport (files <name>-<transport>), and the kinds that
 compare transports, stacks or engines handle them inside. A run that sweeps settings
-(experiments/axes/) draws each kind once per combination of their values, auth_size once for the
+(pqshake/rows/axes/) draws each kind once per combination of their values, auth_size once for the
 whole run."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import pandas as pd
 
 from pqshake import safe_write as sw
 from pqshake.errors import UserError
-from pqshake.experiments import transports as T
+from pqshake.rows import transports as T
 
 from . import style as ST
 from . import figs

@@ -19,10 +19,10 @@ import pandas as pd
 
 from pqshake import results as fmt
 from pqshake.results import safe_read
-from pqshake.experiments import axes as AX
-from pqshake.experiments import cpuwake
-from pqshake.experiments import modes as M
-from pqshake.experiments import transports as T
+from pqshake.rows import axes as AX
+from pqshake import cpuwake
+from pqshake.rows import modes as M
+from pqshake.rows import transports as T
 from pqshake.errors import UserError
 
 from . import columns as C
@@ -37,7 +37,7 @@ MERGE_FIELDS = (
     "cpu.model",
     "backend",
 )
-# Not a meta.json field but its sessions' records (experiments/cpuwake.py): must agree too.
+# Not a meta.json field but its sessions' records (pqshake/cpuwake.py): must agree too.
 WAKEUP_FIELD = "cpu_wakeup"
 # Configured profile figures that must agree between runs for a profile of the same name.
 PROFILE_FIELDS = ("cfg_rtt_ns", "cfg_loss_up", "cfg_loss_down", "cfg_rate_bps_up", "cfg_rate_bps_down",
@@ -59,9 +59,9 @@ class Run:
     chain_depth: int = 1
     timeout_ns: int | None = None  # per attempt (plan.json); failures count as "not done by then"
     # The transports' own settings their bound needs, by keyword (each row's run_settings from
-    # plan.json, merge_settings for runs analysed together; experiments/transports/).
+    # plan.json, merge_settings for runs analysed together; pqshake/rows/transports/).
     settings: dict[str, Any] = field(default_factory=dict)
-    # Each swept setting's value where a row has none (experiments/axes/): the first run's own
+    # Each swept setting's value where a row has none (pqshake/rows/axes/): the first run's own
     # (its file's value, or the first it listed).
     axis_values: dict[str, Any] = field(default_factory=dict)
     n_warmup_dropped: int = 0
@@ -70,14 +70,14 @@ class Run:
 
     @property
     def axes(self) -> list[str]:
-        """The swept settings' columns whose value differs between the cells (experiments/axes/)."""
+        """The swept settings' columns whose value differs between the cells (pqshake/rows/axes/)."""
         return [a.column for a in AX.REGISTRY
                 if a.column in self.cells.columns and self.cells[a.column].astype(str).nunique() > 1]
 
     def setting(self, key: str, shown: Any) -> Any:
         """A swept setting's value for a row that shows `shown` (its value, or NOT_APPLIED)."""
         if shown is None or shown == AX.NOT_APPLIED:
-            return self.axis_values.get(key, AX.get(key).default())
+            return self.axis_values.get(key, AX.get(key).default)
         return shown
 
     @property
@@ -250,11 +250,11 @@ def _first(v: Any) -> Any:
 
 
 def _fill_axes(df: pd.DataFrame, exp: dict) -> None:
-    """Every swept-setting column (experiments/axes/), as text. A run that did not sweep one (or
+    """Every swept-setting column (pqshake/rows/axes/), as text. A run that did not sweep one (or
     ran before sweeps existed) has the experiment's value in every row; one that swept it has
     AX.NOT_APPLIED in the rows of cells it does not change."""
     for a in AX.REGISTRY:
-        given = exp.get(a.key, a.default())
+        given = exp.get(a.key, a.default)
         fill = AX.NOT_APPLIED if isinstance(given, list) else a.show(given)
         col = df[a.column].astype("object") if a.column in df.columns else pd.Series([None] * len(df), dtype=object)
         # a column of whole numbers with gaps comes back as floats: 1.0 is shown as 1
@@ -322,7 +322,7 @@ def _drop_server_warmups(server: pd.DataFrame, cells: pd.DataFrame, warmup_defau
     lut = {c: float(nw.get(str(c), np.nan)) for c in cid.cat.categories}  # per cell, not per row
     skip = np.array([lut[c] for c in cid.cat.categories] + [np.nan])[cid.cat.codes.to_numpy()]
     skip = np.where(np.isnan(skip), warmup_default, skip)
-    # the runner primes every resumable mode (experiments/modes/; DONE blocks record `prime`)
+    # the runner primes every resumable mode (pqshake/rows/modes/; DONE blocks record `prime`)
     modes = server["mode"].astype(str)
     prime = modes.map({m: int(M.resumable(m)) for m in modes.unique()}).to_numpy()
     keep = rank >= skip + prime
@@ -397,7 +397,7 @@ def load_one(path: Path | str) -> tuple[dict, pd.DataFrame, pd.DataFrame | None,
         notes.append(f"{path}/server.parquet missing: server-side figures skipped")
     _server_finished(samples, server)
     _categorical(cells, C.CELL_KEY + ["cell_id"])
-    axis_values = {a.key: _first(exp.get(a.key, a.default())) for a in AX.REGISTRY}
+    axis_values = {a.key: _first(exp.get(a.key, a.default)) for a in AX.REGISTRY}
     return meta, samples, server, cells, chain_depth, n_w, notes, timeout_ns, settings, axis_values
 
 

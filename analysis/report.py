@@ -14,16 +14,16 @@ import pandas as pd
 
 from pqshake import safe_write as sw
 from pqshake.errors import UserError
-from pqshake.experiments.axes.core import CORE
+from pqshake.rows.axes.core import CORE
 
 from . import bound as B
 from . import stats as S
 from . import tables as T
-from pqshake.experiments.portable import portable
+from pqshake.portable import portable
 
-from pqshake.experiments import axes as AX
+from pqshake.rows import axes as AX
 from .load import Run, get, load_runs
-from pqshake.experiments import transports as TR
+from pqshake.rows import transports as TR
 
 from .summary import CI_METHOD_TEXT, MODE_LABELS, Summary, summarize
 

@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 
 from pqshake.errors import UserError
-from pqshake.experiments import axes as AX
-from pqshake.experiments import modes as M
-from pqshake.experiments import transports as T
+from pqshake.rows import axes as AX
+from pqshake.rows import modes as M
+from pqshake.rows import transports as T
 
 from . import bound as B
 from . import stats as S
@@ -218,7 +218,7 @@ class _Ctx:
 def summarize(run: Run, *, speed: B.Speed | None = None, cpu_note: str = "", baseline: str | None = None,
               n_boot: int = S.BOOTSTRAP_N, seed: int = S.BOOTSTRAP_SEED) -> Summary:
     """One row per cell, section by section (each adds its columns, in this order); a
-    transport's own columns come from its row in experiments/transports/."""
+    transport's own columns come from its row in pqshake/rows/transports/."""
     ctx = _cells(run)
     _counts(ctx)
     _timings(ctx, n_boot, seed)

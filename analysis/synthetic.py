@@ -1,9 +1,9 @@
 """A seeded synthetic run directory with the runner's schema, written through the runner's own
-writer (experiments/rundir.py write_run: samples/server/cells.parquet + meta.json + plan.json),
+writer (pqshake/results/layout.py write_run: samples/server/cells.parquet + meta.json + plan.json),
 for developing and testing the analysis without a testbed, and for the benchmark (any number of
 attempts).
 
-Handshake times follow the handshake model (experiments/handshake_model.py) plus log-normal
+Handshake times follow the handshake model (pqshake/rows/handshake_model.py) plus log-normal
 noise, a loss penalty and some failures; the numbers are plausible, not measurements.
 
     python -m pqshake.analysis.synthetic OUT_DIR [--attempts N] [--seed S]
@@ -18,8 +18,8 @@ from typing import Iterable
 
 import numpy as np
 
-from pqshake.experiments import modes as M
-from pqshake.experiments import transports as T
+from pqshake.rows import modes as M
+from pqshake.rows import transports as T
 
 GROUPS = ["x25519", "X25519MLKEM768", "MLKEM768", "MLKEM1024"]
 SIGS = ["ecdsa-p256", "ml-dsa-44"]
@@ -83,15 +83,15 @@ class Spec:
     meta: dict = field(default_factory=dict)  # merged into meta.json
     server: bool = True
     # a transport's cells: the modes it runs, on profiles with its minimum MTU (its row in
-    # experiments/transports/)
+    # pqshake/rows/transports/)
     transports: list[str] = field(default_factory=lambda: [T.DEFAULT])
     quic_retry: bool = True
 
 
 def cell_id(profile: str, group: str, sig: str, mode: str, rep: int, transport: str = T.DEFAULT) -> str:
-    from pqshake.experiments.plan import cell_id as plan_cell_id
+    from pqshake.rows import axes as AX
 
-    return plan_cell_id(profile, group, sig, mode, rep, transport)
+    return AX.cell_id({"profile": profile, "group": group, "sig": sig, "mode": mode, "transport": transport}, rep)
 
 
 def cells(spec: Spec) -> list[dict]:
@@ -127,7 +127,8 @@ def spec_for_attempts(n: int, seed: int = 1, **kw) -> Spec:
 
 
 def _cell_arrays(rng: np.random.Generator, spec: Spec, c: dict, prof: dict) -> dict:
-    from pqshake.experiments import handshake_model as hm
+    from pqshake.rows import bounds
+    from pqshake.rows import handshake_model as hm
     from pqshake.registry import load_registry
 
     reg = load_registry()
@@ -137,7 +138,7 @@ def _cell_arrays(rng: np.random.Generator, spec: Spec, c: dict, prof: dict) -> d
     rate = min(rates) if rates else None
     loss = max(prof["loss_up"], prof["loss_down"])
     row = T.get(c["transport"])
-    b = hm.handshake_bound(c["group"], c["sig"], rtt_s, rate_bps=rate, mtu=prof["mtu"],
+    b = bounds.handshake_bound(c["group"], c["sig"], rtt_s, rate_bps=rate, mtu=prof["mtu"],
                            mode=c["mode"], registry=reg, transport=c["transport"], quic_retry=spec.quic_retry)
     # Slightly above the bound: stack and scheduling overhead, log-normal noise.
     base = b.total + 0.0002 + rng.gamma(2.0, 0.0001, n)
@@ -175,7 +176,7 @@ def _msgs(rng: np.random.Generator, c: dict, a: dict, n: int) -> dict[str, np.nd
     certificate, signature; the model's ClientHello and certificate overheads), records and
     TCP segments per flight over TCP, datagrams over QUIC (1200 bytes each) and TurboTLS's UDP."""
     from pqshake import results as R
-    from pqshake.experiments import handshake_model as hm
+    from pqshake.rows import handshake_model as hm
 
     row, mode = a["row"], c["mode"]
     quic, turbo = not row.over_tcp, row.name == T.TURBOTLS.name
@@ -347,7 +348,7 @@ def generate(out: Path | str, spec: Spec | None = None) -> Path:
                 arrays[k] = pa.array(v)
         return pa.table(arrays)
 
-    from pqshake.experiments import rundir as rd
+    from pqshake.results import layout
 
     samples = table(cols, ("handshake_ns", "server_hello_ns", "ttfb_ns", "tcp_connect_ns", "tcp_bytes_sent",
                            "tcp_bytes_received", "tcp_data_segs_out", "tcp_data_segs_in", "tcp_total_retrans",
@@ -375,7 +376,7 @@ def generate(out: Path | str, spec: Spec | None = None) -> Path:
             "seed": spec.seed, "groups": spec.groups, "sigs": spec.sigs, "profiles": list(spec.profiles), "cells": cl}
     # Through the runner's writer (the one owner of the format); raw/ stays empty, so the
     # tables written here are the run's data.
-    rd.write_run(out, meta, plan, frames)
+    layout.write_run(out, meta, plan, frames)
     return out
 
 

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from pqshake.experiments import transports as TR
+from pqshake.rows import transports as TR
 
 from .summary import MODE_LABELS
 
@@ -138,7 +138,7 @@ _TRANSPORT_CELL_COLUMNS = [
     ("vs TCP", "x", lambda r: _ci(r.vs_tcp, r.vs_tcp_ci_lo, r.vs_tcp_ci_hi, 2)),
 ]
 
-# How a row's report columns are shown (experiments/transports/ ReportSection formats): each
+# How a row's report columns are shown (pqshake/rows/transports/ ReportSection formats): each
 # takes the summary row's values of the column's summary columns.
 _FORMATS = {
     "share": lambda v: _share(v),

@@ -598,8 +598,8 @@ def wake_cost(gap_us: int = WAKE_GAP_US, n: int = WAKE_COUNT) -> dict:
 
 def share_part(args) -> tuple[list, bool, dict]:
     """(verdicts, ran all, results). Measured with idle CPUs held awake, as runs measure
-    (experiments/cpuwake.py, cpu_wakeup: held, the default)."""
-    from pqshake.experiments import cpuwake
+    (pqshake/cpuwake.py, cpu_wakeup: held, the default)."""
+    from pqshake import cpuwake
 
     with cpuwake.held(cpuwake.HELD) as wake:
         if wake.get("cpu_wakeup_refused"):

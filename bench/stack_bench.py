@@ -62,10 +62,10 @@ GROUPS = ["x25519", "X25519MLKEM768", "MLKEM768", "frodo640aes"]
 SIGS = ["ecdsa-p256", "ml-dsa-44"]
 PROFILES = ["lan", "{name: rtt20, rtt: 20ms}", "rtt100"]
 # Names from the registries (tests/test_registry_only.py): no module but theirs spells one.
-from pqshake.experiments import modes as _M  # noqa: E402
+from pqshake.rows import modes as _M  # noqa: E402
 from pqshake.paths import cache_dir  # noqa: E402
-from pqshake.experiments.transports import quic as _quic, tcp as _tcp, turbotls as _turbo  # noqa: E402
-from pqshake.experiments.transports import QUIC_ENGINES as _ENGINES  # noqa: E402
+from pqshake.rows.transports import quic as _quic, tcp as _tcp, turbotls as _turbo  # noqa: E402
+from pqshake.rows.transports import QUIC_ENGINES as _ENGINES  # noqa: E402
 
 TRANSPORTS = [_tcp.NAME, _quic.NAME, _turbo.NAME]
 MODES = [_M.FULL, _M.RESUME, _M.ZERO_RTT, _M.FS0RTT]

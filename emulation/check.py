@@ -47,6 +47,7 @@ from pqshake.emulation.profiles import DIST_CLIP, Link, Profile
 from pqshake.errors import UserError
 from pqshake.paths import binary
 from pqshake.results.jsonl import text_records
+from pqshake.rows.profile import RTT_PROBE_PAYLOAD, probe_serialization_ns  # noqa: F401 (check's names)
 
 # ------------------------------------------------------------ distributions --
 
@@ -90,15 +91,6 @@ def delay_samples(link: Link, n: int, rng: np.random.Generator) -> np.ndarray:
 
 # UDP payload of the RTT probes the runner records per cell (cells.parquet rtt_p50_ns): the
 # analysis subtracts their serialization to get the propagation RTT (docs/methodology.md).
-RTT_PROBE_PAYLOAD = 64
-
-
-def probe_serialization_ns(size: int, rate_bps: float, overhead: int = 0) -> float:
-    """Time a UDP probe of `size` payload bytes takes at rate_bps (Ethernet+IP+UDP headers +
-    overhead counted, like the emulator); 0 on an unlimited link."""
-    return (size + 28 + 14 + overhead) * 8 / rate_bps * 1e9 if rate_bps else 0.0
-
-
 def serialization_ns(link: Link, size: int) -> float:
     # a trace direction's wait for its opportunity is in delay_samples
     return 0.0 if link.trace is not None else probe_serialization_ns(size, link.rate_bps, link.overhead)

@@ -166,10 +166,13 @@ def _not_an_experiment(ref: str, load):
 
 
 def _is_experiment(path: str) -> bool:
-    """The file's one document is a mapping with a key only experiment files have."""
+    """The file's one document is a mapping with a key only experiment files have: a matrix
+    axis's list (groups, sigs, modes, transports) or a swept setting (pqshake/rows/axes/; the
+    emulation sits below the experiment model and reads the rows it is built from)."""
     from pqshake import yamlsrc
     from pqshake.emulation.profiles import Profile
-    from pqshake.experiments.model import Experiment
+    from pqshake.rows import axes as AX
+    from pqshake.rows.axes import core as C
 
     if not path.endswith((".yaml", ".yml")):
         return False
@@ -178,7 +181,7 @@ def _is_experiment(path: str) -> bool:
     except UserError:
         return False
     profile_keys = {f.alias or n for n, f in Profile.model_fields.items()}
-    only = (set(Experiment.model_fields) | {"include"}) - profile_keys
+    only = ({a.field for a in C.CORE} | set(AX.keys()) | {"include"}) - profile_keys
     return len(docs) == 1 and isinstance(docs[0].data, dict) and any(k in only for k in docs[0].data)
 
 

@@ -19,17 +19,17 @@ from pqshake import safe_write as sw
 from pqshake.errors import UserError
 from pqshake.results.jsonl import JsonLines
 
-from . import modes as M
+from pqshake.rows import modes as M
 from . import rundir as rd
 from . import sampling
-from . import transports as T
+from pqshake.rows import transports as T
 from . import validity
 from .plan import Cell, Plan, fmt_seconds, profile_figures
 from .processes import (POLL_S, READY_TIMEOUT_S, Stop, _count, _dead_companion, _first_line, _kill, _LineCounter,
                         open_gate, spawn)
 # The programs' command lines (experiments/programs.py); imported into this module, where the
 # cell runner looks them up (tests replace them here).
-from .modes import fs0rtt as FS
+from pqshake.rows.modes import fs0rtt as FS
 from .programs import server_argv, timer_argv
 from .progress import Progress
 
@@ -179,7 +179,7 @@ class CellRunner:
         """Folder, validity snapshot, RTT probes and the cell's server (ready to accept)."""
         from pqshake.emulation.check import measure_rtt
 
-        run, exp = self.run, self.exp.for_cell(cell)  # the cell's settings (experiments/axes/)
+        run, exp = self.run, self.exp.for_cell(cell)  # the cell's settings (pqshake/rows/axes/)
         self.check_stop()
         why = topo.link_problem()
         if why:  # died between cells: this cell never starts, so it stays to do for resume

@@ -35,7 +35,7 @@ def register(app: typer.Typer) -> None:
         p = build_plan(experiment, seed=seed)
         s = p.summary()
         m = p.model
-        from .axes import core as C
+        from pqshake.rows.axes import core as C
 
         print(f"{m.name}: {s['cells']} cells ("
               + "".join(f"{len(p.axis_values(a.key))} {a.field} x " for a in C.LOOP) + f"{m.repetitions} repetitions"
@@ -44,8 +44,8 @@ def register(app: typer.Typer) -> None:
         print(f"  groups:   {values_text(p.groups)}")
         print(f"  sigs:     {values_text(p.sigs)}")
         print(f"  modes:    {', '.join(m.modes)}")
-        from . import axes as AX
-        from . import transports as T
+        from pqshake.rows import axes as AX
+        from pqshake.rows import transports as T
 
         print(f"  transports: {', '.join(m.transports)}"
               + "".join(t.plan_note(m) for t in T.REGISTRY if t.name in m.transports))
@@ -76,7 +76,7 @@ def register(app: typer.Typer) -> None:
             print(f"  note: {note}")
         key = s.get("bfe_key")
         if key:
-            from .modes.fs0rtt import p_text
+            from pqshake.rows.modes.fs0rtt import p_text
 
             print(f"  fs0rtt key: n {key['n']}, p {p_text(key['p'])} ({key['slots']} slots): "
                   + ("in the cache" if key["cached"] else f"generated first (~{fmt_seconds(key['keygen_estimate_s'])})"))

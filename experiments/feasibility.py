@@ -23,10 +23,11 @@ from typing import Any
 from pqshake.errors import UserError
 from pqshake.registry import load_registry
 
-from . import axes as A
-from . import handshake_model as hm
-from . import modes as M
-from . import transports as T
+from pqshake.rows import axes as A
+from pqshake.rows import bounds
+from pqshake.rows import handshake_model as hm
+from pqshake.rows import modes as M
+from pqshake.rows import transports as T
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,7 @@ def least_attempt_s(c: Any, m: Any, figures: dict[str, Any], registry: Any, kw: 
     """The least time an attempt of the cell takes, connect to last byte (what the timer's
     --timeout covers): the handshake bound with no CPU, to the first response byte when a body
     is asked for, then the body at the downlink's rate."""
-    b = hm.handshake_bound(c.group, c.sig, figures["rtt_ns"] / 1e9, rate_up=figures["rate_bps_up"] or None,
+    b = bounds.handshake_bound(c.group, c.sig, figures["rtt_ns"] / 1e9, rate_up=figures["rate_bps_up"] or None,
                            rate_down=figures["rate_bps_down"] or None, mtu=figures["mtu"], mode=c.mode,
                            registry=registry, cpu=hm.NO_CPU, iw_c=figures["initcwnd_client"] or None,
                            iw_s=figures["initcwnd_server"] or None, transport=c.transport,

@@ -18,11 +18,13 @@ from pqshake.errors import UserError
 from pqshake.yamlsrc import Budget, Doc, clean_errors, describe, dotted, load_docs, located, short
 from pqshake.yamlsrc import one_line as yamlsrc_one_line
 
-from . import modes as M
-from .modes import fs0rtt as FS
-from . import transports as T
+from pqshake.rows import modes as M
+from pqshake.rows.modes import fs0rtt as FS
+from pqshake.rows import axes as A
+from pqshake.rows import transports as T
+from pqshake.rows.axes import core as C
 
-# The allowed values come from the registries (experiments/modes/, experiments/transports/),
+# The allowed values come from the registries (pqshake/rows/modes/, pqshake/rows/transports/),
 # in their order, so pydantic's message lists them as before: "Input should be 'tcp', ...".
 Mode = Literal[M.NAMES]  # type: ignore[valid-type]
 MODES: tuple[str, ...] = M.NAMES
@@ -50,7 +52,7 @@ def _as_list(v: Any) -> Any:
 
 class ExcludeRule(BaseModel):
     """A cell is excluded when it matches every key given (each key: one name, a list, or an
-    @set; or a swept setting's key with one value or a list: experiments/axes/)."""
+    @set; or a swept setting's key with one value or a list: pqshake/rows/axes/)."""
 
     model_config = ConfigDict(extra="allow", strict=True)
     group: list[str] | None = None
@@ -66,8 +68,6 @@ class ExcludeRule(BaseModel):
 
     @model_validator(mode="after")
     def _not_empty(self) -> "ExcludeRule":
-        from . import axes as A
-        from .axes import core as C
 
         extra = dict(self.model_extra or {})
         for k in extra:
@@ -155,6 +155,11 @@ class CpuPlacement(BaseModel):
     endpoints: list[int] = Field(min_length=1, description="CPUs of client, server and probes")
 
 
+# The swept settings' defaults are their rows' (pqshake/rows/axes/), which the analysis reads for a
+# run that does not set them.
+_D = {a.key: a.default for a in A.REGISTRY}
+
+
 class Experiment(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
@@ -169,10 +174,12 @@ class Experiment(BaseModel):
                                         "first flights over UDP, the rest over TCP)")
     tcp_fastopen: bool = Field(default=False, description="also run every tcp cell as tcp+tfo (TCP Fast Open: "
                                "the first flight in the SYN once the first connection fetched a cookie)")
-    early_response: Literal["on", "off"] = Field(default="on", description="0rtt cells: the server answers an "
-                                                 "accepted early request at once (0.5-RTT data)")
-    quic_retry: Literal["on", "off"] = Field(default="on", description="quic cells: the server validates "
-                                             "the client's address with a Retry round trip (on) or not (off)")
+    early_response: Literal["on", "off"] = Field(
+        default=_D["early_response"], description="0rtt cells: the server answers an "
+        "accepted early request at once (0.5-RTT data)")
+    quic_retry: Literal["on", "off"] = Field(
+        default=_D["quic_retry"], description="quic cells: the server validates "
+        "the client's address with a Retry round trip (on) or not (off)")
     qlog: bool = Field(default=False, description="quic cells: keep qlog traces under raw/<cell>/qlog/")
     quic_engines: list[QuicEngine] = Field(default_factory=lambda: [T.QUIC_ENGINE_DEFAULT], min_length=1,
                                            description="quic cells: the QUIC implementations to run each on "
@@ -212,32 +219,40 @@ class Experiment(BaseModel):
                                "1 one cell at a time")
     cpu_wakeup: Literal["held", "os"] = Field(
         default="held", description="held: idle CPUs poll instead of halting while the run measures (a 0 us PM QoS "
-                                    "request, experiments/cpuwake.py); os: the machine's own idle states")
-    response_bytes: int = Field(default=0, ge=0, le=1 << 34)
+                                    "request, pqshake/cpuwake.py); os: the machine's own idle states")
+    response_bytes: int = Field(default=_D["response_bytes"], ge=0, le=1 << 34)
     wait_acked: bool = Field(default=False, description="after each handshake the timer waits until the server "
                              "acknowledged every byte the client sent (acked_ns; TCP transports), before the request")
     timeout: int = Field(default=10_000_000_000, description="per attempt, ns ('10s' in YAML)")
     failures_expected: bool = Field(default=False, description="failure is the measurement (a loss-to-death "
                                     "sweep): a cell none of whose measured attempts succeeded stays complete "
                                     "instead of failing")
-    chain_depth: int = Field(default=1, ge=1, le=4, description="certificates sent: leaf + N-1 intermediates")
-    inter_sig: str | None = Field(default=None, description="the intermediates' key algorithm (default: the sig's)")
-    root_sig: str | None = Field(default=None, description="the root's key algorithm, which signs the top "
+    chain_depth: int = Field(
+        default=_D["chain_depth"], ge=1, le=4, description="certificates sent: leaf + N-1 intermediates")
+    inter_sig: str | None = Field(
+        default=_D["inter_sig"], description="the intermediates' key algorithm (default: the sig's)")
+    root_sig: str | None = Field(default=_D["root_sig"], description="the root's key algorithm, which signs the top "
                                  "certificate sent (default: the sig's)")
-    cert_pad_bytes: int = Field(default=0, ge=0, le=60000, description="the leaf carries a non-critical extension "
-                                "of this many random bytes")
-    cert_scts: int = Field(default=0, ge=0, le=16, description="the leaf carries an SCT list of this many SCTs "
-                           "(118 bytes each, an ECDSA log's)")
-    suppress_intermediates: bool = Field(default=False, description="the server sends the leaf alone; the client "
-                                         "holds the intermediates")
+    cert_pad_bytes: int = Field(
+        default=_D["cert_pad_bytes"], ge=0, le=60000, description="the leaf carries a non-critical extension "
+        "of this many random bytes")
+    cert_scts: int = Field(
+        default=_D["cert_scts"], ge=0, le=16, description="the leaf carries an SCT list of this many SCTs "
+        "(118 bytes each, an ECDSA log's)")
+    suppress_intermediates: bool = Field(
+        default=_D["suppress_intermediates"], description="the server sends the leaf alone; the client "
+        "holds the intermediates")
     cert_compression: Literal["off", "zlib", "brotli", "zstd"] = Field(
-        default="off", description="RFC 8879 certificate compression, both programs")
-    client_auth: str | None = Field(default=None, description="mutual TLS: the client chain's signature algorithm")
-    client_inter_sig: str | None = Field(default=None, description="mutual TLS: the client chain's intermediates' "
-                                         "key algorithm (default: client_auth)")
-    client_root_sig: str | None = Field(default=None, description="mutual TLS: the client chain's root's key "
-                                        "algorithm (default: client_auth)")
-    client_chain_depth: int = Field(default=1, ge=1, le=4)
+        default=_D["cert_compression"], description="RFC 8879 certificate compression, both programs")
+    client_auth: str | None = Field(
+        default=_D["client_auth"], description="mutual TLS: the client chain's signature algorithm")
+    client_inter_sig: str | None = Field(
+        default=_D["client_inter_sig"], description="mutual TLS: the client chain's intermediates' "
+        "key algorithm (default: client_auth)")
+    client_root_sig: str | None = Field(
+        default=_D["client_root_sig"], description="mutual TLS: the client chain's root's key "
+        "algorithm (default: client_auth)")
+    client_chain_depth: int = Field(default=_D["client_chain_depth"], ge=1, le=4)
     backend: Literal["auto", "netem", "userspace"] = Field(
         default="auto", description="auto: netem where the kernel has it, else the userspace emulator")
     order: Literal["interleaved", "shuffled", "sequential"] = Field(
@@ -260,7 +275,7 @@ class Experiment(BaseModel):
     capture_max_bytes: int = Field(default=CAPTURE_MAX_BYTES_DEFAULT, description="capture: true: each pcapng's cap "
                                    "in bytes; recording stops there (DONE capture.capped)")
 
-    # The settings swept as matrix axes (experiments/axes/): key -> the values, each validated as
+    # The settings swept as matrix axes (pqshake/rows/axes/): key -> the values, each validated as
     # the field is; the field itself holds the first (validate_experiment fills both).
     _sweeps: dict[str, list[Any]] = PrivateAttr(default_factory=dict)
     _views: dict[tuple, "Experiment"] = PrivateAttr(default_factory=dict)
@@ -282,6 +297,26 @@ class Experiment(BaseModel):
 
     def for_cell(self, cell: Any) -> "Experiment":
         return self.with_settings(getattr(cell, "settings", ()))
+
+    # What the rows (pqshake/rows/transports/) ask of a cell's view of the experiment: the swept
+    # settings' rows sit above the transports' (a setting applies or not by its cell's transport),
+    # so a transport's plan check reads them through the view instead of importing them.
+    def applies(self, key: str, cell: Any) -> bool:
+        """Whether the swept setting `key` changes the cell (its row's applies)."""
+        return A.get(key).applies(self, cell)
+
+    def chain_sigs(self, cell: Any) -> list[tuple[str, Any]]:
+        """The settings naming a signature algorithm (inter_sig, root_sig, client_auth, ...) that
+        apply to the cell, as (key, value), in the rows' order."""
+        return [(a.key, getattr(self, a.key)) for a in A.REGISTRY if a.sig and a.applies(self, cell)]
+
+    def shown(self, key: str, value: Any) -> str:
+        """A swept setting's value as tables, legends and exclude rules show it."""
+        return A.get(key).show(value)
+
+    def bound_kwargs(self) -> dict[str, Any]:
+        """The handshake model's keywords for this view (every swept setting's value)."""
+        return A.bound_kwargs(self)
 
     def dump(self) -> dict[str, Any]:
         """As plan.json records it: every field, a swept one as its list of values."""
@@ -638,8 +673,6 @@ def _expand_sig_sets(data: dict[str, Any], index: dict[str, list[int]]) -> dict[
     expanded, the file's index of each value (errors point at the entry the value came from)."""
     from pqshake.registry import load_registry
 
-    from . import axes as A
-
     out = dict(data)
     for a in A.REGISTRY:
         v = data.get(a.key)
@@ -666,7 +699,7 @@ def _expand_sig_sets(data: dict[str, Any], index: dict[str, list[int]]) -> dict[
 
 def validate_experiment(data: dict[str, Any]) -> Experiment:
     """The model of an experiment's merged keys. A setting that is a matrix axis
-    (experiments/axes/) may be a list: each value is validated as the setting's one value would
+    (pqshake/rows/axes/) may be a list: each value is validated as the setting's one value would
     be (the other settings as given, swept ones at their first value), its errors located at
     (key, index); the model holds the first value and, for a list of two or more, the sweep."""
     index: dict[str, list[int]] = {}
@@ -735,7 +768,6 @@ class _Seen:
 
 
 def _validate(data: dict[str, Any]) -> Experiment:
-    from . import axes as A
 
     lists = {k: v for k, v in data.items() if k in A.keys() and isinstance(v, list)}
     for k, v in lists.items():

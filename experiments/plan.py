@@ -25,13 +25,16 @@ from pydantic import BaseModel
 from pqshake.errors import UserError
 from pqshake.registry import load_registry
 
-from . import axes as A
-from .axes import core as C
-from . import handshake_model as hm
+from pqshake.rows import axes as A
+from pqshake.rows import bounds
+from pqshake.rows import handshake_model as hm
+from pqshake.rows import modes as M
+from pqshake.rows import transports as T
+from pqshake.rows.axes import core as C
+from pqshake.rows.modes import fs0rtt as FS
+from pqshake.rows.profile import profile_figures  # noqa: F401 (the runner's modules import it from here)
+
 from . import feasibility
-from . import modes as M
-from .modes import fs0rtt as FS
-from . import transports as T
 from .model import SEED_MAX, ExperimentFile, load_experiment
 
 # What a run costs besides its handshakes (seconds). Measured on a quiet 2-vCPU VM (8-10 % steal)
@@ -77,7 +80,7 @@ class Cell:
     mode: str
     repetition: int
     transport: str = T.DEFAULT
-    # The values of the swept settings that change this cell (experiments/axes/), in the rows'
+    # The values of the swept settings that change this cell (pqshake/rows/axes/), in the rows'
     # order: each in its id and a column of its rows in the run's tables.
     settings: tuple[tuple[str, Any], ...] = ()
 
@@ -88,20 +91,19 @@ class Cell:
 
     @property
     def values(self) -> dict[str, str]:
-        """Its value of each matrix axis (experiments/axes/core.py), by key."""
+        """Its value of each matrix axis (pqshake/rows/axes/core.py), by key."""
         return {a.key: getattr(self, a.key) for a in C.CORE}
 
     @classmethod
     def of(cls, values: dict[str, str], repetition: int, settings: tuple[tuple[str, Any], ...] = ()) -> "Cell":
         """The cell with these axis values, repetition and swept settings, and its id."""
-        return cls(f"{C.id_parts(values)}{A.id_suffix(settings)}__r{repetition}", repetition=repetition,
-                   settings=settings, **values)
+        return cls(A.cell_id(values, repetition, settings), repetition=repetition, settings=settings, **values)
 
 
 def cell_id(profile: str, group: str, sig: str, mode: str, repetition: int, transport: str = T.DEFAULT,
             settings: tuple[tuple[str, Any], ...] = ()) -> str:
     """Stable across runs and resumes (does not depend on the order): the matrix axes' parts
-    (experiments/axes/core.py: <profile>__<group>__<sig>__<mode>, and __<transport> for any but
+    (pqshake/rows/axes/core.py: <profile>__<group>__<sig>__<mode>, and __<transport> for any but
     tcp, whose cells keep the ids they had before transports existed), one part per swept setting
     that changes the cell (__chain2), then __r<repetition>."""
     return Cell.of({"profile": profile, "group": group, "sig": sig, "mode": mode, "transport": transport}, repetition,
@@ -115,25 +117,6 @@ def id_profile(cell_id_: str) -> str:
 
 # ---------------------------------------------------------------------------------------------
 # Profiles
-
-
-def profile_figures(p: Any) -> dict[str, Any]:
-    """Configured figures of a profile as flat numbers: rtt_ns, per direction (up = client ->
-    server, down = server -> client) delay_ns, jitter_ns, rate_bps (0 = unlimited), loss
-    (expected fraction), and mtu."""
-    out: dict[str, Any] = {"mtu": int(getattr(p, "mtu", 1500) or 1500)}
-    for key in ("up", "down"):
-        link = getattr(p, key)
-        out[f"delay_ns_{key}"] = int(link.delay_ns)
-        out[f"jitter_ns_{key}"] = int(link.jitter_ns)
-        out[f"rate_bps_{key}"] = int(link.rate_bps or 0)
-        loss = link.expected_loss() if hasattr(link, "expected_loss") else link.loss
-        out[f"loss_{key}"] = float(loss or 0.0)
-    out["rtt_ns"] = out["delay_ns_up"] + out["delay_ns_down"]
-    tcp = getattr(p, "tcp", None)
-    for role in ("client", "server"):  # 0 = the kernel's default initial window
-        out[f"initcwnd_{role}"] = int((tcp.window("initcwnd", role) if tcp is not None else None) or 0)
-    return out
 
 
 def rates_text(f: dict[str, Any]) -> str:
@@ -435,7 +418,7 @@ class Plan:
         return self.experiment.model
 
     def axis_values(self, key: str) -> list[str]:
-        """A matrix axis's values in this plan (experiments/axes/core.py): the resolved profiles,
+        """A matrix axis's values in this plan (pqshake/rows/axes/core.py): the resolved profiles,
         the expanded groups and sigs, the file's modes and transports."""
         a = C.get(key)
         if a.link:
@@ -524,7 +507,7 @@ class Plan:
         body = m.response_bytes if not tr.handshake_only else 0
         # Each direction at its own rate (0 = unlimited): a slow downlink is not hidden behind a
         # fast uplink.
-        wait, work = hm.expected_attempt_parts(
+        wait, work = bounds.expected_attempt_parts(
             c.group, c.sig, f["rtt_ns"] / 1e9, rate_up=f["rate_bps_up"] or None, rate_down=f["rate_bps_down"] or None,
             mtu=f["mtu"], loss=max(losses) if losses else 0.0, mode=c.mode,
             registry=reg, iw_c=f["initcwnd_client"] or None, iw_s=f["initcwnd_server"] or None,
@@ -592,7 +575,7 @@ class Plan:
 
     def bfe_key(self, cells: list[Cell] | None = None) -> dict[str, Any] | None:
         """fs0rtt cells' BFE key: its parameters, whether the cache has it, and if not the key
-        generation the run starts with (experiments/modes/fs0rtt.py)."""
+        generation the run starts with (pqshake/rows/modes/fs0rtt.py)."""
         cells = self.cells if cells is None else cells
         if not any(M.get(c.mode).bfe_key for c in cells):
             return None
@@ -640,7 +623,7 @@ class Plan:
             "profiles": list(self.profiles),
             "modes": list(m.modes),
             "transports": list(m.transports),
-            "sweeps": {k: v for k, v in m.dump().items() if k in m.sweeps},  # swept settings (experiments/axes/)
+            "sweeps": {k: v for k, v in m.dump().items() if k in m.sweeps},  # swept settings (pqshake/rows/axes/)
             "cells_per_transport": {t: sum(1 for c in self.cells if c.transport == t) for t in m.transports},
             **{k: v for t in T.REGISTRY for k, v in t.plan_settings(m, t.name in m.transports).items()},
             "repetitions": m.repetitions,
@@ -657,7 +640,7 @@ class Plan:
         }
 
 
-# A rule's values for each matrix axis it names (experiments/axes/core.py key -> names; an axis it
+# A rule's values for each matrix axis it names (pqshake/rows/axes/core.py key -> names; an axis it
 # does not name matches any) and for each swept setting it names (key -> values as shown).
 CellRule = tuple[dict[str, list[str]], dict[str, list[str]]]
 
@@ -820,7 +803,7 @@ def check_cells_can_run(ef: ExperimentFile, reg: Any, cells: list[Cell]) -> None
             m = views[c.settings] = ef.model.for_cell(c)
         mode = M.get(c.mode)
         if mode.tls1_2:
-            named = [("sig", a.key, getattr(m, a.key)) for a in A.REGISTRY if a.sig and a.applies(m, c)]
+            named = [("sig", key, name) for key, name in m.chain_sigs(c)]
             for role, key, name in (("group", "groups", c.group), ("sig", "sigs", c.sig), *named):
                 a = reg.get(name) if name else None
                 if a is not None and not a.tls1_2:
@@ -856,7 +839,7 @@ class Setting:
 
 _QUIC_ROWS = frozenset(t.name for t in T.QUIC_ENGINES.values())
 
-# The swept settings' rows say the same with `unused` (experiments/axes/): refused when their
+# The swept settings' rows say the same with `unused` (pqshake/rows/axes/): refused when their
 # `applies` holds for no cell.
 SETTINGS: tuple[Setting, ...] = (
     Setting(("wait_acked",), lambda m, cells: any(T.get(c.transport).over_tcp for c in cells),

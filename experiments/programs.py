@@ -1,16 +1,16 @@
 """Command lines of the C programs (the interface of testbed/README.md in one place): what every
 cell passes to pqs-server and pqs-timer, then what its transport adds (its row in
-experiments/transports/) and what its mode asks for (experiments/modes/)."""
+pqshake/rows/transports/) and what its mode asks for (pqshake/rows/modes/)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from . import axes as A
-from . import modes as M
+from pqshake.rows import axes as A
+from pqshake.rows import modes as M
 from . import sampling
-from .modes import fs0rtt as FS
-from . import transports as T
+from pqshake.rows.modes import fs0rtt as FS
+from pqshake.rows import transports as T
 from .plan import Cell
 
 
@@ -22,8 +22,8 @@ def transport_args(cell: Cell, exp, qlog: Path | None, server: bool) -> list[str
 
 
 def turbo_requests(cell: Cell, exp) -> int:
-    """TurboTLS's request datagrams for a cell (experiments/transports/turbotls.py)."""
-    from .transports.turbotls import requests_for
+    """TurboTLS's request datagrams for a cell (pqshake/rows/transports/turbotls.py)."""
+    from pqshake.rows.transports.turbotls import requests_for
 
     return requests_for(cell, exp)
 
@@ -36,7 +36,7 @@ def bfe_key(exp) -> Path:
 
 
 def mode_args(cell: Cell, exp, server: bool) -> list[str]:
-    """What the cell's mode adds (its row in experiments/modes/): the server's own options (ech:
+    """What the cell's mode adds (its row in pqshake/rows/modes/): the server's own options (ech:
     an ECH config), the BFE key for fs0rtt."""
     mode = M.get(cell.mode)
     extra = list(mode.server_args) if server else []

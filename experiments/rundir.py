@@ -41,24 +41,18 @@ from typing import Any
 from pqshake import results as fmt
 from pqshake import safe_write as sw
 from pqshake.errors import UserError
-from pqshake.results import safe_read
+from pqshake.results import layout, safe_read
 from pqshake.results.meta import DONE
 
 LOCK_NAME = ".pqs-run.lock"
-# A run directory: its owner reads and writes it, the owner's group reads it (a lab's results
-# group, a setgid results/), nobody else enters (key logs and captures: 0600 inside;
-# docs/run-directory-security.md).
-RUN_DIR_MODE = 0o750
+RUN_DIR_MODE = layout.RUN_DIR_MODE  # pqshake/results/layout.py says why
 
 
 def now_iso() -> str:
     return dt.datetime.now(dt.timezone.utc).astimezone().isoformat(timespec="milliseconds")
 
 
-def default_results_root() -> Path:
-    from pqshake.paths import REPO
-
-    return Path(os.environ.get("PQS_RESULTS", REPO / "results"))
+default_results_root = layout.default_results_root
 
 
 # ---------------------------------------------------------------------------------------------
@@ -84,14 +78,7 @@ def write_atomic(path: Path, text: str, root: Path | None = None) -> None:
     sw.write_text(path, text, root=root)
 
 
-def write_json(path: Path, data: Any, root: Path | None = None) -> None:
-    """Atomically. A file of a run directory (root: that directory) records no absolute path
-    of this machine (experiments/portable.py); state files outside runs keep theirs."""
-    if root is not None:
-        from .portable import portable
-
-        data = portable(json.loads(json.dumps(data, default=str)), root=root)
-    write_atomic(path, json.dumps(data, indent=2, sort_keys=False, default=str) + "\n", root=root)
+write_json = layout.write_json
 
 
 def read_json(path: Path) -> Any:
@@ -230,14 +217,7 @@ class RunDir:
         return self.meta_path.is_file()
 
     def create(self) -> None:
-        """The run's folders: the run directory RUN_DIR_MODE whatever the umask (a fresh run
-        directory, never an existing link)."""
-        sw.refuse_link(self.path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.path.mkdir(mode=RUN_DIR_MODE, exist_ok=True)
-        os.chmod(self.path, RUN_DIR_MODE)
-        for d in (self.raw, self.logs, self.net, self.path / "experiment"):
-            sw.ensure_dir(d, root=self.path)
+        layout.create(self.path)
 
     def check_links(self) -> None:
         """Refuse (one line) a run directory holding a link where pqshake writes, or a file it
@@ -490,19 +470,6 @@ def build_tables(run: RunDir) -> dict:
     frames = fmt.collect_tables(run.path)
     fmt.write_tables(run.path, frames)
     return frames
-
-
-def write_run(path: Path, meta: dict, plan: dict, frames: dict) -> RunDir:
-    """A whole run directory at once (analysis/synthetic.py): layout, meta.json with this
-    format version, plan.json, the tables."""
-    from pqshake.results import meta as fmt_meta
-
-    run = RunDir(path)
-    run.create()
-    write_json(run.path / "plan.json", plan, root=run.path)
-    write_json(run.meta_path, {"format_version": fmt_meta.FORMAT_VERSION, **meta}, root=run.path)
-    fmt.write_tables(run.path, frames)
-    return run
 
 
 def find_run(path: Path | str) -> RunDir:

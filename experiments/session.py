@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from pqshake import safe_write as sw
 from pqshake.errors import UserError
 
-from . import cpuwake
+from pqshake import cpuwake
 from . import rundir as rd
 from .cell import CellRunner, CellState, DiskFull, LinkDown
 from .plan import Cell, Plan, profile_figures

@@ -162,7 +162,7 @@ class Snapshot:
 @dataclass
 class Handshakes:
     """What weighs a disturbance: the cell's handshake times and what the handshake model
-    (experiments/handshake_model.py) says of its path."""
+    (pqshake/rows/handshake_model.py) says of its path."""
 
     times_ns: list[float]  # the measured attempts, a failure +inf (sampling.attempt_times)
     attempts: int  # the cell's attempts, warm-ups included (without a model: late frames per attempt)
@@ -178,14 +178,15 @@ class Handshakes:
         with no CPU: what is left of the median is the cell's CPU part."""
         from pqshake.registry import load_registry
 
-        from . import axes as A
-        from . import handshake_model as hm
+        from pqshake.rows import axes as A
+        from pqshake.rows import bounds
+        from pqshake.rows import handshake_model as hm
         from .plan import profile_figures
         from .sampling import attempt_times
 
         m, f = plan.model.for_cell(cell), profile_figures(plan.profiles[cell.profile])
         try:
-            b = hm.handshake_bound(cell.group, cell.sig, f["rtt_ns"] / 1e9, rate_up=f["rate_bps_up"] or None,
+            b = bounds.handshake_bound(cell.group, cell.sig, f["rtt_ns"] / 1e9, rate_up=f["rate_bps_up"] or None,
                                    rate_down=f["rate_bps_down"] or None, mtu=f["mtu"],
                                    mode=cell.mode, registry=load_registry(), cpu=hm.Cpu(),
                                    iw_c=f["initcwnd_client"] or None, iw_s=f["initcwnd_server"] or None,

@@ -326,7 +326,7 @@ def mininet_item() -> Item:
 
 def disk_item(root: Path | None = None) -> Item:
     if root is None:
-        from pqshake.experiments.rundir import default_results_root
+        from pqshake.results.layout import default_results_root
 
         root = default_results_root()
     probe = Path(root)

@@ -103,7 +103,7 @@ def test_architecture_page_draws_the_flow_and_names_the_registries():
         assert box in drawing, f"the drawing lacks {box}"
     assert drawing.index("experiments/") < drawing.index("emulation/") < drawing.index("results/") < drawing.index("analysis/")
     # the registries it describes are the files that hold them
-    for path, text in (("experiments/transports/__init__.py", "REGISTRY"), ("experiments/modes/__init__.py", "REGISTRY"),
+    for path, text in (("pqshake/rows/transports/__init__.py", "REGISTRY"), ("pqshake/rows/modes/__init__.py", "REGISTRY"),
                        ("testbed/transports.c", "pqs_transports[]"), ("testbed/transports.c", "pqs_mode_names[")):
         assert f"`{path}`" in arch and text in (REPO / path).read_text(), (path, text)
     assert "not plug-ins" in arch

@@ -1,5 +1,5 @@
-"""Issue 21: transport and mode names live in their registries (experiments/transports/,
-experiments/modes/). Every other Python module reads the rows; a name written as a string
+"""Issue 21: transport and mode names live in their registries (pqshake/rows/transports/,
+pqshake/rows/modes/). Every other Python module reads the rows; a name written as a string
 literal anywhere else fails here, unless the allow-list below says why it is not a transport or
 mode (or why it is not ours to change yet).
 
@@ -15,14 +15,14 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SCANNED = ("pqshake", "emulation", "experiments", "analysis", "bench")
-REGISTRY_MODULES = ("experiments/modes/", "experiments/transports/")
+REGISTRY_MODULES = ("pqshake/rows/modes/", "pqshake/rows/transports/")
 NAMES = frozenset({"tcp", "tcp+tfo", "tcp+s2n", "quic", "quic+ngtcp2", "turbotls", "full", "resume", "resume_psk", "0rtt", "hrr", "tls12", "fs0rtt", "ech"})
 
 # (file, name): why that literal there is not a transport or mode listed outside the registry.
 ALLOWED = {
     ("experiments/cli.py", "resume"): "the `pqshake resume` command's name",
     ("emulation/rootless.py", "resume"): "the `pqshake resume` command's name",
-    ("experiments/plan.py", "tcp"): "a profile's tcp: settings (getattr(profile, 'tcp'))",
+    ("pqshake/rows/profile.py", "tcp"): "a profile's tcp: settings (getattr(profile, 'tcp'))",
     ("emulation/profiles.py", "tcp"): "a profile's tcp: settings key",
     ("analysis/columns.py", "hrr"): "the timer's JSON field hrr (a HelloRetryRequest happened)",
     ("analysis/synthetic.py", "hrr"): "the timer's JSON field hrr, written into synthetic samples",
@@ -63,7 +63,7 @@ def findings(root: Path, allowed: dict = ALLOWED) -> list[str]:
                 continue
             for line, name in literal_names(p):
                 if (rel, name) not in allowed:
-                    out.append(f"{rel}:{line}: {name!r} (read it from experiments/transports/ or experiments/modes/)")
+                    out.append(f"{rel}:{line}: {name!r} (read it from pqshake/rows/transports/ or pqshake/rows/modes/)")
     return out
 
 
@@ -83,10 +83,10 @@ def test_a_planted_literal_fails(tmp_path):
         '"""Mentions quic in a docstring."""\n# and tcp in a comment\nX = "over quic and tcp"\n')
     assert findings(tmp_path) == []
     (tmp_path / "analysis" / "bad.py").write_text('def f(t):\n    return t == "turbotls"\n')
-    (tmp_path / "experiments" / "transports").mkdir(parents=True)
-    (tmp_path / "experiments" / "transports" / "mine.py").write_text('NAME = "turbotls"\n')  # a registry module
-    assert findings(tmp_path) == ["analysis/bad.py:2: 'turbotls' (read it from experiments/transports/ or "
-                                  "experiments/modes/)"]
+    (tmp_path / "pqshake" / "rows" / "transports").mkdir(parents=True)
+    (tmp_path / "pqshake" / "rows" / "transports" / "mine.py").write_text('NAME = "turbotls"\n')  # a registry module
+    assert findings(tmp_path) == ["analysis/bad.py:2: 'turbotls' (read it from pqshake/rows/transports/ or "
+                                  "pqshake/rows/modes/)"]
 
 
 @pytest.mark.parametrize("src", ['M = {"0rtt": 1}\n', 'x = f(mode="hrr")\n', 'y = ("full", "tls12")\n'])
@@ -97,6 +97,6 @@ def test_every_kind_of_literal_is_found(tmp_path, src):
 
 
 def test_registries_agree_with_the_names_scanned():
-    from pqshake.experiments import modes, transports
+    from pqshake.rows import modes, transports
 
     assert set(modes.NAMES) | set(transports.NAMES) == NAMES

@@ -20,9 +20,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from pqshake.experiments import axes as AX
-from pqshake.experiments import handshake_model as HM
-from pqshake.experiments import transports as T
+from pqshake.rows import axes as AX
+from pqshake.rows import handshake_model as HM
+from pqshake.rows import transports as T
 
 from .. import bound as B
 from .. import style as ST

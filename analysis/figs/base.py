@@ -52,11 +52,11 @@ class Ctx:
     settings: dict[str, str] = field(default_factory=dict)
 
     def per_setting(self) -> list["Ctx"]:
-        """A run that sweeps settings (experiments/axes/) draws each figure once per combination
+        """A run that sweeps settings (pqshake/rows/axes/) draws each figure once per combination
         of their values, so no line pools cells of different settings; otherwise [self]."""
         from dataclasses import replace
 
-        from pqshake.experiments.axes import NOT_APPLIED
+        from pqshake.rows.axes import NOT_APPLIED
 
         cols = [c for c in self.a.run.axes if c in self.t.columns]
         if not cols:
@@ -80,7 +80,7 @@ class Ctx:
     def value(self, key: str):
         """A swept setting's value for this context's cells: the one it is restricted to, the
         one its cells share, else the run's (Run.setting)."""
-        from pqshake.experiments import axes as AX
+        from pqshake.rows import axes as AX
 
         col = AX.column(key)
         v = self.settings.get(col)
@@ -92,7 +92,7 @@ class Ctx:
         """Figures of a per_setting context: the settings in the file name, title and caption."""
         if not self.settings:
             return outs
-        from pqshake.experiments import axes as AX
+        from pqshake.rows import axes as AX
 
         rows = [AX.get(c.removeprefix("axis_")) for c in self.settings]
         part = "-".join(a.id_text(self.settings[a.column]) for a in rows)
@@ -180,7 +180,7 @@ def _fmt_axis_value(axis: str, v: float) -> str:
 
 
 def _slug(s: str) -> str:
-    """A name in a figure's file name, as cell ids write it (experiments/axes/core.py slug)."""
-    from pqshake.experiments.axes.core import slug
+    """A name in a figure's file name, as cell ids write it (pqshake/rows/axes/core.py slug)."""
+    from pqshake.rows.axes.core import slug
 
     return slug(str(s))

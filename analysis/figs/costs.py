@@ -6,8 +6,8 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from pqshake.experiments import modes as M
-from pqshake.experiments import transports as T
+from pqshake.rows import modes as M
+from pqshake.rows import transports as T
 
 from .. import stats as S
 from .. import style as ST
@@ -18,7 +18,7 @@ from .base import Ctx, FigOut, Kind, Skip, _legend, _slug
 
 
 def fig_bytes(ctx: Ctx) -> list[FigOut]:
-    from pqshake.experiments import handshake_model as hm
+    from pqshake.rows import handshake_model as hm
 
     t = ctx.t[(ctx.t["n_ok"] > 0)]
     if t.empty:

@@ -1,7 +1,7 @@
 """Figure fs0rtt: forward-secure 0-RTT with Bloom Filter Encryption beside ticket 0-RTT and the full
 handshake, as the three findings of Dallmeier et al. (CANS 2020) put it: (a) the server's CPU per
 connection, (b) the server's secret-key memory against the connections a key serves, (c) the time
-to the first response byte on every profile. The mode's own figure (experiments/modes/fs0rtt.py);
+to the first response byte on every profile. The mode's own figure (pqshake/rows/modes/fs0rtt.py);
 drawn when a run has fs0rtt cells."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from pqshake.experiments import modes as M
-from pqshake.experiments.modes import fs0rtt as FS
+from pqshake.rows import modes as M
+from pqshake.rows.modes import fs0rtt as FS
 
 from .. import style as ST
 from ..report import _profile_text

@@ -7,7 +7,7 @@ import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 
-from pqshake.experiments import transports as T
+from pqshake.rows import transports as T
 
 from .. import stats as S
 from .. import style as ST

@@ -14,9 +14,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from pqshake.experiments import handshake_model as HM
-from pqshake.experiments import modes as M
-from pqshake.experiments import transports as T
+from pqshake.rows import handshake_model as HM
+from pqshake.rows import modes as M
+from pqshake.rows import transports as T
 
 from ..columns import MSG_COLUMNS
 from .base import Ctx, FigOut, Kind, Skip

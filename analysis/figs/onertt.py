@@ -10,8 +10,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from pqshake.experiments import modes as M
-from pqshake.experiments import transports as T
+from pqshake.rows import modes as M
+from pqshake.rows import transports as T
 
 from .. import stats as S
 from .. import style as ST
@@ -24,7 +24,7 @@ from .base import Ctx, FigOut, Kind, Skip, _legend
 # One look per transport variant (colour-blind safe, and told apart by marker and dash alone),
 # its name, and the modes drawn for it (every transport's full handshake; TFO's resumed and 0-RTT
 # handshakes, the round trip it saves next to the ones TurboTLS and QUIC save): the rows of
-# experiments/transports/.
+# pqshake/rows/transports/.
 VARIANT_LOOK = {t.name: t.line_kw() for t in T.REGISTRY}
 VARIANT_NAME = {t.name: t.label for t in T.REGISTRY}
 VARIANT_MODES = {t.name: t.onertt_modes for t in T.REGISTRY}

@@ -9,8 +9,8 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from pqshake.experiments import axes as AX
-from pqshake.experiments import transports as T
+from pqshake.rows import axes as AX
+from pqshake.rows import transports as T
 
 from .. import style as ST
 from ..report import _profile_text, n_text

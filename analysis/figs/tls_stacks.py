@@ -3,7 +3,7 @@ stack (OpenSSL, s2n-tls on AWS-LC) and algorithm, one panel per profile, each st
 its CI beside the TCP model's bound (the same for both: the stack is an implementation, the
 protocol is TCP's); below each panel, each other stack's median over OpenSSL's for the same cell.
 Drawn when a run has the cells of more than one stack (experiment key tls_stacks; the stacks are
-the transport rows of experiments/transports TLS_STACKS)."""
+the transport rows of pqshake/rows/transports TLS_STACKS)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import math
 import matplotlib.pyplot as plt
 import numpy as np
 
-from pqshake.experiments import transports as T
+from pqshake.rows import transports as T
 
 from .. import style as ST
 from ..report import _profile_text, n_text

@@ -8,7 +8,7 @@ import math
 import matplotlib.pyplot as plt
 import numpy as np
 
-from pqshake.experiments import transports as T
+from pqshake.rows import transports as T
 
 from .. import stats as S
 from .. import style as ST
@@ -18,7 +18,7 @@ from .base import Ctx, FigOut, Kind, Skip, _legend, _plain_log_axis, _slug
 
 
 def _ecdf_kw(tr: str) -> dict:
-    """A transport's curve look (its row in experiments/transports/); none for an unknown one."""
+    """A transport's curve look (its row in pqshake/rows/transports/); none for an unknown one."""
     row = T.find(tr)
     return row.ecdf_kw() if row is not None else {}
 

@@ -33,10 +33,10 @@ from __future__ import annotations
 
 from .jsonl import JsonLines, read_jsonl, timer_counts
 from .meta import DONE, FORMAT_VERSION, TABLES, check_format, read_meta
-from .migrate import migrate, verdict_reasons
+from .migrate import migrate
 from .tables import (AXIS_PREFIX, CELL_COLUMNS, CELL_FIRST, MSGS_COLUMNS, MSGS_FLIGHT_FIELDS, MSGS_FLIGHTS, MSGS_MESSAGES,
                      SAMPLE_FIRST, collect_tables, damage_note, damage_notes, done_info, flatten, msgs_columns, read_table, server_rows, stale,
-                     table_columns, table_path, timer_rows, write_tables)
+                     table_columns, table_path, timer_rows, verdict_reasons, write_tables)
 
 __all__ = ["AXIS_PREFIX", "CELL_COLUMNS", "CELL_FIRST", "DONE", "FORMAT_VERSION", "JsonLines", "MSGS_COLUMNS", "MSGS_FLIGHTS",
            "MSGS_FLIGHT_FIELDS", "MSGS_MESSAGES", "SAMPLE_FIRST", "TABLES",

@@ -18,13 +18,7 @@ from pathlib import Path
 
 from .meta import TABLES, read_meta
 from .safe_read import open_run_file
-from .tables import BESIDE_DEFAULTS, collect_tables, stale, table_path
-
-
-def verdict_reasons(verdict) -> list[str]:
-    """The reasons of a verdict string ('ok' | 'suspect: a; b'), for runs that kept only it."""
-    v = verdict if isinstance(verdict, str) else ""
-    return [r for r in v.split(": ", 1)[1].split("; ") if r] if v.startswith("suspect: ") else []
+from .tables import BESIDE_DEFAULTS, collect_tables, stale, table_path, verdict_reasons
 
 
 def _v1_to_v2(frames: dict) -> dict:

@@ -10,7 +10,7 @@ import numbers
 from pathlib import Path
 
 from pqshake.errors import UserError
-from pqshake.experiments.axes import core as _core
+from pqshake.rows.axes import core as _core
 
 from .jsonl import JsonLines
 from .meta import DONE, TABLES
@@ -24,7 +24,7 @@ BESIDE_COLUMNS = tuple(BESIDE_DEFAULTS)
 # The matrix axes' columns (group, sig, profile, mode, transport): their rows' keys, in their order.
 AXES = _core.KEYS
 CELL_COLUMNS = ("cell_id", *AXES, "repetition", "backend", *BESIDE_COLUMNS)
-# A swept setting's value (experiments/axes/): a column of every row of a cell, named with this
+# A swept setting's value (pqshake/rows/axes/): a column of every row of a cell, named with this
 # prefix (plan.json's cells carry it); a run that swept nothing has none.
 AXIS_PREFIX = "axis_"
 
@@ -170,11 +170,15 @@ def server_rows(cell_dir: Path, cell: dict, blocks: list[dict] | None = None,
     return rows
 
 
+def verdict_reasons(verdict) -> list[str]:
+    """The reasons of a verdict string ('ok' | 'suspect: a; b'), for runs that kept only it."""
+    v = verdict if isinstance(verdict, str) else ""
+    return [r for r in v.split(": ", 1)[1].split("; ") if r] if v.startswith("suspect: ") else []
+
+
 def cell_row(cell: dict, info: dict) -> dict:
     """A cell's row of the cells table: its plan entry, DONE's scalar fields, the configured
     link figures, and (format 2) the verdict's reasons as a JSON list."""
-    from .migrate import verdict_reasons
-
     row = dict(cell)
     row.update({k: v for k, v in info.items() if not isinstance(v, (dict, list))})
     for k, v in (info.get("configured") or {}).items():

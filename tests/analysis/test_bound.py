@@ -21,8 +21,9 @@ import numpy as np
 import pytest
 
 from pqshake.analysis import bound as B
-from pqshake.emulation.check import RTT_PROBE_PAYLOAD, probe_serialization_ns
-from pqshake.experiments import handshake_model as hm
+from pqshake.rows.profile import RTT_PROBE_PAYLOAD, probe_serialization_ns
+from pqshake.rows import bounds
+from pqshake.rows import handshake_model as hm
 
 HDR = 66  # Ethernet + IP + TCP with timestamps
 LOOSE = 1.6
@@ -186,18 +187,19 @@ def test_every_fixture_attempt_on_a_clean_link_is_above_the_bound(fixture_source
 def test_a_compressed_chain_is_bounded_with_its_size_from_the_wire():
     """The model cannot compress (RFC 8879): given the CompressedCertificate's size it counts
     that message instead of the Certificate it computes; handshakes that send no chain ignore it."""
-    from pqshake.experiments import handshake_model as hm
+    from pqshake.rows import bounds
+    from pqshake.rows import handshake_model as hm
 
     kw = dict(chain_depth=2, cert_scts=2, cpu=hm.Cpu())
-    plain = hm.handshake_bound("X25519MLKEM768", "ml-dsa-44", 0.03, **kw)
+    plain = bounds.handshake_bound("X25519MLKEM768", "ml-dsa-44", 0.03, **kw)
     pk, sl = hm.sig_sizes("ml-dsa-44")
     cert = hm.certificate_message_bytes(pk, sl, 2, hm.auth_extra_for("ml-dsa-44", {"chain_depth": 2, "cert_scts": 2}))
-    comp = hm.handshake_bound("X25519MLKEM768", "ml-dsa-44", 0.03, certificate_bytes=cert - 350, **kw)
+    comp = bounds.handshake_bound("X25519MLKEM768", "ml-dsa-44", 0.03, certificate_bytes=cert - 350, **kw)
     assert plain.server_bytes - comp.server_bytes == 350
     for tr in ("quic", "turbotls"):
-        a = hm.handshake_bound("X25519MLKEM768", "ml-dsa-44", 0.03, transport=tr, **kw)
-        b = hm.handshake_bound("X25519MLKEM768", "ml-dsa-44", 0.03, transport=tr, certificate_bytes=cert - 350, **kw)
+        a = bounds.handshake_bound("X25519MLKEM768", "ml-dsa-44", 0.03, transport=tr, **kw)
+        b = bounds.handshake_bound("X25519MLKEM768", "ml-dsa-44", 0.03, transport=tr, certificate_bytes=cert - 350, **kw)
         assert a.server_bytes - b.server_bytes >= 350 - 40, tr  # record/packet framing may differ a little
-    resumed = [hm.handshake_bound("X25519MLKEM768", "ml-dsa-44", 0.03, mode="resume", certificate_bytes=c, **kw)
+    resumed = [bounds.handshake_bound("X25519MLKEM768", "ml-dsa-44", 0.03, mode="resume", certificate_bytes=c, **kw)
                for c in (None, 100)]
     assert resumed[0] == resumed[1]

@@ -1,5 +1,5 @@
 """Runs measured with and without the CPU wake-up request (`cpu_wakeup: held | os`,
-experiments/cpuwake.py) are not pooled silently: a 100 ms cell's median moves by 0.4-0.8 ms
+pqshake/cpuwake.py) are not pooled silently: a 100 ms cell's median moves by 0.4-0.8 ms
 between the two. `analyze` and `merge` of such runs refuse in one line naming both settings,
 unless `--allow-differ cpu_wakeup`; a run whose own sessions differ gets a note. Runs from before
 the setting record nothing and count as `os`.
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from pqshake.experiments import cpuwake
+from pqshake import cpuwake
 
 from .conftest import FIXTURE_RUN, cli
 from .test_merge_stacks import _one_line, _part

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pqshake.experiments import transports as T
+from pqshake.rows import transports as T
 
 from pqshake.analysis import figures as F
 from pqshake.analysis import report as R

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from pqshake.analysis.load import _drop_server_warmups
-from pqshake.experiments import modes as M
+from pqshake.rows import modes as M
 
 
 @pytest.mark.parametrize("mode", ["full", "resume", "resume_psk", "0rtt"])

@@ -12,7 +12,7 @@ import pytest
 from pqshake.analysis import figures as F
 from pqshake.analysis import report as R
 from pqshake.analysis import synthetic as syn
-from pqshake.experiments import transports as T
+from pqshake.rows import transports as T
 
 from .conftest import small_spec
 from .test_figures import _valid_pdf, _valid_png

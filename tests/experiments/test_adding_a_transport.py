@@ -2,7 +2,7 @@
 one registry row. The C folder is testbed/tests/loop/ (a loopback-only test transport; its row
 comes in with PQS_EXTRA_TRANSPORT, `make -C testbed loop-bins` links pqs-server and pqs-timer
 with it into build/tests/loop-bin/). This test adds its Python half by the doc's steps alone, to
-a copy of the package: step 1 writes experiments/transports/loop.py, step 2 adds one import line
+a copy of the package: step 1 writes pqshake/rows/transports/loop.py, step 2 adds one import line
 and one row to REGISTRY by a text edit, step 3 checks the copy in a child interpreter (the copy,
 not this checkout, on its path): the experiment file takes `transports: [tcp, loop]`, `pqshake
 plan` plans the loop cells and refuses a mode the C side does not run, the programs' argv ends
@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import handshake_model as hm
-from . import Column, ReportSection, Transport
+from .base import Column, ReportSection, Transport
 
 NAME = "loop"
 
@@ -106,7 +106,8 @@ from pathlib import Path
 a = json.loads(sys.argv[1])
 import pqshake, pqshake.paths
 from pqshake.errors import UserError
-from pqshake.experiments import handshake_model as hm, modes as M, programs, transports as T
+from pqshake.experiments import programs
+from pqshake.rows import bounds, handshake_model as hm, modes as M, transports as T
 from pqshake.experiments.plan import build_plan
 
 out = {"files": [pqshake.__file__, T.__file__, programs.__file__, str(pqshake.paths.REPO)], "names": list(T.NAMES)}
@@ -124,10 +125,10 @@ if a.get("bound"):
     from pqshake.analysis import bound as AB
 
     t = a["transport"]
-    hb = lambda g, s, **kw: hm.handshake_bound(g, s, 0.1, transport=t, **kw).as_dict()
+    hb = lambda g, s, **kw: bounds.handshake_bound(g, s, 0.1, transport=t, **kw).as_dict()
     out["bound"] = {"x25519": hb("x25519", "ecdsa-p256"), "mlkem": hb("X25519MLKEM768", "ml-dsa-65"),
                     "1mbit": hb("x25519", "ecdsa-p256", rate_bps=1e6),
-                    "tcp": hm.handshake_bound("x25519", "ecdsa-p256", 0.1).as_dict()}
+                    "tcp": bounds.handshake_bound("x25519", "ecdsa-p256", 0.1).as_dict()}
     cellb = lambda mode: AB.bound("x25519", "ecdsa-p256", mode, rtt_s=0.1, rate_up=None, rate_down=None, mtu=1500,
                                   cpu=None, transport=t)
     out["analysis_bound"] = {m: cellb(m) for m in (M.FULL, M.RESUME)}
@@ -150,7 +151,7 @@ if a.get("findings"):
     root = Path(pqshake.paths.REPO)
     out["scanned_names"] = sorted(ro.NAMES)
     out["findings"] = ro.findings(root)
-    out["in_module"] = ro.literal_names(root / "experiments/transports/loop.py")
+    out["in_module"] = ro.literal_names(root / "pqshake/rows/transports/loop.py")
 print(json.dumps(out))
 '''
 
@@ -243,9 +244,9 @@ def added(tmp_path_factory):
     src = copy_package(d)
     exp = d / "loop.yaml"
     exp.write_text(exp_text(modes="[full]", transports="[tcp, loop]"))
-    (src / "experiments/transports/loop.py").write_text(LOOP_PY)  # step 1
+    (src / "pqshake/rows/transports/loop.py").write_text(LOOP_PY)  # step 1
     before = pqshake_cmd(src, d, "plan", str(exp))
-    init = src / "experiments/transports/__init__.py"
+    init = src / "pqshake/rows/transports/__init__.py"
     pristine = init.read_text()
     add_row(init, "loop", "LOOP")  # step 2
     return {"dir": d, "src": src, "exp": exp, "before": before, "pristine_init": pristine}
@@ -323,8 +324,8 @@ def test_no_other_module_spells_the_name(added):
         p = probe(src, added["dir"], findings=REGISTRY_ONLY)
     finally:
         plant.unlink()
-    assert p["findings"] == ["analysis/planted_loop.py:2: 'loop' (read it from experiments/transports/ or "
-                             "experiments/modes/)"], p["findings"]
+    assert p["findings"] == ["analysis/planted_loop.py:2: 'loop' (read it from pqshake/rows/transports/ or "
+                             "pqshake/rows/modes/)"], p["findings"]
 
 
 def _wait_line(path: Path, type_: str, proc: subprocess.Popen, timeout: float = 15.0) -> dict:
@@ -387,7 +388,7 @@ def test_its_columns_summary_and_report_section_come_from_the_row(added, tmp_pat
 
 
 def test_step_2_is_one_import_line_and_one_row(added):
-    init = added["src"] / "experiments/transports/__init__.py"
+    init = added["src"] / "pqshake/rows/transports/__init__.py"
     diff = [ln for ln in difflib.unified_diff(added["pristine_init"].splitlines(), init.read_text().splitlines(),
                                               lineterm="", n=0) if ln[:1] in "+-" and not ln.startswith(("+++", "---"))]
     plus, minus = [ln for ln in diff if ln[0] == "+"], [ln for ln in diff if ln[0] == "-"]

@@ -1,4 +1,4 @@
-"""Swept settings (experiments/axes/, docs/adding-an-axis.md): a list in the experiment file runs
+"""Swept settings (pqshake/rows/axes/, docs/adding-an-axis.md): a list in the experiment file runs
 each cell it changes once per value, named in its id, passed to the programs, costed by the
 model, and kept apart in the tables and the summary."""
 
@@ -11,7 +11,7 @@ import pytest
 from exp_helpers import refusal
 from needs import need
 
-from pqshake.experiments import axes as AX
+from pqshake.rows import axes as AX
 from pqshake.experiments import load
 from pqshake.experiments.model import load_experiment
 from pqshake.experiments import runner as runner_mod
@@ -100,6 +100,15 @@ def test_excluded_cells_count_every_variant(write_exp):
     assert len(p.cells) == 3 and p.excluded == 3
 
 
+def test_a_rows_default_is_its_fields():
+    """The analysis reads a swept setting's default from its row (it imports nothing of
+    experiments/); the experiment model's field must have the same one."""
+    from pqshake.experiments.model import Experiment
+
+    for a in AX.REGISTRY:
+        assert Experiment.model_fields[a.key].default == a.default, a.key
+
+
 # ------------------------------------------ a throwaway axis, made from docs/adding-an-axis.md --
 
 def _built(*names: str) -> bool:
@@ -113,7 +122,7 @@ def concurrency_axis(monkeypatch):
     """The page's steps for `concurrency`: a field of Experiment already, passed by programs.py
     (--concurrency, from the cell's view); the row adds a timer option of its own too (step 2's
     `timer_args`), an option pqs-timer has: --warmup, the same as the file's."""
-    row = AX.Axis("concurrency", "concurrency", lambda v: f"conc{v}",
+    row = AX.Axis("concurrency", "concurrency", lambda v: f"conc{v}", default=1,
                   timer_args=lambda v, exp, cell: ["--warmup", str(exp.warmup)])
     monkeypatch.setattr(AX, "REGISTRY", [*AX.REGISTRY, row])
     return row
@@ -201,11 +210,11 @@ def test_exclude_rules_name_swept_settings(write_exp):
 
 
 def test_matrix_axes_are_rows():
-    """Each matrix axis (experiments/axes/core.py) is a field of the experiment, of a cell and of
+    """Each matrix axis (pqshake/rows/axes/core.py) is a field of the experiment, of a cell and of
     an exclude rule, a column of every table and part of the analysis's cell key; a cell's id is
     made from the rows' parts."""
     from pqshake.analysis import columns as AC
-    from pqshake.experiments.axes import core as C
+    from pqshake.rows.axes import core as C
     from pqshake.experiments.model import ExcludeRule, Experiment
     from pqshake.experiments.plan import Cell, cell_id
     from pqshake.results import CELL_COLUMNS, CELL_FIRST, SAMPLE_FIRST

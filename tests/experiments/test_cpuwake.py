@@ -8,7 +8,7 @@ import os
 import pytest
 from needs import need
 
-from pqshake.experiments import cpuwake
+from pqshake import cpuwake
 from pqshake.experiments import runner as runner_mod
 from pqshake.experiments.rundir import RunDir
 

@@ -38,13 +38,13 @@ def test_cell_estimate_counts_each_block_timer_and_the_server(write_exp):
 def test_an_attempt_is_the_links_waiting_and_the_machines_work(write_exp):
     """At 40 ms an attempt waits two round trips on the link; what the machine adds (its CPU and
     a margin for scheduling, handshake_model.ATTEMPT_HOST_S) is the work part."""
-    from pqshake.experiments import handshake_model as hm
+    from pqshake.rows import bounds
 
     p = _plan(write_exp, "samples: 10\n", profiles="[rtt40]")
     one = p.attempt_estimate_s(p.cells[0])
     assert 0.080 <= one.wait_s < 0.081
-    assert one - one.wait_s >= hm.ATTEMPT_HOST_S + hm.ATTEMPT_GAP_S
-    assert float(one) == pytest.approx(hm.expected_attempt_s("x25519", "ecdsa-p256", 0.04))
+    assert one - one.wait_s >= bounds.ATTEMPT_HOST_S + bounds.ATTEMPT_GAP_S
+    assert float(one) == pytest.approx(bounds.expected_attempt_s("x25519", "ecdsa-p256", 0.04))
 
 
 def test_probes_on_a_jittery_lossy_link_cost_their_spacing_and_the_timeout(write_exp):
@@ -199,13 +199,13 @@ def test_quic_estimates_count_what_each_engine_adds_to_the_bound(write_exp):
     two; ngtcp2 one round trip for frodo640aes only. x25519 (one Initial) and TCP as before, and the
     bound itself unchanged. (A run of the stack bench's 240 cells took 8.1 min where the plan said
     5.4: every OpenSSL QUIC frodo640aes handshake was a second over.)"""
-    from pqshake.experiments import handshake_model as hm
+    from pqshake.rows import bounds
 
     p = build_plan(write_exp("name: q\ngroups: [x25519, X25519MLKEM768, frodo640aes]\nsigs: [ecdsa-p256]\n"
                              "profiles: [{name: r100, rtt: 100ms}]\ntransports: [tcp, quic]\n"
                              "quic_engines: [openssl, ngtcp2]\nsamples: 5\n"), check_stack=False)
     wait = {(c.transport, c.group): p.attempt_estimate_s(c).wait_s for c in p.cells}
-    bound = {k: hm.handshake_bound(k[1], "ecdsa-p256", 0.1, transport=k[0]).total for k in wait}
+    bound = {k: bounds.handshake_bound(k[1], "ecdsa-p256", 0.1, transport=k[0]).total for k in wait}
     assert wait[("quic", "frodo640aes")] - wait[("quic+ngtcp2", "frodo640aes")] == pytest.approx(1.0 + 0.2, abs=0.01)
     assert wait[("quic", "X25519MLKEM768")] - wait[("quic+ngtcp2", "X25519MLKEM768")] == pytest.approx(0.1, abs=0.001)
     assert wait[("quic+ngtcp2", "frodo640aes")] - wait[("quic+ngtcp2", "x25519")] > 0.1
@@ -215,5 +215,5 @@ def test_quic_estimates_count_what_each_engine_adds_to_the_bound(write_exp):
     off = build_plan(write_exp("name: q\ngroups: [frodo640aes]\nsigs: [ecdsa-p256]\nprofiles: [{name: r100, rtt: 100ms}]\n"
                                "transports: [quic]\nquic_retry: \"off\"\nsamples: 5\n", name="off.yaml"), check_stack=False)
     c = off.cells[0]
-    assert off.attempt_estimate_s(c).wait_s - hm.handshake_bound("frodo640aes", "ecdsa-p256", 0.1, transport="quic",
+    assert off.attempt_estimate_s(c).wait_s - bounds.handshake_bound("frodo640aes", "ecdsa-p256", 0.1, transport="quic",
                                                                  quic_retry=False).total < 0.2

@@ -10,7 +10,9 @@ import pytest
 from exp_helpers import one_line, refusal, refuses_mode, two_profile_base
 
 from pqshake.errors import UserError
-from pqshake.experiments import handshake_model as hm
+from pqshake.rows import bounds
+from pqshake.rows import handshake_model as hm
+from pqshake.rows.transports import quic as Q
 from pqshake.experiments import runner as runner_mod
 from pqshake.experiments.model import load_experiment
 from pqshake.experiments.plan import Cell, build_plan, cell_id
@@ -177,7 +179,7 @@ def test_qlog_dir_belongs_to_the_run(tmp_path):
 
 
 def qb(group, sig, rtt=0.05, **kw):
-    return hm.handshake_bound(group, sig, rtt, transport="quic", **kw)
+    return bounds.handshake_bound(group, sig, rtt, transport="quic", **kw)
 
 
 def test_quic_small_flight_one_rtt_without_retry_two_with():
@@ -187,7 +189,7 @@ def test_quic_small_flight_one_rtt_without_retry_two_with():
     assert (no.base_rtts, no.x_c, no.x_s, no.amp_rounds, no.rtts) == (1, 0, 0, 0, 1)
     assert (yes.base_rtts, yes.x_s, yes.amp_rounds, yes.rtts) == (2, 0, 0, 2)
     assert no.total == pytest.approx(rtt) and yes.total == pytest.approx(2 * rtt)
-    tcp = hm.handshake_bound("x25519", "ecdsa-p256", rtt, cpu=hm.Cpu())
+    tcp = bounds.handshake_bound("x25519", "ecdsa-p256", rtt, cpu=hm.Cpu())
     assert tcp.rtts == 2 and no.total < tcp.total  # no TCP handshake
     assert no.transport == "quic" and tcp.transport == "tcp"
 
@@ -196,18 +198,18 @@ def test_amplification_limit_costs_a_round_without_retry_only():
     # ml-dsa-44, one certificate: ~6.6 kB of server flight > 3 x one padded 1200..1472-byte Initial
     no = qb("x25519", "ml-dsa-44", quic_retry=False, cpu=hm.Cpu())
     yes = qb("x25519", "ml-dsa-44", quic_retry=True, cpu=hm.Cpu())
-    assert no.server_bytes > 3 * hm.QUIC_MAX_DGRAM
+    assert no.server_bytes > 3 * Q.QUIC_MAX_DGRAM
     assert (no.base_rtts, no.x_s, no.amp_rounds, no.rtts) == (1, 1, 1, 2)
     assert (yes.base_rtts, yes.x_s, yes.amp_rounds, yes.rtts) == (2, 0, 0, 2)  # Retry validated the address
     # the same flight after a large ClientHello (two padded datagrams): an engine sending the
     # path's largest datagrams (ngtcp2 with quic_max_udp_payload 1472) gets 3 x 2750, which covers it
-    wide = hm.handshake_bound("X25519MLKEM768", "ml-dsa-44", 0.05, transport="quic+ngtcp2", quic_retry=False,
+    wide = bounds.handshake_bound("X25519MLKEM768", "ml-dsa-44", 0.05, transport="quic+ngtcp2", quic_retry=False,
                               cpu=hm.Cpu(), quic_max_udp_payload=1472)
-    assert hm.quic_initial(wide.client_bytes)[2] > 2400
+    assert Q.quic_initial(wide.client_bytes)[2] > 2400
     assert (wide.x_s, wide.amp_rounds, wide.rtts) == (0, 0, 1)
     # OpenSSL's engine (1200-byte datagrams only): 3 x 2400 does not
     big = qb("X25519MLKEM768", "ml-dsa-44", quic_retry=False, cpu=hm.Cpu())
-    assert hm.quic_initial(big.client_bytes, 1228)[2] == 2400
+    assert Q.quic_initial(big.client_bytes, 1228)[2] == 2400
     assert (big.x_s, big.amp_rounds, big.rtts) == (1, 1, 2)
 
 
@@ -218,14 +220,14 @@ def test_engines_datagram_size_in_the_bound():
     round trips and 27,816 took 3; the bound at 1472-byte datagrams put the step 2 kB later."""
     args = ("X25519MLKEM768", "ml-dsa-44", 0.03)
     kw = dict(quic_retry=True, cpu=hm.Cpu(), rate_bps=10e6)  # at 10 Mbit/s the datagrams' headers show
-    ossl = hm.handshake_bound(*args, transport="quic", quic_max_udp_payload=1472, **kw)
-    ng = hm.handshake_bound(*args, transport="quic+ngtcp2", **kw)
-    wide = hm.handshake_bound(*args, transport="quic+ngtcp2", quic_max_udp_payload=1472, **kw)
+    ossl = bounds.handshake_bound(*args, transport="quic", quic_max_udp_payload=1472, **kw)
+    ng = bounds.handshake_bound(*args, transport="quic+ngtcp2", **kw)
+    wide = bounds.handshake_bound(*args, transport="quic+ngtcp2", quic_max_udp_payload=1472, **kw)
     assert ossl.server_segments == ng.server_segments > wide.server_segments  # the setting is ngtcp2's alone
     assert ossl.total == ng.total > wide.total
     # the second step without Retry (the amplification round, then 19,200 bytes of window):
     # padding walks the flight past it sooner at 1200-byte datagrams, where it was measured
-    step = {m: next(p for p in range(0, 40000, 100) if hm.handshake_bound(
+    step = {m: next(p for p in range(0, 40000, 100) if bounds.handshake_bound(
         "X25519MLKEM768", "falcon512", 0.03, transport="quic+ngtcp2", quic_retry=False, cpu=hm.Cpu(), chain_depth=2,
         cert_scts=2, cert_pad_bytes=p, quic_max_udp_payload=m).x_s >= 2) for m in (1200, 1472)}
     assert 18000 < step[1200] <= 20000 < step[1472], step
@@ -235,16 +237,16 @@ def test_large_flight_slow_start_rounds():
     # ml-dsa-65, chain depth 2: ~15.6 kB > the 12000-byte initial window: one slow-start round
     for retry in (True, False):
         b = qb("X25519MLKEM768", "ml-dsa-65", chain_depth=2, quic_retry=retry, cpu=hm.Cpu())
-        assert b.server_bytes > hm.QUIC_IW
+        assert b.server_bytes > Q.QUIC_IW
         assert b.x_s == 1 and b.amp_rounds == 0, b  # the window needs the round anyway
         assert b.rtts == (3 if retry else 2)
     # a flight beyond 12000 + 24000 bytes of window needs a second round
-    rounds = hm.quic_rounds(None)
+    rounds = Q.quic_rounds(None)
     assert rounds[:3] == [12000, 36000, 84000]
-    assert hm.quic_extra_rounds(12000, rounds) == 0 and hm.quic_extra_rounds(12001, rounds) == 1
-    assert hm.quic_extra_rounds(40000, rounds) == 2
+    assert Q.quic_extra_rounds(12000, rounds) == 0 and Q.quic_extra_rounds(12001, rounds) == 1
+    assert Q.quic_extra_rounds(40000, rounds) == 2
     # with the amplification limit the first round is 3 x the client's bytes, then slow start
-    amp = hm.quic_rounds(3 * 1200)
+    amp = Q.quic_rounds(3 * 1200)
     assert amp[:2] == [3600, 3600 + 15600]
 
 
@@ -265,10 +267,10 @@ def test_hrr_and_resume_over_quic():
 def test_quic_serialization_counts_padding_and_datagram_overhead():
     rate = 1e6
     b = qb("x25519", "ecdsa-p256", rate_bps=rate, quic_retry=False, cpu=hm.Cpu())
-    n, wire, counted = hm.quic_initial(b.client_bytes)
-    assert n == 1 and wire == 1200 + hm.UDP_FRAME_OVERHEAD and counted == 1472
+    n, wire, counted = Q.quic_initial(b.client_bytes)
+    assert n == 1 and wire == 1200 + Q.UDP_FRAME_OVERHEAD and counted == 1472
     up = 8 * wire / rate
-    down = 8 * hm.quic_wire_bytes(b.server_bytes) / rate
+    down = 8 * Q.quic_wire_bytes(b.server_bytes) / rate
     assert b.total == pytest.approx(0.05 + up + down)
     assert b.t_ser == pytest.approx(up + down)
     # CPU: server key exchange on the path, as for TCP
@@ -278,7 +280,7 @@ def test_quic_serialization_counts_padding_and_datagram_overhead():
 
 def test_frodo_client_hello_over_quic():
     b = qb("frodo640aes", "ecdsa-p256", quic_retry=False, cpu=hm.Cpu())
-    n, _, counted = hm.quic_initial(b.client_bytes)
+    n, _, counted = Q.quic_initial(b.client_bytes)
     assert n >= 7 and counted >= 7 * 1200
     assert b.x_c == 0  # 9.6 kB fits the client's 12000-byte initial window
     assert b.amp_rounds == 0 and b.rtts == 1
@@ -359,7 +361,7 @@ def test_replayed_quic_handshakes_never_beat_the_bound(rate, rtt):
                     # each engine's bound against replays at the datagrams it sends: OpenSSL's
                     # 1200 bytes, ngtcp2's quic_max_udp_payload
                     for tr, dgram in (("quic", 1200), ("quic+ngtcp2", 1200), ("quic+ngtcp2", 1472)):
-                        b = hm.handshake_bound(g, s, rtt, rate_bps=rate, chain_depth=depth, registry=reg, transport=tr,
+                        b = bounds.handshake_bound(g, s, rtt, rate_bps=rate, chain_depth=depth, registry=reg, transport=tr,
                                                quic_retry=retry, cpu=hm.Cpu(), quic_max_udp_payload=dgram)
                         t = _replay_quic(b.client_bytes, b.server_bytes, rtt=rtt, rate=rate, retry=retry, dgram=dgram)
                         assert b.total <= t * (1 + 1e-9), (g, s, depth, retry, tr, dgram, b.total, t)

@@ -11,7 +11,7 @@ import pytest
 from exp_helpers import refusal, two_profile_base
 
 from pqshake.experiments import runner as runner_mod
-from pqshake.experiments import transports as T
+from pqshake.rows import transports as T
 from pqshake.experiments.model import load_experiment
 from pqshake.experiments.plan import Cell, build_plan, cell_id
 
@@ -30,11 +30,11 @@ def test_engines_double_the_quic_cells_and_keep_openssl_ids(write_exp):
     assert cell_id("lan", "x25519", "ecdsa-p256", "full", 1, NG) == f"lan__x25519__ecdsa-p256__full__{NG}__r1"
     # the same QUIC model (and so the same bound) for both engines; the estimates differ by what
     # each engine is measured to add (transport rows' engine_extra_s; test_estimate.py)
-    from pqshake.experiments import handshake_model as hm
+    from pqshake.rows import bounds
 
     for c in ng:
-        assert (hm.handshake_bound(c.group, c.sig, 0.02, transport=NG).total
-                == pytest.approx(hm.handshake_bound(c.group, c.sig, 0.02, transport=T.QUIC.name).total))
+        assert (bounds.handshake_bound(c.group, c.sig, 0.02, transport=NG).total
+                == pytest.approx(bounds.handshake_bound(c.group, c.sig, 0.02, transport=T.QUIC.name).total))
     s = both.summary()
     assert s["transports"] == ["tcp", "quic", NG] and s["quic_cc"] == "cubic"
     assert s["quic_initial_rtt"] == 333_000_000 and s["quic_max_udp_payload"] == 1200

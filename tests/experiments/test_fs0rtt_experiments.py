@@ -12,7 +12,7 @@ from needs import need
 from pqshake.errors import UserError
 from pqshake.experiments.plan import build_plan
 from pqshake.experiments import runner as runner_mod
-from pqshake.experiments.modes import fs0rtt as FS
+from pqshake.rows.modes import fs0rtt as FS
 
 EXP = """
 name: fs

@@ -3,7 +3,7 @@ client's second flight (ML-DSA-65 chain of depth 3 + CertificateVerify + Finishe
 about 20 KB = 14 segments) does not fit the kernel's default initial window of 10 segments,
 so the request reaches the server one round trip later; a client window of 24 (the profile's
 `tcp.initcwnd: {client: 24}`, the server untouched) removes that round trip. The model
-(experiments/handshake_model.py, docs/methodology.md) predicts the same from the sizes.
+(pqshake/rows/handshake_model.py, docs/methodology.md) predicts the same from the sizes.
 
 False-failure odds: the two cells differ by one 50 ms round trip against a spread of about a
 millisecond on this link; the asserted window (0.6-1.4 RTT) is tens of spreads wide."""
@@ -14,7 +14,8 @@ import json
 
 import pytest
 
-from pqshake.experiments import handshake_model as hm
+from pqshake.rows import bounds
+from pqshake.rows import handshake_model as hm
 from pqshake.experiments import load
 
 pytestmark = pytest.mark.netns
@@ -66,8 +67,8 @@ def test_client_window_adds_and_removes_a_round_trip(pqs, write_exp, tmp_path):
     # The model: the same round trip appears (x_cc) and disappears, and its time to first
     # response byte is a lower bound of what was measured.
     kw = dict(mode="full", client_auth="ml-dsa-65", client_chain_depth=3, request_bytes=24, cpu_s=0)
-    b10 = hm.handshake_bound("x25519", "ecdsa-p256", RTT_MS / 1e3, **kw)
-    b24 = hm.handshake_bound("x25519", "ecdsa-p256", RTT_MS / 1e3, iw_c=24, **kw)
+    b10 = bounds.handshake_bound("x25519", "ecdsa-p256", RTT_MS / 1e3, **kw)
+    b24 = bounds.handshake_bound("x25519", "ecdsa-p256", RTT_MS / 1e3, iw_c=24, **kw)
     assert (b10.x_cc, b24.x_cc) == (1, 0) and b10.client2_bytes > 10 * hm.mss()
     assert b10.ttfb - b24.ttfb == pytest.approx(RTT_MS / 1e3, rel=0.01)
     assert b10.ttfb * 1e3 <= small["ttfb_ns"] and b24.ttfb * 1e3 <= big["ttfb_ns"], (b10, b24, med)

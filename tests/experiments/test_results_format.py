@@ -71,7 +71,7 @@ def test_v1_fixture_gives_the_tables_v1_gave(v1_run):
     # message sizes, the QUIC engine of a quic cell, the TLS stack of a tcp cell): empty in a v1 run,
     # and everything else as v1 gave it.
     from pqshake.analysis.columns import MSGS_OPTIONAL
-    from pqshake.experiments import modes as M
+    from pqshake.rows import modes as M
 
     for k, new in (("samples", {**M.columns("samples"), **MSGS_OPTIONAL, "cpu_ns": "client_cpu_ns", "acked_ns": "acked_ns",
                                 "local_port": "local_port", "server_fin_ns": "server_fin_ns"}),
@@ -85,15 +85,15 @@ def test_v1_fixture_gives_the_tables_v1_gave(v1_run):
     # by the client's port): v1 wrote them, the analysis read none of them then.
     run.samples = run.samples.drop(columns=["start_mono_ns"])
     run.server = run.server.drop(columns=["client_finished_mono_ns", "peer"])
-    # The swept settings' columns (experiments/axes/): a v1 run swept nothing, so every row has its
+    # The swept settings' columns (pqshake/rows/axes/): a v1 run swept nothing, so every row has its
     # experiment's value (the plan's, or the setting's default where its plan.json has none).
-    from pqshake.experiments import axes as AX
+    from pqshake.rows import axes as AX
 
     exp = json.loads((v1_run / "plan.json").read_text())["experiment"]
     for k in ("samples", "server", "cells"):
         df = getattr(run, k)
         for a in AX.REGISTRY:
-            assert (df[a.column] == a.show(exp.get(a.key, a.default()))).all(), (k, a.key)
+            assert (df[a.column] == a.show(exp.get(a.key, a.default))).all(), (k, a.key)
         setattr(run, k, df.drop(columns=[a.column for a in AX.REGISTRY]))
     assert run.axes == [] and run.key == C.CELL_KEY
     got.update({f"analysis/{k}": _digest(getattr(run, k)) for k in ("samples", "server", "cells", "profiles")})

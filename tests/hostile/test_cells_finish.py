@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pqshake.experiments import feasibility as F
-from pqshake.experiments import handshake_model as hm
+from pqshake.rows import handshake_model as hm
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -25,7 +25,7 @@ import yaml
 
 from pqshake import yamlsrc
 from pqshake.emulation.profiles import GEModel, Direction, Profile, TcpSettings
-from pqshake.experiments import axes as AX
+from pqshake.rows import axes as AX
 from pqshake.errors import UserError
 from pqshake.experiments.model import Experiment
 

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from pqshake.experiments import axes as AX
+from pqshake.rows import axes as AX
 from pqshake.experiments import model as EM
 
 BASE = {"name": "h", "groups": ["x25519"], "sigs": ["ml-dsa-44"], "profiles": ["lan"], "samples": 3}

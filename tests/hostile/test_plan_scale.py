@@ -11,7 +11,7 @@ import pytest
 import yaml
 from needs import need
 
-from pqshake.experiments import handshake_model as hm
+from pqshake.rows import handshake_model as hm
 from pqshake.experiments import plan as P
 
 GROUPS = ["x25519", "X25519MLKEM768"]

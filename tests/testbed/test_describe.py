@@ -12,8 +12,8 @@ import subprocess
 import pytest
 
 from pqshake.errors import UserError
-from pqshake.experiments import modes as M
-from pqshake.experiments import transports as T
+from pqshake.rows import modes as M
+from pqshake.rows import transports as T
 from pqshake.programs import describe, parse
 from testbed_helpers import BUILD, run_timer
 

@@ -1,6 +1,6 @@
 """Message sizes from the wire (issue 24): real handshakes on loopback, the attempt line's "msgs"
 member (pqs-timer's message callback, testbed/core/tlsobs.c) against the algorithm registry
-(pqshake/algorithms.yaml) and the handshake model (experiments/handshake_model.py) for each group
+(pqshake/algorithms.yaml) and the handshake model (pqshake/rows/handshake_model.py) for each group
 class (classical, ML-KEM, hybrid) and signature class (ECDSA, ML-DSA, SLH-DSA), chain depth 1
 and 2. Exact where the registry is exact (key shares, the ServerHello they fill, signatures in
 CertificateVerify), bounded where extensions and certificate fields add a variable overhead; a
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pqshake import results as fmt
-from pqshake.experiments import handshake_model as hm
+from pqshake.rows import handshake_model as hm
 from pqshake.registry import load_registry
 
 from testbed_helpers import Server, run_timer

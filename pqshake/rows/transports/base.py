@@ -1,15 +1,10 @@
-"""The transports: one module each (tcp.py holds tcp, its Fast Open variant tcp+tfo and its s2n-tls
-stack tcp+s2n, quic.py quic and its ngtcp2 engine quic+ngtcp2, turbotls.py) and one row each in
-REGISTRY below (issue 21; Pantheon's shape: a scheme is one wrapper file plus one row in a config).
-docs/adding-a-transport.md says how to add one.
+"""A transport row's class (Transport), its columns and report sections, and the checks the row
+modules share. The rows themselves are the package's (__init__.py REGISTRY); docs/adding-a-transport.md.
 
-A row (a Transport) carries everything the rest of pqshake asks of a transport: its name and
-look, the modes it refuses and why, the smallest MTU it runs on, the options it adds to the
-programs' command lines, its handshake model, its plan checks, the settings the plan and the
-cell record keep, and its summary columns. The experiment model's allowed values, the plan, the
-programs' argv, the bound, the summary, the tables, the figures and the synthetic data read the
-rows; no other module spells a transport's name (tests/test_registry_only.py).
-"""
+A row carries everything the rest of pqshake asks of a transport: its name and look, the modes
+it refuses and why, the smallest MTU it runs on, the options it adds to the programs' command
+lines, its handshake model, its plan checks, the settings the plan and the cell record keep, and
+its summary columns."""
 
 from __future__ import annotations
 
@@ -159,7 +154,7 @@ class Transport:
     def keeps_qlog(self, exp: Any) -> bool:
         return False
 
-    # --- the handshake model (experiments/handshake_model.py handshake_bound) ---
+    # --- the handshake model (pqshake/rows/handshake_model.py handshake_bound) ---
     def bound(self, rtt_s: float, sizes: tuple[int, int, int, int], **kw: Any):
         raise NotImplementedError
 
@@ -237,7 +232,7 @@ def refuse_small_mtu(t: Transport, ef: Any, cells: list[Any], profs: dict[str, A
     """A profile whose MTU is below t.min_mtu; `what` names the datagram in the message."""
     from pqshake.errors import UserError
 
-    from ..plan import profile_figures
+    from ..profile import profile_figures
 
     if not t.min_mtu:
         return
@@ -250,59 +245,3 @@ def refuse_small_mtu(t: Transport, ef: Any, cells: list[Any], profs: dict[str, A
                             f"the exclude rule {{transport: {t.name}, profile: {name}}}")
 
 
-# The rows, in the order experiment files and messages list them (the Literal of
-# experiments/model.py is built from it). Imported here, after Transport, which they subclass.
-from .quic import NGTCP2_DEFAULTS, QUIC, QUIC_NGTCP2  # noqa: E402
-from .tcp import TCP, TCP_S2N, TCP_TFO  # noqa: E402
-from .turbotls import TURBOTLS  # noqa: E402
-
-REGISTRY: tuple[Transport, ...] = (TCP, TCP_TFO, TCP_S2N, QUIC, QUIC_NGTCP2, TURBOTLS)
-
-NAMES: tuple[str, ...] = tuple(t.name for t in REGISTRY)
-ORDER: tuple[str, ...] = tuple(t.name for t in sorted(REGISTRY, key=lambda t: t.rank))  # tables, figures
-DEFAULT: str = TCP.name  # runs from before transports existed are tcp; so is a cell that names none
-_BY_NAME = {t.name: t for t in REGISTRY}
-
-
-# The QUIC engines (experiment key quic_engines): engine name -> its row; the first is quic's
-# default, whose cells keep the ids and argv they had before engines existed.
-QUIC_ENGINES: dict[str, Transport] = {t.quic_engine: t for t in REGISTRY if getattr(t, "quic_engine", None)}
-QUIC_ENGINE_DEFAULT: str = QUIC.quic_engine
-# The experiment keys that set a non-default engine's own knobs (quic_cc, ...), and which rows
-# take them: the model refuses them without such a row, the plan without such a cell.
-ENGINE_KNOBS: tuple[str, ...] = tuple(NGTCP2_DEFAULTS)
-
-
-# The TLS stacks of TLS over TCP (experiment key tls_stacks): stack name -> its row; the first is
-# tcp's default (OpenSSL), whose cells keep the ids and argv they had before stacks existed.
-# tcp+tfo runs on OpenSSL too, but it is TCP Fast Open's row (tcp_fastopen), not a stack's.
-TLS_STACKS: dict[str, Transport] = {t.tls_stack: t for t in REGISTRY
-                                    if getattr(t, "tls_stack", None) and not getattr(t, "tfo", False)}
-TLS_STACK_DEFAULT: str = TCP.tls_stack
-
-
-def takes_engine_knobs(name: str) -> bool:
-    t = find(name)
-    return bool(getattr(t, "engine_args", None)) and getattr(t, "quic_engine", None) != QUIC_ENGINE_DEFAULT
-
-
-def columns(table: str) -> dict[str, str]:
-    """Every transport's own columns of one table ("samples", "server", "cells"): raw -> analysis name."""
-    return {c.raw: c.name for t in REGISTRY for c in getattr(t, f"{_TABLE[table]}_columns")}
-
-
-_TABLE = {"samples": "sample", "server": "server", "cells": "cell"}
-
-
-def get(name: str) -> Transport:
-    """The row of a transport; KeyError for a name the registry does not have."""
-    return _BY_NAME[name]
-
-
-def find(name: Any) -> Transport | None:
-    return _BY_NAME.get(name)
-
-
-def names_text() -> str:
-    """'tcp, tcp+tfo, tcp+s2n, quic, quic+ngtcp2 or turbotls' for messages."""
-    return ", ".join(NAMES[:-1]) + " or " + NAMES[-1]

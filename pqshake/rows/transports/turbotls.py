@@ -13,7 +13,7 @@ from typing import Any
 from .. import modes as M
 from ..handshake_model import (CV_FIXED, DEFAULT_CPU_S, FIN_MAX, IW, SH_MIN, SYN_FRAME, Bound, Cpu, _flight,
                                client_hello_bytes, extra_rounds, segments, serialization_s, server_flight_bytes)
-from . import Column, ReportSection, Transport, refuse_mode, refuse_small_mtu
+from .base import Column, ReportSection, Transport, refuse_mode, refuse_small_mtu
 
 NAME = "turbotls"
 # The modes the TurboTLS model below prices. What the programs refuse over TurboTLS, and why, they
@@ -134,12 +134,11 @@ def requests_for(cell: Any, exp: Any) -> int:
     size)."""
     if exp.turbo_requests != "auto":
         return int(exp.turbo_requests)
-    from .. import axes as AX
     from ..handshake_model import auth_extra_for, sizes_for
 
     sc, ss, pk, sl = sizes_for(cell.group, cell.sig)
     return turbo_requests_auto(sc, ss, pk, sl, exp.chain_depth, M.RESUME if cell.mode == M.RESUME else M.FULL,
-                               auth_extra=auth_extra_for(cell.sig, AX.bound_kwargs(exp)))
+                               auth_extra=auth_extra_for(cell.sig, exp.bound_kwargs()))
 
 
 _REPORT_TEXT = ("From the timer's turbo object: 'Flight over UDP' = attempts whose whole first server flight "

@@ -3,7 +3,7 @@
 programs' command lines, the handshake model, the summary's order and labels and the synthetic
 data read this table; no other module spells a mode's name (tests/test_registry_only.py).
 
-Which transports run a mode is said by the transports (experiments/transports/: each lists the
+Which transports run a mode is said by the transports (pqshake/rows/transports/: each lists the
 modes it refuses, with the reason), not here: a mode does not know the transports that exist.
 """
 
@@ -52,7 +52,7 @@ class Mode:
     synthetic: bool = True
     # Bytes the mode adds to the ClientHello beyond the key share (the handshake model's size).
     client_hello_extra: int = 0
-    # The server needs a Bloom Filter Encryption key (experiments/modes/fs0rtt.py): made or found
+    # The server needs a Bloom Filter Encryption key (pqshake/rows/modes/fs0rtt.py): made or found
     # before the cell's server starts, passed to pqs-server --bfe-key / pqs-timer --bfe-public.
     bfe_key: bool = False
     # It speaks TLS 1.2: its group, signature algorithm and client_auth must be ones TLS 1.2 has

@@ -5,14 +5,13 @@ a column of every row of the run's tables, the programs' command lines and the c
 
 The plan, the programs, the estimate, the validity verdict and the analysis read this table; no
 other module lists these settings. The matrix's own axes (profile, group, sig, mode, transport),
-whose lists every cell takes a value of, are the rows of experiments/axes/core.py.
+whose lists every cell takes a value of, are the rows of pqshake/rows/axes/core.py.
 docs/adding-an-axis.md walks through adding a row.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, Callable
 
 from .. import modes as M
@@ -43,6 +42,9 @@ class Axis:
     label: str  # legends and table headers
     # Its part of a swept cell's id (letters, digits, '.', '-'): short and unambiguous.
     id_text: Callable[[Any], str]
+    # A cell's value when the experiment file does not set it: the experiment model's default for
+    # the key (experiments/model.py reads it here), and the value of a run from before the row.
+    default: Any
     # Whether the value changes this cell (exp: the cell's view of the experiment with the rows
     # before this one applied; cell: the cell being expanded). A cell it does not change runs
     # once, with the first listed value, instead of once per value.
@@ -70,17 +72,6 @@ class Axis:
     def column(self) -> str:
         return column(self.key)
 
-    def default(self) -> Any:
-        """The value of a cell that does not set it (the experiment's default)."""
-        return _default(self.key)
-
-
-@lru_cache(maxsize=None)
-def _default(key: str) -> Any:
-    # once per key: pydantic's model_fields is slow to reach, and the plan asks per cell
-    from ..model import Experiment
-
-    return Experiment.model_fields[key].default
 
 
 AS_LEAF = "as leaf"
@@ -110,71 +101,71 @@ _CLIENT = "the client chain's CAs under mutual TLS, but client_auth is not set (
 REGISTRY: list[Axis] = [
     # The server's chain: leaf plus chain_depth - 1 certificates. A resumed or 0-RTT handshake
     # sends no chain: those cells run once.
-    Axis("chain_depth", "chain depth", lambda v: f"chain{v}",
+    Axis("chain_depth", "chain depth", lambda v: f"chain{v}", default=1,
          applies=lambda exp, cell: M.get(cell.mode).certificate,
          bound=lambda v: {"chain_depth": int(v)}, unused=_CHAIN),
     # The chain's other levels and size (pqs-server --inter-sig, --root-sig, --cert-pad-bytes,
     # --cert-scts, --suppress-intermediates): only a handshake that sends the chain; the
     # intermediates' settings only where there are some.
-    Axis("inter_sig", "intermediates", lambda v: f"inter-{_sig_or_none(v) or 'leaf'}",
+    Axis("inter_sig", "intermediates", lambda v: f"inter-{_sig_or_none(v) or 'leaf'}", default=None,
          applies=lambda exp, cell: M.get(cell.mode).certificate and exp.chain_depth > 1,
          server_args=lambda v, exp, cell: ["--inter-sig", v] if _sig_or_none(v) else [],
          bound=lambda v: {"inter_sig": _sig_or_none(v)}, text=lambda v: _sig_or_none(v) or AS_LEAF, sig=True,
          unused=_INTER),
-    Axis("root_sig", "root", lambda v: f"root-{_sig_or_none(v) or 'leaf'}",
+    Axis("root_sig", "root", lambda v: f"root-{_sig_or_none(v) or 'leaf'}", default=None,
          applies=lambda exp, cell: M.get(cell.mode).certificate,
          server_args=lambda v, exp, cell: ["--root-sig", v] if _sig_or_none(v) else [],
          bound=lambda v: {"root_sig": _sig_or_none(v)}, text=lambda v: _sig_or_none(v) or AS_LEAF, sig=True,
          unused=_CHAIN),
-    Axis("cert_pad_bytes", "padding", lambda v: f"pad{v}", applies=lambda exp, cell: M.get(cell.mode).certificate,
+    Axis("cert_pad_bytes", "padding", lambda v: f"pad{v}", default=0, applies=lambda exp, cell: M.get(cell.mode).certificate,
          server_args=lambda v, exp, cell: ["--cert-pad-bytes", str(v)] if int(v) else [],
          bound=lambda v: {"cert_pad_bytes": int(v)}, unused=_CHAIN),
-    Axis("cert_scts", "SCTs", lambda v: f"sct{v}", applies=lambda exp, cell: M.get(cell.mode).certificate,
+    Axis("cert_scts", "SCTs", lambda v: f"sct{v}", default=0, applies=lambda exp, cell: M.get(cell.mode).certificate,
          server_args=lambda v, exp, cell: ["--cert-scts", str(v)] if int(v) else [],
          bound=lambda v: {"cert_scts": int(v)}, unused=_CHAIN),
-    Axis("suppress_intermediates", "suppressed intermediates", lambda v: f"suppress-{_on_off(_flag(v))}",
+    Axis("suppress_intermediates", "suppressed intermediates", lambda v: f"suppress-{_on_off(_flag(v))}", default=False,
          applies=lambda exp, cell: M.get(cell.mode).certificate and exp.chain_depth > 1,
          server_args=lambda v, exp, cell: ["--suppress-intermediates"] if _flag(v) else [],
          bound=lambda v: {"suppress_intermediates": _flag(v)}, text=lambda v: _on_off(_flag(v)), unused=_INTER),
     # RFC 8879, offered and accepted by both programs (the server's chain compressed once); TLS 1.3
     # only: the plan refuses it in a tls12 cell (plan.check_cells_can_run) rather than label the
     # cell compressed.
-    Axis("cert_compression", "certificate compression", lambda v: f"comp-{v}",
+    Axis("cert_compression", "certificate compression", lambda v: f"comp-{v}", default="off",
          applies=lambda exp, cell: M.get(cell.mode).certificate,
          server_args=lambda v, exp, cell: ["--cert-comp", v] if v != "off" else [],
          timer_args=lambda v, exp, cell: ["--cert-comp", v] if v != "off" else [], unused=_CHAIN),
     # Mutual TLS: the client chain's signature algorithm (none: off).
-    Axis("client_auth", "client auth", lambda v: f"mtls-{v or 'off'}",
+    Axis("client_auth", "client auth", lambda v: f"mtls-{v or 'off'}", default=None,
          bound=lambda v: {"client_auth": _sig_or_none(v)}, text=lambda v: _sig_or_none(v) or "off", sig=True),
     # The client chain's depth before its levels: whether it has intermediates is judged at the
     # cell's depth.
-    Axis("client_chain_depth", "client chain depth", lambda v: f"cchain{v}",
+    Axis("client_chain_depth", "client chain depth", lambda v: f"cchain{v}", default=1,
          applies=lambda exp, cell: exp.client_auth is not None,
          bound=lambda v: {"client_chain_depth": int(v)},
          unused="the client chain's depth under mutual TLS, but client_auth is not set (add client_auth, or remove "
                 "{keys})"),
     # The client chain's other levels under mutual TLS (pqs-server generates it): the root signs
     # the leaf at any depth, intermediates exist from client_chain_depth 2.
-    Axis("client_inter_sig", "client intermediates", lambda v: f"cinter-{_sig_or_none(v) or 'leaf'}",
+    Axis("client_inter_sig", "client intermediates", lambda v: f"cinter-{_sig_or_none(v) or 'leaf'}", default=None,
          applies=lambda exp, cell: exp.client_auth is not None and exp.client_chain_depth > 1,
          server_args=lambda v, exp, cell: ["--client-inter-sig", v] if _sig_or_none(v) else [],
          text=lambda v: _sig_or_none(v) or AS_LEAF, sig=True,
          unused="the client chain's intermediates under mutual TLS, but no cell's client chain has one (set "
                 "client_auth and client_chain_depth: 2 or more, or remove {keys})"),
-    Axis("client_root_sig", "client root", lambda v: f"croot-{_sig_or_none(v) or 'leaf'}",
+    Axis("client_root_sig", "client root", lambda v: f"croot-{_sig_or_none(v) or 'leaf'}", default=None,
          applies=lambda exp, cell: exp.client_auth is not None,
          server_args=lambda v, exp, cell: ["--client-root-sig", v] if _sig_or_none(v) else [],
          text=lambda v: _sig_or_none(v) or AS_LEAF, sig=True, unused=_CLIENT),
     # The response after the handshake; a handshake-only transport (QUIC) has none.
-    Axis("response_bytes", "response bytes", lambda v: f"resp{v}",
+    Axis("response_bytes", "response bytes", lambda v: f"resp{v}", default=0,
          applies=lambda exp, cell: not T.get(cell.transport).handshake_only,
          unused="the response after the handshake, but no cell's transport carries one here (the QUIC cells are "
                 "handshake only; add tcp to transports, or remove {keys})"),
-    Axis("early_response", "early response", lambda v: f"early-{_on_off(v)}",
+    Axis("early_response", "early response", lambda v: f"early-{_on_off(v)}", default="on",
          applies=lambda exp, cell: M.get(cell.mode).early_data, text=_on_off,
          unused="how the server answers early data, but no cell sends any (add 0rtt or fs0rtt to modes, or remove "
                 "{keys})"),
-    Axis("quic_retry", "QUIC Retry", lambda v: f"retry-{_on_off(v)}",
+    Axis("quic_retry", "QUIC Retry", lambda v: f"retry-{_on_off(v)}", default="on",
          applies=lambda exp, cell: cell.transport in _QUIC_ROWS,
          bound=lambda v: {"quic_retry": _on_off(v) == "on"}, text=_on_off,
          unused="settings of the QUIC cells, but no cell runs over QUIC (add quic to transports, or remove {keys})"),
@@ -212,7 +203,7 @@ def find(key: str) -> Axis | None:
 def bound_kwargs(exp: Any) -> dict[str, Any]:
     """The handshake model's keywords for a cell's view of the experiment (every axis's value,
     swept or not)."""
-    return bound_kwargs_of({a.key: getattr(exp, a.key, a.default()) for a in REGISTRY})
+    return bound_kwargs_of({a.key: getattr(exp, a.key, a.default) for a in REGISTRY})
 
 
 def bound_kwargs_of(values: dict[str, Any]) -> dict[str, Any]:
@@ -228,13 +219,22 @@ def program_args(exp: Any, cell: Any, server: bool) -> list[str]:
     out: list[str] = []
     for a in REGISTRY:
         fn = a.server_args if server else a.timer_args
-        out += fn(getattr(exp, a.key, a.default()), exp, cell)  # an experiment without the setting: its default
+        out += fn(getattr(exp, a.key, a.default), exp, cell)  # an experiment without the setting: its default
     return out
 
 
 def id_suffix(settings: tuple[tuple[str, Any], ...]) -> str:
     """A swept cell's id part: one `__<id_text>` per swept setting, in the rows' order."""
     return "".join(f"__{get(k).id_text(v)}" for k, v in settings)
+
+
+def cell_id(values: dict[str, str], repetition: int, settings: tuple[tuple[str, Any], ...] = ()) -> str:
+    """A cell's id, stable across runs and resumes: the matrix axes' parts (core.py id_parts:
+    profile__group__sig__mode[__transport]), one part per swept setting that changes the cell
+    (__chain2), then __r<repetition>."""
+    from .core import id_parts
+
+    return f"{id_parts(values)}{id_suffix(settings)}__r{repetition}"
 
 
 def expand(exp: Any, cell: Any) -> list[tuple[tuple[str, Any], ...]]:

@@ -2,7 +2,7 @@
 ends, the first flight in the SYN once an earlier connection fetched a cookie; tcp+s2n, the same
 TLS over TCP on a second TLS stack, s2n-tls on AWS-LC (pqs-server / pqs-timer --tls-stack s2n;
 experiment key tls_stacks), beside OpenSSL's. Their handshake model is the shared timeline of
-experiments/handshake_model.py (lower_bound): the stack is an implementation, the protocol and
+pqshake/rows/handshake_model.py (lower_bound): the stack is an implementation, the protocol and
 so the bound are TCP's."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 from .. import handshake_model as hm
 from .. import modes as M
-from . import Column, Transport, refuse_mode
+from .base import Column, Transport, refuse_mode
 
 NAME = "tcp"
 TFO_NAME = "tcp+tfo"
@@ -162,8 +162,6 @@ class TcpS2n(Tcp):
         from pqshake.errors import UserError
         from pqshake.registry import load_registry
 
-        from .. import axes as A
-
         reg = load_registry()
         im, pol = self.program(), self.policies()
         if im is None:  # not built: the plan says so (pqshake.programs.NOT_BUILT) and checks nothing here
@@ -185,14 +183,13 @@ class TcpS2n(Tcp):
                                 f"groups, or add the exclude rule {_exclude_rule(transport=self.name, group=c.group)}")
             view = ef.model.for_cell(c)
             # the leaf's algorithm, then the other chains' where they apply to the cell
-            named = [("sigs", "sig", c.sig), *((a.key, a.key, getattr(view, a.key)) for a in A.REGISTRY
-                                               if a.sig and getattr(view, a.key) is not None and a.applies(view, c))]
+            named = [("sigs", "sig", c.sig), *((key, key, name) for key, name in view.chain_sigs(c) if name is not None)]
             for field, key, name in named:
                 refused = self.sig_why(str(name), c.group, reg)
                 if refused is None:
                     continue
                 why, elsewhere = refused
-                value = name if key == "sig" else A.get(key).show(name)
+                value = name if key == "sig" else view.shown(key, name)
                 # another group's policy takes it: the group is what the rule must name too
                 rule = ({"group": c.group} if elsewhere else {}) | {key: value}
                 under = f" with group {c.group}" if elsewhere else ""
@@ -204,9 +201,8 @@ class TcpS2n(Tcp):
                 raise UserError(f"{ef.where('client_auth')}: mode {c.mode} with client_auth cannot run over {self.name} "
                                 f"(s2n-tls's server issues no session ticket under client authentication); remove "
                                 f"client_auth, or add the exclude rule {_exclude_rule(transport=self.name, mode=c.mode)}")
-            comp = A.get("cert_compression")
             comp_why = im.options.get("--cert-comp")
-            if view.cert_compression != "off" and comp.applies(view, c) and comp_why:
+            if view.cert_compression != "off" and view.applies("cert_compression", c) and comp_why:
                 raise UserError(f"{ef.where('cert_compression')}: {view.cert_compression}: the s2n stack does not "
                                 f"compress certificates (pqs-timer: {comp_why}), so its cells would measure none; set "
                                 f"cert_compression: off, or add the exclude rule "

@@ -1,6 +1,6 @@
 """QUIC (pqs-server / pqs-timer --transport quic): TLS 1.3 in CRYPTO frames of UDP datagrams.
 
-Its handshake model keeps the shared timeline (experiments/handshake_model.py) and changes the
+Its handshake model keeps the shared timeline (pqshake/rows/handshake_model.py) and changes the
 transport: no TCP handshake, a byte-counted initial congestion window, the client's Initial
 padded to 1200-byte datagrams, a Retry round trip when the server validates addresses that way,
 and without it the server's anti-amplification limit (3x what it received) before the client has
@@ -17,7 +17,7 @@ from typing import Any
 from .. import modes as M
 from ..handshake_model import (CV_FIXED, DEFAULT_CPU_S, FIN_MAX, HRR_MIN, RECORD_OVERHEAD, SH_MIN, Bound, Cpu,
                                _in_order, client_hello_bytes, server_flight_bytes)
-from . import Column, ReportSection, Transport, refuse_mode, refuse_small_mtu
+from .base import Column, ReportSection, Transport, refuse_mode, refuse_small_mtu
 
 NAME = "quic"
 IP_UDP_HEADERS = 28  # IPv4 20 + UDP 8: a datagram's UDP payload is the MTU less these
@@ -419,7 +419,7 @@ class Quic(Transport):
 
     def run_settings(self, exp: dict) -> dict[str, Any]:
         v = exp.get("quic_retry", "on")
-        v = v[0] if isinstance(v, list) and v else v  # swept: each row's own value wins (experiments/axes/)
+        v = v[0] if isinstance(v, list) and v else v  # swept: each row's own value wins (pqshake/rows/axes/)
         return {"quic_retry": v in ("on", True)}
 
     def merge_settings(self, each: list[dict[str, Any]]) -> dict[str, Any]:

@@ -1,13 +1,13 @@
 """The matrix's own axes: one row each (issue 32). A run's cells are the product of these rows'
 lists (profiles x groups x sigs x modes x transports) and of the swept settings
-(experiments/axes/__init__.py REGISTRY) that change them.
+(pqshake/rows/axes/__init__.py REGISTRY) that change them.
 
 These rows say what is the same for each of them: the cell's field and the tables' column, the
 experiment file's list, the part of the cell id, what a run from before the axis existed had. The
 plan's loops, cell ids, exclude rules, the run's table columns and the analysis's cell key read
 this table; what an axis's values mean (a profile's link, a group's key exchange) stays with its
-own registry (emulation/profiles, pqshake/algorithms.yaml, experiments/modes/,
-experiments/transports/). docs/adding-an-axis.md.
+own registry (emulation/profiles, pqshake/algorithms.yaml, pqshake/rows/modes/,
+pqshake/rows/transports/). docs/adding-an-axis.md.
 """
 
 from __future__ import annotations
