@@ -199,9 +199,9 @@ def bound(group: str, sig: str, mode: str, *, rtt_s: float, rate_up: float | Non
         return {}  # nothing the transport can run: no bound
     up, down = _rate(rate_up), _rate(rate_down)
     prop = propagation_rtt_s(rtt_s, up, down)
-    b = bounds.handshake_bound(group, sig, prop, mtu=int(mtu), chain_depth=chain_depth, mode=mode, registry=registry,
-                           rate_up=up or 0, rate_down=down or 0, cpu=cpu or hm.Cpu(), iw_c=iw_c, iw_s=iw_s,
-                           transport=transport, **settings)
+    b = bounds.handshake_bound(bounds.BoundCell.of(
+        group, sig, prop, mtu=int(mtu), chain_depth=chain_depth, mode=mode, registry=registry, rate_up=up or 0,
+        rate_down=down or 0, cpu=cpu or hm.Cpu(), iw_c=iw_c, iw_s=iw_s, transport=transport, **settings))
     return {"rtts": b.rtts, "rtt_prop": prop, "t_rtt": b.t_rtt, "t_ser": b.t_ser, "t_cpu": b.t_cpu,
             "cpu_sum": b.cpu_sum, "total": b.total, "client_bytes": b.client_bytes, "server_bytes": b.server_bytes,
             "amp_rounds": b.amp_rounds}

@@ -138,8 +138,9 @@ def _cell_arrays(rng: np.random.Generator, spec: Spec, c: dict, prof: dict) -> d
     rate = min(rates) if rates else None
     loss = max(prof["loss_up"], prof["loss_down"])
     row = T.get(c["transport"])
-    b = bounds.handshake_bound(c["group"], c["sig"], rtt_s, rate_bps=rate, mtu=prof["mtu"],
-                           mode=c["mode"], registry=reg, transport=c["transport"], quic_retry=spec.quic_retry)
+    b = bounds.handshake_bound(bounds.BoundCell.of(c["group"], c["sig"], rtt_s, rate_bps=rate, mtu=prof["mtu"],
+                                                   mode=c["mode"], registry=reg, transport=c["transport"],
+                                                   quic_retry=spec.quic_retry))
     # Slightly above the bound: stack and scheduling overhead, log-normal noise.
     base = b.total + 0.0002 + rng.gamma(2.0, 0.0001, n)
     t = base * rng.lognormal(0.0, spec.noise, n) * (rng.lognormal(0.0, spec.rep_spread) if spec.rep_spread else 1.0)

@@ -468,6 +468,9 @@ class Link:
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 
 
+# The least tcp_rmem / tcp_wmem figure pqshake writes (one page; Profile.tcp_buffers).
+BUF_FLOOR = 4096
+
 class Profile(_Strict):
     name: str = Field(description="lower-case name, used on the command line")
     description: str = Field("", description="one line (required in the shipped library)")
@@ -644,12 +647,15 @@ class Profile(_Strict):
         auto: the receive buffer max is limit x MSS of the direction that endpoint receives,
         so the advertised window can never exceed what the emulated queue holds (TCP sees no
         drops the profile did not ask for) while still being >= 2 BDP (no window cap on
-        throughput); the send buffer max is twice that (at least the kernel's 4 MiB)."""
+        throughput); the send buffer max is twice that (at least the kernel's 4 MiB). No auto
+        figure is below one page (BUF_FLOOR): Linux 6.18 refuses a tcp_rmem below it ("Invalid
+        argument" for 4096 1460 1460, measured here), so a queue of one or two packets gets a
+        window of a page, more than it holds."""
         mss = self.mtu - 40
         out: dict[str, dict[str, list[int]]] = {}
         for ns, recv in (("client", self.down), ("server", self.up)):
-            rmax = recv.limit * mss
-            rmem = self.tcp.rmem if self.tcp.rmem != "auto" else [4096, min(131072, rmax), rmax]
+            rmax = max(BUF_FLOOR, recv.limit * mss)
+            rmem = self.tcp.rmem if self.tcp.rmem != "auto" else [BUF_FLOOR, min(131072, rmax), rmax]
             wmem = self.tcp.wmem if self.tcp.wmem != "auto" else [4096, 16384, max(4 * 1024 * 1024, 2 * rmax)]
             out[ns] = {"tcp_rmem": list(rmem), "tcp_wmem": list(wmem)}
         return out

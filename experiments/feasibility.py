@@ -84,11 +84,8 @@ def least_attempt_s(c: Any, m: Any, figures: dict[str, Any], registry: Any, kw: 
     """The least time an attempt of the cell takes, connect to last byte (what the timer's
     --timeout covers): the handshake bound with no CPU, to the first response byte when a body
     is asked for, then the body at the downlink's rate."""
-    b = bounds.handshake_bound(c.group, c.sig, figures["rtt_ns"] / 1e9, rate_up=figures["rate_bps_up"] or None,
-                           rate_down=figures["rate_bps_down"] or None, mtu=figures["mtu"], mode=c.mode,
-                           registry=registry, cpu=hm.NO_CPU, iw_c=figures["initcwnd_client"] or None,
-                           iw_s=figures["initcwnd_server"] or None, transport=c.transport,
-                           **(A.bound_kwargs(m) if kw is None else kw))
+    b = bounds.handshake_bound(bounds.BoundCell.on_profile(c, figures, registry=registry, cpu=hm.NO_CPU,
+                                                           **(A.bound_kwargs(m) if kw is None else kw)))
     body = int(getattr(m, "response_bytes", 0) or 0)
     if body and b.ttfb and not T.get(c.transport).handshake_only:
         rate = figures["rate_bps_down"]

@@ -155,6 +155,14 @@ class CpuPlacement(BaseModel):
     endpoints: list[int] = Field(min_length=1, description="CPUs of client, server and probes")
 
 
+def _duration_within(v: Any, least_ns: int, allowed: str, most_ns: int = 10_000_000_000) -> int:
+    """A duration setting in ns, refused outside [least_ns, most_ns] with what is allowed."""
+    ns = _parse_duration_ns(v)
+    if ns < least_ns or ns > most_ns:
+        raise ValueError(f"{v!r}: {allowed}")
+    return ns
+
+
 # The swept settings' defaults are their rows' (pqshake/rows/axes/), which the analysis reads for a
 # run that does not set them.
 _D = {a.key: a.default for a in A.REGISTRY}
@@ -506,18 +514,12 @@ class Experiment(BaseModel):
     def _quic_initial_rtt(cls, v: Any) -> int | None:
         if v is None:
             return None
-        ns = _parse_duration_ns(v)
-        if ns < 1_000_000 or ns > 10_000_000_000:
-            raise ValueError(f"{v!r}: 1ms to 10s (e.g. 100ms)")
-        return ns
+        return _duration_within(v, 1_000_000, "1ms to 10s (e.g. 100ms)")
 
     @field_validator("turbo_fallback", mode="before")
     @classmethod
     def _turbo_fallback(cls, v: Any) -> int:
-        ns = _parse_duration_ns(v)
-        if ns < 0 or ns > 10_000_000_000:
-            raise ValueError(f"{v!r}: 0 to 10s (e.g. 10ms)")
-        return ns
+        return _duration_within(v, 0, "0 to 10s (e.g. 10ms)")
 
     @field_validator("timeout", mode="before")
     @classmethod

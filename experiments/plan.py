@@ -496,7 +496,7 @@ class Plan:
 
     @_per_cell
     def attempt_estimate_s(self, c: Cell) -> Estimate:
-        """One attempt of the cell (handshake_model.expected_attempt_parts on its profile's figures)."""
+        """One attempt of the cell (bounds.expected_attempt_parts on its profile's figures)."""
         m = self._view(c)
         f = self._figures(c.profile)
         losses = [x for x in (f["loss_up"], f["loss_down"]) if x]
@@ -508,10 +508,8 @@ class Plan:
         # Each direction at its own rate (0 = unlimited): a slow downlink is not hidden behind a
         # fast uplink.
         wait, work = bounds.expected_attempt_parts(
-            c.group, c.sig, f["rtt_ns"] / 1e9, rate_up=f["rate_bps_up"] or None, rate_down=f["rate_bps_down"] or None,
-            mtu=f["mtu"], loss=max(losses) if losses else 0.0, mode=c.mode,
-            registry=reg, iw_c=f["initcwnd_client"] or None, iw_s=f["initcwnd_server"] or None,
-            response=m.response_bytes > 0, transport=c.transport, response_body=body, **self._bound_kwargs(c, m))
+            bounds.BoundCell.on_profile(c, f, registry=reg, **self._bound_kwargs(c, m)),
+            loss=max(losses) if losses else 0.0, response=m.response_bytes > 0, response_body=body)
         # what the cell's implementation adds to the bound (OpenSSL's QUIC client and a long
         # ClientHello: up to a second); the bound itself stays a bound
         wait += tr.engine_extra_s(f["rtt_ns"] / 1e9, hm.sizes_for(c.group, c.sig, reg), m, c.mode)

@@ -186,11 +186,8 @@ class Handshakes:
 
         m, f = plan.model.for_cell(cell), profile_figures(plan.profiles[cell.profile])
         try:
-            b = bounds.handshake_bound(cell.group, cell.sig, f["rtt_ns"] / 1e9, rate_up=f["rate_bps_up"] or None,
-                                   rate_down=f["rate_bps_down"] or None, mtu=f["mtu"],
-                                   mode=cell.mode, registry=load_registry(), cpu=hm.Cpu(),
-                                   iw_c=f["initcwnd_client"] or None, iw_s=f["initcwnd_server"] or None,
-                                   transport=cell.transport, **A.bound_kwargs(m))
+            b = bounds.handshake_bound(bounds.BoundCell.on_profile(cell, f, registry=load_registry(), cpu=hm.Cpu(),
+                                                                   **A.bound_kwargs(m)))
             rtts, net = int(b.rtts), (b.t_rtt + b.t_ser) * 1e3
             frames = (max(rtts, b.client_segments + rtts - 1), max(rtts, b.server_segments + rtts - 1))
         except ValueError:  # an algorithm the registry does not size: weighed without the model

@@ -13,7 +13,7 @@ minimum (sizes, frames, CPU), so a measurement on a loss-free, jitter-free link 
 Sizes are in bytes, times in seconds, rates in bit/s.
 
 Every other transport's model lives in its own module (pqshake/rows/transports/: QUIC's and
-TurboTLS's bounds build on the timeline here); handshake_bound() asks the transport registry
+TurboTLS's bounds build on the timeline here); bounds.handshake_bound() asks the transport registry
 which one a cell uses. Modes are the rows of pqshake/rows/modes/.
 """
 
@@ -298,23 +298,26 @@ def _in_order(msgs: list[tuple[int, float, float]], t_proc: float, arrival) -> f
     processed in order by one receiving thread starting no earlier than t_proc: when the
     receiver is done with the last one. arrival(ready, end): when byte `end` is in, given
     (start offset, earliest departure) per message (TCP: _arrival, QUIC: _q_arrival)."""
-    ready, start = [], 0
-    for end, dep, _ in msgs:
-        ready.append((start, dep))
-        start = end
+    ready = _starts(msgs)
     t = t_proc
     for end, _, cpu in msgs:
         t = max(t, arrival(ready, end)) + cpu
     return t
 
 
-def _flight(msgs: list[tuple[int, float, float]], t_proc: float, rate, rtt, mtu, iw) -> float:
-    """A flight over TCP (see _in_order; its loop here, without the closure: the planner lays
-    out a few of these per cell)."""
+def _starts(msgs: list[tuple[int, float, float]]) -> list[tuple[int, float]]:
+    """(start offset, earliest departure) of each message of a flight: where the one before it ended."""
     ready, start = [], 0
     for end, dep, _ in msgs:
         ready.append((start, dep))
         start = end
+    return ready
+
+
+def _flight(msgs: list[tuple[int, float, float]], t_proc: float, rate, rtt, mtu, iw) -> float:
+    """A flight over TCP (see _in_order; its loop here, without the closure: the planner lays
+    out a few of these per cell)."""
+    ready = _starts(msgs)
     t = t_proc
     for end, _, cpu in msgs:
         a = _arrival(ready, end, rate, rtt, mtu, iw)

@@ -191,15 +191,18 @@ def test_a_compressed_chain_is_bounded_with_its_size_from_the_wire():
     from pqshake.rows import handshake_model as hm
 
     kw = dict(chain_depth=2, cert_scts=2, cpu=hm.Cpu())
-    plain = bounds.handshake_bound("X25519MLKEM768", "ml-dsa-44", 0.03, **kw)
+    plain = bounds.handshake_bound(bounds.BoundCell.of("X25519MLKEM768", "ml-dsa-44", 0.03, **kw))
     pk, sl = hm.sig_sizes("ml-dsa-44")
     cert = hm.certificate_message_bytes(pk, sl, 2, hm.auth_extra_for("ml-dsa-44", {"chain_depth": 2, "cert_scts": 2}))
-    comp = bounds.handshake_bound("X25519MLKEM768", "ml-dsa-44", 0.03, certificate_bytes=cert - 350, **kw)
+    comp = bounds.handshake_bound(bounds.BoundCell.of("X25519MLKEM768", "ml-dsa-44", 0.03,
+                                                      certificate_bytes=cert - 350, **kw))
     assert plain.server_bytes - comp.server_bytes == 350
     for tr in ("quic", "turbotls"):
-        a = bounds.handshake_bound("X25519MLKEM768", "ml-dsa-44", 0.03, transport=tr, **kw)
-        b = bounds.handshake_bound("X25519MLKEM768", "ml-dsa-44", 0.03, transport=tr, certificate_bytes=cert - 350, **kw)
+        a = bounds.handshake_bound(bounds.BoundCell.of("X25519MLKEM768", "ml-dsa-44", 0.03, transport=tr, **kw))
+        b = bounds.handshake_bound(bounds.BoundCell.of("X25519MLKEM768", "ml-dsa-44", 0.03, transport=tr,
+                                                       certificate_bytes=cert - 350, **kw))
         assert a.server_bytes - b.server_bytes >= 350 - 40, tr  # record/packet framing may differ a little
-    resumed = [bounds.handshake_bound("X25519MLKEM768", "ml-dsa-44", 0.03, mode="resume", certificate_bytes=c, **kw)
+    resumed = [bounds.handshake_bound(bounds.BoundCell.of("X25519MLKEM768", "ml-dsa-44", 0.03, mode="resume",
+                                                          certificate_bytes=c, **kw))
                for c in (None, 100)]
     assert resumed[0] == resumed[1]

@@ -125,10 +125,10 @@ if a.get("bound"):
     from pqshake.analysis import bound as AB
 
     t = a["transport"]
-    hb = lambda g, s, **kw: bounds.handshake_bound(g, s, 0.1, transport=t, **kw).as_dict()
+    hb = lambda g, s, **kw: bounds.handshake_bound(bounds.BoundCell.of(g, s, 0.1, transport=t, **kw)).as_dict()
     out["bound"] = {"x25519": hb("x25519", "ecdsa-p256"), "mlkem": hb("X25519MLKEM768", "ml-dsa-65"),
                     "1mbit": hb("x25519", "ecdsa-p256", rate_bps=1e6),
-                    "tcp": bounds.handshake_bound("x25519", "ecdsa-p256", 0.1).as_dict()}
+                    "tcp": bounds.handshake_bound(bounds.BoundCell.of("x25519", "ecdsa-p256", 0.1)).as_dict()}
     cellb = lambda mode: AB.bound("x25519", "ecdsa-p256", mode, rtt_s=0.1, rate_up=None, rate_down=None, mtu=1500,
                                   cpu=None, transport=t)
     out["analysis_bound"] = {m: cellb(m) for m in (M.FULL, M.RESUME)}

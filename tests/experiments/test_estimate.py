@@ -44,7 +44,7 @@ def test_an_attempt_is_the_links_waiting_and_the_machines_work(write_exp):
     one = p.attempt_estimate_s(p.cells[0])
     assert 0.080 <= one.wait_s < 0.081
     assert one - one.wait_s >= bounds.ATTEMPT_HOST_S + bounds.ATTEMPT_GAP_S
-    assert float(one) == pytest.approx(bounds.expected_attempt_s("x25519", "ecdsa-p256", 0.04))
+    assert float(one) == pytest.approx(bounds.expected_attempt_s(bounds.BoundCell.of("x25519", "ecdsa-p256", 0.04)))
 
 
 def test_probes_on_a_jittery_lossy_link_cost_their_spacing_and_the_timeout(write_exp):
@@ -205,7 +205,8 @@ def test_quic_estimates_count_what_each_engine_adds_to_the_bound(write_exp):
                              "profiles: [{name: r100, rtt: 100ms}]\ntransports: [tcp, quic]\n"
                              "quic_engines: [openssl, ngtcp2]\nsamples: 5\n"), check_stack=False)
     wait = {(c.transport, c.group): p.attempt_estimate_s(c).wait_s for c in p.cells}
-    bound = {k: bounds.handshake_bound(k[1], "ecdsa-p256", 0.1, transport=k[0]).total for k in wait}
+    bound = {k: bounds.handshake_bound(bounds.BoundCell.of(k[1], "ecdsa-p256", 0.1,
+                                                           transport=k[0])).total for k in wait}
     assert wait[("quic", "frodo640aes")] - wait[("quic+ngtcp2", "frodo640aes")] == pytest.approx(1.0 + 0.2, abs=0.01)
     assert wait[("quic", "X25519MLKEM768")] - wait[("quic+ngtcp2", "X25519MLKEM768")] == pytest.approx(0.1, abs=0.001)
     assert wait[("quic+ngtcp2", "frodo640aes")] - wait[("quic+ngtcp2", "x25519")] > 0.1
@@ -215,5 +216,5 @@ def test_quic_estimates_count_what_each_engine_adds_to_the_bound(write_exp):
     off = build_plan(write_exp("name: q\ngroups: [frodo640aes]\nsigs: [ecdsa-p256]\nprofiles: [{name: r100, rtt: 100ms}]\n"
                                "transports: [quic]\nquic_retry: \"off\"\nsamples: 5\n", name="off.yaml"), check_stack=False)
     c = off.cells[0]
-    assert off.attempt_estimate_s(c).wait_s - bounds.handshake_bound("frodo640aes", "ecdsa-p256", 0.1, transport="quic",
-                                                                 quic_retry=False).total < 0.2
+    assert off.attempt_estimate_s(c).wait_s - bounds.handshake_bound(
+        bounds.BoundCell.of("frodo640aes", "ecdsa-p256", 0.1, transport="quic", quic_retry=False)).total < 0.2

@@ -278,13 +278,13 @@ def test_model_extra_rounds(n, x):
 
 def test_model_cross_check():
     rtt = 0.05
-    small = bounds.handshake_bound("x25519", "ecdsa-p256", rtt, cpu_s=0)
+    small = bounds.handshake_bound(bounds.BoundCell.of("x25519", "ecdsa-p256", rtt, cpu_s=0))
     assert small.rtts == 2 and small.total == pytest.approx(2 * rtt)
     assert hm.mss(1500) == 1448 and hm.mss(1280) == 1228
-    big = bounds.handshake_bound("x25519", "slh-dsa-sha2-128f", rtt, cpu_s=0)
+    big = bounds.handshake_bound(bounds.BoundCell.of("x25519", "slh-dsa-sha2-128f", rtt, cpu_s=0))
     assert big.x_s >= 1 and big.rtts >= 3
-    assert bounds.handshake_bound("x25519", "ecdsa-p256", rtt, mode="hrr").rtts == 3
-    slow = bounds.handshake_bound("MLKEM768", "ml-dsa-44", rtt, rate_bps=1e6)
+    assert bounds.handshake_bound(bounds.BoundCell.of("x25519", "ecdsa-p256", rtt, mode="hrr")).rtts == 3
+    slow = bounds.handshake_bound(bounds.BoundCell.of("MLKEM768", "ml-dsa-44", rtt, rate_bps=1e6))
     assert slow.t_ser > 0.05  # ~7 KB server flight at 1 Mbit/s
     assert hm.loss_penalty_s(rtt, 0.0, 10) == 0.0 and hm.loss_penalty_s(rtt, 0.1, 10) > 0.2
 
@@ -303,29 +303,31 @@ def test_loss_penalty_counts_backoff():
 def test_model_windows_per_end_and_the_client_second_flight():
     rtt = 0.05
     # A server flight of ~14 segments (ML-DSA-65, depth 2): one round more at IW 10, none at 24.
-    b = bounds.handshake_bound("x25519", "ml-dsa-65", rtt, chain_depth=2, cpu_s=0)
+    b = bounds.handshake_bound(bounds.BoundCell.of("x25519", "ml-dsa-65", rtt, chain_depth=2, cpu_s=0))
     assert b.x_s == 1 and b.x_c == 0
-    assert bounds.handshake_bound("x25519", "ml-dsa-65", rtt, chain_depth=2, cpu_s=0, iw_s=24).x_s == 0
-    assert bounds.handshake_bound("x25519", "ml-dsa-65", rtt, chain_depth=2, cpu_s=0, iw_c=24).x_s == 1
+    assert bounds.handshake_bound(bounds.BoundCell.of("x25519", "ml-dsa-65", rtt, chain_depth=2, cpu_s=0,
+                                                      iw_s=24)).x_s == 0
+    assert bounds.handshake_bound(bounds.BoundCell.of("x25519", "ml-dsa-65", rtt, chain_depth=2, cpu_s=0,
+                                                      iw_c=24)).x_s == 1
     # Without mutual TLS the client's second flight is Finished + request: no extra round.
-    plain = bounds.handshake_bound("x25519", "ecdsa-p256", rtt, cpu_s=0)
+    plain = bounds.handshake_bound(bounds.BoundCell.of("x25519", "ecdsa-p256", rtt, cpu_s=0))
     assert plain.x_cc == 0 and plain.ttfb == pytest.approx(3 * rtt)
     # Linux grows the client's window only if the ClientHello used more than half of it.
     assert hm.cwnd_after(1, 10) == 10 and hm.cwnd_after(6, 10) == 16
     # The client's signature delays the client's handshake end; verification on the server
     # delays the first response byte, not the client's handshake.
     cpu = hm.Cpu(client_sign=0.004, server_chain=0.003, server_cv=0.001)
-    m = bounds.handshake_bound("x25519", "ecdsa-p256", rtt, client_auth="ml-dsa-44", cpu=cpu)
+    m = bounds.handshake_bound(bounds.BoundCell.of("x25519", "ecdsa-p256", rtt, client_auth="ml-dsa-44", cpu=cpu))
     assert m.total == pytest.approx(2 * rtt + 0.004) and m.ttfb == pytest.approx(3 * rtt + 0.008)
 
 
 def test_model_refuses_an_algorithm_without_checked_sizes():
     with pytest.raises(ValueError, match="group 'nosuchkem' has no checked sizes"):
-        bounds.handshake_bound("nosuchkem", "ecdsa-p256", 0.01)
+        bounds.handshake_bound(bounds.BoundCell.of("nosuchkem", "ecdsa-p256", 0.01))
     with pytest.raises(ValueError, match="signature 'nosuchsig' has no checked sizes"):
-        bounds.handshake_bound("x25519", "nosuchsig", 0.01)
+        bounds.handshake_bound(bounds.BoundCell.of("x25519", "nosuchsig", 0.01))
     with pytest.raises(ValueError, match="signature 'nosuchsig'"):
-        bounds.handshake_bound("x25519", "ecdsa-p256", 0.01, client_auth="nosuchsig")
+        bounds.handshake_bound(bounds.BoundCell.of("x25519", "ecdsa-p256", 0.01, client_auth="nosuchsig"))
 
 
 def test_shipped_experiments_plan():

@@ -179,7 +179,7 @@ def test_qlog_dir_belongs_to_the_run(tmp_path):
 
 
 def qb(group, sig, rtt=0.05, **kw):
-    return bounds.handshake_bound(group, sig, rtt, transport="quic", **kw)
+    return bounds.handshake_bound(bounds.BoundCell.of(group, sig, rtt, transport="quic", **kw))
 
 
 def test_quic_small_flight_one_rtt_without_retry_two_with():
@@ -189,7 +189,7 @@ def test_quic_small_flight_one_rtt_without_retry_two_with():
     assert (no.base_rtts, no.x_c, no.x_s, no.amp_rounds, no.rtts) == (1, 0, 0, 0, 1)
     assert (yes.base_rtts, yes.x_s, yes.amp_rounds, yes.rtts) == (2, 0, 0, 2)
     assert no.total == pytest.approx(rtt) and yes.total == pytest.approx(2 * rtt)
-    tcp = bounds.handshake_bound("x25519", "ecdsa-p256", rtt, cpu=hm.Cpu())
+    tcp = bounds.handshake_bound(bounds.BoundCell.of("x25519", "ecdsa-p256", rtt, cpu=hm.Cpu()))
     assert tcp.rtts == 2 and no.total < tcp.total  # no TCP handshake
     assert no.transport == "quic" and tcp.transport == "tcp"
 
@@ -203,8 +203,8 @@ def test_amplification_limit_costs_a_round_without_retry_only():
     assert (yes.base_rtts, yes.x_s, yes.amp_rounds, yes.rtts) == (2, 0, 0, 2)  # Retry validated the address
     # the same flight after a large ClientHello (two padded datagrams): an engine sending the
     # path's largest datagrams (ngtcp2 with quic_max_udp_payload 1472) gets 3 x 2750, which covers it
-    wide = bounds.handshake_bound("X25519MLKEM768", "ml-dsa-44", 0.05, transport="quic+ngtcp2", quic_retry=False,
-                              cpu=hm.Cpu(), quic_max_udp_payload=1472)
+    wide = bounds.handshake_bound(bounds.BoundCell.of("X25519MLKEM768", "ml-dsa-44", 0.05, transport="quic+ngtcp2",
+                                                      quic_retry=False, cpu=hm.Cpu(), quic_max_udp_payload=1472))
     assert Q.quic_initial(wide.client_bytes)[2] > 2400
     assert (wide.x_s, wide.amp_rounds, wide.rtts) == (0, 0, 1)
     # OpenSSL's engine (1200-byte datagrams only): 3 x 2400 does not
@@ -220,16 +220,16 @@ def test_engines_datagram_size_in_the_bound():
     round trips and 27,816 took 3; the bound at 1472-byte datagrams put the step 2 kB later."""
     args = ("X25519MLKEM768", "ml-dsa-44", 0.03)
     kw = dict(quic_retry=True, cpu=hm.Cpu(), rate_bps=10e6)  # at 10 Mbit/s the datagrams' headers show
-    ossl = bounds.handshake_bound(*args, transport="quic", quic_max_udp_payload=1472, **kw)
-    ng = bounds.handshake_bound(*args, transport="quic+ngtcp2", **kw)
-    wide = bounds.handshake_bound(*args, transport="quic+ngtcp2", quic_max_udp_payload=1472, **kw)
+    ossl = bounds.handshake_bound(bounds.BoundCell.of(*args, transport="quic", quic_max_udp_payload=1472, **kw))
+    ng = bounds.handshake_bound(bounds.BoundCell.of(*args, transport="quic+ngtcp2", **kw))
+    wide = bounds.handshake_bound(bounds.BoundCell.of(*args, transport="quic+ngtcp2", quic_max_udp_payload=1472, **kw))
     assert ossl.server_segments == ng.server_segments > wide.server_segments  # the setting is ngtcp2's alone
     assert ossl.total == ng.total > wide.total
     # the second step without Retry (the amplification round, then 19,200 bytes of window):
     # padding walks the flight past it sooner at 1200-byte datagrams, where it was measured
-    step = {m: next(p for p in range(0, 40000, 100) if bounds.handshake_bound(
+    step = {m: next(p for p in range(0, 40000, 100) if bounds.handshake_bound(bounds.BoundCell.of(
         "X25519MLKEM768", "falcon512", 0.03, transport="quic+ngtcp2", quic_retry=False, cpu=hm.Cpu(), chain_depth=2,
-        cert_scts=2, cert_pad_bytes=p, quic_max_udp_payload=m).x_s >= 2) for m in (1200, 1472)}
+        cert_scts=2, cert_pad_bytes=p, quic_max_udp_payload=m)).x_s >= 2) for m in (1200, 1472)}
     assert 18000 < step[1200] <= 20000 < step[1472], step
 
 
@@ -361,8 +361,9 @@ def test_replayed_quic_handshakes_never_beat_the_bound(rate, rtt):
                     # each engine's bound against replays at the datagrams it sends: OpenSSL's
                     # 1200 bytes, ngtcp2's quic_max_udp_payload
                     for tr, dgram in (("quic", 1200), ("quic+ngtcp2", 1200), ("quic+ngtcp2", 1472)):
-                        b = bounds.handshake_bound(g, s, rtt, rate_bps=rate, chain_depth=depth, registry=reg, transport=tr,
-                                               quic_retry=retry, cpu=hm.Cpu(), quic_max_udp_payload=dgram)
+                        b = bounds.handshake_bound(bounds.BoundCell.of(
+                            g, s, rtt, rate_bps=rate, chain_depth=depth, registry=reg, transport=tr,
+                            quic_retry=retry, cpu=hm.Cpu(), quic_max_udp_payload=dgram))
                         t = _replay_quic(b.client_bytes, b.server_bytes, rtt=rtt, rate=rate, retry=retry, dgram=dgram)
                         assert b.total <= t * (1 + 1e-9), (g, s, depth, retry, tr, dgram, b.total, t)
 

@@ -33,8 +33,9 @@ def test_engines_double_the_quic_cells_and_keep_openssl_ids(write_exp):
     from pqshake.rows import bounds
 
     for c in ng:
-        assert (bounds.handshake_bound(c.group, c.sig, 0.02, transport=NG).total
-                == pytest.approx(bounds.handshake_bound(c.group, c.sig, 0.02, transport=T.QUIC.name).total))
+        assert (bounds.handshake_bound(bounds.BoundCell.of(c.group, c.sig, 0.02, transport=NG)).total
+                == pytest.approx(bounds.handshake_bound(bounds.BoundCell.of(c.group, c.sig, 0.02,
+                                                                            transport=T.QUIC.name)).total))
     s = both.summary()
     assert s["transports"] == ["tcp", "quic", NG] and s["quic_cc"] == "cubic"
     assert s["quic_initial_rtt"] == 333_000_000 and s["quic_max_udp_payload"] == 1200

@@ -44,8 +44,9 @@ def test_stacks_double_the_tcp_cells_and_keep_openssl_ids(write_exp):
     assert len(s2n) == len(one.cells) // 2  # one per tcp cell; quic cells are not doubled
     assert cell_id("lan", "x25519", "ecdsa-p256", "full", 1, S2N) == f"lan__x25519__ecdsa-p256__full__{S2N}__r1"
     for c in s2n:  # the same TCP model, so the same bound, for both stacks
-        assert (bounds.handshake_bound(c.group, c.sig, 0.02, transport=S2N).total
-                == pytest.approx(bounds.handshake_bound(c.group, c.sig, 0.02, transport=T.DEFAULT).total))
+        assert (bounds.handshake_bound(bounds.BoundCell.of(c.group, c.sig, 0.02, transport=S2N)).total
+                == pytest.approx(bounds.handshake_bound(bounds.BoundCell.of(c.group, c.sig, 0.02,
+                                                                            transport=T.DEFAULT)).total))
     assert both.summary()["cells_per_transport"][S2N] == len(s2n)
     # s2n alone: the tcp cells become s2n's, and tcp+tfo stays OpenSSL's row (its own validator)
     only = load_experiment(write_exp(BASE + "transports: [tcp]\ntls_stacks: [s2n]\n", "c.yaml")).model

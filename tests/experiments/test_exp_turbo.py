@@ -101,21 +101,24 @@ def test_runner_argv_carries_turbotls(tmp_path):
 
 def test_model_one_rtt_fewer_while_the_flight_fits():
     for g, s in (("x25519", "ecdsa-p256"), ("X25519MLKEM768", "ml-dsa-44"), ("X25519MLKEM768", "ml-dsa-65")):
-        tcp = bounds.handshake_bound(g, s, 0.1, transport="tcp")
-        tt = bounds.handshake_bound(g, s, 0.1, transport="turbotls")
+        tcp = bounds.handshake_bound(bounds.BoundCell.of(g, s, 0.1, transport="tcp"))
+        tt = bounds.handshake_bound(bounds.BoundCell.of(g, s, 0.1, transport="turbotls"))
         assert tt.rtts == 1 and tt.transport == "turbotls"
         assert tcp.total - tt.total == pytest.approx(0.1, abs=0.002)
     # too few requests: the rest of the flight over TCP after the binding, one more RTT
-    nofit = bounds.handshake_bound("X25519MLKEM768", "ml-dsa-65", 0.1, chain_depth=2, transport="turbotls",
-                               turbo_requests=3)
-    fit = bounds.handshake_bound("X25519MLKEM768", "ml-dsa-65", 0.1, chain_depth=2, transport="turbotls")
+    nofit = bounds.handshake_bound(bounds.BoundCell.of("X25519MLKEM768", "ml-dsa-65", 0.1, chain_depth=2,
+                                                       transport="turbotls", turbo_requests=3))
+    fit = bounds.handshake_bound(bounds.BoundCell.of("X25519MLKEM768", "ml-dsa-65", 0.1, chain_depth=2,
+                                                     transport="turbotls"))
     assert fit.rtts == 1 and nofit.rtts == 2 and nofit.total - fit.total >= 0.1
     # the request count never makes the bound larger than TCP's (fallback is TCP + a wait)
-    assert nofit.total <= bounds.handshake_bound("X25519MLKEM768", "ml-dsa-65", 0.1, chain_depth=2).total
+    assert nofit.total <= bounds.handshake_bound(bounds.BoundCell.of("X25519MLKEM768", "ml-dsa-65", 0.1,
+                                                                     chain_depth=2)).total
     with pytest.raises(ValueError, match="turbotls"):
-        bounds.handshake_bound("x25519", "ecdsa-p256", 0.1, transport="turbotls", mode="0rtt")
+        bounds.handshake_bound(bounds.BoundCell.of("x25519", "ecdsa-p256", 0.1, transport="turbotls", mode="0rtt"))
     # serialization: at 1 Mbit/s the UDP flight pays for its bytes, no slow start
-    slow = bounds.handshake_bound("X25519MLKEM768", "ml-dsa-44", 0.02, transport="turbotls", rate_bps=1e6)
+    slow = bounds.handshake_bound(bounds.BoundCell.of("X25519MLKEM768", "ml-dsa-44", 0.02, transport="turbotls",
+                                                      rate_bps=1e6))
     assert slow.t_ser > 8 * 7000 / 1e6
 
 

@@ -67,8 +67,8 @@ def test_client_window_adds_and_removes_a_round_trip(pqs, write_exp, tmp_path):
     # The model: the same round trip appears (x_cc) and disappears, and its time to first
     # response byte is a lower bound of what was measured.
     kw = dict(mode="full", client_auth="ml-dsa-65", client_chain_depth=3, request_bytes=24, cpu_s=0)
-    b10 = bounds.handshake_bound("x25519", "ecdsa-p256", RTT_MS / 1e3, **kw)
-    b24 = bounds.handshake_bound("x25519", "ecdsa-p256", RTT_MS / 1e3, iw_c=24, **kw)
+    b10 = bounds.handshake_bound(bounds.BoundCell.of("x25519", "ecdsa-p256", RTT_MS / 1e3, **kw))
+    b24 = bounds.handshake_bound(bounds.BoundCell.of("x25519", "ecdsa-p256", RTT_MS / 1e3, iw_c=24, **kw))
     assert (b10.x_cc, b24.x_cc) == (1, 0) and b10.client2_bytes > 10 * hm.mss()
     assert b10.ttfb - b24.ttfb == pytest.approx(RTT_MS / 1e3, rel=0.01)
     assert b10.ttfb * 1e3 <= small["ttfb_ns"] and b24.ttfb * 1e3 <= big["ttfb_ns"], (b10, b24, med)

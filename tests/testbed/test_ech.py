@@ -76,7 +76,8 @@ def test_a_plan_with_ech_counts_its_client_hello_bytes(tmp_path):
     by_mode = {c.mode: c for c in p.cells}
     assert set(by_mode) == {M.FULL, M.ECH}
     assert p.attempt_estimate_s(by_mode[M.ECH]) > p.attempt_estimate_s(by_mode[M.FULL])
-    full, ech = (bounds.handshake_bound("x25519", "ecdsa-p256", 0.01, mode=m) for m in (M.FULL, M.ECH))
+    full, ech = (bounds.handshake_bound(bounds.BoundCell.of("x25519", "ecdsa-p256", 0.01,
+                                                            mode=m)) for m in (M.FULL, M.ECH))
     assert ech.client_bytes - full.client_bytes == ROW.client_hello_extra > 0
 
 

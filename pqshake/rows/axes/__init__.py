@@ -53,7 +53,7 @@ class Axis:
     # has always passed): pqs-server's and pqs-timer's options for a value.
     server_args: Callable[[Any, Any, Any], list[str]] = _no_args
     timer_args: Callable[[Any, Any, Any], list[str]] = _no_args
-    # The handshake model's keywords for a value (handshake_model.handshake_bound,
+    # The handshake model's keywords for a value (bounds.BoundCell.of,
     # analysis/bound.py): what the setting changes in the bound.
     bound: Callable[[Any], dict[str, Any]] = _no_bound
     # A value as tables and legends show it (None: str()).

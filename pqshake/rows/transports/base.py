@@ -154,7 +154,7 @@ class Transport:
     def keeps_qlog(self, exp: Any) -> bool:
         return False
 
-    # --- the handshake model (pqshake/rows/handshake_model.py handshake_bound) ---
+    # --- the handshake model (pqshake/rows/bounds.py handshake_bound hands a BoundCell to it) ---
     def bound(self, rtt_s: float, sizes: tuple[int, int, int, int], **kw: Any):
         raise NotImplementedError
 
