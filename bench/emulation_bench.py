@@ -456,27 +456,34 @@ def sbs_report(res: dict) -> list[tuple[str, bool]]:
             line += f"; not measured: {', '.join(missing)}"
         verdicts.append((line, met))
 
-    for b in SBS_BACKENDS:
+    def measured(b, key, label, points, judge):
+        """Backend b's points judged (judge(point, record) -> (point, shown error, within)) where
+        by[key.format(point)] holds its measured record; the others' labels (label.format(point))."""
         pts, missing = [], []
-        for w in SBS_RTT_ONE_WAY_MS:
-            r = by.get(f"rtt{2 * w}_p50", {}).get(b)
+        for x in points:
+            r = by.get(key.format(x), {}).get(b)
             if not r or "error" in r:
-                missing.append(f"RTT {2 * w} ms")
-                continue
-            tol = max(GOAL_SBS_P50_REL * r["configured"], GOAL_SBS_P50_MS)
-            err = r["achieved"] - r["configured"]
-            pts.append((r["what"], (abs(err) / tol, f"{err:+.3f} ms of +-{tol:.3f} ms"), abs(err) <= tol))
-        verdict(b, f"RTT p50 within max({GOAL_SBS_P50_REL * 100:g} %, {GOAL_SBS_P50_MS:g} ms) of configured", pts, missing)
+                missing.append(label.format(x))
+            else:
+                pts.append(judge(x, r))
+        return pts, missing
+
+    def rtt_p50(rtt, r):
+        tol = max(GOAL_SBS_P50_REL * r["configured"], GOAL_SBS_P50_MS)
+        err = r["achieved"] - r["configured"]
+        return r["what"], (abs(err) / tol, f"{err:+.3f} ms of +-{tol:.3f} ms"), abs(err) <= tol
+
+    def rate(m, r):
+        e = r["achieved"] / r["configured"] - 1
+        return f"{m} Mbit/s", (abs(e), f"{e * 100:+.2f} %"), abs(e) <= GOAL_RATE
+
+    rtts = [2 * w for w in SBS_RTT_ONE_WAY_MS]
     for b in SBS_BACKENDS:
-        pts, missing = [], []
-        for m in SBS_RATES_MBIT:
-            r = by.get(f"rate{m}", {}).get(b)
-            if not r or "error" in r:
-                missing.append(f"{m} Mbit/s")
-                continue
-            e = r["achieved"] / r["configured"] - 1
-            pts.append((f"{m} Mbit/s", (abs(e), f"{e * 100:+.2f} %"), abs(e) <= GOAL_RATE))
-        verdict(b, f"link rate (UDP overload) within {GOAL_RATE * 100:g} % of rate", pts, missing)
+        verdict(b, f"RTT p50 within max({GOAL_SBS_P50_REL * 100:g} %, {GOAL_SBS_P50_MS:g} ms) of configured",
+                *measured(b, "rtt{}_p50", "RTT {} ms", rtts, rtt_p50))
+    for b in SBS_BACKENDS:
+        verdict(b, f"link rate (UDP overload) within {GOAL_RATE * 100:g} % of rate",
+                *measured(b, "rate{}", "{} Mbit/s", SBS_RATES_MBIT, rate))
     pts, missing = [], []
     for w in SBS_RTT_ONE_WAY_MS:
         if 2 * w < SBS_AGREE_MIN_MS:

@@ -17,7 +17,6 @@ instrumented and uninstrumented, back to back (order reversed every other round)
 QUIC/TCP ratio is the median of the per-round ratios. Every attempt includes its close (TCP:
 deferred RST; QUIC: CONNECTION_CLOSE after the server's HANDSHAKE_DONE).
 """
-import argparse
 import json
 import os
 import signal
@@ -79,10 +78,7 @@ def run_timer(addr, ca, group, seconds, transport, instrument, workdir, engine=N
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--seconds", type=int, default=2)
-    ap.add_argument("--groups", default="x25519,X25519MLKEM768")
+    ap = testbed_bench.arg_parser(__doc__)
     ap.add_argument("--engines", default="openssl,ngtcp2")
     ap.add_argument("--retry", choices=["on", "off"], default="off")
     ap.add_argument("--json", help="also write the results here")

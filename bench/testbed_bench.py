@@ -124,11 +124,18 @@ def paired_rounds(rounds, prefix, steps):
     return out
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def arg_parser(doc):
+    """The command line with the options this benchmark shares with quic_bench (same defaults, so
+    that their rates compare); `doc`: the script's docstring, whose first line describes it."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seconds", type=int, default=2)
     ap.add_argument("--groups", default="x25519,X25519MLKEM768")
+    return ap
+
+
+def main():
+    ap = arg_parser(__doc__)
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args()
     openssl = deps_openssl()

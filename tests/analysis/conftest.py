@@ -38,6 +38,19 @@ def make_run(path: Path, **kw) -> Path:
     return syn.generate(path, small_spec(**kw))
 
 
+def render_synthetic(path: Path, kind: str, n_boot: int, **kw) -> tuple:
+    """Figure `kind` alone, thesis style, from a synthetic run of small_spec(**kw) made at path and
+    analyzed without speed data: (analysis, figures, skipped). The figure tests' fixtures and
+    their skip cases build their runs this way."""
+    from pqshake.analysis import figures as F
+    from pqshake.analysis import report as R
+
+    make_run(path, **kw)
+    a = R.analyze([path], speed="none", echo=lambda s: None, n_boot=n_boot)
+    done, skipped = F.render(a, style="thesis", only=[kind], echo=lambda s: None)
+    return a, done, skipped
+
+
 @pytest.fixture(scope="session")
 def fixture_source(tmp_path_factory) -> Path:
     if FIXTURE_RUN is not None:

@@ -14,7 +14,7 @@ from pqshake.analysis import report as R
 from pqshake.analysis import synthetic as syn
 from pqshake.rows import transports as T
 
-from .conftest import small_spec
+from .conftest import render_synthetic, small_spec
 from .test_figures import _valid_pdf, _valid_png
 
 SMALL = dict(modes=["full"], groups=["x25519", "X25519MLKEM768"], sigs=["ecdsa-p256", "ml-dsa-44"],
@@ -23,11 +23,8 @@ SMALL = dict(modes=["full"], groups=["x25519", "X25519MLKEM768"], sigs=["ecdsa-p
 
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory):
-    path = tmp_path_factory.mktemp("msgs") / "run"
-    syn.generate(path, small_spec(transports=[T.DEFAULT, T.QUIC.name], **SMALL))
-    a = R.analyze([path], speed="none", echo=lambda s: None, n_boot=100)
-    done, skipped = F.render(a, style="thesis", only=["msgsizes"], echo=lambda s: None)
-    return a, done, skipped
+    return render_synthetic(tmp_path_factory.mktemp("msgs") / "run", "msgsizes", 100,
+                            transports=[T.DEFAULT, T.QUIC.name], **SMALL)
 
 
 def test_columns_come_under_their_analysis_names(rendered):

@@ -10,11 +10,10 @@ import pytest
 from pqshake.rows import transports as T
 
 from pqshake.analysis import figures as F
-from pqshake.analysis import report as R
 from pqshake.analysis import stats as S
 from pqshake.analysis import synthetic as syn
 
-from .conftest import small_spec
+from .conftest import render_synthetic
 from .test_figures import _valid_pdf, _valid_png
 
 ALL = ["tcp", "tcp+tfo", "turbotls", "quic"]
@@ -28,11 +27,9 @@ def _profiles(lossy: bool) -> dict:
 
 
 def _render(path, transports, lossy=True, groups=("x25519", "X25519MLKEM768")):
-    spec = small_spec(transports=list(transports), modes=["full", "0rtt"], quic_retry=False, profiles=_profiles(lossy),
-                      groups=list(groups), sigs=["ecdsa-p256"], samples=20)
-    syn.generate(path, spec)
-    a = R.analyze([path], speed="none", echo=lambda s: None, n_boot=200)
-    done, skipped = F.render(a, style="thesis", only=["onertt"], echo=lambda s: None)
+    a, done, skipped = render_synthetic(path, "onertt", 200, transports=list(transports), modes=["full", "0rtt"],
+                                        quic_retry=False, profiles=_profiles(lossy), groups=list(groups),
+                                        sigs=["ecdsa-p256"], samples=20)
     return a, {f.name: f for f in done}, dict(skipped)
 
 

@@ -8,12 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pqshake.analysis import figures as F
-from pqshake.analysis import report as R
-from pqshake.analysis import synthetic as syn
 from pqshake.rows import transports as T
 
-from .conftest import small_spec
+from .conftest import render_synthetic
 from .test_figures import _valid_pdf, _valid_png
 
 ENGINES = [T.QUIC.name, T.QUIC_NGTCP2.name]
@@ -21,12 +18,9 @@ ENGINES = [T.QUIC.name, T.QUIC_NGTCP2.name]
 
 @pytest.fixture(scope="module")
 def engines(tmp_path_factory):
-    path = tmp_path_factory.mktemp("qe") / "run"
-    syn.generate(path, small_spec(transports=[T.DEFAULT, *ENGINES], modes=["full"],
-                                  groups=["x25519", "X25519MLKEM768"], sigs=["ecdsa-p256"]))
-    a = R.analyze([path], speed="none", echo=lambda s: None, n_boot=200)
-    done, skipped = F.render(a, style="thesis", only=["quic_engines"], echo=lambda s: None)
-    return a, done, skipped
+    return render_synthetic(tmp_path_factory.mktemp("qe") / "run", "quic_engines", 200,
+                            transports=[T.DEFAULT, *ENGINES], modes=["full"], groups=["x25519", "X25519MLKEM768"],
+                            sigs=["ecdsa-p256"])
 
 
 def test_one_row_per_engine_with_its_ratio_to_tcp(engines):
@@ -55,9 +49,6 @@ def test_the_figure_renders(engines):
 
 
 def test_one_engine_skips_with_the_key_to_add(tmp_path):
-    path = tmp_path / "run"
-    syn.generate(path, small_spec(transports=[T.DEFAULT, T.QUIC.name], modes=["full"], groups=["x25519"],
-                                  sigs=["ecdsa-p256"]))
-    a = R.analyze([path], speed="none", echo=lambda s: None, n_boot=100)
-    done, skipped = F.render(a, style="thesis", only=["quic_engines"], echo=lambda s: None)
+    _, done, skipped = render_synthetic(tmp_path / "run", "quic_engines", 100, transports=[T.DEFAULT, T.QUIC.name],
+                                        modes=["full"], groups=["x25519"], sigs=["ecdsa-p256"])
     assert not done and len(skipped) == 1 and "quic_engines: [openssl, ngtcp2]" in skipped[0][1]

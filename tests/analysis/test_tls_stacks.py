@@ -9,12 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pqshake.analysis import figures as F
-from pqshake.analysis import report as R
 from pqshake.analysis import synthetic as syn
 from pqshake.rows import transports as T
 
-from .conftest import small_spec
+from .conftest import render_synthetic
 from .test_figures import _valid_pdf, _valid_png
 
 STACKS = [T.DEFAULT, T.TCP_S2N.name]
@@ -32,14 +30,11 @@ PROFILES = {"ts-rtt10-iw10": _iw(syn.profile(10), 10), "ts-rtt10-iw24": _iw(syn.
 
 @pytest.fixture(scope="module")
 def stacks(tmp_path_factory):
-    path = tmp_path_factory.mktemp("ts") / "run"
-    syn.generate(path, small_spec(transports=STACKS, modes=["full", "resume"], profiles=PROFILES,
-                                  base_profile="ts-rtt10-iw10", groups=["x25519", "X25519MLKEM768"],
-                                  sigs=["ecdsa-p256", "ml-dsa-65"],
-                                  meta={"stack": {"deps_s2n_version": "998d4bb", "deps_awslc_version": "5.12.0"}}))
-    a = R.analyze([path], speed="none", echo=lambda s: None, n_boot=200)
-    done, skipped = F.render(a, style="thesis", only=["tls_stacks"], echo=lambda s: None)
-    return a, done, skipped
+    return render_synthetic(tmp_path_factory.mktemp("ts") / "run", "tls_stacks", 200,
+                            transports=STACKS, modes=["full", "resume"], profiles=PROFILES,
+                            base_profile="ts-rtt10-iw10", groups=["x25519", "X25519MLKEM768"],
+                            sigs=["ecdsa-p256", "ml-dsa-65"],
+                            meta={"stack": {"deps_s2n_version": "998d4bb", "deps_awslc_version": "5.12.0"}})
 
 
 def test_one_row_per_stack_with_its_ratio_to_openssl(stacks):
@@ -69,9 +64,6 @@ def test_the_figure_renders(stacks):
 
 
 def test_one_stack_skips_with_the_key_to_add(tmp_path):
-    path = tmp_path / "run"
-    syn.generate(path, small_spec(transports=[T.DEFAULT, T.QUIC.name], modes=["full"], groups=["x25519"],
-                                  sigs=["ecdsa-p256"]))
-    a = R.analyze([path], speed="none", echo=lambda s: None, n_boot=100)
-    done, skipped = F.render(a, style="thesis", only=["tls_stacks"], echo=lambda s: None)
+    _, done, skipped = render_synthetic(tmp_path / "run", "tls_stacks", 100, transports=[T.DEFAULT, T.QUIC.name],
+                                        modes=["full"], groups=["x25519"], sigs=["ecdsa-p256"])
     assert not done and skipped == [("tls_stacks", "the run has one TLS stack; add tls_stacks: [openssl, s2n]")]

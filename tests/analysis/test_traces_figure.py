@@ -16,7 +16,7 @@ from pqshake.analysis import figures as F
 from pqshake.analysis import report as R
 from pqshake.analysis import synthetic as syn
 
-from .conftest import small_spec
+from .conftest import render_synthetic, small_spec
 from .test_figures import _valid_pdf, _valid_png
 
 
@@ -63,8 +63,6 @@ def test_the_figure_renders_with_medians_p95_and_ratios(trace_run):
 
 
 def test_a_run_without_traces_skips_with_the_experiment_named(tmp_path):
-    path = tmp_path / "run"
-    syn.generate(path, small_spec(modes=["full"], groups=["x25519"], sigs=["ecdsa-p256"]))
-    a = R.analyze([path], speed="none", echo=lambda s: None, n_boot=100)
-    done, skipped = F.render(a, style="thesis", only=["trace_bursts"], echo=lambda s: None)
+    _, done, skipped = render_synthetic(tmp_path / "run", "trace_bursts", 100, modes=["full"], groups=["x25519"],
+                                        sigs=["ecdsa-p256"])
     assert not done and len(skipped) == 1 and "experiments/traces.yaml" in skipped[0][1]

@@ -159,19 +159,24 @@ def test_release_tarball_is_verified_by_its_source_tree(tmp_path, comp, victim_p
     assert not (tmp_path / "deps.mk").exists()
 
 
-def test_oqsprovider_pin_and_upstream_url():
-    v = versions()
-    sha = v["OQSPROVIDER_TREE_SHA256"]
-    assert len(sha) == 64 and all(c in "0123456789abcdef" for c in sha)
-    assert v["OQSPROVIDER_URL"].endswith(f"/open-quantum-safe/oqs-provider/archive/refs/tags/{v['OQSPROVIDER_VERSION']}.tar.gz")
-    assert v["OQSPROVIDER_TARBALL_SUBDIR"] == f"oqs-provider-{v['OQSPROVIDER_VERSION']}"
+# The releases' upstream archives: (component, GitHub repository, tag before the version,
+# the tarball's top folder before -<version>).
+UPSTREAMS = [("LIBOQS", "open-quantum-safe/liboqs", "", "liboqs"),
+             ("OQSPROVIDER", "open-quantum-safe/oqs-provider", "", "oqs-provider"),
+             ("NGTCP2", "ngtcp2/ngtcp2", "v", "ngtcp2")]
 
 
-def test_liboqs_pin_and_upstream_url():
+@pytest.mark.parametrize("comp,repo,tag,top", UPSTREAMS, ids=[c for c, *_ in UPSTREAMS])
+def test_release_pin_and_upstream_url(comp, repo, tag, top):
     v = versions()
-    assert v["LIBOQS_URL"].endswith(f"/open-quantum-safe/liboqs/archive/refs/tags/{v['LIBOQS_VERSION']}.tar.gz")
-    assert v["LIBOQS_TARBALL_SUBDIR"] == f"liboqs-{v['LIBOQS_VERSION']}"
-    assert "LIBOQS_CRATE" not in v  # no registry carries the pinned liboqs
+    version = v[f"{comp}_VERSION"]
+    assert _is_sha256(v[f"{comp}_TREE_SHA256"])
+    assert v[f"{comp}_URL"].endswith(f"/{repo}/archive/refs/tags/{tag}{version}.tar.gz")
+    assert v[f"{comp}_TARBALL_SUBDIR"] == f"{top}-{version}"
+
+
+def test_liboqs_has_no_crate():
+    assert "LIBOQS_CRATE" not in versions()  # no registry carries the pinned liboqs
 
 
 def test_oqsprovider_patches_are_verified_and_applied(tmp_path):
@@ -201,14 +206,6 @@ def test_oqsprovider_patches_are_verified_and_applied(tmp_path):
     last = r.stderr.strip().splitlines()[-1]
     assert str(victim) in last and sha in last and "got " in last, last
     assert not (tmp_path / "deps.mk").exists()
-
-
-def test_ngtcp2_pin_and_upstream_url():
-    v = versions()
-    sha = v["NGTCP2_TREE_SHA256"]
-    assert len(sha) == 64 and all(c in "0123456789abcdef" for c in sha)
-    assert v["NGTCP2_URL"].endswith(f"/ngtcp2/ngtcp2/archive/refs/tags/v{v['NGTCP2_VERSION']}.tar.gz")
-    assert v["NGTCP2_TARBALL_SUBDIR"] == f"ngtcp2-{v['NGTCP2_VERSION']}"
 
 
 @pytest.mark.parametrize("comp", ["AWSLC", "S2N"])

@@ -12,6 +12,7 @@ YAML loader (plan checks, resume, run options), kept here so the probe is comple
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 import subprocess
@@ -23,6 +24,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from needs import need
 from pqshake import yamlsrc
 from pqshake.emulation.profiles import GEModel, Direction, Profile, TcpSettings
 from pqshake.rows import axes as AX
@@ -123,6 +125,34 @@ def with_value(base: dict, path: tuple, value) -> dict:
         d = d.setdefault(k, {})
     d[path[-1]] = value
     return doc
+
+
+# ---------------------------------------------------------------------------- full disk --
+# For the full-disk cases of test_run_dir_files.py (load) and test_run_dir_links.py (figures).
+
+@contextlib.contextmanager
+def tmpfs(d: Path, size: str):
+    """A tmpfs of `size` (mount's size=, e.g. "4m") mounted at d (made here), unmounted on leaving."""
+    need(os.geteuid() == 0, "mounting a tmpfs needs root")
+    d.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "pqs-test-full", str(d)],
+                       capture_output=True, text=True)
+    need(r.returncode == 0, f"cannot mount a tmpfs here: {r.stderr.strip()}")
+    try:
+        yield d
+    finally:
+        subprocess.run(["umount", str(d)], check=True)
+
+
+def fill(fs: Path, room: int) -> None:
+    """Fill fs, then free `room` bytes: enough for the first small files, not for the rest."""
+    with open(fs / "filler", "wb", buffering=0) as f:
+        try:
+            while True:
+                f.write(b"\0" * 65536)
+        except OSError:
+            pass
+        f.truncate(max(0, f.tell() - room))
 
 
 # --------------------------------------------------------------- the good files stay good --

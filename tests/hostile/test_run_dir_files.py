@@ -21,14 +21,12 @@ import json
 import os
 import shutil
 import stat
-import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 
-from hostile.test_hostile_input import pqs_in, run_child  # noqa: F401 (pqs_in: a fixture)
-from needs import need
+from hostile.test_hostile_input import fill, pqs_in, run_child, tmpfs  # noqa: F401 (pqs_in: a fixture)
 from pqshake.results import FORMAT_VERSION
 
 EXPERIMENT = {"name": "c", "groups": ["x25519", "X25519MLKEM768"], "sigs": ["ecdsa-p256"], "profiles": ["lan"],
@@ -289,26 +287,8 @@ def test_a_line_over_the_cap_is_damage_read_in_bounded_memory(tmp_path):
 @pytest.fixture
 def small_fs(tmp_path):
     """A 4 MiB tmpfs of the test's own, unmounted at the end."""
-    need(os.geteuid() == 0, "mounting a tmpfs needs root")
-    d = tmp_path / "small"
-    d.mkdir()
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m,mode=0755", "pqs-test-full", str(d)],
-                       capture_output=True, text=True)
-    need(r.returncode == 0, f"cannot mount a tmpfs here: {r.stderr.strip()}")
-    try:
+    with tmpfs(tmp_path / "small", "4m") as d:
         yield d
-    finally:
-        subprocess.run(["umount", str(d)], check=True)
-
-
-def fill(fs: Path, room: int) -> None:
-    with open(fs / "filler", "wb", buffering=0) as f:
-        try:
-            while True:
-                f.write(b"\0" * 65536)
-        except OSError:
-            pass
-        f.truncate(max(0, f.tell() - room))
 
 
 @pytest.mark.parametrize("room", [0, 8 << 10])

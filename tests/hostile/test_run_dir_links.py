@@ -18,10 +18,9 @@ from pathlib import Path
 import matplotlib
 import pytest
 
-from needs import need
 from pqshake import safe_write as sw
 from pqshake.errors import UserError
-from hostile.test_hostile_input import pqs_in  # noqa: F401 (a fixture: pqshake main() in-process)
+from hostile.test_hostile_input import fill, pqs_in, tmpfs  # noqa: F401 (pqs_in: a fixture, pqshake main() in-process)
 
 matplotlib.use("Agg")
 
@@ -202,27 +201,8 @@ def test_stale_temporaries_that_are_links_are_removed_as_links(run_dir, outside)
 @pytest.fixture
 def small_fs(tmp_path):
     """A 2 MiB tmpfs of the test's own, unmounted at the end."""
-    need(os.geteuid() == 0, "mounting a tmpfs needs root")
-    d = tmp_path / "small"
-    d.mkdir()
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m,mode=0755", "pqs-test-full", str(d)],
-                       capture_output=True, text=True)
-    need(r.returncode == 0, f"cannot mount a tmpfs here: {r.stderr.strip()}")
-    try:
+    with tmpfs(tmp_path / "small", "2m") as d:
         yield d
-    finally:
-        subprocess.run(["umount", str(d)], check=True)
-
-
-def fill(fs: Path, room: int) -> None:
-    """Fill fs, then free `room` bytes: enough for the first small files, not for the rest."""
-    with open(fs / "filler", "wb", buffering=0) as f:
-        try:
-            while True:
-                f.write(b"\0" * 65536)
-        except OSError:
-            pass
-        f.truncate(max(0, f.tell() - room))
 
 
 @pytest.mark.parametrize("room", [0, 64 << 10, 160 << 10])
