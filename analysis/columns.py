@@ -8,6 +8,7 @@ Left: the column in samples.parquet / server.parquet / cells.parquet. Right: the
 from __future__ import annotations
 
 from pqshake import results as _R
+from pqshake.results import fields as _F
 from pqshake.rows import modes as _M
 from pqshake.rows import transports as _T
 from pqshake.rows.axes import core as _core
@@ -36,9 +37,7 @@ MSGS_OPTIONAL = {**MSG_COLUMNS, **FLIGHT_COLUMNS, "msgs_tcp_info_cb_ns": "msg_tc
 SAMPLES_REQUIRED = {
     "cell_id": "cell_id",
     **{k: k for k in _core.REQUIRED},  # the matrix axes every run has
-    "warmup": "warmup",
-    "ok": "ok",
-    "handshake_ns": "handshake_ns",
+    **_F.columns("attempt", required=True),  # warmup, ok, handshake_ns (pqshake/results/fields.yaml)
 }
 # The matrix axes a run from before them lacks: filled with AXIS_BEFORE (every table).
 OPTIONAL_KEY = {k: k for k in AXIS_BEFORE}
@@ -46,28 +45,11 @@ OPTIONAL_KEY = {k: k for k in AXIS_BEFORE}
 # says so).
 SAMPLES_OPTIONAL = {
     "repetition": "repetition",
-    "error": "error",
     "backend": "backend",
-    "tcp_connect_ns": "tcp_connect_ns",
-    "server_hello_ns": "server_hello_ns",
-    "ttfb_ns": "ttfb_ns",
-    "ttlb_ns": "ttlb_ns",
-    "acked_ns": "acked_ns",  # pqs-timer --wait-acked: the client's bytes all acknowledged (TCP)
-    "start_mono_ns": "start_mono_ns",  # the attempt's t0 on CLOCK_MONOTONIC (the server's clock too)
-    "local_port": "local_port",  # the client's port: the server's conn line names it (peer)
-    "hrr": "hrr",
-    "resumed": "resumed",
-    "early_data": "early_data",
-    "cipher": "cipher",
-    "version": "version",
-    # TCP_INFO at the end of the handshake (client socket): up = client -> server.
-    "tcp_bytes_sent": "bytes_up",
-    "tcp_bytes_received": "bytes_down",
-    "tcp_data_segs_out": "segs_up",
-    "tcp_data_segs_in": "segs_down",
-    "tcp_total_retrans": "retrans",
-    "tcp_rtt_ns": "tcp_srtt_ns",
-    "cpu_ns": "client_cpu_ns",  # the timer's worker thread's CPU for the attempt, t0 to the close
+    # The attempt line's members the statistics read (pqshake/results/fields.yaml: their meaning,
+    # and the analysis name where it differs, e.g. tcp_bytes_sent -> bytes_up: TCP_INFO at the end
+    # of the attempt, client socket, up = client -> server).
+    **_F.columns("attempt", required=False),
     # Each transport's own columns (its JSON member, e.g. the timer's quic object; null for the
     # other transports): the rows' sample_columns (pqshake/rows/transports/).
     **_T.columns("samples"),
@@ -79,21 +61,15 @@ SAMPLES_OPTIONAL = {
 # --- server.parquet (one row per server-side connection) ------------------------------------
 SERVER_REQUIRED = {
     **{k: k for k in _core.REQUIRED},
-    "ok": "ok",
-    "handshake_ns": "server_handshake_ns",  # handshake done - accepted
+    **_F.columns("conn", required=True),  # ok, handshake_ns -> server_handshake_ns (handshake done - accepted)
 }
 SERVER_OPTIONAL = {
     "cell_id": "cell_id",
     "repetition": "repetition",
     "warmup": "warmup",
-    "accepted_mono_ns": "accepted_mono_ns",
-    "client_hello_mono_ns": "client_hello_mono_ns",
-    "handshake_done_mono_ns": "handshake_done_mono_ns",
-    "first_app_byte_mono_ns": "first_app_byte_mono_ns",
-    "client_finished_mono_ns": "client_finished_mono_ns",  # the server read the client's Finished
-    "peer": "peer",  # the client's address:port
-    "tcp_total_retrans": "server_retrans",
-    "cpu_ns": "server_cpu_ns",  # the server's CPU for the connection (TCP, TurboTLS: its worker thread; QUIC: its share of the loop thread)
+    # The conn line's members the statistics read (pqshake/results/fields.yaml), e.g. cpu_ns ->
+    # server_cpu_ns, the server's CPU for the connection.
+    **_F.columns("conn", required=False),
     **_T.columns("server"),  # each transport's own (its rows' server_columns)
     **_M.columns("server"),  # each mode's own (fs0rtt's decapsulation and puncture)
     **OPTIONAL_KEY,

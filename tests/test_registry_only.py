@@ -24,7 +24,6 @@ ALLOWED = {
     ("emulation/rootless.py", "resume"): "the `pqshake resume` command's name",
     ("pqshake/rows/profile.py", "tcp"): "a profile's tcp: settings (getattr(profile, 'tcp'))",
     ("emulation/profiles.py", "tcp"): "a profile's tcp: settings key",
-    ("analysis/columns.py", "hrr"): "the timer's JSON field hrr (a HelloRetryRequest happened)",
     ("analysis/synthetic.py", "hrr"): "the timer's JSON field hrr, written into synthetic samples",
     ("analysis/style.py", "full"): "the figure width 'full' (text width), style.TEXT_WIDTH",
     # The results format and its reader belong to another piece of work (issue 21 left them):

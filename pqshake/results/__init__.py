@@ -8,6 +8,8 @@ imports the other for the format.
     tables.py   the tables' columns, built from raw/ (collect_tables), written, read
     migrate.py  migrate(run): any earlier run's tables as this version's, in memory
     safe_read.py  every read of a run's file: no link, FIFO or device, within size caps
+    fields.py   the attempt and conn lines' members, one row each (fields.yaml): testbed/README.md's
+                field reference and the analysis's columns of them are made of it
 
 Version 2 (over 1): the cells table has `reasons`, the validity verdict's reasons as a JSON
 list (from DONE `validity.reasons`), so that no reader splits the verdict string again. A v1
