@@ -195,6 +195,10 @@ class Experiment(BaseModel):
     tls_stacks: list[TlsStack] = Field(default_factory=lambda: [T.TLS_STACK_DEFAULT], min_length=1,
                                        description="tcp cells: the TLS stacks to run each on (openssl: OpenSSL, the "
                                        "programs' default; s2n: s2n-tls on AWS-LC)")
+    server_stacks: list[TlsStack] | None = Field(
+        default=None, min_length=1, description="tcp cells: the servers' TLS stacks; each tcp cell of each stack in "
+        "tls_stacks runs against a server of each of these (an s2n client against an OpenSSL server is its own "
+        "cell, tcp+s2n-vs-openssl). Default: each client's own stack")
     quic_cc: Literal["reno", "cubic", "bbr"] | None = Field(default=None, description="ngtcp2 quic cells: "
                                                             "congestion control (default cubic)")
     quic_initial_rtt: int | None = Field(default=None, description="ngtcp2 quic cells: the RTT assumed before "
@@ -361,7 +365,9 @@ class Experiment(BaseModel):
     @model_validator(mode="after")
     def _tls_stacks(self) -> "Experiment":
         """tls_stacks: each tcp cell runs once per TLS stack, as that stack's row (tcp for OpenSSL,
-        the default: its cells keep their ids and argv; tcp+s2n for s2n-tls on AWS-LC). After
+        the default: its cells keep their ids and argv; tcp+s2n for s2n-tls on AWS-LC). With
+        server_stacks, once per client stack and server stack: a pair of different stacks is a
+        cross-stack row (tcp+s2n-vs-openssl: an s2n client, an OpenSSL server). After
         _tcp_fastopen: tcp+tfo is TCP Fast Open on OpenSSL, whichever stacks the tcp cells run."""
         tcp = T.TCP.name
         if self.tcp_fastopen and T.TLS_STACK_DEFAULT not in self.tls_stacks:
@@ -370,7 +376,11 @@ class Experiment(BaseModel):
             raise ValueError(f"tls_stacks: tcp_fastopen: true runs {T.TCP_TFO.name} on {T.TCP.tls_stack_text} beside "
                              f"its {tcp} cells, but tls_stacks has no {T.TLS_STACK_DEFAULT} (add "
                              f"{T.TLS_STACK_DEFAULT} to tls_stacks, or remove tcp_fastopen)")
-        self._variant_rows("tls_stacks", tcp, [T.TLS_STACKS[s].name for s in self.tls_stacks], "stack", "TLS stacks")
+        if self.server_stacks is not None and tcp not in self.transports:
+            raise ValueError(f"server_stacks: {', '.join(self.server_stacks)} chooses the servers' TLS stacks of the "
+                             f"{tcp} cells, but transports has no {tcp} (add {tcp} to transports, or remove server_stacks)")
+        pairs = [(c, s) for c in self.tls_stacks for s in (self.server_stacks or [c])]
+        self._variant_rows("tls_stacks", tcp, [T.TLS_STACK_PAIRS[p].name for p in pairs], "stack", "TLS stacks")
         return self
 
     def _variant_rows(self, key: str, base: str, rows: list[str], noun: str, nouns: str = "") -> None:
@@ -530,9 +540,11 @@ class Experiment(BaseModel):
         return ns
 
 
-    @field_validator("groups", "sigs", "modes", "transports", "quic_engines", "tls_stacks")
+    @field_validator("groups", "sigs", "modes", "transports", "quic_engines", "tls_stacks", "server_stacks")
     @classmethod
-    def _unique(cls, v: list[str]) -> list[str]:
+    def _unique(cls, v: list[str] | None) -> list[str] | None:
+        if v is None:
+            return v
         seen = [x for i, x in enumerate(v) if x in v[:i]]
         if seen:
             raise ValueError(f"{seen[0]!r} is listed twice (keep one)")

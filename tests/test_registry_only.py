@@ -16,7 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SCANNED = ("pqshake", "emulation", "experiments", "analysis", "bench")
 REGISTRY_MODULES = ("pqshake/rows/modes/", "pqshake/rows/transports/")
-NAMES = frozenset({"tcp", "tcp+tfo", "tcp+s2n", "quic", "quic+ngtcp2", "turbotls", "full", "resume", "resume_psk", "0rtt", "hrr", "tls12", "fs0rtt", "ech"})
+NAMES = frozenset({"tcp", "tcp+tfo", "tcp+s2n", "tcp+openssl-vs-s2n", "tcp+s2n-vs-openssl", "quic", "quic+ngtcp2", "turbotls", "full", "resume", "resume_psk", "0rtt", "hrr", "tls12", "fs0rtt", "ech"})
 
 # (file, name): why that literal there is not a transport or mode listed outside the registry.
 ALLOWED = {

@@ -1,5 +1,5 @@
 """Figure tls_stacks: protocol or implementation, over TCP. TLS-over-TCP handshake times per TLS
-stack (OpenSSL, s2n-tls on AWS-LC) and algorithm, one panel per profile, each stack's median with
+stack (OpenSSL, s2n-tls on AWS-LC; a client of one against a server of the other) and algorithm, one panel per profile, each stack's median with
 its CI beside the TCP model's bound (the same for both: the stack is an implementation, the
 protocol is TCP's); below each panel, each other stack's median over OpenSSL's for the same cell.
 Drawn when a run has the cells of more than one stack (experiment key tls_stacks; the stacks are
@@ -26,8 +26,9 @@ MAX_COLS = 3
 
 
 def _stacks(ctx: Ctx) -> list[str]:
-    """The run's TLS stack rows, in table order."""
-    rows = {t.name for t in T.TLS_STACKS.values()}
+    """The run's TLS stack rows, the cross-stack ones too (a client of one stack against a server
+    of another), in table order."""
+    rows = {t.name for t in T.TLS_STACK_PAIRS.values()}
     return [tr for tr in ctx.transports if tr in rows]
 
 
@@ -104,7 +105,8 @@ def fig_tls_stacks(ctx: Ctx) -> list[FigOut]:
         for k, tr in enumerate(stacks):
             V.bars(ax, x, [at(d, tr, g, sg, "p50_ms") for g, sg in algos],
                    [at(d, tr, g, sg, "p50_ci_lo_ms") for g, sg in algos],
-                   [at(d, tr, g, sg, "p50_ci_hi_ms") for g, sg in algos], k, len(stacks), T.get(tr).colour, _label(tr))
+                   [at(d, tr, g, sg, "p50_ci_hi_ms") for g, sg in algos], k, len(stacks), T.get(tr).colour, _label(tr),
+                   hatch=T.get(tr).bar_hatch)
         # the same TCP model for every stack: the lowest any stack's row has (they agree)
         bound = np.array([V.lowest([at(d, tr, g, sg, "bound_ms") for tr in stacks]) for g, sg in algos])
         ax.scatter(x, bound, marker="_", s=120, color="black", zorder=5, label="TCP model bound")
@@ -124,7 +126,7 @@ def fig_tls_stacks(ctx: Ctx) -> list[FigOut]:
                 V.bars(ax2, x, [at(d, tr, g, sg, "vs_tcp") for g, sg in algos],
                        [at(d, tr, g, sg, "vs_tcp_ci_lo") for g, sg in algos],
                        [at(d, tr, g, sg, "vs_tcp_ci_hi") for g, sg in algos], k, len(others), T.get(tr).colour, "_",
-                       width_of=len(stacks))
+                       width_of=len(stacks), hatch=T.get(tr).bar_hatch)
             ax2.axhline(1.0, color="black", linewidth=0.6, linestyle=":")
             ax2.set_xticks(x)
             ax2.set_xticklabels(ticks, fontsize=small, rotation=90)
@@ -146,6 +148,9 @@ def fig_tls_stacks(ctx: Ctx) -> list[FigOut]:
            + (f"; initial windows, client/server segments: {iw}" if iw else "")
            + "; the black tick is the TCP model's lower bound, the same for every stack: a gap between stacks is the "
            "implementation's, a gap both stacks share with the bound is the protocol's."
+           + (" A hatched bar is a client of its colour's stack against a server of the other: what it shares with "
+              "that stack's own cells is the client's, what it shares with the other's is the server's."
+              if any(T.get(tr).bar_hatch for tr in stacks) else "")
            + (f" Below each panel: each other stack's median over {T.get(base).tls_stack_text}'s for the same cell, "
               "with its bootstrap CI (dotted: equal)." if with_ratio else "")
            + f" {n_text(ts)}. {ctx.prov}")

@@ -31,14 +31,16 @@ def ratio_top(t) -> float:
     return max(1.2, float(np.nanmax(hi)) * 1.1) if np.isfinite(hi).any() else 1.2
 
 
-def bars(ax, x, values, lo, hi, k: int, n: int, colour, label: str, width_of: int | None = None) -> None:
+def bars(ax, x, values, lo, hi, k: int, n: int, colour, label: str, width_of: int | None = None,
+         hatch: str = "") -> None:
     """Bar k of n at each algorithm (x), with its CI; each bar as wide as one of width_of (default
-    n: a panel with fewer bars than the one above it keeps that panel's widths)."""
+    n: a panel with fewer bars than the one above it keeps that panel's widths). hatch: the
+    row's bar_hatch (a cross-stack row's bars wear it over its client stack's colour)."""
     ys = np.array(values)
     err = np.vstack([np.clip(ys - np.array(lo), 0, None), np.clip(np.array(hi) - ys, 0, None)])
     bw = 0.8 / (width_of or n)
     ax.bar(x + (k - (n - 1) / 2) * bw, ys, width=bw, color=colour, edgecolor="black", linewidth=0.4, label=label,
-           yerr=np.nan_to_num(err), capsize=1.5, error_kw={"linewidth": 0.6})
+           yerr=np.nan_to_num(err), capsize=1.5, error_kw={"linewidth": 0.6}, **({"hatch": hatch} if hatch else {}))
 
 
 def ratio_scale(ax, rmax: float) -> None:

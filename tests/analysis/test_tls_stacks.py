@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import matplotlib.pyplot as plt
+from matplotlib.colors import to_rgba
 
+from pqshake.analysis import figures as F
 from pqshake.analysis import synthetic as syn
+from pqshake.analysis.figs.tls_stacks import fig_tls_stacks
 from pqshake.rows import transports as T
 
 from .conftest import render_synthetic
@@ -67,3 +71,28 @@ def test_one_stack_skips_with_the_key_to_add(tmp_path):
     _, done, skipped = render_synthetic(tmp_path / "run", "tls_stacks", 100, transports=[T.DEFAULT, T.QUIC.name],
                                         modes=["full"], groups=["x25519"], sigs=["ecdsa-p256"])
     assert not done and skipped == [("tls_stacks", "the run has one TLS stack; add tls_stacks: [openssl, s2n]")]
+
+
+def test_cross_stack_cells_are_drawn_hatched_beside_the_stacks(tmp_path):
+    """server_stacks: a client of one stack against a server of the other is a row of its own
+    (both stacks in its cells' record), drawn in the figure as hatched bars of its client's colour
+    with a caption that says how to read them."""
+    rows = [T.DEFAULT, *(t.name for t in T.TCP_CROSS), T.TCP_S2N.name]
+    a, done, skipped = render_synthetic(tmp_path / "run", "tls_stacks", 100, transports=rows, modes=["full"],
+                                        profiles={"ts-rtt10": syn.profile(10)}, base_profile="ts-rtt10",
+                                        groups=["x25519"], sigs=["ecdsa-p256"])
+    assert not skipped, skipped
+    cells = a.run.cells
+    assert {tr: (c, s) for tr, c, s in zip(cells["transport"], cells["cfg_tls_stack"], cells["cfg_server_stack"])} == {
+        T.DEFAULT: ("openssl", "openssl"), "tcp+openssl-vs-s2n": ("openssl", "s2n"),
+        "tcp+s2n-vs-openssl": ("s2n", "openssl"), T.TCP_S2N.name: ("s2n", "s2n")}
+    (f,) = done
+    assert "A hatched bar is a client of its colour's stack against a server of the other" in f.caption
+    assert "s2n-tls on AWS-LC client, OpenSSL server" in f.caption
+    with plt.rc_context(F.ST.rc("thesis")):
+        (again,) = fig_tls_stacks(F.context(a, "thesis"))
+    hatched = [p for ax in again.fig.axes for p in ax.patches if p.get_hatch()]
+    plt.close(again.fig)
+    # one bar per algorithm for each of the two cross rows, in the medians' panel and the ratios'
+    assert len(hatched) == 2 * 2 and {tuple(p.get_facecolor()) for p in hatched} == {
+        to_rgba(T.get(c).colour) for c in (T.DEFAULT, T.TCP_S2N.name)}

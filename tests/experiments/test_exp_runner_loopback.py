@@ -302,28 +302,37 @@ def test_priming_connection_of_every_resumable_mode_is_left_out(write_exp, tmp_p
 
 
 def test_both_tls_stacks_through_the_runner(write_exp, tmp_path, loopback):
-    """tls_stacks: [openssl, s2n] through the runner with the real programs: each tcp cell once
-    per stack, the s2n cells' server and timer on --tls-stack s2n, every attempt complete, full
-    and resumed, and the same columns filled for both stacks (the message sizes too)."""
+    """tls_stacks and server_stacks: [openssl, s2n] through the runner with the real programs:
+    each tcp cell once per client stack and server stack (tcp, tcp+s2n and the cross-stack
+    tcp+openssl-vs-s2n, tcp+s2n-vs-openssl), each program on its own --tls-stack, every attempt
+    complete, full and resumed across the stacks too, and the same columns filled for all four
+    (the message sizes too)."""
     text = (EXP.replace("profiles: [lan, rtt10]", "profiles: [lan]").replace("[x25519, MLKEM768]", "[x25519, X25519MLKEM768]")
-            + "modes: [full, resume]\ntls_stacks: [openssl, s2n]\n")
+            + "modes: [full, resume]\ntls_stacks: [openssl, s2n]\nserver_stacks: [openssl, s2n]\n")
     path = _run(write_exp, tmp_path, loopback, text)
     run = RunDir(path)
     done = run.done_cells()
-    assert len(done) == 8 and all(d["status"] == "complete" for d in done.values()), done
-    assert {d["transport"] for d in done.values()} == {"tcp", "tcp+s2n"}
+    rows = {"tcp": ("openssl", "openssl"), "tcp+s2n": ("s2n", "s2n"), "tcp+openssl-vs-s2n": ("openssl", "s2n"),
+            "tcp+s2n-vs-openssl": ("s2n", "openssl")}
+    assert len(done) == 16 and all(d["status"] == "complete" for d in done.values()), done
+    assert {d["transport"] for d in done.values()} == set(rows)
     for k, d in done.items():
-        for prog in ("server", "timer"):
+        client, server = rows[d["transport"]]
+        assert (d["tls_stack"], d["server_stack"]) == (client, server), d
+        for prog, stack in (("server", server), ("timer", client)):
             argv = json.loads((run.raw / k / f"{prog}.argv.json").read_text())
-            assert ("--tls-stack" in argv) == (d["transport"] == "tcp+s2n"), (k, argv)
+            assert ("--tls-stack" in argv) == (stack == "s2n"), (k, argv)
+        ready = next(r for r in map(json.loads, (run.raw / k / "server.jsonl").read_text().splitlines())
+                     if r.get("type") == "ready")
+        assert ready["tls_stack"] == server, (k, ready)
     s = load(path)
     s = s[~s["warmup"]]
-    assert len(s) == 8 * 6 and s["ok"].all()
-    for tr, rows in s.groupby("transport"):
-        assert (rows["resumed"] == (rows["mode"] == "resume")).all(), tr
-        full = rows[rows["mode"] == "full"]
+    assert len(s) == 16 * 6 and s["ok"].all()
+    for tr, rows_ in s.groupby("transport"):
+        assert (rows_["resumed"] == (rows_["mode"] == "resume")).all(), tr
+        full = rows_[rows_["mode"] == "full"]
         assert full["msgs_certificate"].notna().all() and (full["msgs_certificate"] > 0).all(), tr
-        assert (rows["tcp_data_segs_in"] > 0).all(), tr
+        assert (rows_["tcp_data_segs_in"] > 0).all(), tr
 
 
 # A chain the model puts just under s2n-tls's 64 KiB limit on a Certificate body and the wire just

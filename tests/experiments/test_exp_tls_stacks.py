@@ -69,11 +69,11 @@ def test_shipped_experiment_plans_both_stacks_with_their_argv():
     for c in by[S2N]:
         s, t = _argv(c, m)
         assert s[-2:] == STACK_ARGS and t[-2:] == STACK_ARGS, (s, t)
-        assert T.get(c.transport).cell_info(m.for_cell(c)) == {"tls_stack": "s2n"}
+        assert T.get(c.transport).cell_info(m.for_cell(c)) == {"tls_stack": "s2n", "server_stack": "s2n"}
     for c in by["tcp"]:  # OpenSSL's cells: no stack option at all (the programs' default), as before stacks
         s, t = _argv(c, m)
         assert "--tls-stack" not in s and "--tls-stack" not in t
-        assert T.get(c.transport).cell_info(m) == {"tls_stack": "openssl"}
+        assert T.get(c.transport).cell_info(m) == {"tls_stack": "openssl", "server_stack": "openssl"}
 
 
 @pytest.mark.parametrize("mode", [M.HRR, M.TLS12, M.ZERO_RTT, M.RESUME_PSK, M.ECH])
@@ -173,3 +173,70 @@ def test_fast_open_beside_both_stacks_stays_openssl(write_exp):
     m = load_experiment(write_exp(BASE + "transports: [tcp]\ntcp_fastopen: true\ntls_stacks: [openssl, s2n]\n")).model
     assert m.transports == ["tcp", S2N, T.TCP_TFO.name]
     assert T.TCP_TFO.tls_stack == "openssl" and T.TCP_TFO.name not in {t.name for t in T.TLS_STACKS.values()}
+
+
+# --- server_stacks: a client of one stack against a server of another (issue 46) ---------------
+CROSS = "transports: [tcp]\ntls_stacks: [openssl, s2n]\nserver_stacks: [openssl, s2n]\n"  # lines 6-8
+O_S, S_O = "tcp+openssl-vs-s2n", "tcp+s2n-vs-openssl"
+
+
+def test_server_stacks_run_every_client_stack_against_every_server_stack(write_exp):
+    both = _plan(write_exp(BASE + "transports: [tcp]\ntls_stacks: [openssl, s2n]\n", "a.yaml"))
+    p = _plan(write_exp(BASE + CROSS, "b.yaml"))
+    assert p.model.transports == ["tcp", O_S, S_O, S2N]
+    assert {c.cell_id for c in both.cells} < {c.cell_id for c in p.cells}  # the same-stack cells keep their ids
+    assert sorted(p.summary()["cells_per_transport"].items()) == sorted({tr: len(both.cells) // 2 for tr in
+                                                                          p.model.transports}.items())
+    for c in p.cells:
+        s, t = _argv(c, p.model)
+        client, server = T.get(c.transport).tls_stack, T.get(c.transport).server_stack
+        assert (s[-2:] == STACK_ARGS) == (server == "s2n") and (t[-2:] == STACK_ARGS) == (client == "s2n"), c.transport
+        assert "--tls-stack" not in s[:-2] + t[:-2]
+        assert T.get(c.transport).cell_info(p.model) == {"tls_stack": client, "server_stack": server}
+        assert c.cell_id.endswith("__r1") and (c.transport == "tcp") == ("__tcp" not in c.cell_id)
+    assert {(T.get(tr).tls_stack, T.get(tr).server_stack) for tr in p.model.transports} == {
+        (c, s) for c in ("openssl", "s2n") for s in ("openssl", "s2n")}
+    # an s2n server for OpenSSL's clients only
+    q = load_experiment(write_exp(BASE + "transports: [tcp]\nserver_stacks: [s2n]\n", "c.yaml")).model
+    assert q.transports == [O_S]
+
+
+def test_s2n_refusals_hold_for_the_end_that_runs_it(write_exp):
+    # s2n-tls's server issues no ticket under client authentication: said of an OpenSSL client
+    # with s2n's server; an s2n client with OpenSSL's server gets the plan's own refusal of resume
+    # under client_auth instead (no client certificate in a resumed handshake), not s2n-tls's
+    mtls = BASE + "modes: [full, resume]\nclient_auth: ecdsa-p256\ntransports: [tcp]\ntls_stacks: [s2n]\n"
+    refusal(_plan, write_exp(mtls + "server_stacks: [openssl]\n", "a.yaml"),
+            r":7 client_auth: mode resume sends no client certificate .*remove resume from modes, or remove client_auth$")
+    refusal(_plan, write_exp(mtls.replace("tls_stacks: [s2n]", "tls_stacks: [openssl]") + "server_stacks: [s2n]\n", "b.yaml"),
+            r":7 client_auth: mode resume with client_auth cannot run over tcp\+openssl-vs-s2n \(s2n-tls's server issues "
+            r"no session ticket under client authentication\); .*\{transport: tcp\+openssl-vs-s2n, mode: resume\}$")
+    # a group s2n-tls's client cannot offer first: refused where the client is s2n's, run where the server is
+    g = two_profile_base("SecP256r1MLKEM768") + "transports: [tcp]\n"
+    assert {c.transport for c in _plan(write_exp(g + "server_stacks: [s2n]\n", "c.yaml")).cells} == {O_S}
+    refusal(_plan, write_exp(g + "tls_stacks: [s2n]\nserver_stacks: [openssl]\n", "d.yaml"),
+            r":2 groups: group SecP256r1MLKEM768 cannot run over tcp\+s2n-vs-openssl \(pqs-timer: s2n-tls's client "
+            r"offers SecP256r1MLKEM768 only after .*exclude rule \{transport: tcp\+s2n-vs-openssl, group: SecP256r1MLKEM768\}$")
+    # a mode s2n-tls does not run is refused for a cross-stack cell too, the way out naming the key
+    # that chose its s2n end
+    refusal(_plan, write_exp(BASE + "modes: [full, hrr]\ntransports: [tcp]\nserver_stacks: [s2n]\n", "e.yaml"),
+            r":7 transports: mode hrr cannot run over tcp\+openssl-vs-s2n \(pqs-timer: .*\); remove hrr from modes or "
+            r"s2n from server_stacks, or add the exclude rule \{transport: tcp\+openssl-vs-s2n, mode: hrr\}$")
+
+
+@pytest.mark.parametrize("text,expect", [
+    ("transports: [quic]\nserver_stacks: [s2n]\n",
+     r":7 server_stacks: s2n chooses the servers' TLS stacks of the tcp cells, but transports has no tcp \(add tcp to "
+     r"transports, or remove server_stacks\)$"),
+    ("transports: [tcp]\nserver_stacks: [boringssl]\n", r":7 server_stacks\[0\]: .*'openssl' or 's2n'"),
+    ("transports: [tcp]\nserver_stacks: [s2n, s2n]\n", r":7 server_stacks: 's2n' is listed twice"),
+    ("transports: [tcp]\nserver_stacks: []\n", r":7 server_stacks: .*at least 1"),
+])
+def test_bad_server_stacks_are_one_line(write_exp, text, expect):
+    refusal(load_experiment, write_exp(BASE + text), expect)
+
+
+def test_shipped_cross_stack_experiment_plans_four_rows():
+    p = _plan(REPO / "experiments" / "tls-stacks-cross.yaml")
+    assert p.model.transports == ["tcp", O_S, S_O, S2N] and p.model.server_stacks == ["openssl", "s2n"]
+    assert len(p.cells) == 3 * 2 * 4 * 2  # algorithms x modes x rows x profiles

@@ -1,5 +1,5 @@
-"""The transports: one module each (tcp.py holds tcp, its Fast Open variant tcp+tfo and its s2n-tls
-stack tcp+s2n, quic.py quic and its ngtcp2 engine quic+ngtcp2, turbotls.py) and one row each in
+"""The transports: one module each (tcp.py holds tcp, its Fast Open variant tcp+tfo, its s2n-tls
+stack tcp+s2n and the cross-stack rows tcp+openssl-vs-s2n and tcp+s2n-vs-openssl, quic.py quic and its ngtcp2 engine quic+ngtcp2, turbotls.py) and one row each in
 REGISTRY below (issue 21; Pantheon's shape: a scheme is one wrapper file plus one row in a config).
 docs/adding-a-transport.md says how to add one.
 
@@ -24,10 +24,10 @@ from .base import Column, ReportSection, Transport, refuse_mode, refuse_modes, r
 # The rows, in the order experiment files and messages list them (the Literal of
 # experiments/model.py is built from it). Their class is base.py's.
 from .quic import NGTCP2_DEFAULTS, QUIC, QUIC_NGTCP2
-from .tcp import TCP, TCP_S2N, TCP_TFO
+from .tcp import TCP, TCP_CROSS, TCP_S2N, TCP_TFO
 from .turbotls import TURBOTLS
 
-REGISTRY: tuple[Transport, ...] = (TCP, TCP_TFO, TCP_S2N, QUIC, QUIC_NGTCP2, TURBOTLS)
+REGISTRY: tuple[Transport, ...] = (TCP, TCP_TFO, TCP_S2N, *TCP_CROSS, QUIC, QUIC_NGTCP2, TURBOTLS)
 
 NAMES: tuple[str, ...] = tuple(t.name for t in REGISTRY)
 ORDER: tuple[str, ...] = tuple(t.name for t in sorted(REGISTRY, key=lambda t: t.rank))  # tables, figures
@@ -46,10 +46,15 @@ ENGINE_KNOBS: tuple[str, ...] = tuple(NGTCP2_DEFAULTS)
 
 # The TLS stacks of TLS over TCP (experiment key tls_stacks): stack name -> its row; the first is
 # tcp's default (OpenSSL), whose cells keep the ids and argv they had before stacks existed.
-# tcp+tfo runs on OpenSSL too, but it is TCP Fast Open's row (tcp_fastopen), not a stack's.
-TLS_STACKS: dict[str, Transport] = {t.tls_stack: t for t in REGISTRY
-                                    if getattr(t, "tls_stack", None) and not getattr(t, "tfo", False)}
+# tcp+tfo runs on OpenSSL too, but it is TCP Fast Open's row (tcp_fastopen), not a stack's; a
+# cross-stack row (a client of one stack, a server of another) is in TLS_STACK_PAIRS only.
+TLS_STACKS: dict[str, Transport] = {t.tls_stack: t for t in REGISTRY if getattr(t, "tls_stack", None)
+                                    and not getattr(t, "tfo", False) and t.server_stack == t.tls_stack}
 TLS_STACK_DEFAULT: str = TCP.tls_stack
+# (client's stack, server's stack) -> its row (experiment key server_stacks): the same-stack rows
+# and the cross-stack ones.
+TLS_STACK_PAIRS: dict[tuple[str, str], Transport] = {
+    **{(s, s): t for s, t in TLS_STACKS.items()}, **{(t.tls_stack, t.server_stack): t for t in TCP_CROSS}}
 
 
 def takes_engine_knobs(name: str) -> bool:
@@ -75,5 +80,5 @@ def find(name: Any) -> Transport | None:
 
 
 def names_text() -> str:
-    """'tcp, tcp+tfo, tcp+s2n, quic, quic+ngtcp2 or turbotls' for messages."""
+    """'tcp, tcp+tfo, tcp+s2n, ..., quic, quic+ngtcp2 or turbotls' for messages."""
     return ", ".join(NAMES[:-1]) + " or " + NAMES[-1]

@@ -54,6 +54,7 @@ class Transport:
     # Its dash in words for captions where it is a pattern; "" for a named style (the caption names it).
     linestyle_text: str = ""
     marker: str = "o"
+    bar_hatch: str = ""  # over its colour in bar charts ("": none; a cross-stack row's, pqshake/rows/transports/tcp.py)
     rank: int = 9  # place in tables and figures (not the registry order, which is the file's)
     min_mtu: int = 0  # the smallest link MTU it runs on (plan refusal, synthetic cells)
     # What the programs run it as: --transport NAME and the implementation (--tls-stack or

@@ -1,7 +1,9 @@
 """TLS over TCP (the programs' default transport) and its variants: tcp+tfo, TCP Fast Open on both
 ends, the first flight in the SYN once an earlier connection fetched a cookie; tcp+s2n, the same
 TLS over TCP on a second TLS stack, s2n-tls on AWS-LC (pqs-server / pqs-timer --tls-stack s2n;
-experiment key tls_stacks), beside OpenSSL's. Their handshake model is the shared timeline of
+experiment key tls_stacks), beside OpenSSL's; and a client of one stack against a server of the
+other (tcp+openssl-vs-s2n, tcp+s2n-vs-openssl; experiment key server_stacks), which tells a gap
+of the client's implementation from one of the server's. Their handshake model is the shared timeline of
 pqshake/rows/handshake_model.py (lower_bound): the stack is an implementation, the protocol and
 so the bound are TCP's."""
 
@@ -42,11 +44,13 @@ class Tcp(Transport):
     timing_text = "Over TCP the time includes the TCP handshake"
     tfo = False
     program_transport = NAME  # tcp+tfo and tcp+s2n too: --transport tcp
-    tls_stack = OPENSSL_STACK  # --tls-stack: the TLS implementation under both programs (tcp+tfo's too)
+    tls_stack = OPENSSL_STACK  # pqs-timer --tls-stack: the client's TLS implementation (tcp+tfo's too)
+    server_stack = OPENSSL_STACK  # pqs-server --tls-stack: the server's (a cross-stack row's differs)
     tls_stack_text = "OpenSSL"  # the stack in legends and captions
-    # The stack each cell ran on (DONE, from cell_info): openssl / s2n; null for the other
-    # transports' cells and for runs from before stacks.
-    cell_columns = (Column("tls_stack", "cfg_tls_stack", "text"),)
+    # The stacks each cell ran on (DONE, from cell_info), the client's and the server's: openssl /
+    # s2n; null for the other transports' cells, for runs from before stacks (both) and from
+    # before cross-stack cells (server_stack: the client's, tls_stack).
+    cell_columns = (Column("tls_stack", "cfg_tls_stack", "text"), Column("server_stack", "cfg_server_stack", "text"))
 
     def bound(self, rtt_s: float, sizes: tuple[int, int, int, int], *, registry=None, client_auth: str | None = None,
               client_chain_depth: int = 1, request_bytes: int = 1, **kw: Any) -> hm.Bound:
@@ -62,10 +66,10 @@ class Tcp(Transport):
         """TLS over TCP runs every mode on any link."""
 
     def cell_info(self, exp: Any) -> dict[str, Any]:
-        return {"tls_stack": self.tls_stack}
+        return {"tls_stack": self.tls_stack, "server_stack": self.server_stack}
 
     def synthetic_cell(self, spec: Any) -> dict[str, Any]:
-        return {"tls_stack": self.tls_stack}
+        return {"tls_stack": self.tls_stack, "server_stack": self.server_stack}
 
 
 class TcpFastOpen(Tcp):
@@ -114,12 +118,16 @@ class TcpS2n(Tcp):
     onertt_modes = ()
     bare_cell_id = False  # its cells' ids end in __tcp+s2n
     timing_text = ""  # as TCP's, said once
-    tls_stack = S2N_STACK
+    tls_stack = server_stack = S2N_STACK
     tls_stack_text = "s2n-tls on AWS-LC"
     implementation = S2N_STACK
+    # Which ends run s2n-tls: both here, one in a cross-stack row (TcpCrossStacks below). The
+    # checks of what s2n-tls's client offers, or its server does, apply to that end only.
+    s2n_client = s2n_server = True
+    drop_text = f"{S2N_STACK} from tls_stacks"  # how a file that chose the row drops its cells
 
     def server_args(self, cell: Any, exp: Any, qlog: Path | None) -> list[str]:
-        return ["--tls-stack", self.tls_stack]
+        return ["--tls-stack", self.server_stack]
 
     def timer_args(self, cell: Any, exp: Any, qlog: Path | None) -> list[str]:
         return ["--tls-stack", self.tls_stack]
@@ -166,12 +174,11 @@ class TcpS2n(Tcp):
         im, pol = self.program(), self.policies()
         if im is None:  # not built: the plan says so (pqshake.programs.NOT_BUILT) and checks nothing here
             return
-        # the file chose the stack with tls_stacks, or named this row in transports itself
-        drop = (f"{self.tls_stack} from tls_stacks" if self.name not in ef.data.get("transports", ())
-                else f"{self.name} from transports")
+        # the file chose the stack with tls_stacks (server_stacks), or named this row in transports itself
+        drop = self.drop_text if self.name not in ef.data.get("transports", ()) else f"{self.name} from transports"
         for c in cells:
             refuse_mode(self, ef, c, drop)
-            if c.group in pol and pol[c.group]["client"] is not None:
+            if self.s2n_client and c.group in pol and pol[c.group]["client"] is not None:
                 raise UserError(f"{ef.where('groups')}: group {c.group} cannot run over {self.name} "
                                 f"(pqs-timer: {pol[c.group]['client']}); remove {c.group} from groups, or add the "
                                 f"exclude rule {_exclude_rule(transport=self.name, group=c.group)}")
@@ -196,7 +203,7 @@ class TcpS2n(Tcp):
                 raise UserError(f"{ef.where(field)}: {name} cannot run over {self.name}{under} ({why}); "
                                 f"choose another {'signature algorithm' if key == 'sig' else key}, or add the exclude "
                                 f"rule {_exclude_rule(transport=self.name, **rule)}")
-            if c.mode == M.RESUME and view.client_auth is not None:
+            if self.s2n_server and c.mode == M.RESUME and view.client_auth is not None:
                 # tls/s2n_server_new_session_ticket.c: no ticket under client authentication
                 raise UserError(f"{ef.where('client_auth')}: mode {c.mode} with client_auth cannot run over {self.name} "
                                 f"(s2n-tls's server issues no session ticket under client authentication); remove "
@@ -209,6 +216,47 @@ class TcpS2n(Tcp):
                                 f"{_exclude_rule(transport=self.name, cert_compression=view.cert_compression)}")
 
 
+class TcpCrossStacks(TcpS2n):
+    """A client of one TLS stack against a server of the other (experiment key server_stacks):
+    pqs-timer --tls-stack client, pqs-server --tls-stack server. Whatever differs from both
+    same-stack cells of the cell is then the client's or the server's implementation. s2n-tls's
+    refusals hold for the end that runs it; a mode runs where both stacks run it. Its look is
+    made of its two stacks' (the client's colour, the server's marker, a dotted line, hatched bars), so another
+    stack brings its cross rows without hand-picked ones."""
+
+    onertt_modes = ()
+    bare_cell_id = False  # its cells' ids end in __tcp+<client>-vs-<server>
+    linestyle, linestyle_text = (0, (1, 1.5)), "dotted"
+    bar_hatch = "////"
+
+    def __init__(self, client: Tcp, server: Tcp):
+        self.client_row, self.server_row = client, server
+        self.tls_stack, self.server_stack = client.tls_stack, server.tls_stack
+        self.name = f"{NAME}+{client.tls_stack}-vs-{server.tls_stack}"
+        self.tls_stack_text = f"{client.tls_stack_text} client, {server.tls_stack_text} server"
+        self.label = f"TLS/TCP ({self.tls_stack_text})"
+        self.short = f"TCP/{client.tls_stack}-vs-{server.tls_stack}"
+        self.colour, self.marker = client.colour, server.marker
+        self.rank = max(client.rank, server.rank)
+        self.s2n_client, self.s2n_server = client.tls_stack == S2N_STACK, server.tls_stack == S2N_STACK
+        # its s2n end's key: what the file drops the cell's refused end with
+        self.drop_text = f"{S2N_STACK} from {'server_stacks' if self.s2n_server else 'tls_stacks'}"
+
+    def why_refused(self, mode: str) -> str | None:
+        return self.client_row.why_refused(mode) or self.server_row.why_refused(mode)
+
+    def server_args(self, cell: Any, exp: Any, qlog: Path | None) -> list[str]:
+        return self.server_row.server_args(cell, exp, qlog)
+
+    def timer_args(self, cell: Any, exp: Any, qlog: Path | None) -> list[str]:
+        return self.client_row.timer_args(cell, exp, qlog)
+
+    def plan_note(self, m: Any) -> str:
+        return f" ({self.name}: {self.tls_stack_text}, TLS 1.3, {' and '.join(self.modes)} only)"
+
+
 TCP = Tcp()
 TCP_TFO = TcpFastOpen()
 TCP_S2N = TcpS2n()
+# Every client stack against every other server stack, in the stacks' order.
+TCP_CROSS = tuple(TcpCrossStacks(c, s) for c in (TCP, TCP_S2N) for s in (TCP, TCP_S2N) if c is not s)
