@@ -196,6 +196,26 @@ void pqs_json_rel(pqs_json *j, const char *key, int64_t t, int64_t t0)
         pqs_json_null(j, key);
 }
 
+void pqs_json_mono(pqs_json *j, const char *key, int64_t t) { pqs_json_rel(j, key, t, 0); }
+
+void pqs_json_known(pqs_json *j, const char *key, int64_t v)
+{
+    if (v >= 0)
+        pqs_json_int(j, key, v);
+    else
+        pqs_json_null(j, key);
+}
+
+void pqs_json_failure(pqs_json *j, pqs_err err, const char *msg, int err_errno, const char *stage)
+{
+    if (err == PQS_ERR_NONE)
+        return;
+    pqs_json_str(j, "error", pqs_err_str(err));
+    pqs_json_str(j, "message", msg);
+    pqs_json_int(j, "errno", err_errno);
+    pqs_json_str(j, "stage", stage);
+}
+
 void pqs_json_str_array(pqs_json *j, const char *key, int n, char *const *vals)
 {
     pqs_json_key(j, key);

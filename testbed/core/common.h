@@ -81,6 +81,12 @@ void pqs_json_obj_begin(pqs_json *j, const char *key); /* "key":{ - members foll
 void pqs_json_obj_end(pqs_json *j);                    /* } - closes what obj_begin opened */
 /* A time relative to t0 (ns), null when t is 0 (the moment never came). */
 void pqs_json_rel(pqs_json *j, const char *key, int64_t t, int64_t t0);
+/* A monotonic time stamp (ns), null when t is 0 (the moment never came). */
+void pqs_json_mono(pqs_json *j, const char *key, int64_t t);
+/* A count or measure, null when v is negative (its source cannot tell). */
+void pqs_json_known(pqs_json *j, const char *key, int64_t v);
+/* A failure's members: error, message, errno, stage; none when err is PQS_ERR_NONE. */
+void pqs_json_failure(pqs_json *j, pqs_err err, const char *msg, int err_errno, const char *stage);
 void pqs_json_end(pqs_json *j); /* closes the object and appends '\n' */
 
 /* ---- Line sink: one writer shared by threads; each line flushed (and optionally fsynced). ---- */

@@ -329,11 +329,7 @@ void pqs_tlsobs_msgs_json(pqs_json *j, const pqs_tlsobs *o)
             pqs_json_null(j, "records");
             pqs_json_null(j, "record_bytes");
         }
-        int64_t segs = pqs_tlsobs_flight_segments(o, (pqs_tlsflight_id)f);
-        if (segs >= 0)
-            pqs_json_int(j, "segments", segs);
-        else
-            pqs_json_null(j, "segments");
+        pqs_json_known(j, "segments", pqs_tlsobs_flight_segments(o, (pqs_tlsflight_id)f));
         if (o->datagrams_on || fl->datagrams_set) {
             pqs_json_uint(j, "datagrams", fl->datagrams);
             pqs_json_uint(j, "datagram_bytes", fl->datagram_bytes);

@@ -35,21 +35,16 @@ static void log_conn(pqs_tcp_server *ts, pqs_tcp_worker *w, const pqs_tcp_conn *
     pqs_json_bool(&j, "ok", c->hs_ok && c->err == PQS_ERR_NONE);
     pqs_json_int(&j, "accepted_mono_ns", c->accepted_ns);
     pqs_json_int(&j, "cpu_ns", c->cpu_ns);
-#define MONO(k, v) do { if ((v) != 0) pqs_json_int(&j, k, (v)); else pqs_json_null(&j, k); } while (0)
-    MONO("client_hello_mono_ns", c->obs.client_hello_ns);
-    MONO("client_hello2_mono_ns", c->obs.client_hello2_ns);
-    MONO("client_finished_mono_ns", c->obs.peer_finished_ns);
-    MONO("handshake_done_mono_ns", c->hs_done_ns);
-    MONO("first_app_byte_mono_ns", c->first_app_ns);
-    MONO("request_done_mono_ns", c->request_done_ns);
-    MONO("response_done_mono_ns", c->response_done_ns);
-    MONO("closed_mono_ns", c->closed_ns);
-#undef MONO
+    pqs_json_mono(&j, "client_hello_mono_ns", c->obs.client_hello_ns);
+    pqs_json_mono(&j, "client_hello2_mono_ns", c->obs.client_hello2_ns);
+    pqs_json_mono(&j, "client_finished_mono_ns", c->obs.peer_finished_ns);
+    pqs_json_mono(&j, "handshake_done_mono_ns", c->hs_done_ns);
+    pqs_json_mono(&j, "first_app_byte_mono_ns", c->first_app_ns);
+    pqs_json_mono(&j, "request_done_mono_ns", c->request_done_ns);
+    pqs_json_mono(&j, "response_done_mono_ns", c->response_done_ns);
+    pqs_json_mono(&j, "closed_mono_ns", c->closed_ns);
     int64_t start = ext != NULL ? ext->handshake_start(c->ext, c->accepted_ns) : c->accepted_ns;
-    if (c->hs_done_ns)
-        pqs_json_int(&j, "handshake_ns", c->hs_done_ns - start);
-    else
-        pqs_json_null(&j, "handshake_ns");
+    pqs_json_rel(&j, "handshake_ns", c->hs_done_ns, start);
     pqs_tlsinfo_json(&j, &c->info);
     pqs_tlsobs_sizes_json(&j, &c->obs);
     pqs_json_bool(&j, "early_response", c->early_response);
@@ -59,12 +54,7 @@ static void log_conn(pqs_tcp_server *ts, pqs_tcp_worker *w, const pqs_tcp_conn *
     pqs_json_uint(&j, "response_bytes", c->response_bytes);
     pqs_json_str(&j, "close", c->close_kind);
     pqs_json_str(&j, "transport", ts->s->transport->name);
-    if (c->err != PQS_ERR_NONE) {
-        pqs_json_str(&j, "error", pqs_err_str(c->err));
-        pqs_json_str(&j, "message", c->msg);
-        pqs_json_int(&j, "errno", c->err_errno);
-        pqs_json_str(&j, "stage", c->stage);
-    }
+    pqs_json_failure(&j, c->err, c->msg, c->err_errno, c->stage);
     pqs_tcpinfo_json(&j, &c->tcp);
     if (ts->s->p->fs0rtt != NULL)
         pqs_fs0rtt_conn_json(&j, &c->fs0rtt);
