@@ -21,9 +21,23 @@ int64_t pqs_socket_drops(int fd)
 
 void pqs_json_socket_drops(pqs_json *j, int fd)
 {
-    int64_t d = pqs_socket_drops(fd);
-    if (d >= 0)
-        pqs_json_int(j, "dropped_socket_buffer", d);
-    else
-        pqs_json_null(j, "dropped_socket_buffer");
+    pqs_json_known(j, "dropped_socket_buffer", pqs_socket_drops(fd));
+}
+
+void pqs_stats_clock_start(pqs_stats_clock *c)
+{
+    c->last_ns = pqs_mono_ns();
+    c->seen = 0;
+}
+
+bool pqs_stats_due(pqs_stats_clock *c, int64_t now, uint64_t count, int fd)
+{
+    if (now - c->last_ns < PQS_STATS_EVERY_NS)
+        return false;
+    /* -1 when the kernel does not say: a constant offset, so still a change detector */
+    uint64_t seen = count + (uint64_t)pqs_socket_drops(fd);
+    bool changed = seen != c->seen;
+    c->seen = seen;
+    c->last_ns = now;
+    return changed;
 }

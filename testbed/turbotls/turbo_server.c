@@ -197,9 +197,8 @@ static void on_datagram(pqs_turbo_server *ts, const uint8_t *buf, size_t n, cons
     send_due(ts, e);
 }
 
-/* The "turbo_stats" line: the counters so far. Written every STATS_EVERY_NS while they change
- * (a server killed hard keeps all but the last seconds) and once more, final, at stop. */
-#define STATS_EVERY_NS 5000000000LL
+/* The "turbo_stats" line: the counters so far. Written while they change (pqs_stats_due) and
+ * once more, final, at stop. */
 static void write_stats(pqs_turbo_server *ts, size_t live, bool final)
 {
     pqs_json j;
@@ -246,8 +245,9 @@ static void *udp_main(void *arg)
 {
     pqs_turbo_server *ts = arg;
     static __thread uint8_t buf[PQS_TURBO_MAX_DGRAM + 1];
-    int64_t last_sweep = 0, last_stats = pqs_mono_ns();
-    uint64_t stats_seen = 0;
+    int64_t last_sweep = 0;
+    pqs_stats_clock stats;
+    pqs_stats_clock_start(&stats);
     while (!atomic_load(&ts->stop)) {
         struct pollfd p = {.fd = ts->fd, .events = POLLIN};
         /* the timeout bounds how late stop and expiry are noticed */
@@ -258,17 +258,12 @@ static void *udp_main(void *arg)
             expire(ts, now);
             last_sweep = now;
         }
-        if (now - last_stats >= STATS_EVERY_NS) {
-            const pqs_turbo_counters *c = &ts->cnt;
-            uint64_t seen = c->datagrams + c->bound_udp + c->bound_fresh + c->bound_plain + c->bind_unknown
-                            + c->expired + c->bind_no_data + c->bind_truncated + c->bind_malformed + c->bind_replay
-                            + c->bind_bad_clienthello + c->bind_failed
-                            + (uint64_t)pqs_socket_drops(ts->fd); /* -1 when unknown: a constant offset */
-            if (seen != stats_seen)
-                write_stats(ts, live_states(ts), false);
-            stats_seen = seen;
-            last_stats = now;
-        }
+        const pqs_turbo_counters *c = &ts->cnt;
+        uint64_t outcomes = c->datagrams + c->bound_udp + c->bound_fresh + c->bound_plain + c->bind_unknown + c->expired
+                            + c->bind_no_data + c->bind_truncated + c->bind_malformed + c->bind_replay
+                            + c->bind_bad_clienthello + c->bind_failed;
+        if (pqs_stats_due(&stats, now, outcomes, ts->fd))
+            write_stats(ts, live_states(ts), false);
         for (int k = 0; k < 256; k++) {
             struct sockaddr_storage peer;
             socklen_t plen = sizeof peer;
