@@ -13,6 +13,7 @@
 #include "cpushare.h"
 #include "ngconn.h"
 #include "ngtcp2_server.h"
+#include "quicsrv.h"
 
 #define PQS_NGSRV_MAX_CONNS 4096      /* as the OpenSSL engine's listener */
 #define PQS_NGSRV_CONN_CIDS 16        /* IDs a connection answers to at once (tracked for removal) */
@@ -24,7 +25,7 @@ typedef struct srv_state srv_state;
 /* One connection. Its address never moves (ngtcp2 user_data, the TLS callbacks' reference). */
 typedef struct sconn {
     srv_state *t;
-    uint64_t id;
+    pqs_quic_sconn rec;         /* as the OpenSSL engine keeps it (quic/quicsrv.h) */
     struct sockaddr_storage peer;
     socklen_t peer_len;
     SSL *ssl;
@@ -35,22 +36,11 @@ typedef struct sconn {
     pqs_tlsobs obs;             /* the TLS message callback's observations */
     pqs_qstats st;              /* datagrams of this connection, its Retry included */
     int pto_count;
-    int64_t accepted_ns, hs_done_ns, deadline_ns;
-    bool hs_ok, done;
     int liberr;                 /* the ngtcp2 error that ended it (0: none) */
     const char *close_kind;     /* "peer_close", "local", "timeout"; NULL: still open / "none" */
     ngtcp2_cid cids[PQS_NGSRV_CONN_CIDS];
     int ncids;
-    /* the request protocol on the client's first bidirectional stream: phase 0 reading,
-     * 1 answering, 2 answered */
-    int64_t stream_id;          /* -1: none yet */
-    int phase;
-    pqs_stream_req rq;          /* the request as read so far */
-    uint64_t response_bytes, response_want;
-    int64_t request_done_ns, response_done_ns;
-    pqs_err err;
-    char msg[256];
-    const char *stage;
+    int64_t stream_id;          /* the client's first bidirectional stream (-1: none yet) */
     int64_t cpu_mark;           /* its account in the loop thread's CPU (pqs_cpushare) */
     bool cpu_open;
 } sconn;

@@ -104,9 +104,8 @@ static int on_handshake_completed(ngtcp2_conn *conn, void *user_data)
 {
     (void)conn;
     sconn *c = user_data;
-    c->hs_ok = true;
     /* the message callback saw the client's Finished when TLS processed it */
-    c->hs_done_ns = c->obs.peer_finished_ns ? c->obs.peer_finished_ns : pqs_mono_ns();
+    pqs_quic_sconn_handshake_done(&c->rec, c->obs.peer_finished_ns, pqs_mono_ns());
     return 0;
 }
 
@@ -122,15 +121,11 @@ static int on_stream_data(ngtcp2_conn *conn, uint32_t flags, int64_t stream_id, 
     ngtcp2_conn_extend_max_offset(conn, datalen);
     if (c->stream_id < 0 && ngtcp2_is_bidi_stream(stream_id) && !ngtcp2_conn_is_local_stream2(conn, stream_id))
         c->stream_id = stream_id;
-    if (stream_id != c->stream_id || c->phase != 0)
+    if (stream_id != c->stream_id || c->rec.phase != 0)
         return 0;
-    pqs_stream_req_feed(&c->rq, data, datalen);
-    bool fin = (flags & NGTCP2_STREAM_DATA_FLAG_FIN) && c->rq.request_bytes > 0;
-    if (pqs_stream_req_complete(&c->rq, fin)) {
-        c->request_done_ns = pqs_mono_ns();
-        c->response_want = pqs_stream_req_response(&c->rq, c->t->s->response_bytes);
-        c->phase = 1;
-    }
+    pqs_stream_req_feed(&c->rec.rq, data, datalen);
+    bool fin = (flags & NGTCP2_STREAM_DATA_FLAG_FIN) && c->rec.rq.request_bytes > 0;
+    pqs_quic_sconn_request_fed(&c->rec, fin, c->t->s->response_bytes);
     return 0;
 }
 
@@ -255,8 +250,7 @@ sconn *pqs_ngsrv_conn_new(srv_state *t, const ngtcp2_pkt_hd *hd, const ngtcp2_ci
     /* routed from now on by the DCID the client used and by ours */
     pqs_ngsrv_cid_add(c, &hd->dcid);
     pqs_ngsrv_cid_add(c, &scid);
-    c->accepted_ns = pqs_mono_ns();
-    c->deadline_ns = c->accepted_ns + s->idle_timeout_ns;
+    pqs_quic_sconn_accepted(&c->rec, s->idle_timeout_ns);
     return c;
 fail:
     pqs_ngsrv_conn_free(c);
@@ -274,7 +268,7 @@ void pqs_ngsrv_conn_free(sconn *c)
         SSL_set_app_data(c->ssl, NULL);
         /* as pqs-server over TCP: OpenSSL would drop a connection's session when it is freed
          * without a shutdown, and with it resumption of the tickets just issued */
-        if (c->hs_ok)
+        if (c->rec.hs_ok)
             SSL_set_shutdown(c->ssl, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
     }
     ngtcp2_conn_del(c->conn);
@@ -296,9 +290,9 @@ static void send_dgram(sconn *c, const uint8_t *d, size_t n)
  * handshake completed is the handshake's; after it, a peer's clean close is the normal end. */
 static void conn_end(sconn *c, int liberr)
 {
-    if (c->done)
+    if (c->rec.done)
         return;
-    c->done = true;
+    c->rec.done = true;
     c->liberr = liberr;
     if (liberr == NGTCP2_ERR_DRAINING)
         c->close_kind = "peer_close";
@@ -308,10 +302,10 @@ static void conn_end(sconn *c, int liberr)
         c->close_kind = "local";
     /* after the handshake the client's close (any code: OpenSSL's client closes with an
      * application error) and the idle timer are ends, not failures, as with the OpenSSL engine */
-    if (c->err == PQS_ERR_NONE
-        && (!c->hs_ok || (liberr != NGTCP2_ERR_DRAINING && liberr != NGTCP2_ERR_IDLE_CLOSE))) {
-        c->err = pqs_ng_classify(c->conn, NULL, liberr, &c->obs, c->msg, sizeof c->msg);
-        c->stage = c->hs_ok ? "after_handshake" : "handshake";
+    if (c->rec.err == PQS_ERR_NONE
+        && (!c->rec.hs_ok || (liberr != NGTCP2_ERR_DRAINING && liberr != NGTCP2_ERR_IDLE_CLOSE))) {
+        c->rec.err = pqs_ng_classify(c->conn, NULL, liberr, &c->obs, c->rec.msg, sizeof c->rec.msg);
+        c->rec.stage = c->rec.hs_ok ? "after_handshake" : "handshake";
     }
 }
 
@@ -319,7 +313,7 @@ void pqs_ngsrv_conn_read(sconn *c, const uint8_t *d, size_t n, bool counted)
 {
     if (!counted)
         pqs_ng_count(&c->st, d, n, false, true);
-    if (c->done)
+    if (c->rec.done)
         return;
     const pqs_ng_server *s = c->t->s;
     ngtcp2_path path = {
@@ -339,11 +333,11 @@ static void flush(sconn *c)
     ngtcp2_tstamp ts = pqs_ng_now();
     ngtcp2_pkt_info pi;
     bool blocked = false;
-    for (int n = 0; n < BURST_MAX && !c->done; n++) {
+    for (int n = 0; n < BURST_MAX && !c->rec.done; n++) {
         ngtcp2_ssize wrote = -1, nw;
         uint32_t fl = 0;
-        if (c->phase == 1 && !blocked) {
-            uint64_t left = c->response_want - c->response_bytes;
+        if (c->rec.phase == 1 && !blocked) {
+            uint64_t left = c->rec.response_want - c->rec.response_bytes;
             ngtcp2_vec v = {.base = xs, .len = left < sizeof xs ? (size_t)left : sizeof xs};
             fl = left <= sizeof xs ? NGTCP2_WRITE_STREAM_FLAG_FIN : 0;
             nw = ngtcp2_conn_writev_stream(c->conn, NULL, &pi, t->buf, sizeof t->buf, &wrote, fl, c->stream_id, &v, 1,
@@ -351,7 +345,7 @@ static void flush(sconn *c)
             if (nw == NGTCP2_ERR_STREAM_DATA_BLOCKED || nw == NGTCP2_ERR_STREAM_SHUT_WR
                 || nw == NGTCP2_ERR_STREAM_NOT_FOUND) {
                 if (nw != NGTCP2_ERR_STREAM_DATA_BLOCKED)
-                    c->phase = 2; /* the client reset or stopped the stream: nothing more to send */
+                    c->rec.phase = 2; /* the client reset or stopped the stream: nothing more to send */
                 blocked = true;
                 n--;
                 continue;
@@ -363,11 +357,11 @@ static void flush(sconn *c)
             conn_end(c, (int)nw);
             return;
         }
-        if (wrote >= 0 && c->phase == 1) {
-            c->response_bytes += (uint64_t)wrote;
-            if (c->response_bytes >= c->response_want && (fl & NGTCP2_WRITE_STREAM_FLAG_FIN)) {
-                c->response_done_ns = pqs_mono_ns(); /* all of it, and the stream's end, packetised */
-                c->phase = 2;
+        if (wrote >= 0 && c->rec.phase == 1) {
+            c->rec.response_bytes += (uint64_t)wrote;
+            if (c->rec.response_bytes >= c->rec.response_want && (fl & NGTCP2_WRITE_STREAM_FLAG_FIN)) {
+                c->rec.response_done_ns = pqs_mono_ns(); /* all of it, and the stream's end, packetised */
+                c->rec.phase = 2;
             }
         }
         if (nw == 0)
@@ -389,45 +383,12 @@ static void log_conn(sconn *c)
     pqs_format_sockaddr((const struct sockaddr *)&c->peer, peer, sizeof peer);
     pqs_tlsinfo info;
     pqs_ng_tlsinfo(c->ssl, c->conn, false, &info);
-    bool ok = c->hs_ok && c->err == PQS_ERR_NONE;
     int64_t cpu = pqs_cpushare_close(&t->cpu, c->cpu_mark);
     c->cpu_open = false;
+    const char *close_kind = c->close_kind ? c->close_kind : c->rec.err == PQS_ERR_TIMEOUT ? "timeout" : "none";
     pqs_json j;
     pqs_json_begin(&j, "conn");
-    pqs_json_uint(&j, "conn", c->id);
-    pqs_json_int(&j, "worker", 0);
-    pqs_json_str(&j, "peer", peer);
-    pqs_json_bool(&j, "ok", ok);
-    pqs_json_str(&j, "transport", "quic");
-#define MONO(k, v) do { if ((v) != 0) pqs_json_int(&j, k, (v)); else pqs_json_null(&j, k); } while (0)
-    MONO("first_initial_mono_ns", st->first_rx_ns);
-    pqs_json_int(&j, "accepted_mono_ns", c->accepted_ns);
-    MONO("client_hello_mono_ns", c->obs.client_hello_ns);
-    MONO("client_hello2_mono_ns", c->obs.client_hello2_ns);
-    MONO("client_finished_mono_ns", c->obs.peer_finished_ns);
-    MONO("handshake_done_mono_ns", c->hs_done_ns);
-    pqs_json_int(&j, "closed_mono_ns", pqs_mono_ns());
-    if (c->hs_done_ns != 0 && st->first_rx_ns != 0)
-        pqs_json_int(&j, "handshake_ns", c->hs_done_ns - st->first_rx_ns);
-    else
-        pqs_json_null(&j, "handshake_ns");
-    pqs_tlsinfo_json(&j, &info);
-    pqs_json_bool(&j, "hrr", c->obs.hrr);
-    MONO("first_app_byte_mono_ns", c->rq.first_app_ns);
-    MONO("request_done_mono_ns", c->request_done_ns);
-    MONO("response_done_mono_ns", c->response_done_ns);
-#undef MONO
-    pqs_json_uint(&j, "early_data_bytes", 0);
-    pqs_json_uint(&j, "request_bytes", c->rq.request_bytes);
-    pqs_json_uint(&j, "response_bytes", c->response_bytes);
-    pqs_json_int(&j, "cpu_ns", cpu);
-    pqs_json_str(&j, "close", c->close_kind ? c->close_kind : c->err == PQS_ERR_TIMEOUT ? "timeout" : "none");
-    if (c->err != PQS_ERR_NONE) {
-        pqs_json_str(&j, "error", pqs_err_str(c->err));
-        pqs_json_str(&j, "message", c->msg);
-        pqs_json_int(&j, "errno", 0);
-        pqs_json_str(&j, "stage", c->stage);
-    }
+    pqs_quic_conn_json(&j, &c->rec, peer, st->first_rx_ns, &c->obs, &info, cpu, close_kind);
     ngtcp2_conn_info ci;
     ngtcp2_conn_get_conn_info2(c->conn, &ci);
     pqs_json_obj_begin(&j, "quic");
@@ -446,18 +407,13 @@ static void log_conn(sconn *c)
     pqs_json_uint(&j, "bytes_sent_before_validation", st->tx_before_val);
     pqs_json_uint(&j, "bytes_received_before_validation", st->rx_before_val);
     pqs_json_uint(&j, "packets_lost", ci.pkt_lost);
-    int64_t v = stat_or_null(ci.smoothed_rtt), m = stat_or_null(ci.min_rtt);
-    if (v >= 0) pqs_json_int(&j, "smoothed_rtt_ns", v); else pqs_json_null(&j, "smoothed_rtt_ns");
-    if (m >= 0) pqs_json_int(&j, "min_rtt_ns", m); else pqs_json_null(&j, "min_rtt_ns");
+    pqs_json_known(&j, "smoothed_rtt_ns", stat_or_null(ci.smoothed_rtt));
+    pqs_json_known(&j, "min_rtt_ns", stat_or_null(ci.min_rtt));
     pqs_json_uint(&j, "cwnd", ci.cwnd);
     pqs_json_obj_end(&j);
     pqs_json_end(&j);
     pqs_sink_write(t->s->log, &j);
-    t->s->conns++;
-    if (ok)
-        t->s->ok++;
-    else
-        t->s->failed++;
+    pqs_quic_srv_count(&t->s->out, pqs_quic_sconn_ok(&c->rec));
 }
 
 /* Logged, then one CONNECTION_CLOSE (unless the peer closed or it timed out), freed. */
@@ -483,22 +439,15 @@ bool pqs_ngsrv_conn_step(sconn *c, int64_t now)
         memset(xs, 'x', sizeof xs);
         xs_ready = true;
     }
-    if (!c->done && ngtcp2_conn_get_expiry2(c->conn) <= (ngtcp2_tstamp)now) {
+    if (!c->rec.done && ngtcp2_conn_get_expiry2(c->conn) <= (ngtcp2_tstamp)now) {
         int rv = pqs_ng_handle_expiry(c->conn, (ngtcp2_tstamp)now, &c->pto_count);
         if (rv != 0)
             conn_end(c, rv);
     }
-    if (!c->done)
+    if (!c->rec.done)
         flush(c);
-    if (!c->done && now >= c->deadline_ns) {
-        c->done = true;
-        if (!c->hs_ok) {
-            c->err = PQS_ERR_TIMEOUT;
-            c->stage = "handshake";
-            snprintf(c->msg, sizeof c->msg, "idle timeout during the handshake");
-        }
-    }
-    if (!c->done)
+    pqs_quic_sconn_idle(&c->rec, now);
+    if (!c->rec.done)
         return false;
     finish(c);
     return true;
@@ -506,11 +455,6 @@ bool pqs_ngsrv_conn_step(sconn *c, int64_t now)
 
 void pqs_ngsrv_conn_stop(sconn *c)
 {
-    if (!c->done && !c->hs_ok && c->err == PQS_ERR_NONE) {
-        c->err = PQS_ERR_TIMEOUT;
-        c->stage = "handshake";
-        snprintf(c->msg, sizeof c->msg, "server stopped during the handshake");
-    }
-    c->done = true;
+    pqs_quic_sconn_stopping(&c->rec);
     finish(c);
 }

@@ -23,7 +23,6 @@
 #include "sockdrops.h"
 
 #define LOOP_MAX_WAIT_NS 50000000LL     /* signal and idle checks at least every 50 ms */
-#define STATS_EVERY_NS 5000000000LL     /* the quic_stats line while counts change */
 #define RETRY_TOKEN_LIFETIME (10 * NGTCP2_SECONDS)
 #define READS_PER_ROUND 256
 
@@ -32,14 +31,7 @@ static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outle
 {
     (void)ssl;
     const quic_opts *o = ((pqs_ng_server *)arg)->opts;
-    unsigned char *sel = NULL;
-    unsigned char sellen = 0;
-    if (SSL_select_next_proto(&sel, &sellen, o->alpn_wire, (unsigned)o->alpn_wire_len, in, inlen)
-        != OPENSSL_NPN_NEGOTIATED)
-        return SSL_TLSEXT_ERR_ALERT_FATAL; /* QUIC requires an agreed application protocol */
-    *out = sel;
-    *outlen = sellen;
-    return SSL_TLSEXT_ERR_OK;
+    return pqs_quic_alpn_select(o->alpn_wire, o->alpn_wire_len, out, outlen, in, inlen);
 }
 
 int pqs_ng_server_ctx_setup(pqs_ng_server *s)
@@ -173,7 +165,7 @@ static void on_initial(srv_state *t, const ngtcp2_pkt_hd *hd, const uint8_t *d, 
     }
     if (c->ncids < 2)
         t->cnt.untracked_connections++;
-    c->id = t->seq++;
+    c->rec.id = t->seq++;
     t->conns[t->n++] = c;
     t->cnt.new_connections++;
 }
@@ -183,7 +175,7 @@ static size_t half_open(const srv_state *t)
 {
     size_t h = 0;
     for (size_t k = 0; k < t->n; k++)
-        h += !t->conns[k]->hs_ok;
+        h += !t->conns[k]->rec.hs_ok;
     return h;
 }
 
@@ -280,7 +272,7 @@ static void wait_io(srv_state *t, int64_t now)
     int64_t left = LOOP_MAX_WAIT_NS;
     for (size_t k = 0; k < t->n; k++) {
         ngtcp2_tstamp e = ngtcp2_conn_get_expiry2(t->conns[k]->conn);
-        int64_t d = t->conns[k]->deadline_ns - now;
+        int64_t d = t->conns[k]->rec.deadline_ns - now;
         if (e != UINT64_MAX && (int64_t)(e - (ngtcp2_tstamp)now) < d)
             d = e > (ngtcp2_tstamp)now ? (int64_t)(e - (ngtcp2_tstamp)now) : 0;
         if (d < left)
@@ -306,27 +298,14 @@ int pqs_ng_server_run(pqs_ng_server *s, char *why, size_t whylen)
     }
     t->s = s;
     pqs_cpushare_init(&t->cpu);
-    struct timespec zero = {0, 0};
-    int64_t last_stats = pqs_mono_ns();
-    uint64_t stats_seen = 0;
-    for (;;) {
-        int sig = sigtimedwait(s->sigs, NULL, &zero);
-        if (sig > 0) {
-            s->signal = sig;
-            break;
-        }
+    pqs_stats_clock stats;
+    pqs_stats_clock_start(&stats);
+    while (!pqs_quic_srv_signalled(s->sigs, &s->out)) {
         read_datagrams(t);
         step_all(t, pqs_mono_ns());
         int64_t now = pqs_mono_ns();
-        if (now - last_stats >= STATS_EVERY_NS) {
-            /* every outcome follows a received datagram: their count and the kernel's drops
-             * (-1 when unknown: a constant offset) say whether anything changed */
-            uint64_t seen = t->cnt.datagrams + (uint64_t)pqs_socket_drops(t->s->fd);
-            if (seen != stats_seen)
-                write_stats(t, false);
-            stats_seen = seen;
-            last_stats = now;
-        }
+        if (pqs_stats_due(&stats, now, t->cnt.datagrams, t->s->fd))
+            write_stats(t, false);
         wait_io(t, now);
     }
     /* stopping: what has arrived is read first (a client's CONNECTION_CLOSE sent just before

@@ -15,6 +15,7 @@
 #include <openssl/ssl.h>
 
 #include "ngconn.h"
+#include "quicsrv.h"
 
 typedef struct pqs_ng_server {
     /* in */
@@ -28,8 +29,7 @@ typedef struct pqs_ng_server {
     uint64_t response_bytes;     /* answer to a request without a header (--response-bytes) */
     const sigset_t *sigs;        /* blocked; the loop returns when one is pending */
     /* out */
-    int signal;
-    uint64_t conns, ok, failed;
+    pqs_quic_srv_out out;
 } pqs_ng_server;
 
 /* Context settings before any connection: ALPN selection (the one accepted protocol; a fatal

@@ -71,8 +71,7 @@ static int server_serve(pqs_srv *s, char *why, size_t whylen)
     pqs_ng_server *ns = s->state;
     if (pqs_ng_server_run(ns, why, whylen) != 0)
         return -1;
-    s->signal = ns->signal;
-    s->conns = ns->conns, s->ok = ns->ok, s->failed = ns->failed;
+    pqs_quic_srv_report(s, &ns->out);
     close(ns->fd);
     return 0;
 }

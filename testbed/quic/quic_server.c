@@ -19,6 +19,7 @@
 
 #include <openssl/err.h>
 
+#include "quicsrv.h"
 #include "sockdrops.h"
 #include "tlsobs.h"
 
@@ -28,33 +29,15 @@
 typedef struct qconn {
     SSL *ssl;
     pqs_quicobs *obs;       /* owned by ssl (ex_data) */
-    uint64_t id;
-    int64_t accepted_ns, hs_done_ns, deadline_ns;
-    bool hs_ok, done;
-    /* request protocol on the client's stream: 0 reading, 1 answering, 2 answered */
-    int phase;
-    pqs_stream_req rq;          /* the request as read so far */
-    uint64_t response_bytes, response_want;
-    int64_t request_done_ns, response_done_ns;
-    pqs_err err;
-    char msg[256];
-    int err_errno;
-    const char *stage;
+    pqs_quic_sconn rec;     /* as the ngtcp2 engine keeps it (quicsrv.h) */
 } qconn;
 
 static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen, const unsigned char *in,
                        unsigned int inlen, void *arg)
 {
     (void)ssl;
-    pqs_quic_server *qs = arg;
-    unsigned char *sel = NULL;
-    unsigned char sellen = 0;
-    if (SSL_select_next_proto(&sel, &sellen, qs->alpn, (unsigned)qs->alpn_len, in, inlen)
-        != OPENSSL_NPN_NEGOTIATED)
-        return SSL_TLSEXT_ERR_ALERT_FATAL; /* QUIC requires an agreed application protocol */
-    *out = sel;
-    *outlen = sellen;
-    return SSL_TLSEXT_ERR_OK;
+    const pqs_quic_server *qs = arg;
+    return pqs_quic_alpn_select(qs->alpn, qs->alpn_len, out, outlen, in, inlen);
 }
 
 /* A connection object is being created for a new client (its first Initial): attach the
@@ -106,106 +89,62 @@ static void log_conn(pqs_quic_server *qs, qconn *c)
     }
     pqs_tlsinfo info;
     pqs_tlsinfo_get(c->ssl, false, &info);
-    bool ok = c->hs_ok && c->err == PQS_ERR_NONE;
     int64_t cpu = -1;
     if (o != NULL && o->cpu_open) {
         cpu = pqs_cpushare_close(&qs->cpu, o->cpu_mark);
         o->cpu_open = false;
     }
-    pqs_json j;
-    pqs_json_begin(&j, "conn");
-    pqs_json_uint(&j, "conn", c->id);
-    pqs_json_int(&j, "worker", 0);
-    pqs_json_str(&j, "peer", bound ? peer : NULL);
-    pqs_json_bool(&j, "ok", ok);
-    pqs_json_str(&j, "transport", "quic");
-#define MONO(k, v) do { if ((v) != 0) pqs_json_int(&j, k, (v)); else pqs_json_null(&j, k); } while (0)
-    MONO("first_initial_mono_ns", st.first_rx_ns);
-    pqs_json_int(&j, "accepted_mono_ns", c->accepted_ns);
-    MONO("client_hello_mono_ns", o ? o->tls.client_hello_ns : 0);
-    MONO("client_hello2_mono_ns", o ? o->tls.client_hello2_ns : 0);
-    MONO("client_finished_mono_ns", o ? o->tls.peer_finished_ns : 0);
-    MONO("handshake_done_mono_ns", c->hs_done_ns);
-    pqs_json_int(&j, "closed_mono_ns", pqs_mono_ns());
-    if (c->hs_done_ns != 0 && st.first_rx_ns != 0)
-        pqs_json_int(&j, "handshake_ns", c->hs_done_ns - st.first_rx_ns);
-    else
-        pqs_json_null(&j, "handshake_ns");
-    pqs_tlsinfo_json(&j, &info);
-    pqs_json_bool(&j, "hrr", o ? o->tls.hrr : false);
-    MONO("first_app_byte_mono_ns", c->rq.first_app_ns);
-    MONO("request_done_mono_ns", c->request_done_ns);
-    MONO("response_done_mono_ns", c->response_done_ns);
-    pqs_json_uint(&j, "early_data_bytes", 0);
-    pqs_json_uint(&j, "request_bytes", c->rq.request_bytes);
-    pqs_json_uint(&j, "response_bytes", c->response_bytes);
-    if (cpu >= 0)
-        pqs_json_int(&j, "cpu_ns", cpu);
-    else
-        pqs_json_null(&j, "cpu_ns");
     SSL_CONN_CLOSE_INFO ci;
     memset(&ci, 0, sizeof ci);
     const char *close_kind = "none";
     if (SSL_get_conn_close_info(c->ssl, &ci, sizeof ci) == 1)
         close_kind = (ci.flags & SSL_CONN_CLOSE_FLAG_LOCAL) ? "local" : "peer_close";
-    else if (c->err == PQS_ERR_TIMEOUT)
+    else if (c->rec.err == PQS_ERR_TIMEOUT)
         close_kind = "timeout";
-    pqs_json_str(&j, "close", close_kind);
-    if (c->err != PQS_ERR_NONE) {
-        pqs_json_str(&j, "error", pqs_err_str(c->err));
-        pqs_json_str(&j, "message", c->msg);
-        pqs_json_int(&j, "errno", c->err_errno);
-        pqs_json_str(&j, "stage", c->stage);
-    }
-#undef MONO
+    pqs_json j;
+    pqs_json_begin(&j, "conn");
+    pqs_quic_conn_json(&j, &c->rec, bound ? peer : NULL, st.first_rx_ns, o ? &o->tls : NULL, &info, cpu, close_kind);
     pqs_quic_json(&j, bound ? &st : NULL, o ? o->pto_count : 0, o ? o->unmatched_datagrams : 0, true);
     pqs_json_end(&j);
     pqs_sink_write(qs->log, &j);
-    qs->conns++;
-    if (ok)
-        qs->ok++;
-    else
-        qs->failed++;
+    pqs_quic_srv_count(&qs->out, pqs_quic_sconn_ok(&c->rec));
 }
 
 /* The request protocol on the client's first bidirectional stream (the connection's default
  * stream), without blocking: read the request (up to its header's length, or its first data,
  * or the stream's end), then write the response and end the stream. */
-static void conn_request(pqs_quic_server *qs, qconn *c)
+static void conn_request(pqs_quic_server *qs, qconn *q)
 {
+    pqs_quic_sconn *c = &q->rec;
     unsigned char *buf = qs->iobuf;
     const size_t bufsize = sizeof qs->iobuf;
     while (c->phase == 0) {
         size_t rd = 0;
-        int r = SSL_read_ex(c->ssl, buf, bufsize, &rd);
+        int r = SSL_read_ex(q->ssl, buf, bufsize, &rd);
         bool fin = false;
         if (r == 1) {
             pqs_stream_req_feed(&c->rq, buf, rd);
         } else {
-            int e = SSL_get_error(c->ssl, r);
+            int e = SSL_get_error(q->ssl, r);
             ERR_clear_error();
             if (e != SSL_ERROR_ZERO_RETURN || c->rq.request_bytes == 0)
                 return; /* nothing (yet); a closed connection is noticed by the caller */
             fin = true;
         }
-        if (pqs_stream_req_complete(&c->rq, fin)) {
-            c->request_done_ns = pqs_mono_ns();
-            c->response_want = pqs_stream_req_response(&c->rq, qs->response_bytes);
-            c->phase = 1;
-        }
+        pqs_quic_sconn_request_fed(c, fin, qs->response_bytes);
     }
     if (c->phase == 1) {
         memset(buf, 'x', bufsize);
         while (c->response_bytes < c->response_want) {
             uint64_t left = c->response_want - c->response_bytes;
             size_t wr = 0;
-            if (SSL_write_ex(c->ssl, buf, left < bufsize ? (size_t)left : bufsize, &wr) != 1) {
+            if (SSL_write_ex(q->ssl, buf, left < bufsize ? (size_t)left : bufsize, &wr) != 1) {
                 ERR_clear_error();
                 return; /* flow control / congestion: again on the next round */
             }
             c->response_bytes += wr;
         }
-        if (SSL_stream_conclude(c->ssl, 0) != 1) {
+        if (SSL_stream_conclude(q->ssl, 0) != 1) {
             ERR_clear_error();
             return;
         }
@@ -214,56 +153,49 @@ static void conn_request(pqs_quic_server *qs, qconn *c)
     }
 }
 
-static void conn_progress(pqs_quic_server *qs, qconn *c, int64_t now)
+static void conn_progress(pqs_quic_server *qs, qconn *q, int64_t now)
 {
+    pqs_quic_sconn *c = &q->rec;
+    const pqs_tlsobs *tls = q->obs ? &q->obs->tls : NULL;
     if (!c->hs_ok && c->err == PQS_ERR_NONE) {
         errno = 0;
-        int r = SSL_do_handshake(c->ssl);
+        int r = SSL_do_handshake(q->ssl);
         if (r == 1) {
-            c->hs_ok = true;
             /* the message callback saw the client's Finished when the engine processed it */
-            c->hs_done_ns = c->obs && c->obs->tls.peer_finished_ns ? c->obs->tls.peer_finished_ns : now;
+            pqs_quic_sconn_handshake_done(c, tls ? tls->peer_finished_ns : 0, now);
         } else {
             int saved = errno;
-            int e = SSL_get_error(c->ssl, r);
+            int e = SSL_get_error(q->ssl, r);
             if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) {
-                c->err = pqs_quic_classify(c->ssl, e, saved, c->obs ? &c->obs->tls : NULL, c->msg, sizeof c->msg);
+                c->err = pqs_quic_classify(q->ssl, e, saved, tls, c->msg, sizeof c->msg);
                 c->stage = "handshake";
                 c->done = true;
             }
         }
     }
     if (c->hs_ok && !c->done && c->phase < 2)
-        conn_request(qs, c);
+        conn_request(qs, q);
     SSL_CONN_CLOSE_INFO ci;
-    if (!c->done && SSL_get_conn_close_info(c->ssl, &ci, sizeof ci) == 1) {
+    if (!c->done && SSL_get_conn_close_info(q->ssl, &ci, sizeof ci) == 1) {
         c->done = true;
         if (!c->hs_ok && c->err == PQS_ERR_NONE) {
-            c->err = pqs_quic_classify(c->ssl, SSL_ERROR_SSL, 0, c->obs ? &c->obs->tls : NULL, c->msg, sizeof c->msg);
+            c->err = pqs_quic_classify(q->ssl, SSL_ERROR_SSL, 0, tls, c->msg, sizeof c->msg);
             c->stage = "handshake";
         }
     }
-    if (!c->done && now >= c->deadline_ns) {
-        c->done = true;
-        if (!c->hs_ok) {
-            c->err = PQS_ERR_TIMEOUT;
-            c->stage = "handshake";
-            snprintf(c->msg, sizeof c->msg, "idle timeout during the handshake");
-        }
-    }
+    pqs_quic_sconn_idle(c, now);
     if (c->done) {
-        log_conn(qs, c);
-        SSL_shutdown_ex(c->ssl, SSL_SHUTDOWN_FLAG_RAPID, NULL, 0);
-        SSL_free(c->ssl);
-        c->ssl = NULL;
+        log_conn(qs, q);
+        SSL_shutdown_ex(q->ssl, SSL_SHUTDOWN_FLAG_RAPID, NULL, 0);
+        SSL_free(q->ssl);
+        q->ssl = NULL;
         ERR_clear_error();
     }
 }
 
 /* The "quic_stats" line: what became of the datagrams received so far (pqs_qrxstate in
- * quicobs.h). Written every STATS_EVERY_NS while they change (a server killed hard keeps all
- * but the last seconds) and once more, final, at stop: the same rule as turbo_stats. */
-#define STATS_EVERY_NS 5000000000LL
+ * quicobs.h). Written while they change (pqs_stats_due) and once more, final, at stop: the
+ * same rule as turbo_stats. */
 static void write_stats(pqs_quic_server *qs, bool final)
 {
     pqs_qrx_settle(&qs->rx);
@@ -275,9 +207,8 @@ static void conn_accepted(pqs_quic_server *qs, qconn *q, SSL *c, uint64_t id)
     qs->accepted++;
     memset(q, 0, sizeof *q);
     q->ssl = c;
-    q->id = id;
-    q->accepted_ns = pqs_mono_ns();
-    q->deadline_ns = q->accepted_ns + qs->idle_timeout_ns;
+    q->rec.id = id;
+    pqs_quic_sconn_accepted(&q->rec, qs->idle_timeout_ns);
     q->obs = SSL_get_ex_data(c, pqs_quicobs_ex_idx());
     SSL_set_blocking_mode(c, 0);
     /* a response larger than one write goes out in pieces between ticks */
@@ -311,7 +242,7 @@ static void half_open_recount(pqs_quic_server *qs, SSL *l, const qconn *conns, s
 {
     size_t h = SSL_get_accept_connection_queue_len(l);
     for (size_t k = 0; k < n; k++)
-        h += !conns[k].hs_ok;
+        h += !conns[k].rec.hs_ok;
     qs->rx.half_open = h;
 }
 
@@ -319,12 +250,7 @@ static void half_open_recount(pqs_quic_server *qs, SSL *l, const qconn *conns, s
  * not accepted yet included (they too are in new_connections). */
 static void stop_conn(pqs_quic_server *qs, qconn *q)
 {
-    q->done = true;
-    if (!q->hs_ok && q->err == PQS_ERR_NONE) {
-        q->err = PQS_ERR_TIMEOUT;
-        q->stage = "handshake";
-        snprintf(q->msg, sizeof q->msg, "server stopped during the handshake");
-    }
+    pqs_quic_sconn_stopping(&q->rec);
     conn_progress(qs, q, pqs_mono_ns());
 }
 
@@ -376,26 +302,13 @@ int pqs_quic_server_run(pqs_quic_server *qs, char *why, size_t whylen)
     }
     size_t n = 0;
     uint64_t seq = 0;
-    struct timespec zero = {0, 0};
-    int64_t last_stats = pqs_mono_ns();
-    uint64_t stats_seen = 0;
-    for (;;) {
-        int sig = sigtimedwait(qs->sigs, NULL, &zero);
-        if (sig > 0) {
-            qs->signal = sig;
-            break;
-        }
+    pqs_stats_clock stats;
+    pqs_stats_clock_start(&stats);
+    while (!pqs_quic_srv_signalled(qs->sigs, &qs->out)) {
         SSL_handle_events(l);
         int64_t now = pqs_mono_ns();
-        if (now - last_stats >= STATS_EVERY_NS) {
-            /* every outcome follows a received datagram: their count and the kernel's drops
-             * (-1 when unknown: a constant offset) say whether anything changed */
-            uint64_t seen = qs->rx.cnt.datagrams + (uint64_t)pqs_socket_drops(qs->fd);
-            if (seen != stats_seen)
-                write_stats(qs, false);
-            stats_seen = seen;
-            last_stats = now;
-        }
+        if (pqs_stats_due(&stats, now, qs->rx.cnt.datagrams, qs->fd))
+            write_stats(qs, false);
         while (n < MAX_CONNS) {
             SSL *c = SSL_accept_connection(l, SSL_ACCEPT_CONNECTION_NO_BLOCK);
             if (c == NULL)

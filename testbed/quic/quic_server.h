@@ -13,6 +13,7 @@
 #include "common.h"
 #include "cpushare.h"
 #include "quicobs.h"
+#include "quicsrv.h"
 
 typedef struct pqs_quic_server {
     /* in */
@@ -27,8 +28,7 @@ typedef struct pqs_quic_server {
     const sigset_t *sigs;      /* blocked; the loop returns when one is pending */
     uint64_t response_bytes;   /* answer to a request without a header (--response-bytes) */
     /* out */
-    int signal;
-    uint64_t conns, ok, failed;
+    pqs_quic_srv_out out;
     /* state */
     pqs_qwire wire;
     pqs_qrxstate rx;            /* what became of each received datagram: the "quic_stats" line */

@@ -403,13 +403,11 @@ void pqs_quic_attempt_json(pqs_json *j, const pqs_quic_attempt_obs *o)
     pqs_json_uint(j, "bytes_sent", o->bytes_sent);
     pqs_json_uint(j, "bytes_received", o->bytes_received);
     pqs_json_int(j, "pto_count", o->pto_count);
-#define INT_OR_NULL(k, v) do { if ((v) >= 0) pqs_json_int(j, k, (v)); else pqs_json_null(j, k); } while (0)
-    INT_OR_NULL("pto_unmatched_datagrams", o->pto_unmatched);
-    INT_OR_NULL("packets_lost", o->packets_lost);
-    INT_OR_NULL("smoothed_rtt_ns", o->smoothed_rtt_ns);
-    INT_OR_NULL("min_rtt_ns", o->min_rtt_ns);
-    INT_OR_NULL("cwnd", o->cwnd);
-#undef INT_OR_NULL
+    pqs_json_known(j, "pto_unmatched_datagrams", o->pto_unmatched);
+    pqs_json_known(j, "packets_lost", o->packets_lost);
+    pqs_json_known(j, "smoothed_rtt_ns", o->smoothed_rtt_ns);
+    pqs_json_known(j, "min_rtt_ns", o->min_rtt_ns);
+    pqs_json_known(j, "cwnd", o->cwnd);
     pqs_json_obj_end(j);
 }
 
@@ -470,8 +468,7 @@ static int server_serve(pqs_srv *s, char *why, size_t whylen)
     pqs_quic_server *qs = s->state;
     if (pqs_quic_server_run(qs, why, whylen) != 0)
         return -1;
-    s->signal = qs->signal;
-    s->conns = qs->conns, s->ok = qs->ok, s->failed = qs->failed;
+    pqs_quic_srv_report(s, &qs->out);
     shutdown(qs->fd, SHUT_RDWR);
     close(qs->fd);
     return 0;
