@@ -116,6 +116,17 @@ static void qwire_account(pqs_qwire *w, BIO_MSG *m, bool tx, int64_t now)
     }
 }
 
+/* The k-th of a batch of messages stride bytes apart (BIO_sendmmsg/BIO_recvmmsg's layout). */
+static BIO_MSG *msg_at(BIO_MSG *msg, size_t stride, size_t k) { return (BIO_MSG *)((char *)msg + k * stride); }
+
+/* The first n messages of a batch went out (tx) or came in, now. */
+static void account_batch(pqs_qwire *w, BIO_MSG *msg, size_t stride, size_t n, bool tx)
+{
+    int64_t now = pqs_mono_ns();
+    for (size_t k = 0; k < n; k++)
+        qwire_account(w, msg_at(msg, stride, k), tx, now);
+}
+
 static int qwire_sendmmsg(BIO *b, BIO_MSG *msg, size_t stride, size_t num, uint64_t flags, size_t *done)
 {
     BIO *next = BIO_next(b);
@@ -123,14 +134,11 @@ static int qwire_sendmmsg(BIO *b, BIO_MSG *msg, size_t stride, size_t num, uint6
     BIO_clear_retry_flags(b);
     if (w->rx != NULL)
         for (size_t k = 0; k < num; k++)
-            pqs_qrx_tx(w->rx, (BIO_MSG *)((char *)msg + k * stride));
+            pqs_qrx_tx(w->rx, msg_at(msg, stride, k));
     int r = BIO_sendmmsg(next, msg, stride, num, flags, done);
     BIO_copy_next_retry(b);
-    if (r) {
-        int64_t now = pqs_mono_ns();
-        for (size_t k = 0; k < *done; k++)
-            qwire_account(BIO_get_data(b), (BIO_MSG *)((char *)msg + k * stride), true, now);
-    }
+    if (r)
+        account_batch(BIO_get_data(b), msg, stride, *done, true);
     return r;
 }
 
@@ -147,7 +155,7 @@ static int qwire_recvmmsg(BIO *b, BIO_MSG *msg, size_t stride, size_t num, uint6
         pqs_qrx_settle(w->rx);
         size_t n = 0;
         while (n < num) {
-            BIO_MSG *m = (BIO_MSG *)((char *)msg + n * stride);
+            BIO_MSG *m = msg_at(msg, stride, n);
             const size_t cap = m->data_len; /* in: the buffer's size; out: the datagram's */
             size_t got = 0;
             if (n > 0)
@@ -179,11 +187,8 @@ static int qwire_recvmmsg(BIO *b, BIO_MSG *msg, size_t stride, size_t num, uint6
     }
     int r = BIO_recvmmsg(next, msg, stride, num, flags, done);
     BIO_copy_next_retry(b);
-    if (r) {
-        int64_t now = pqs_mono_ns();
-        for (size_t k = 0; k < *done; k++)
-            qwire_account(BIO_get_data(b), (BIO_MSG *)((char *)msg + k * stride), false, now);
-    }
+    if (r)
+        account_batch(BIO_get_data(b), msg, stride, *done, false);
     return r;
 }
 
