@@ -19,6 +19,17 @@ static void timing_json(pqs_json *j, const timing *t)
     pqs_json_int(j, "iters_per_sample", t->iters);
 }
 
+/* Up to two measurement-specific members (k1, k2: NULL for none), then the line goes out. */
+static void extras_end(pqs_json *j, pqs_sink *out, const char *k1, int64_t v1, const char *k2, int64_t v2)
+{
+    if (k1)
+        pqs_json_int(j, k1, v1);
+    if (k2)
+        pqs_json_int(j, k2, v2);
+    pqs_json_end(j);
+    pqs_sink_write(out, j);
+}
+
 void speed_emit(pqs_sink *out, const char *kind, const char *name, const char *op, long size,
                 const timing *t, const char *k1, int64_t v1, const char *k2, int64_t v2)
 {
@@ -41,12 +52,7 @@ void speed_emit(pqs_sink *out, const char *kind, const char *name, const char *o
         pqs_json_str(&j, "message", buf);
         ERR_clear_error();
     }
-    if (k1)
-        pqs_json_int(&j, k1, v1);
-    if (k2)
-        pqs_json_int(&j, k2, v2);
-    pqs_json_end(&j);
-    pqs_sink_write(out, &j);
+    extras_end(&j, out, k1, v1, k2, v2);
 }
 
 void speed_emit_stack(pqs_sink *out, const char *stack, const char *kind, const char *name, const char *op,
@@ -62,12 +68,7 @@ void speed_emit_stack(pqs_sink *out, const char *stack, const char *kind, const 
         timing_json(&j, t);
     else
         pqs_json_str(&j, "message", message && message[0] ? message : "operation failed");
-    if (k1)
-        pqs_json_int(&j, k1, v1);
-    if (k2)
-        pqs_json_int(&j, k2, v2);
-    pqs_json_end(&j);
-    pqs_sink_write(out, &j);
+    extras_end(&j, out, k1, v1, k2, v2);
 }
 
 void speed_emit_direct(pqs_sink *out, const pqs_oqs_group *row, const char *op, const timing *t, int64_t via,
