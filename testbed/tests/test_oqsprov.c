@@ -325,6 +325,19 @@ static void pump(BIO *from, BIO *to, int mutate, int client_flight, int *mutated
 }
 
 /* Returns 1 if the handshake completed; counts alerts. */
+/* One handshake call of one side unless it is through or failed; anything but a wait for the
+ * peer's bytes fails it. */
+static void step(SSL *ssl, int *done, int *fail)
+{
+    if (*done || *fail)
+        return;
+    int r = SSL_do_handshake(ssl);
+    if (r == 1)
+        *done = 1;
+    else if (SSL_get_error(ssl, r) != SSL_ERROR_WANT_READ)
+        *fail = 1;
+}
+
 static int handshake(SSL_CTX *sctx, SSL_CTX *cctx, const char *group, int mutate, int in_client_hello,
                      int *mutated, int *alerts)
 {
@@ -343,21 +356,9 @@ static int handshake(SSL_CTX *sctx, SSL_CTX *cctx, const char *group, int mutate
     int cdone = 0, sdone = 0, cfail = 0, sfail = 0;
     *mutated = 0;
     for (int round = 0; round < 20 && !(cdone && sdone) && !(cfail || sfail); round++) {
-        if (!cdone && !cfail) {
-            int r = SSL_do_handshake(c);
-            if (r == 1)
-                cdone = 1;
-            else if (SSL_get_error(c, r) != SSL_ERROR_WANT_READ)
-                cfail = 1;
-        }
+        step(c, &cdone, &cfail);
         pump(c_out, s_in, in_client_hello ? mutate : MUT_NONE, 1, mutated);
-        if (!sdone && !sfail) {
-            int r = SSL_do_handshake(s);
-            if (r == 1)
-                sdone = 1;
-            else if (SSL_get_error(s, r) != SSL_ERROR_WANT_READ)
-                sfail = 1;
-        }
+        step(s, &sdone, &sfail);
         pump(s_out, c_in, in_client_hello ? MUT_NONE : mutate, 0, mutated);
     }
     /* let the side that did not fail read the other's alert */
