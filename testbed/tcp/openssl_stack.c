@@ -40,6 +40,9 @@ static pqs_tls_io client_io(ossl_client *o, int ret)
     return PQS_TLS_FAILED;
 }
 
+/* The result of an OpenSSL call that completes with 1. */
+static pqs_tls_io client_call(ossl_client *o, int ret) { return ret == 1 ? PQS_TLS_DONE : client_io(o, ret); }
+
 static void client_fail(void *st, pqs_attempt *a, const char *stage)
 {
     ossl_client *o = st;
@@ -93,29 +96,25 @@ static bool client_conn_new(pqs_client *c, void *st, pqs_attempt *a, int fd, boo
 static pqs_tls_io client_handshake(void *st)
 {
     ossl_client *o = st;
-    int r = SSL_connect(o->ssl);
-    return r == 1 ? PQS_TLS_DONE : client_io(o, r);
+    return client_call(o, SSL_connect(o->ssl));
 }
 
 static pqs_tls_io client_write(void *st, const unsigned char *buf, size_t len, size_t *done)
 {
     ossl_client *o = st;
-    int r = SSL_write_ex(o->ssl, buf, len, done);
-    return r == 1 ? PQS_TLS_DONE : client_io(o, r);
+    return client_call(o, SSL_write_ex(o->ssl, buf, len, done));
 }
 
 static pqs_tls_io client_read(void *st, unsigned char *buf, size_t len, size_t *got)
 {
     ossl_client *o = st;
-    int r = SSL_read_ex(o->ssl, buf, len, got);
-    return r == 1 ? PQS_TLS_DONE : client_io(o, r);
+    return client_call(o, SSL_read_ex(o->ssl, buf, len, got));
 }
 
 static pqs_tls_io client_write_early(void *st, const unsigned char *buf, size_t len, size_t *done)
 {
     ossl_client *o = st;
-    int r = SSL_write_early_data(o->ssl, buf, len, done);
-    return r == 1 ? PQS_TLS_DONE : client_io(o, r);
+    return client_call(o, SSL_write_early_data(o->ssl, buf, len, done));
 }
 
 static bool client_early_accepted(const void *st)
@@ -218,6 +217,9 @@ static pqs_tls_io server_failed(ossl_conn *x, int ret)
     return PQS_TLS_FAILED;
 }
 
+/* The result of an OpenSSL call that completes with 1. */
+static pqs_tls_io server_call(ossl_conn *x, int ret) { return ret == 1 ? PQS_TLS_DONE : server_failed(x, ret); }
+
 static bool server_conn_new(pqs_tcp_server *ts, void *srv, void *conn, int fd, pqs_tcp_conn *c)
 {
     (void)srv;
@@ -241,22 +243,20 @@ static bool server_conn_new(pqs_tcp_server *ts, void *srv, void *conn, int fd, p
 static pqs_tls_io server_handshake(void *conn)
 {
     ossl_conn *x = conn;
-    int r = SSL_accept(x->ssl);
-    return r == 1 ? PQS_TLS_DONE : server_failed(x, r);
+    return server_call(x, SSL_accept(x->ssl));
 }
 
 static pqs_tls_io server_read(void *conn, unsigned char *buf, size_t len, size_t *got)
 {
     ossl_conn *x = conn;
-    int r = SSL_read_ex(x->ssl, buf, len, got);
-    return r == 1 ? PQS_TLS_DONE : server_failed(x, r);
+    return server_call(x, SSL_read_ex(x->ssl, buf, len, got));
 }
 
 static pqs_tls_io server_write(void *conn, const unsigned char *buf, size_t len, size_t *done)
 {
     ossl_conn *x = conn;
     int r = SSL_write_ex(x->ssl, buf, len, done);
-    return r == 1 ? PQS_TLS_DONE : server_failed(x, r == 0 ? -1 : r);
+    return server_call(x, r == 0 ? -1 : r);
 }
 
 static pqs_tls_io server_read_early(void *conn, unsigned char *buf, size_t len, size_t *got)
