@@ -84,14 +84,39 @@ static void put_secret(const pqs_oqs_key *k, unsigned char *out, const unsigned 
     }
 }
 
-static int kem_encapsulate(void *vc, unsigned char *out, size_t *outlen, unsigned char *secret, size_t *secretlen)
+/* The context's key, if it was initialised for op (else NULL, with an error raised). */
+static pqs_oqs_key *op_key(void *vc, int op)
 {
     kem_ctx *c = vc;
-    if (c == NULL || c->key == NULL || c->op != EVP_PKEY_OP_ENCAPSULATE) {
+    if (c == NULL || c->key == NULL || c->op != op) {
         ERR_raise(ERR_LIB_PROV, PROV_R_NO_KEY_SET);
-        return 0;
+        return NULL;
     }
-    pqs_oqs_key *k = c->key;
+    return c->key;
+}
+
+/* Where the ciphertext's PQ and classical parts start, in the row's order (as put_secret). */
+static void ct_parts(const pqs_oqs_key *k, size_t *pq_off, size_t *cl_off)
+{
+    *pq_off = k->g->pq_first ? 0 : k->sz->cl_pub;
+    *cl_off = k->g->pq_first ? k->sz->pq_ct : 0;
+}
+
+/* Both operations end here: the classical key (ephemeral or the peer's) freed, the secrets'
+ * stack buffers (MAX_SS bytes each) cleansed. Returns ok. */
+static int kem_end(int ok, EVP_PKEY *cl_key, unsigned char *pq_ss, unsigned char *cl_ss)
+{
+    EVP_PKEY_free(cl_key);
+    OPENSSL_cleanse(pq_ss, MAX_SS);
+    OPENSSL_cleanse(cl_ss, MAX_SS);
+    return ok;
+}
+
+static int kem_encapsulate(void *vc, unsigned char *out, size_t *outlen, unsigned char *secret, size_t *secretlen)
+{
+    pqs_oqs_key *k = op_key(vc, EVP_PKEY_OP_ENCAPSULATE);
+    if (k == NULL)
+        return 0;
     const pqs_oqs_sizes *sz = k->sz;
     if (out == NULL) { /* size query */
         if (outlen == NULL && secretlen == NULL)
@@ -109,9 +134,9 @@ static int kem_encapsulate(void *vc, unsigned char *out, size_t *outlen, unsigne
     unsigned char pq_ss[MAX_SS], cl_ss[MAX_SS];
     int ok = 0;
     EVP_PKEY *eph = NULL;
-    size_t cl = sz->cl_pub;
-    unsigned char *pq_ct = k->g->pq_first ? out : out + cl;
-    unsigned char *cl_ct = k->g->pq_first ? out + sz->pq_ct : out;
+    size_t cl = sz->cl_pub, pq_off, cl_off;
+    ct_parts(k, &pq_off, &cl_off);
+    unsigned char *pq_ct = out + pq_off, *cl_ct = out + cl_off;
     if (OQS_KEM_encaps(k->kem, pq_ct, pq_ss, k->pq_pub) != OQS_SUCCESS) {
         ERR_raise_data(ERR_LIB_PROV, PROV_R_INVALID_KEY, "liboqs %s encaps", k->g->oqs_alg);
         goto done;
@@ -127,20 +152,14 @@ static int kem_encapsulate(void *vc, unsigned char *out, size_t *outlen, unsigne
     *secretlen = sz->ss;
     ok = 1;
 done:
-    EVP_PKEY_free(eph);
-    OPENSSL_cleanse(pq_ss, sizeof pq_ss);
-    OPENSSL_cleanse(cl_ss, sizeof cl_ss);
-    return ok;
+    return kem_end(ok, eph, pq_ss, cl_ss);
 }
 
 static int kem_decapsulate(void *vc, unsigned char *out, size_t *outlen, const unsigned char *in, size_t inlen)
 {
-    kem_ctx *c = vc;
-    if (c == NULL || c->key == NULL || c->op != EVP_PKEY_OP_DECAPSULATE) {
-        ERR_raise(ERR_LIB_PROV, PROV_R_NO_KEY_SET);
+    pqs_oqs_key *k = op_key(vc, EVP_PKEY_OP_DECAPSULATE);
+    if (k == NULL)
         return 0;
-    }
-    pqs_oqs_key *k = c->key;
     const pqs_oqs_sizes *sz = k->sz;
     if (in == NULL || inlen != sz->ct) {
         ERR_raise_data(ERR_LIB_PROV, PROV_R_INVALID_INPUT_LENGTH, "%s ciphertext: %zu bytes, expected %zu",
@@ -160,9 +179,9 @@ static int kem_decapsulate(void *vc, unsigned char *out, size_t *outlen, const u
     unsigned char pq_ss[MAX_SS], cl_ss[MAX_SS];
     int ok = 0;
     EVP_PKEY *peer = NULL;
-    size_t cl = sz->cl_pub;
-    const unsigned char *pq_ct = k->g->pq_first ? in : in + cl;
-    const unsigned char *cl_ct = k->g->pq_first ? in + sz->pq_ct : in;
+    size_t cl = sz->cl_pub, pq_off, cl_off;
+    ct_parts(k, &pq_off, &cl_off);
+    const unsigned char *pq_ct = in + pq_off, *cl_ct = in + cl_off;
     if (cl) {
         if ((peer = pqs_cl_decode_pub(k->prov->libctx, k->g->cl, cl_ct, cl)) == NULL
             || !pqs_cl_derive(k->prov->libctx, k->cl, peer, k->g->cl, cl_ss))
@@ -178,10 +197,7 @@ static int kem_decapsulate(void *vc, unsigned char *out, size_t *outlen, const u
     *outlen = sz->ss;
     ok = 1;
 done:
-    EVP_PKEY_free(peer);
-    OPENSSL_cleanse(pq_ss, sizeof pq_ss);
-    OPENSSL_cleanse(cl_ss, sizeof cl_ss);
-    return ok;
+    return kem_end(ok, peer, pq_ss, cl_ss);
 }
 
 static int kem_set_ctx_params(void *vc, const OSSL_PARAM params[])
