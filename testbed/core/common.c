@@ -206,6 +206,14 @@ void pqs_json_known(pqs_json *j, const char *key, int64_t v)
         pqs_json_null(j, key);
 }
 
+void pqs_json_traffic(pqs_json *j, uint64_t dgrams_tx, uint64_t dgrams_rx, uint64_t bytes_tx, uint64_t bytes_rx)
+{
+    pqs_json_uint(j, "datagrams_sent", dgrams_tx);
+    pqs_json_uint(j, "datagrams_received", dgrams_rx);
+    pqs_json_uint(j, "bytes_sent", bytes_tx);
+    pqs_json_uint(j, "bytes_received", bytes_rx);
+}
+
 void pqs_json_failure(pqs_json *j, pqs_err err, const char *msg, int err_errno, const char *stage)
 {
     if (err == PQS_ERR_NONE)

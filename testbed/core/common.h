@@ -85,6 +85,9 @@ void pqs_json_rel(pqs_json *j, const char *key, int64_t t, int64_t t0);
 void pqs_json_mono(pqs_json *j, const char *key, int64_t t);
 /* A count or measure, null when v is negative (its source cannot tell). */
 void pqs_json_known(pqs_json *j, const char *key, int64_t v);
+/* The counts of a UDP exchange, as the quic and turbo members name them: datagrams_sent,
+ * datagrams_received, bytes_sent, bytes_received. */
+void pqs_json_traffic(pqs_json *j, uint64_t dgrams_tx, uint64_t dgrams_rx, uint64_t bytes_tx, uint64_t bytes_rx);
 /* A failure's members: error, message, errno, stage; none when err is PQS_ERR_NONE. */
 void pqs_json_failure(pqs_json *j, pqs_err err, const char *msg, int err_errno, const char *stage);
 void pqs_json_end(pqs_json *j); /* closes the object and appends '\n' */

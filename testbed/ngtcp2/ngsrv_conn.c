@@ -393,10 +393,7 @@ static void log_conn(sconn *c)
     ngtcp2_conn_get_conn_info2(c->conn, &ci);
     pqs_json_obj_begin(&j, "quic");
     pqs_json_bool(&j, "retry_sent", st->retry);
-    pqs_json_uint(&j, "datagrams_sent", st->dgrams_tx);
-    pqs_json_uint(&j, "datagrams_received", st->dgrams_rx);
-    pqs_json_uint(&j, "bytes_sent", st->bytes_tx);
-    pqs_json_uint(&j, "bytes_received", st->bytes_rx);
+    pqs_json_traffic(&j, st->dgrams_tx, st->dgrams_rx, st->bytes_tx, st->bytes_rx);
     pqs_json_int(&j, "pto_count", c->pto_count);
     pqs_json_null(&j, "pto_unmatched_datagrams"); /* ngtcp2's PTOs come from its timer */
     int al = pqs_qstats_amplification_limited(st);

@@ -270,10 +270,7 @@ void pqs_quic_json(pqs_json *j, const pqs_qstats *s, int pto_count, int unmatche
         return;
     }
     pqs_json_bool(j, server ? "retry_sent" : "retry", s->retry);
-    pqs_json_uint(j, "datagrams_sent", s->dgrams_tx);
-    pqs_json_uint(j, "datagrams_received", s->dgrams_rx);
-    pqs_json_uint(j, "bytes_sent", s->bytes_tx);
-    pqs_json_uint(j, "bytes_received", s->bytes_rx);
+    pqs_json_traffic(j, s->dgrams_tx, s->dgrams_rx, s->bytes_tx, s->bytes_rx);
     pqs_json_int(j, "pto_count", pto_count);
     pqs_json_int(j, "pto_unmatched_datagrams", unmatched);
     if (server) {

@@ -398,10 +398,7 @@ void pqs_quic_attempt_json(pqs_json *j, const pqs_quic_attempt_obs *o)
 {
     pqs_json_obj_begin(j, "quic");
     pqs_json_bool(j, "retry", o->retry);
-    pqs_json_uint(j, "datagrams_sent", o->datagrams_sent);
-    pqs_json_uint(j, "datagrams_received", o->datagrams_received);
-    pqs_json_uint(j, "bytes_sent", o->bytes_sent);
-    pqs_json_uint(j, "bytes_received", o->bytes_received);
+    pqs_json_traffic(j, o->datagrams_sent, o->datagrams_received, o->bytes_sent, o->bytes_received);
     pqs_json_int(j, "pto_count", o->pto_count);
     pqs_json_known(j, "pto_unmatched_datagrams", o->pto_unmatched);
     pqs_json_known(j, "packets_lost", o->packets_lost);

@@ -350,10 +350,7 @@ done:
 void pqs_turbo_client_json(pqs_json *j, const pqs_turbo_rec *r, int64_t t0)
 {
     pqs_json_obj_begin(j, "turbo");
-    pqs_json_uint(j, "datagrams_sent", r->dgrams_tx);
-    pqs_json_uint(j, "datagrams_received", r->dgrams_rx);
-    pqs_json_uint(j, "bytes_sent", r->bytes_tx);
-    pqs_json_uint(j, "bytes_received", r->bytes_rx);
+    pqs_json_traffic(j, r->dgrams_tx, r->dgrams_rx, r->bytes_tx, r->bytes_rx);
     pqs_json_int(j, "requests", r->requests);
     pqs_json_int(j, "ch_datagrams", r->ch_datagrams);
     pqs_json_int(j, "flight_datagrams", r->flight_datagrams);
