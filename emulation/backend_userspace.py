@@ -10,7 +10,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from pqshake.emulation import netns
 from pqshake.emulation.profiles import Link, Profile
@@ -27,6 +27,11 @@ def spec(link: Link) -> str:
     trace replaces rate_bps (the Link's rate is then the trace's mean, for the records), a delay
     series replaces delay_ns (the Link's delay is its mean); files go by absolute path."""
     kv: list[tuple[str, str]] = []
+
+    def unless_default(key: str, value: Any, show: Callable[[Any], str] = _prob) -> None:
+        if value:  # 0 is the emulator's default: the key is left out
+            kv.append((key, show(value)))
+
     if link.delay_series is not None:
         kv.append(("delay_series", link.delay_series.path))
     elif link.delay_ns:
@@ -38,23 +43,18 @@ def spec(link: Link) -> str:
         kv += [("ge_p", _prob(p)), ("ge_r", _prob(r)), ("ge_1h", _prob(h)), ("ge_1k", _prob(k))]
     elif link.loss:
         kv.append(("loss", _prob(link.loss)))
-        if link.loss_corr:
-            kv.append(("loss_corr", _prob(link.loss_corr)))
-        if link.loss_burst_max:
-            kv.append(("loss_burst_max", str(link.loss_burst_max)))
+        unless_default("loss_corr", link.loss_corr)
+        unless_default("loss_burst_max", link.loss_burst_max, str)
     if link.trace is not None:
         kv.append(("trace", link.trace.path))
         if link.trace_rule != "packet":
             kv.append(("trace_rule", link.trace_rule))
     elif link.rate_bps:
         kv.append(("rate_bps", str(link.rate_bps)))
-        if link.overhead:
-            kv.append(("overhead", str(link.overhead)))
+        unless_default("overhead", link.overhead, str)
     kv.append(("limit", str(link.limit)))
-    if link.dup:
-        kv.append(("dup", _prob(link.dup)))
-    if link.corrupt:
-        kv.append(("corrupt", _prob(link.corrupt)))
+    unless_default("dup", link.dup)
+    unless_default("corrupt", link.corrupt)
     if link.reorder:
         kv.append(("reorder", _prob(link.reorder)))
         if link.gap > 1:

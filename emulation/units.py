@@ -33,6 +33,18 @@ def _not_finite(value: object, example: str) -> None:
         raise ValueError(f"{value!r} is not a finite number (write a finite number with a unit, e.g. {example})")
 
 
+def _not_text(value: object, what: str, example: str, zero: float, units: str) -> float:
+    """A value YAML gave as no string: a bare 0 is `zero`, the one number that needs no unit;
+    another number is refused, its unit would be a guess (units: what to write, {v} the number),
+    and so is anything else (a bool, a list)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{value!r} is not {what} (write e.g. {example})")
+    _not_finite(value, example)
+    if value == 0:
+        return zero
+    raise ValueError(f"{value!r} has no unit (write {units.format(v=value)})")
+
+
 def _decimal(text: str) -> Decimal:
     try:
         return Decimal(text)
@@ -40,18 +52,24 @@ def _decimal(text: str) -> Decimal:
         raise ValueError(f"{text!r} is not a number") from None
 
 
+def _whole(value: object, num: Decimal, scale: int, most: int, most_text: str, least_text: str) -> Decimal:
+    """num of a unit worth `scale` base units (ns, bit/s) as a whole number of base units, refused
+    above `most` or where it is a fraction of one (both messages name the value as written)."""
+    if num > Decimal(most) / scale:
+        raise ValueError(f"{value!r} is more than {most_text}")
+    if num and num.adjusted() < -30:  # the product below would underflow to a silent 0
+        raise ValueError(f"{value!r} is finer than {least_text} (round it)")
+    whole = num * scale
+    if whole != whole.to_integral_value():
+        raise ValueError(f"{value!r} is finer than {least_text} (round it)")
+    return whole
+
+
 def parse_duration(value: object, *, what: str = "a duration") -> int:
     """'20ms' -> 20_000_000 (ns). Units: ns, us, ms, s. Plain 0 is allowed; other bare numbers
     are refused because the unit would be a guess."""
-    if isinstance(value, bool):
-        raise ValueError(f"{value!r} is not {what} (write e.g. 20ms)")
-    if isinstance(value, (int, float)):
-        _not_finite(value, "20ms")
-        if value == 0:
-            return 0
-        raise ValueError(f"{value!r} has no unit (write {value}ms, {value}us or {value}s)")
     if not isinstance(value, str):
-        raise ValueError(f"{value!r} is not {what} (write e.g. 20ms)")
+        return _not_text(value, what, "20ms", 0, "{v}ms, {v}us or {v}s")
     m = _TIME_RE.match(value)
     if not m and _TIME_RE.match(value.strip()[1:]) and value.strip().startswith("-"):
         raise ValueError(f"{value!r} is negative (a duration is >= 0)")
@@ -71,13 +89,7 @@ def parse_duration(value: object, *, what: str = "a duration") -> int:
         unit = "us"
     if unit not in _TIME_UNITS:
         raise ValueError(f"{value!r}: unknown time unit {m.group('unit')!r} (use ns, us, ms or s)")
-    if num > Decimal(MAX_DURATION_NS) / _TIME_UNITS[unit]:
-        raise ValueError(f"{value!r} is more than a day (at most 86400s)")
-    if num and num.adjusted() < -30:  # the product below would underflow to a silent 0
-        raise ValueError(f"{value!r} is finer than 1 ns (round it)")
-    ns = num * _TIME_UNITS[unit]
-    if ns != ns.to_integral_value():
-        raise ValueError(f"{value!r} is finer than 1 ns (round it)")
+    ns = _whole(value, num, _TIME_UNITS[unit], MAX_DURATION_NS, "a day (at most 86400s)", "1 ns")
     if ns < 0:
         raise ValueError(f"{value!r} is negative (a duration is >= 0)")
     return int(ns)
@@ -86,13 +98,8 @@ def parse_duration(value: object, *, what: str = "a duration") -> int:
 def parse_rate(value: object) -> int:
     """'10Mbit' -> 10_000_000 (bit/s). Units bit, kbit, Mbit, Gbit, Tbit (SI, as tc).
     tc's bps/kbps/mbps mean BYTES per second; they are refused to avoid an 8x mistake."""
-    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        raise ValueError(f"{value!r} is not a rate (write e.g. 10Mbit)")
-    if isinstance(value, (int, float)):
-        _not_finite(value, "10Mbit")
-        if value == 0:
-            return 0
-        raise ValueError(f"{value!r} has no unit (write {value}Mbit, {value}kbit or {value}bit)")
+    if not isinstance(value, str):
+        return _not_text(value, "a rate", "10Mbit", 0, "{v}Mbit, {v}kbit or {v}bit")
     m = _RATE_RE.match(value)
     if not m and _RATE_RE.match(value.strip()[1:]) and value.strip().startswith("-"):
         raise ValueError(f"{value!r} is negative (a rate is > 0; write unlimited for no limit)")
@@ -114,26 +121,14 @@ def parse_rate(value: object) -> int:
         )
     if unit not in _RATE_UNITS:
         raise ValueError(f"{value!r}: unknown rate unit {raw_unit!r} (use bit, kbit, Mbit, Gbit)")
-    if num > Decimal(MAX_RATE_BPS) / _RATE_UNITS[unit]:
-        raise ValueError(f"{value!r} is more than 10Tbit (the most a rate may be)")
-    if num and num.adjusted() < -30:  # the product below would underflow to a silent 0
-        raise ValueError(f"{value!r} is finer than 1 bit/s (round it)")
-    bps = num * _RATE_UNITS[unit]
-    if bps != bps.to_integral_value():
-        raise ValueError(f"{value!r} is finer than 1 bit/s (round it)")
-    return int(bps)
+    return int(_whole(value, num, _RATE_UNITS[unit], MAX_RATE_BPS, "10Tbit (the most a rate may be)", "1 bit/s"))
 
 
 def parse_percent(value: object, *, allow_above_100: bool = False) -> float:
     """'0.5%' -> 0.005. A bare 0 is allowed; other bare numbers are refused ('0.5' could be
     0.5 % or 50 %)."""
-    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        raise ValueError(f"{value!r} is not a percentage (write e.g. 0.5%)")
-    if isinstance(value, (int, float)):
-        _not_finite(value, "0.5%")
-        if value == 0:
-            return 0.0
-        raise ValueError(f"{value!r} has no unit (write {value}% — a bare number could mean a fraction or a percent)")
+    if not isinstance(value, str):
+        return _not_text(value, "a percentage", "0.5%", 0.0, "{v}% — a bare number could mean a fraction or a percent")
     text = value.strip()
     if not text.endswith("%"):
         if text and re.fullmatch(_NUM, text) and Decimal(text) == 0:
