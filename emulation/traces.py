@@ -20,6 +20,7 @@ import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -182,17 +183,29 @@ def _key(path: Path) -> tuple:
     return (str(path), st.st_mtime_ns, st.st_size, st.st_ino)
 
 
-def load_trace(path: Path, shown: str | None = None) -> tuple[np.ndarray, TraceInfo]:
-    """The opportunities (ms) and a summary; cached per file version."""
+def _cached(kind: str, path: Path, shown: str | None, summarise: Callable[[Path, bytes, str], tuple]) -> tuple:
+    """summarise(path, the file's bytes, its name in messages), once per version of the file (its
+    path, mtime, size and inode) and kind: the same file read as a trace and as a series is two."""
     path = Path(path).resolve() if Path(path).exists() else Path(path)
     shown = shown or str(path)
     try:
-        key = ("trace", *_key(path))
+        key = (kind, *_key(path))
     except OSError:
         key = None
     if key and key in _cache:
         return _cache[key]
-    data = _read(path, shown)
+    out = summarise(path, _read(path, shown), shown)
+    if key:
+        _cache[key] = out
+    return out
+
+
+def load_trace(path: Path, shown: str | None = None) -> tuple[np.ndarray, TraceInfo]:
+    """The opportunities (ms) and a summary; cached per file version."""
+    return _cached("trace", path, shown, _summarise_trace)
+
+
+def _summarise_trace(path: Path, data: bytes, shown: str) -> tuple[np.ndarray, TraceInfo]:
     ms = parse_trace(data, shown)
     period = int(ms[-1])
     mean = len(ms) * OPP_BYTES * 8 * 1000 / period
@@ -202,32 +215,22 @@ def load_trace(path: Path, shown: str | None = None) -> tuple[np.ndarray, TraceI
     peak = float(counts.max()) * OPP_BYTES * 8 * 1000 / span
     info = TraceInfo(str(path), len(ms), period, float(mean), max(peak, float(mean)),
                      hashlib.sha256(data).hexdigest())
-    out = (ms, info)
-    if key:
-        _cache[key] = out
-    return out
+    return ms, info
 
 
 def load_series(path: Path, shown: str | None = None) -> tuple[tuple[np.ndarray, np.ndarray], SeriesInfo]:
-    path = Path(path).resolve() if Path(path).exists() else Path(path)
-    shown = shown or str(path)
-    try:
-        key = ("series", *_key(path))
-    except OSError:
-        key = None
-    if key and key in _cache:
-        return _cache[key]
-    data = _read(path, shown)
+    """The delay series (times in ms, delays in ns) and a summary; cached per file version."""
+    return _cached("series", path, shown, _summarise_series)
+
+
+def _summarise_series(path: Path, data: bytes, shown: str) -> tuple[tuple[np.ndarray, np.ndarray], SeriesInfo]:
     t, d = parse_series(data, shown)
     # time-weighted mean of the piecewise-linear series over one period
     dt = np.diff(t).astype(float)
     mean = float(((d[:-1] + d[1:]) / 2.0 * dt).sum() / dt.sum())
     info = SeriesInfo(str(path), len(t), int(t[-1]), int(round(mean)), int(d.min()), int(d.max()),
                       hashlib.sha256(data).hexdigest())
-    out = ((t, d), info)
-    if key:
-        _cache[key] = out
-    return out
+    return (t, d), info
 
 
 def series_at(t_ms: np.ndarray, d_ns: np.ndarray, rel_ns: np.ndarray) -> np.ndarray:
