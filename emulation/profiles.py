@@ -61,14 +61,20 @@ SCHEMA_PATH = LIBRARY_DIR / "schema.json"
 
 # ------------------------------------------------------------------ types --
 
-_DUR_SCHEMA = {
-    "anyOf": [
-        {"type": "string", "pattern": r"^\s*([0-9]+(\.[0-9]*)?|\.[0-9]+)\s*(ns|us|ms|s)\s*$"},
-        {"const": 0},
-    ],
-    "description": "duration with a unit: 250us, 20ms, 1.5s",
-    "examples": ["20ms"],
-}
+def _unit_schema(unit: str, description: str, example: str, sign: str = "") -> dict:
+    """JSON schema of a number with a unit, or a bare 0 (the one number the parsers take without
+    one: units.py); sign: a pattern before the number."""
+    return {
+        "anyOf": [
+            {"type": "string", "pattern": rf"^\s*{sign}([0-9]+(\.[0-9]*)?|\.[0-9]+)\s*{unit}\s*$"},
+            {"const": 0},
+        ],
+        "description": description,
+        "examples": [example],
+    }
+
+
+_DUR_SCHEMA = _unit_schema("(ns|us|ms|s)", "duration with a unit: 250us, 20ms, 1.5s", "20ms")
 _RATE_SCHEMA = {
     "anyOf": [
         {"type": "string", "pattern": r"(?i)^\s*([0-9]+(\.[0-9]*)?|\.[0-9]+)\s*(bit|kbit|mbit|gbit|tbit)\s*$"},
@@ -77,14 +83,7 @@ _RATE_SCHEMA = {
     "description": "bits per second (SI, like tc): 100kbit, 10Mbit, 1Gbit; unlimited (or none) = no limit",
     "examples": ["10Mbit"],
 }
-_PCT_SCHEMA = {
-    "anyOf": [
-        {"type": "string", "pattern": r"^\s*([0-9]+(\.[0-9]*)?|\.[0-9]+)\s*%\s*$"},
-        {"const": 0},
-    ],
-    "description": "percentage 0%..100%",
-    "examples": ["0.5%"],
-}
+_PCT_SCHEMA = _unit_schema("%", "percentage 0%..100%", "0.5%")
 
 
 def _dur(v: Any) -> int:
@@ -112,14 +111,8 @@ def _signed_dur(v: Any) -> int:
     return units.parse_duration(v)
 
 
-_SIGNED_DUR_SCHEMA = {
-    "anyOf": [
-        {"type": "string", "pattern": r"^\s*-?\s*([0-9]+(\.[0-9]*)?|\.[0-9]+)\s*(ns|us|ms|s)\s*$"},
-        {"const": 0},
-    ],
-    "description": "duration with a unit, may be negative: 30ms, -10ms",
-    "examples": ["30ms"],
-}
+_SIGNED_DUR_SCHEMA = _unit_schema("(ns|us|ms|s)", "duration with a unit, may be negative: 30ms, -10ms", "30ms",
+                                  sign=r"-?\s*")
 
 Duration = Annotated[int, BeforeValidator(_dur), WithJsonSchema(_DUR_SCHEMA)]
 SignedDuration = Annotated[int, BeforeValidator(_signed_dur), WithJsonSchema(_SIGNED_DUR_SCHEMA)]
