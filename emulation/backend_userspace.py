@@ -175,13 +175,7 @@ class Emulator:
     def stop(self, timeout: float = 5.0) -> dict[str, Any]:
         if self.proc is None:
             return self.final_stats or {}
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        netns.stop(self.proc, timeout)  # SIGTERM: the emulator writes its final stats
         self.final_stats = self._read()
         self.proc = None
         return self.final_stats

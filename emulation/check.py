@@ -42,7 +42,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from pqshake.emulation import units
+from pqshake.emulation import netns, units
 from pqshake.emulation.profiles import DIST_CLIP, Link, Profile
 from pqshake.errors import UserError
 from pqshake.paths import binary
@@ -138,12 +138,7 @@ def probe_server(topo, port: int | None = None) -> Iterator[str]:
             raise UserError(f"pqs-probe --serve {addr} did not start: {proc.stderr.read().strip()[:200]}", exit_code=1)
         yield addr
     finally:
-        proc.terminate()
-        try:
-            proc.wait(3)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        netns.stop(proc, 3)
 
 
 def probe_timeout_ms(p: Any) -> int:

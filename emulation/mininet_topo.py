@@ -195,7 +195,7 @@ class MininetTopology(RunLifecycle, LinkDefaults):
                 except Exception:  # noqa: BLE001
                     pass
                 for p in self.bulk:
-                    _stop(p)
+                    netns.stop(p, 3)
                 for e in self.emulators:
                     try:
                         e.stop()
@@ -490,16 +490,6 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
     except Exception:  # noqa: BLE001
         pass
-
-
-def _stop(p: subprocess.Popen) -> None:
-    if p.poll() is None:
-        p.terminate()
-        try:
-            p.wait(3)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
 
 
 def _netdev_names(pid: int) -> set[str]:

@@ -54,6 +54,18 @@ def run(argv: list[str], check: bool = True, timeout: float = 60, input: str | N
     return cp
 
 
+def stop(proc: subprocess.Popen, grace: float) -> None:
+    """SIGTERM to a process this one started, SIGKILL when it has not exited after grace seconds
+    (SIGTERM lets pqs-linkemu and pqs-probe write what they hold); reaped either way."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 def require_root() -> None:
     if os.geteuid() != 0:
         raise UserError("network namespaces need root (run with sudo); 'pqshake run', 'resume' and 'net check' "
