@@ -33,6 +33,8 @@ QuicEngine = Literal[tuple(T.QUIC_ENGINES)]  # type: ignore[valid-type]
 TlsStack = Literal[tuple(T.TLS_STACKS)]  # type: ignore[valid-type]
 TRANSPORTS: tuple[str, ...] = T.NAMES
 SEED_MAX = 2**63 - 1  # the order seed, in the file or as --seed
+# What a bare `on` (YAML 1.1: true) means where a field has a word for it (Experiment._on_off).
+_ON_WORDS = {"cpu_placement": "auto", "quic_retry": "on", "early_response": "on"}
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 # capture_max_bytes: the pcapng cap (pqs-capture --max-bytes); the least holds the file's
 # headers and a few frames
@@ -494,22 +496,16 @@ class Experiment(BaseModel):
     def _listify(cls, v: Any) -> Any:
         return _as_list(v) if not isinstance(v, dict) else [v]
 
-    @field_validator("cpu_placement", mode="before")
+    @field_validator("cpu_placement", "cert_compression", "quic_retry", "early_response", mode="before")
     @classmethod
-    def _placement_off(cls, v: Any) -> Any:
-        # YAML 1.1 reads a bare off as false (and on as true)
-        return {False: "off", True: "auto"}.get(v, v) if isinstance(v, bool) else v
-
-    @field_validator("cert_compression", mode="before")
-    @classmethod
-    def _off(cls, v: Any) -> Any:
-        return "off" if v is False else v  # YAML 1.1 reads a bare off as false
-
-    @field_validator("quic_retry", "early_response", mode="before")
-    @classmethod
-    def _on_off(cls, v: Any) -> Any:
-        # YAML 1.1 reads a bare on/off (and true/false, yes/no) as a boolean.
-        return {True: "on", False: "off"}.get(v, v) if isinstance(v, bool) else v
+    def _on_off(cls, v: Any, info: ValidationInfo) -> Any:
+        # YAML 1.1 reads a bare on/off (and true/false, yes/no) as a boolean: the field's words for
+        # them; a true without one (cert_compression) is left for the field's own refusal
+        if v is False:
+            return "off"
+        if v is True:
+            return _ON_WORDS.get(info.field_name, v)
+        return v
 
     @field_validator("turbo_requests", mode="before")
     @classmethod
