@@ -401,17 +401,27 @@ def load_one(path: Path | str) -> tuple[dict, pd.DataFrame, pd.DataFrame | None,
     return meta, samples, server, cells, chain_depth, n_w, notes, timeout_ns, settings, axis_values
 
 
-def check_merge(metas: list[dict], paths: list[Path], allow: Iterable[str] = ()) -> None:
-    allow = set(allow)
-    for f in MERGE_FIELDS:
+def first_difference(metas: list[dict], paths: list[Path], fields: Iterable[str],
+                     allow: Iterable[str]) -> tuple[str, Any, Any, Path] | None:
+    """The first of `fields` (those in `allow` passed over) where a run's meta.json differs from
+    the first run's: (field, the first run's value, this run's, this run's path); None if none does."""
+    for f in fields:
         if f in allow:
             continue
         v0 = get(metas[0], f)
         for m, p in zip(metas[1:], paths[1:]):
             v = get(m, f)
             if v != v0:
-                raise UserError(f"cannot merge {paths[0]} and {p}: meta.json field '{f}' differs ({v0!r} vs {v!r}); "
-                                f"analyse them separately, or pass --allow-differ {f} if it does not matter")
+                return f, v0, v, p
+    return None
+
+
+def check_merge(metas: list[dict], paths: list[Path], allow: Iterable[str] = ()) -> None:
+    allow = set(allow)
+    if d := first_difference(metas, paths, MERGE_FIELDS, allow):
+        f, v0, v, p = d
+        raise UserError(f"cannot merge {paths[0]} and {p}: meta.json field '{f}' differs ({v0!r} vs {v!r}); "
+                        f"analyse them separately, or pass --allow-differ {f} if it does not matter")
     if WAKEUP_FIELD not in allow:
         w0 = cpuwake.of_run(metas[0])
         for m, p in zip(metas[1:], paths[1:]):

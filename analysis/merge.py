@@ -23,7 +23,7 @@ from pqshake import safe_write as sw
 from pqshake.errors import UserError
 
 from . import columns as C
-from .load import get, read_meta
+from .load import first_difference, get, read_meta
 
 # Must agree between shards (besides every `stack.*version*` field the shards record).
 SHARD_FIELDS = ("format_version", "git.commit", "experiment.sha256", "backend", "shard.count", "shard.cells_digest")
@@ -69,15 +69,11 @@ def check_shards(metas: list[dict], paths: list[Path], allow: Iterable[str] = ()
                  allow_mixed_stacks: bool = False) -> list[str]:
     """Refuse shards that cannot be merged; return notes (missing shards, partial runs)."""
     allow = set(allow)
-    for f in SHARD_FIELDS:
-        if f in allow:
-            continue
-        v0 = get(metas[0], f)
-        for m, p in zip(metas[1:], paths[1:]):
-            if get(m, f) != v0:
-                raise UserError(f"cannot merge {paths[0]} and {p}: meta.json field '{f}' differs ({v0!r} vs {get(m, f)!r}); "
-                                f"these are not shards of one experiment: analyse them separately, "
-                                f"or pass --allow-differ {f} if it does not matter")
+    if d := first_difference(metas, paths, SHARD_FIELDS, allow):
+        f, v0, v, p = d
+        raise UserError(f"cannot merge {paths[0]} and {p}: meta.json field '{f}' differs ({v0!r} vs {v!r}); "
+                        f"these are not shards of one experiment: analyse them separately, "
+                        f"or pass --allow-differ {f} if it does not matter")
     if not allow_mixed_stacks:
         check_stacks(metas, paths, allow)
     notes: list[str] = []
