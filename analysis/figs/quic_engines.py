@@ -50,36 +50,19 @@ def fig_quic_engines(ctx: Ctx) -> list[FigOut]:
     x = np.arange(len(algos))
     ticks = V.ticks(ctx, algos)
     rmax = V.ratio_top(tq)
-    at = V.at
+    small = max(4.5, plt.rcParams["font.size"] - 2.5)
 
     for j, p in enumerate(profiles):
         d = t[t["profile"] == p]
         ax = axes[0, j]
-        for k, tr in enumerate(engines):
-            V.bars(ax, x, [at(d, tr, g, sg, "p50_ms") for g, sg in algos],
-                   [at(d, tr, g, sg, "p50_ci_lo_ms") for g, sg in algos],
-                   [at(d, tr, g, sg, "p50_ci_hi_ms") for g, sg in algos], k, len(engines), T.get(tr).colour, _label(tr))
-        bound = np.array([V.lowest([at(d, tr, g, sg, "bound_ms") for tr in engines]) for g, sg in algos])
-        ax.scatter(x, bound, marker="_", s=120, color="black", zorder=5, label="QUIC model bound")
-        ax.set_title(f"{p}", fontsize=plt.rcParams["font.size"])
-        # each profile its own scale (RTTs differ by orders); the ratios below share theirs
-        top = np.nanmax(np.concatenate([[at(d, tr, g, sg, "p50_ci_hi_ms") for g, sg in algos for tr in engines],
-                                        bound, [1e-3]]))
-        ax.set_ylim(0, top * 1.12)
+        V.medians(ax, d, engines, algos, x, _label, "QUIC model bound", p)
         ax.set_xticks(x)
-        ax.set_xticklabels(ticks, fontsize=max(4.5, plt.rcParams["font.size"] - 2.5), rotation=90)
+        ax.set_xticklabels(ticks, fontsize=small, rotation=90)
         if j == 0:
             ax.set_ylabel(f"{MODE_LABELS.get(mode, mode)} median (ms)")
         if with_tcp:
             ax2 = axes[1, j]
-            for k, tr in enumerate(engines):  # the summary's ratio of medians, with its CI
-                V.bars(ax2, x, [at(d, tr, g, sg, "vs_tcp") for g, sg in algos],
-                       [at(d, tr, g, sg, "vs_tcp_ci_lo") for g, sg in algos],
-                       [at(d, tr, g, sg, "vs_tcp_ci_hi") for g, sg in algos], k, len(engines), T.get(tr).colour, "_")
-            ax2.axhline(1.0, color="black", linewidth=0.6, linestyle=":")
-            ax2.set_xticks(x)
-            ax2.set_xticklabels(ticks, fontsize=max(4.5, plt.rcParams["font.size"] - 2.5), rotation=90)
-            V.ratio_scale(ax2, rmax)
+            V.ratios(ax2, d, engines, algos, x, ticks, rmax, small)
             if j == 0:
                 ax2.set_ylabel("median / TCP's")
     if with_tcp:

@@ -95,26 +95,13 @@ def fig_tls_stacks(ctx: Ctx) -> list[FigOut]:
     x = np.arange(len(algos))
     ticks = V.ticks(ctx, algos)
     rmax = V.ratio_top(ts)
-    at = V.at
 
     small = max(4.5, plt.rcParams["font.size"] - 2.5)
     for j, p in enumerate(profiles):
         d = t[t["profile"] == p]
         r0, col = (j // ncol) * per, j % ncol
         ax = axes[r0, col]
-        for k, tr in enumerate(stacks):
-            V.bars(ax, x, [at(d, tr, g, sg, "p50_ms") for g, sg in algos],
-                   [at(d, tr, g, sg, "p50_ci_lo_ms") for g, sg in algos],
-                   [at(d, tr, g, sg, "p50_ci_hi_ms") for g, sg in algos], k, len(stacks), T.get(tr).colour, _label(tr),
-                   hatch=T.get(tr).bar_hatch)
-        # the same TCP model for every stack: the lowest any stack's row has (they agree)
-        bound = np.array([V.lowest([at(d, tr, g, sg, "bound_ms") for tr in stacks]) for g, sg in algos])
-        ax.scatter(x, bound, marker="_", s=120, color="black", zorder=5, label="TCP model bound")
-        ax.set_title(p, fontsize=plt.rcParams["font.size"])
-        # each profile its own scale (RTTs differ by an order); the ratios below share theirs
-        top = np.nanmax(np.concatenate([[at(d, tr, g, sg, "p50_ci_hi_ms") for g, sg in algos for tr in stacks],
-                                        bound, [1e-3]]))
-        ax.set_ylim(0, top * 1.12)
+        V.medians(ax, d, stacks, algos, x, _label, "TCP model bound", p)  # the same TCP model for every stack
         ax.set_xticks(x)
         ax.set_xticklabels([] if with_ratio else ticks, fontsize=small, rotation=90)
         if col == 0:  # two lines: the medians' panel is short beside a block's tick labels
@@ -122,15 +109,7 @@ def fig_tls_stacks(ctx: Ctx) -> list[FigOut]:
         if with_ratio:
             ax2 = axes[r0 + 1, col]
             # OpenSSL over itself is 1, the dotted line: only the other stacks have bars here
-            for k, tr in enumerate(others):
-                V.bars(ax2, x, [at(d, tr, g, sg, "vs_tcp") for g, sg in algos],
-                       [at(d, tr, g, sg, "vs_tcp_ci_lo") for g, sg in algos],
-                       [at(d, tr, g, sg, "vs_tcp_ci_hi") for g, sg in algos], k, len(others), T.get(tr).colour, "_",
-                       width_of=len(stacks), hatch=T.get(tr).bar_hatch)
-            ax2.axhline(1.0, color="black", linewidth=0.6, linestyle=":")
-            ax2.set_xticks(x)
-            ax2.set_xticklabels(ticks, fontsize=small, rotation=90)
-            V.ratio_scale(ax2, rmax)
+            V.ratios(ax2, d, others, algos, x, ticks, rmax, small, width_of=len(stacks))
             if col == 0:  # two short lines: the ratio panel is half the height of the medians'
                 ax2.set_ylabel(f"median /\n{T.get(base).tls_stack_text}'s", fontsize=small)
     for j in range(len(profiles), prow * ncol):  # the last row's empty places
