@@ -126,6 +126,19 @@ class Ctx:
             raise Skip("no successful handshakes in any mode")
         return modes[0]
 
+    def over_attempts(self, ys: np.ndarray, g: str, sg: str, p: str, mode: str, transport: str | None = None) -> np.ndarray:
+        """A cell's ECDF heights (ys, over its successful handshakes) over every attempt instead: a
+        failure never finishes, so the curve stops at the share that did (1 - failure rate), as the
+        censored table reads. The cell: its summary row (the first, without a transport)."""
+        t = self.t
+        m = (t["group"] == g) & (t["sig"] == sg) & (t["profile"] == p) & (t["mode"] == mode)
+        if transport is not None:
+            m &= t["transport"] == transport
+        row = t[m]
+        if len(row) and row["n_attempts"].iloc[0] > 0:
+            return ys * row["n_ok"].iloc[0] / row["n_attempts"].iloc[0]
+        return ys
+
     def profile_list(self, t: pd.DataFrame, filtered: bool = True) -> list[str]:
         """Profiles of t in run order; with filtered, only those of --profile."""
         order = list(dict.fromkeys(self.a.run.profiles["profile"]))
@@ -153,6 +166,23 @@ AXES = {  # axis -> (summary column, label, scale factor for display, log axis)
     "rtt": ("rtt_cfg_ms", "Configured RTT (ms)", 1.0, False),
 }
 PROFILE_AXES = ["rtt_cfg_ms", "loss", "rate_bps", "mtu", "jitter_ms"]
+
+
+def _hide_spare(axes, used: int) -> None:
+    """A grid's places after its `used` panels hidden; with a shared x axis the panel above each
+    now ends its column, so it shows the x tick labels."""
+    nrow, ncol = axes.shape
+    for k in range(used, nrow * ncol):
+        axes[k // ncol, k % ncol].set_visible(False)
+        axes[k // ncol - 1, k % ncol].xaxis.set_tick_params(labelbottom=True)
+
+
+def _outer_labels(axes, xlabel: str, ylabel: str) -> None:
+    """A grid's axis labels once each: x under the bottom row, y beside the first column."""
+    for ax in axes[-1, :]:
+        ax.set_xlabel(xlabel)
+    for ax in axes[:, 0]:
+        ax.set_ylabel(ylabel)
 
 
 def _legend(fig, axes, ncol: int | None = None) -> None:

@@ -45,13 +45,8 @@ def fig_ecdf(ctx: Ctx) -> list[FigOut]:
                 if x.size == 0:
                     continue
                 xs, ys = S.ecdf(x)
-                if j == 0:
-                    # Client curves count every attempt: a failure never finishes, so the curve
-                    # stops at the share that did (1 - failure rate), as the censored table reads.
-                    row = ctx.t[(ctx.t["group"] == gr) & (ctx.t["sig"] == sg) & (ctx.t["profile"] == p)
-                                & (ctx.t["mode"] == mode)]
-                    if len(row) and row["n_attempts"].iloc[0] > 0:
-                        ys = ys * row["n_ok"].iloc[0] / row["n_attempts"].iloc[0]
+                if j == 0:  # client curves count every attempt
+                    ys = ctx.over_attempts(ys, gr, sg, p, mode)
                 # Markers at the quartiles carry what colour and line style cannot: the
                 # signature (filled/hollow) and the kind of key exchange (marker shape).
                 marks = sorted({int(np.searchsorted(ys, q)) for q in (0.25, 0.5, 0.75) if np.searchsorted(ys, q) < len(ys)})

@@ -18,7 +18,7 @@ from .. import style as ST
 from ..columns import TRANSPORT_ORDER
 from ..report import _profile_text, n_text
 from ..summary import MODE_LABELS, MODE_ORDER
-from .base import Ctx, FigOut, Kind, Skip, _legend
+from .base import Ctx, FigOut, Kind, Skip, _hide_spare, _legend, _outer_labels
 
 
 # One look per transport variant (colour-blind safe, and told apart by marker and dash alone),
@@ -96,13 +96,8 @@ def _onertt_rtt(ctx: Ctx) -> FigOut:
         if len(rtts) <= 6:
             ax.set_xticks(rtts)
             ax.set_xticklabels([f"{r:g}" for r in rtts])
-    for k in range(len(pairs), nrow * ncol):
-        axes[k // ncol, k % ncol].set_visible(False)
-        axes[k // ncol - 1, k % ncol].xaxis.set_tick_params(labelbottom=True)
-    for ax in axes[-1, :]:
-        ax.set_xlabel("Configured RTT (ms)")
-    for ax in axes[:, 0]:
-        ax.set_ylabel("Median handshake (ms)")
+    _hide_spare(axes, len(pairs))
+    _outer_labels(axes, "Configured RTT (ms)", "Median handshake (ms)")
     _legend(fig, axes)
     fig.tight_layout()
     profs = list(dict.fromkeys(t["profile"]))

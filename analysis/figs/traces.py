@@ -20,7 +20,7 @@ from .. import stats as S
 from .. import style as ST
 from ..report import n_text
 from ..summary import MODE_LABELS
-from .base import Ctx, FigOut, Kind, Skip, _legend, _slug
+from .base import Ctx, FigOut, Kind, Skip, _legend, _outer_labels, _slug
 
 SAME = ["rtt_ms", "loss", "rate_bps", "mtu", "jitter_ms"]  # run.profiles columns a comparison shares
 LOOKS = [("black", "-"), ("#b2182b", "--"), ("#2166ac", "-."), ("#1b7837", ":")]
@@ -120,10 +120,7 @@ def fig_trace_bursts(ctx: Ctx) -> list[FigOut]:
             ax.set_ylim(0, 1.01)
         for k in range(len(pairs), nrow * ncol):
             axes[k // ncol, k % ncol].set_visible(False)
-        for ax in axes[-1, :]:
-            ax.set_xlabel("Handshake time (ms)")
-        for ax in axes[:, 0]:
-            ax.set_ylabel("Fraction")
+        _outer_labels(axes, "Handshake time (ms)", "Fraction")
         _legend(fig, axes, ncol=len(members))
         fig.tight_layout()
         tp = ctx.t[ctx.t["profile"].isin(names) & (ctx.t["mode"] == mode)]

@@ -14,7 +14,7 @@ from .. import stats as S
 from .. import style as ST
 from ..report import _profile_text, n_text
 from ..summary import MODE_LABELS
-from .base import Ctx, FigOut, Kind, Skip, _legend, _plain_log_axis, _slug
+from .base import Ctx, FigOut, Kind, Skip, _hide_spare, _legend, _outer_labels, _plain_log_axis, _slug
 
 
 def _ecdf_kw(tr: str) -> dict:
@@ -71,23 +71,15 @@ def fig_transport(ctx: Ctx) -> list[FigOut]:
                 if x.size == 0:
                     continue
                 xs, ys = S.ecdf(x)
-                row = ctx.t[(ctx.t["group"] == g) & (ctx.t["sig"] == sg) & (ctx.t["profile"] == p)
-                            & (ctx.t["mode"] == mode) & (ctx.t["transport"] == tr)]
-                if len(row) and row["n_attempts"].iloc[0] > 0:  # failures never finish (as figure 5)
-                    ys = ys * row["n_ok"].iloc[0] / row["n_attempts"].iloc[0]
+                ys = ctx.over_attempts(ys, g, sg, p, mode, tr)  # every attempt, as figure 5
                 ax.plot(xs, ys, drawstyle="steps-post", label=_short(tr), **_ecdf_kw(tr))
             ax.set_title(ctx.pal.label(g, sg).replace(" / ", "\n"), color=ctx.pal.look(g, sg).colour,
                          fontsize=max(5, plt.rcParams["font.size"] - 1.5))
             if logx:
                 _plain_log_axis(ax.xaxis, ax.set_xscale)
             ax.set_ylim(0, 1.01)
-        for k in range(len(pairs), nrow * ncol):
-            axes[k // ncol, k % ncol].set_visible(False)
-            axes[k // ncol - 1, k % ncol].xaxis.set_tick_params(labelbottom=True)  # the panel above ends the column
-        for ax in axes[-1, :]:
-            ax.set_xlabel("Handshake time (ms)")
-        for ax in axes[:, 0]:
-            ax.set_ylabel("Fraction")
+        _hide_spare(axes, len(pairs))
+        _outer_labels(axes, "Handshake time (ms)", "Fraction")
         _legend(fig, axes)
         fig.tight_layout()
         tp = ctx.t[(ctx.t["profile"] == p) & (ctx.t["mode"] == mode)]
