@@ -48,8 +48,8 @@ def bars(ax, x, values, lo, hi, k: int, n: int, colour, label: str, width_of: in
 
 def medians(ax, d, rows: list[str], algos, x, label, bound_label: str, title: str) -> None:
     """The upper panel of a profile (d: its summary rows): each row's median with its CI per
-    algorithm, as bars in the row's colour (and its bar_hatch), labelled label(row), and the model's bound, the same
-    for every row (the lowest any row has: they agree), as a black tick."""
+    algorithm, as bars in the row's colour (and its bar_hatch), labelled label(row), and the
+    model's bound, the same for every row (the lowest any row has: they agree), as a black tick."""
     for k, tr in enumerate(rows):
         bars(ax, x, [at(d, tr, g, sg, "p50_ms") for g, sg in algos],
              [at(d, tr, g, sg, "p50_ci_lo_ms") for g, sg in algos],
