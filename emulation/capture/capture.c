@@ -121,22 +121,6 @@ static void die(const char *fmt, ...)
 	va_end(ap);
 }
 
-/* ---------------------------------------------------------------- JSON out -- */
-
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if (*p < 0x20)
-			fprintf(f, "\\u%04x", *p);
-		else
-			fputc(*p, f);
-	}
-	fputc('"', f);
-}
-
 /* ----------------------------------------------------------------- options -- */
 
 static void parse_args(int argc, char **argv)
@@ -549,15 +533,15 @@ int main(int argc, char **argv)
 		open_iface(&cfg.ifs[k], prog.len ? &prog : NULL);
 
 	printf("{\"type\":\"ready\",\"pid\":%d,\"out\":", (int)getpid());
-	json_str(stdout, cfg.out);
+	pqs_json_quote(stdout, cfg.out);
 	printf(",\"ifaces\":[");
 	for (int k = 0; k < cfg.n_ifs; k++) {
 		printf("%s{\"name\":", k ? "," : "");
-		json_str(stdout, cfg.ifs[k].name);
+		pqs_json_quote(stdout, cfg.ifs[k].name);
 		printf(",\"ifindex\":%d,\"linktype\":%d}", cfg.ifs[k].ifindex, LINKTYPE_ETHERNET);
 	}
 	printf("],\"filter\":");
-	json_str(stdout, cfg.filter_text);
+	pqs_json_quote(stdout, cfg.filter_text);
 	printf(",\"direction\":\"%s\",\"snaplen\":%lld,\"max_bytes\":%lld,\"header_bytes\":%llu}\n", dir_names[cfg.dir],
 	       cfg.snaplen, cfg.max_bytes, written);
 	fflush(stdout);
@@ -607,7 +591,7 @@ int main(int argc, char **argv)
 	       (unsigned long long)kdrops, capped ? "cap" : "signal");
 	for (int k = 0; k < cfg.n_ifs; k++) {
 		printf("%s{\"name\":", k ? "," : "");
-		json_str(stdout, cfg.ifs[k].name);
+		pqs_json_quote(stdout, cfg.ifs[k].name);
 		printf(",\"frames\":%llu}", (unsigned long long)cfg.ifs[k].frames);
 	}
 	printf("]}\n");

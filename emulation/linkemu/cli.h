@@ -1,5 +1,6 @@
 /* cli.h - what pqs-linkemu and pqs-probe share on the command line: their messages on stderr
- * ("PROG: ..." then exit), integer option values, the clocks they read, and --version.
+ * ("PROG: ..." then exit), integer option values, the clocks they read, and --version; and the
+ * JSON string escaping of every stdio JSON writer (testbed/core/json_quote.h).
  *
  * pqshake's version number is defined once for every C program, in testbed/core/version.h. */
 #ifndef PQS_LINKEMU_CLI_H
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "../../testbed/core/json_quote.h"
 #include "../../testbed/core/version.h"
 
 /* ns of clock c */

@@ -264,21 +264,6 @@ static long long parse_num(const char *opt, const char *v, long long lo, long lo
 	return x;
 }
 
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
-}
-
 /* ------------------------------------------------------------ sockets -- */
 static int open_socket(struct ifc *ic)
 {
@@ -468,7 +453,7 @@ static void write_trace_json(FILE *f, const struct dir_state *d)
 		return;
 	}
 	fputs("{\"path\":", f);
-	json_str(f, sp->trace.path);
+	pqs_json_quote(f, sp->trace.path);
 	fprintf(f, ",\"rule\":\"%s\",\"lines\":%zu,\"period_ms\":%u,\"mean_bps\":%.0f,"
 		"\"opportunities_used\":%" PRIu64 ",\"delivery_error_ns\":",
 		sp->trace_rule == PQS_TRACE_BYTES ? "bytes" : "packet", sp->trace.n, sp->trace.period_ms,
@@ -1470,9 +1455,9 @@ int main(int argc, char **argv)
 	if (!mf)
 		die(1, "fmemopen: %s", strerror(errno));
 	fprintf(mf, "{\"type\":\"ready\",\"pid\":%d,\"a\":", (int)getpid());
-	json_str(mf, e->ifc[0].name);
+	pqs_json_quote(mf, e->ifc[0].name);
 	fprintf(mf, ",\"b\":");
-	json_str(mf, e->ifc[1].name);
+	pqs_json_quote(mf, e->ifc[1].name);
 	fprintf(mf,
 		",\"mtu_a\":%d,\"mtu_b\":%d,\"seed\":%" PRIu64 ",\"rt\":%s,\"rt_priority\":%d,"
 		"\"rt_error\":",
@@ -1481,7 +1466,7 @@ int main(int argc, char **argv)
 	if (e->rt_active)
 		fputs("null", mf);
 	else
-		json_str(mf, e->rt_error);
+		pqs_json_quote(mf, e->rt_error);
 	fprintf(mf,
 		",\"busy_wait_us\":%" PRId64 ",\"calibrate_ns\":%" PRId64
 		",\"late_threshold_ns\":%d,\"workers\":%d,\"up\":%s,\"down\":%s}\n",

@@ -6,23 +6,9 @@
 #include <string.h>
 
 #include "groups.h"
+#include "json_quote.h"
 #include "transport.h"
 #include "version.h"
-
-/* s as a JSON string, escaped. */
-static void quoted(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(f, "\\%c", *p);
-        else if (*p < 0x20)
-            fprintf(f, "\\u%04x", *p);
-        else
-            fputc(*p, f);
-    }
-    fputc('"', f);
-}
 
 static void sep(pqs_doc *d, const char *key)
 {
@@ -32,7 +18,7 @@ static void sep(pqs_doc *d, const char *key)
         d->first[d->depth] = false;
     }
     if (key != NULL) {
-        quoted(d->f, key);
+        pqs_json_quote(d->f, key);
         fputc(':', d->f);
     }
 }
@@ -61,7 +47,7 @@ void pqs_doc_str(pqs_doc *d, const char *key, const char *val)
     if (val == NULL)
         fputs("null", d->f);
     else
-        quoted(d->f, val);
+        pqs_json_quote(d->f, val);
 }
 
 void pqs_doc_bool(pqs_doc *d, const char *key, bool val)
