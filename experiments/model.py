@@ -742,7 +742,9 @@ def _field_model(key: str) -> type[BaseModel]:
     for name, dec in Experiment.__pydantic_decorators__.field_validators.items():
         if key in dec.info.fields:
             fn = dec.func.__func__
-            if len(inspect.signature(fn).parameters) > 2:  # (cls, value, info): it reads other fields
+            # (cls, value, info) reading info.data reads other fields; one that reads only
+            # info.field_name (_on_off) judges the value alone, as in this model
+            if len(inspect.signature(fn).parameters) > 2 and "info.data" in inspect.getsource(fn):
                 return Experiment
             validators[name] = field_validator(key, mode=dec.info.mode)(fn)
     return create_model(f"Experiment_{key}", __config__=Experiment.model_config, __validators__=validators,
