@@ -288,13 +288,14 @@ static void parse_args(int argc, char **argv, server_cfg *cfg)
     pqs_cli_check_server(cli, PROG, early_set, p->tcp_fastopen);
     if (cli->transport->tls13_only)
         cfg->tls12 = false;
-    if (cfg->bfe_key != NULL && cli->transport->early_data_why != NULL)
+    const char *no_early = pqs_transport_why_not(cli->transport, PQS_TRAIT_EARLY_DATA);
+    const char *no_ech = pqs_transport_why_not(cli->transport, PQS_TRAIT_ECH);
+    if (cfg->bfe_key != NULL && no_early != NULL)
         pqs_usage_error(PROG, "--bfe-key with --transport %s: %s (fs0rtt sends early data)", cli->transport->name,
-                        cli->transport->early_data_why);
-    if (cfg->ech_public != NULL && cli->transport->mode_why[PQS_MODE_ECH] != NULL)
-        pqs_usage_error(PROG, "--ech with --transport %s: %s", cli->transport->name,
-                        cli->transport->mode_why[PQS_MODE_ECH]);
-    if (cli->transport->early_data_why != NULL)
+                        no_early);
+    if (cfg->ech_public != NULL && no_ech != NULL)
+        pqs_usage_error(PROG, "--ech with --transport %s: %s", cli->transport->name, no_ech);
+    if (no_early != NULL)
         p->max_early_data = 0;
     if (cfg->bfe_key != NULL && p->max_early_data == 0)
         pqs_usage_error(PROG, "--bfe-key needs early data: drop --max-early-data 0");

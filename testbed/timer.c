@@ -24,7 +24,6 @@
 #include "certs.h"
 #include "cli.h"
 #include "common.h"
-#include "ech.h"
 #include "groups.h"
 #include "ossl.h"
 #include "provider_seam.h"
@@ -41,8 +40,7 @@ typedef struct timer_cfg {
     pqs_cli cli;             /* the shared rows: --groups, --transport and its options, ... */
     const char *connect_str;
     const char *groups;      /* as given */
-    char groups_eff[1024];   /* what the client configures (hrr: decoy key share) */
-    const char *hrr_decoy;
+    char groups_eff[1024];   /* what the client configures (the mode's: hrr's decoy key share first) */
     const char *ca;
     const char *client_cert; /* --client-cert DIR: client-chain.pem + client-key.pem (mutual TLS) */
     const char *sigalgs;
@@ -56,9 +54,7 @@ typedef struct timer_cfg {
     uint64_t early_bytes;
     const char *out;
     bool start_gate;         /* --start-gate: wait for stdin after the header line */
-    const char *bfe_public;  /* --bfe-public FILE (--mode fs0rtt) */
     const char *keylog;      /* --keylog FILE: the TLS secrets, NSS key log format */
-    char ech_config[4200];   /* --ech-config FILE (--mode ech; default: PQS_ECH_CONFIG_FILE beside --ca) */
 } timer_cfg;
 
 struct timer;
@@ -107,27 +103,13 @@ static void usage(FILE *f)
 "  --samples N            measured attempts (default 100; with --duration: an upper bound)\n"
 "  --duration DUR         run until DUR elapsed (e.g. 30s) instead of a fixed count\n"
 "  --warmup N             extra attempts first, flagged \"warmup\":true (default 0)\n"
-"  --mode MODE            full (default): fresh full handshake each attempt\n"
-"                         resume: PSK resumption with the newest ticket of the previous\n"
-"                           connection (a priming full handshake is logged as type \"prime\")\n"
-"                         0rtt: resumption sending --early-data bytes as early data\n"
-"                         hrr: key share only for a decoy group the server does not prefer,\n"
-"                           forcing a HelloRetryRequest to a --groups group\n"
-"                         tls12: TLS 1.2 ECDHE (the 2-RTT baseline)\n"
-"                         resume_psk: resume offering psk_ke (no key exchange, no forward\n"
-"                           secrecy; pqs-server --psk-ke on picks it); the ClientHello still\n"
-"                           carries a key share (OpenSSL always sends one)\n"
-"                         fs0rtt: forward-secure 0-RTT: a fresh Bloom Filter Encryption\n"
-"                           ciphertext under --bfe-public as an external PSK, --early-data\n"
-"                           bytes as early data (testbed/README.md, fs0rtt)\n"
-"                         ech: Encrypted Client Hello with the server's ECHConfigList (pqs-server\n"
-"                           --ech); an attempt whose ECH is not accepted fails (stage \"ech\")\n"
-"  --bfe-public FILE      fs0rtt mode: the server's BFE public key (pqs-bfe-keygen's public.bin;\n"
-"                         its key.json beside it)\n"
-"  --ech-config FILE      ech mode: the ECHConfigList (default: " PQS_ECH_CONFIG_FILE " in --ca's folder)\n"
-"  --hrr-decoy GROUP      hrr mode: the group given the key share (default: first of x25519,\n"
-"                         secp256r1, x448, secp384r1 not in --groups)\n"
-"  --early-data N         0rtt, fs0rtt modes: early data bytes (the request; default 64, min 24)\n"
+"  --mode MODE            the handshake of each attempt (default full):\n"
+);
+    for (size_t k = 0; k < pqs_mode_count; k++)
+        fputs(pqs_modes[k]->usage, f);
+    fprintf(f,
+"  --early-data N         a mode that sends early data: its bytes (the request; default 64,\n"
+"                         min 24)\n"
 "  --response-bytes N     ask the server for N bytes after the handshake (ttfb/ttlb)\n"
 "  --cert-comp LIST       RFC 8879 certificate compression, offered and accepted: zlib, brotli,\n"
 "                         zstd in preference order (','-separated), or off (default)\n"
@@ -182,36 +164,6 @@ static void keylog_flush(void)
 
 /* ---------------- one attempt ---------------- */
 
-/* The mode's own success conditions, after a completed exchange (every transport alike). */
-static void check_mode(const pqs_client_params *cfg, pqs_attempt *a)
-{
-    if (a->err == PQS_ERR_NONE && !a->prime) {
-        if (pqs_mode_resumes(cfg->mode)) {
-            if (!a->info.resumed)
-                pqs_attempt_fail(a, PQS_ERR_RESUME_FAILED, "mode", 0, a->session_offered
-                                 ? "server did not resume the offered session" : "no session ticket to offer");
-            else if (cfg->mode == PQS_MODE_0RTT && strcmp(a->info.early_data, "accepted") != 0)
-                pqs_attempt_fail(a, PQS_ERR_EARLY_DATA_REJECTED, "mode", 0, a->early_offered
-                                 ? "server rejected the early data" : "the session does not allow early data");
-            else if (cfg->mode == PQS_MODE_RESUME_PSK && cfg->instrument && a->info.psk_mode != NULL
-                     && strcmp(a->info.psk_mode, "psk_ke") != 0)
-                pqs_attempt_fail(a, PQS_ERR_RESUME_FAILED, "mode", 0,
-                                 "server resumed with %s, not psk_ke (pqs-server --psk-ke on)", a->info.psk_mode);
-        } else if (cfg->mode == PQS_MODE_FS0RTT) {
-            /* the server's conn line says why it refused (fs0rtt.outcome: replay, exhausted, ...) */
-            if (!a->info.resumed || strcmp(a->info.early_data, "accepted") != 0)
-                pqs_attempt_fail(a, PQS_ERR_EARLY_DATA_REJECTED, "mode", 0, a->fs0rtt.offered
-                                 ? "server refused the fs0rtt identity: full handshake, early data not delivered"
-                                 : "no fs0rtt identity was offered");
-        } else if (cfg->mode == PQS_MODE_HRR && cfg->instrument && !a->obs.hrr) {
-            pqs_attempt_fail(a, PQS_ERR_HRR_MISSING, "mode", 0, "no HelloRetryRequest (server picked %s)",
-                             a->info.group ? a->info.group : "?");
-        } else if (cfg->mode == PQS_MODE_TLS12 && strcmp(a->info.version, "TLSv1.2") != 0) {
-            pqs_attempt_fail(a, PQS_ERR_TLS_ERROR, "mode", 0, "negotiated %s", a->info.version);
-        }
-    }
-}
-
 /* Setup before the clock, t0, the measured handshake (the transport marks its end), then the
  * request, the mode's checks and the close. */
 static void run_attempt(tworker *w, pqs_attempt *a)
@@ -229,7 +181,8 @@ static void run_attempt(tworker *w, pqs_attempt *a)
     tr->client_handshake(c, a, deadline);
     if (a->hs_done) {
         tr->client_request(c, a, deadline);
-        check_mode(c->p, a);
+        if (a->err == PQS_ERR_NONE && !a->prime && c->p->mode->check != NULL)
+            c->p->mode->check(c->p, a); /* the mode's own success conditions */
     }
     tr->client_close(c, a);
     a->cpu_ns = pqs_clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
@@ -256,8 +209,6 @@ static void own_json(pqs_json *j, const void *arg)
 
 static void log_attempt(tworker *w, const pqs_attempt *a)
 {
-    /* --mode ech: accepted / rejected / ... as the library reported it (ech.h); null otherwise */
-    const char *ech_status = pqs_ech_take_status();
     const timer_cfg *cfg = &w->t->cfg;
     const pqs_client_params *p = &cfg->p;
     pqs_json j;
@@ -268,7 +219,7 @@ static void log_attempt(tworker *w, const pqs_attempt *a)
     if (a->warmup)
         pqs_json_bool(&j, "warmup", true); /* only on warmup attempts: the runner adds its own */
     pqs_json_bool(&j, "ok", a->ok);
-    pqs_json_str(&j, "mode", pqs_mode_names[p->mode]);
+    pqs_json_str(&j, "mode", p->mode->name);
     pqs_json_str(&j, "transport", cfg->cli.transport->name);
     pqs_json_int(&j, "start_mono_ns", a->t0);
     pqs_json_rel(&j, "tcp_connect_ns", a->t_conn, a->t0);
@@ -321,11 +272,7 @@ static void log_attempt(tworker *w, const pqs_attempt *a)
         pqs_tlsobs_msgs_json(&j, &a->obs);
     else
         pqs_json_null(&j, "msgs");
-    pqs_json_str(&j, "ech", ech_status);
-    if (p->mode == PQS_MODE_FS0RTT)
-        pqs_fs0rtt_attempt_json(&j, &a->fs0rtt);
-    else
-        pqs_json_null(&j, "fs0rtt");
+    pqs_mode_members_json(&j, p->mode, p->mode_opts, false, a); /* "fs0rtt", "ech" */
     own_member m = {.tr = cfg->cli.transport, .c = &w->c, .a = a};
     pqs_transport_members_json(&j, cfg->cli.transport, own_json, &m);
     pqs_json_end(&j);
@@ -355,7 +302,7 @@ static void *worker_main(void *arg)
     pqs_attempt a;
     if (tr->client_start != NULL)
         tr->client_start(&w->c);
-    if (pqs_mode_resumes(t->cfg.p.mode)) {
+    if (t->cfg.p.mode->resumes) {
         memset(&a, 0, sizeof a);
         a.prime = true;
         run_attempt(w, &a);
@@ -443,7 +390,7 @@ static void log_summary(timer *t, int64_t run_start, int64_t run_end)
     }
     pqs_json j;
     pqs_json_begin(&j, "summary");
-    pqs_json_str(&j, "mode", pqs_mode_names[t->cfg.p.mode]);
+    pqs_json_str(&j, "mode", t->cfg.p.mode->name);
     pqs_json_str(&j, "transport", t->cfg.cli.transport->name);
     pqs_json_uint(&j, "attempts", attempts);
     pqs_json_uint(&j, "ok", ok);
@@ -480,25 +427,24 @@ static void log_summary(timer *t, int64_t run_start, int64_t run_end)
 static void parse_args(int argc, char **argv, timer_cfg *cfg)
 {
     enum { OPT_CONNECT = 1, OPT_CA, OPT_NOVERIFY, OPT_SNI, OPT_SIGALGS, OPT_CIPHERS, OPT_SAMPLES, OPT_DURATION,
-           OPT_WARMUP, OPT_MODE, OPT_DECOY, OPT_EARLY, OPT_REQ, OPT_CONC, OPT_TIMEOUT, OPT_TICKETWAIT,
-           OPT_NOINSTR, OPT_OUT, OPT_CLIENTCERT, OPT_TFO, OPT_GATE, OPT_BFEPUB, OPT_KEYLOG, OPT_ECH, OPT_ACKED };
-    /* pqs-timer's own rows; the shared ones are pqs_cli_rows, the transports' their own. */
+           OPT_WARMUP, OPT_EARLY, OPT_REQ, OPT_CONC, OPT_TIMEOUT, OPT_TICKETWAIT,
+           OPT_NOINSTR, OPT_OUT, OPT_CLIENTCERT, OPT_TFO, OPT_GATE, OPT_KEYLOG, OPT_ACKED };
+    /* pqs-timer's own rows; the shared ones are pqs_cli_rows, the transports' and the modes' their
+     * own. */
     static const struct option rows[] = {
         {"connect", required_argument, 0, OPT_CONNECT}, {"client-cert", required_argument, 0, OPT_CLIENTCERT},
         {"ca", required_argument, 0, OPT_CA}, {"no-verify", no_argument, 0, OPT_NOVERIFY},
         {"servername", required_argument, 0, OPT_SNI}, {"sigalgs", required_argument, 0, OPT_SIGALGS},
         {"ciphersuites", required_argument, 0, OPT_CIPHERS},
         {"samples", required_argument, 0, OPT_SAMPLES}, {"duration", required_argument, 0, OPT_DURATION},
-        {"warmup", required_argument, 0, OPT_WARMUP}, {"mode", required_argument, 0, OPT_MODE},
-        {"hrr-decoy", required_argument, 0, OPT_DECOY}, {"early-data", required_argument, 0, OPT_EARLY},
+        {"warmup", required_argument, 0, OPT_WARMUP}, {"early-data", required_argument, 0, OPT_EARLY},
         {"request-bytes", required_argument, 0, OPT_REQ},
         {"concurrency", required_argument, 0, OPT_CONC}, {"timeout", required_argument, 0, OPT_TIMEOUT},
         {"ticket-wait", required_argument, 0, OPT_TICKETWAIT},
         {"no-instrument", no_argument, 0, OPT_NOINSTR}, {"out", required_argument, 0, OPT_OUT},
         {"tcp-fastopen", no_argument, 0, OPT_TFO}, {"start-gate", no_argument, 0, OPT_GATE},
         {"wait-acked", no_argument, 0, OPT_ACKED},
-        {"bfe-public", required_argument, 0, OPT_BFEPUB}, {"keylog", required_argument, 0, OPT_KEYLOG},
-        {"ech-config", required_argument, 0, OPT_ECH},
+        {"keylog", required_argument, 0, OPT_KEYLOG},
         {0, 0, 0, 0}};
     pqs_cli *cli = &cfg->cli;
     static pqs_optset os;
@@ -507,7 +453,6 @@ static void parse_args(int argc, char **argv, timer_cfg *cfg)
     uint64_t v;
     p->servername = "localhost";
     p->verify = true;
-    p->mode = PQS_MODE_FULL;
     p->timeout_ns = 10000000000LL;
     p->ticket_wait_ns = 2000000000LL;
     p->instrument = true;
@@ -537,19 +482,6 @@ static void parse_args(int argc, char **argv, timer_cfg *cfg)
             if (!pqs_parse_u64(optarg, 0, UINT64_C(1) << 32, &cfg->warmup))
                 pqs_usage_error(PROG, "bad --warmup '%s'", optarg);
             break;
-        case OPT_MODE: {
-            bool found = false;
-            for (int k = 0; k < PQS_MODE__COUNT; k++)
-                if (strcmp(optarg, pqs_mode_names[k]) == 0) {
-                    p->mode = (pqs_mode)k;
-                    found = true;
-                }
-            if (!found)
-                pqs_usage_error(PROG, "unknown --mode '%s'; available: full,resume,0rtt,hrr,tls12,resume_psk,fs0rtt,ech",
-                                optarg);
-            break;
-        }
-        case OPT_DECOY: cfg->hrr_decoy = optarg; break;
         case OPT_EARLY:
             if (!pqs_parse_u64(optarg, 24, 1 << 24, &cfg->early_bytes))
                 pqs_usage_error(PROG, "bad --early-data '%s': must be 24..16777216", optarg);
@@ -576,20 +508,19 @@ static void parse_args(int argc, char **argv, timer_cfg *cfg)
         case OPT_TFO: p->tfo = true; break;
         case OPT_ACKED: p->wait_acked = true; break;
         case OPT_GATE: cfg->start_gate = true; break;
-        case OPT_BFEPUB: cfg->bfe_public = optarg; break;
         case OPT_KEYLOG: cfg->keylog = optarg; break;
-        case OPT_ECH: snprintf(cfg->ech_config, sizeof cfg->ech_config, "%s", optarg); break;
         }
     }
     bool groups_set = cli->groups != NULL;
     cfg->groups = groups_set ? cli->groups : "X25519MLKEM768";
+    p->mode = cli->mode;
     p->response_bytes = cli->response_bytes;
-    p->request = pqs_mode_early(p->mode) || p->response_bytes > 0 || cfg->request_bytes > 0;
+    p->request = p->mode->early || p->response_bytes > 0 || cfg->request_bytes > 0;
     if (cli->list)
         return; /* --list-*: nothing else is needed */
-    pqs_cli_check_client(cli, PROG, p->mode, p->tfo);
-    if (p->mode == PQS_MODE_TLS12 && !groups_set)
-        cfg->groups = "x25519"; /* the default hybrid does not exist in TLS 1.2 */
+    pqs_cli_check_client(cli, PROG, p->tfo);
+    if (p->mode->default_groups != NULL && !groups_set)
+        cfg->groups = p->mode->default_groups; /* tls12: the default hybrid does not exist in TLS 1.2 */
     if (cfg->connect_str == NULL)
         pqs_usage_error(PROG, "--connect ADDR:PORT is required");
     const char *why = NULL;
@@ -599,25 +530,8 @@ static void parse_args(int argc, char **argv, timer_cfg *cfg)
         pqs_usage_error(PROG, "--ca FILE is required (or --no-verify)");
     if (cfg->ca != NULL && access(cfg->ca, R_OK) != 0)
         pqs_usage_error(PROG, "bad --ca '%s': %s", cfg->ca, strerror(errno));
-    if (p->mode == PQS_MODE_HRR && !p->instrument)
-        pqs_usage_error(PROG, "--mode hrr needs the message callback: drop --no-instrument");
-    if ((p->mode == PQS_MODE_FS0RTT) != (cfg->bfe_public != NULL))
-        pqs_usage_error(PROG, p->mode == PQS_MODE_FS0RTT
-                        ? "--mode fs0rtt needs --bfe-public FILE (the public.bin pqs-bfe-keygen wrote)"
-                        : "--bfe-public is for --mode fs0rtt");
-    if (p->mode != PQS_MODE_ECH && cfg->ech_config[0] != '\0')
-        pqs_usage_error(PROG, "--ech-config is for --mode ech");
-    if (p->mode == PQS_MODE_ECH && cfg->ech_config[0] == '\0') {
-        if (cfg->ca == NULL)
-            pqs_usage_error(PROG, "--mode ech needs --ech-config FILE (or --ca, beside which pqs-server writes it)");
-        const char *slash = strrchr(cfg->ca, '/');
-        int dirlen = slash != NULL ? (int)(slash - cfg->ca) : 1;
-        snprintf(cfg->ech_config, sizeof cfg->ech_config, "%.*s/%s", dirlen, slash != NULL ? cfg->ca : ".",
-                 PQS_ECH_CONFIG_FILE);
-    }
-    if (p->mode == PQS_MODE_FS0RTT && cfg->early_bytes > 16384)
-        pqs_usage_error(PROG, "bad --early-data %" PRIu64 " with --mode fs0rtt: at most 16384 (the early data an "
-                        "fs0rtt key allows)", cfg->early_bytes);
+    pqs_mode_env env = {.prog = PROG, .ca = cfg->ca, .instrument = p->instrument, .early_bytes = cfg->early_bytes};
+    pqs_cli_finish_mode(cli, &env, p); /* the mode's own checks, and what it loads (fs0rtt's key) */
 }
 
 /* ---------------- the TLS configuration ---------------- */
@@ -633,7 +547,7 @@ static SSL_CTX *make_ctx(timer_cfg *cfg, const pqs_transport *tr)
     char cwhy[256];
     if (pqs_ctx_cert_compression(ctx, cfg->cli.cert_comp, cwhy, sizeof cwhy) != 0)
         pqs_usage_error(PROG, "%s", cwhy);
-    if (cfg->p.mode == PQS_MODE_TLS12) {
+    if (cfg->p.mode->tls12) {
         SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
         SSL_CTX_set_max_proto_version(ctx, TLS1_2_VERSION);
     } else if (!tr->ossl->tls13) { /* e.g. QUIC contexts are TLS 1.3 by construction */
@@ -642,31 +556,11 @@ static SSL_CTX *make_ctx(timer_cfg *cfg, const pqs_transport *tr)
     }
     char why[4096];
     if (!pqs_groups_validate(ctx, cfg->groups, why, sizeof why))
-        pqs_usage_error(PROG, "bad --groups%s: %s", cfg->p.mode == PQS_MODE_TLS12 ? " (for TLS 1.2)" : "", why);
-    if (cfg->p.mode == PQS_MODE_HRR) {
-        if (cfg->hrr_decoy == NULL)
-            cfg->hrr_decoy = pqs_groups_pick_decoy(cfg->groups);
-        if (!pqs_groups_validate(ctx, cfg->hrr_decoy, why, sizeof why))
-            pqs_usage_error(PROG, "bad --hrr-decoy: %s", why);
-        pqs_groups_hrr_client(cfg->hrr_decoy, cfg->groups, cfg->groups_eff, sizeof cfg->groups_eff);
-    } else if (cfg->p.mode == PQS_MODE_TLS12) {
-        /* TLS 1.2 (RFC 8422): an ECDSA certificate is only usable if its curve is among the
-         * client's supported groups, so the NIST curves are offered after --groups. */
+        pqs_usage_error(PROG, "bad --groups%s: %s", cfg->p.mode->tls12 ? " (for TLS 1.2)" : "", why);
+    if (cfg->p.mode->ossl_groups != NULL) /* hrr: the decoy first; tls12: the NIST curves added */
+        cfg->p.mode->ossl_groups(cfg->p.mode_opts, ctx, PROG, cfg->groups, cfg->groups_eff, sizeof cfg->groups_eff);
+    else
         snprintf(cfg->groups_eff, sizeof cfg->groups_eff, "%s", cfg->groups);
-        static const char *const nist[] = {"secp256r1", "secp384r1", "secp521r1"};
-        for (size_t k = 0; k < 3; k++) {
-            char probe[1100];
-            snprintf(probe, sizeof probe, ":%s:", cfg->groups_eff);
-            char needle[32];
-            snprintf(needle, sizeof needle, ":%s:", nist[k]);
-            if (strstr(probe, needle) == NULL) {
-                size_t l = strlen(cfg->groups_eff);
-                snprintf(cfg->groups_eff + l, sizeof cfg->groups_eff - l, ":%s", nist[k]);
-            }
-        }
-    } else {
-        snprintf(cfg->groups_eff, sizeof cfg->groups_eff, "%s", cfg->groups);
-    }
     return ctx;
 }
 
@@ -675,7 +569,6 @@ static SSL_CTX *make_ctx(timer_cfg *cfg, const pqs_transport *tr)
  * new-session callback. */
 static void finish_ctx(SSL_CTX *ctx, timer_cfg *cfg)
 {
-    char why[4096];
     if (!SSL_CTX_set1_groups_list(ctx, cfg->groups_eff))
         pqs_usage_error(PROG, "bad --groups '%s': rejected by OpenSSL", cfg->groups_eff);
     if (cfg->sigalgs && !SSL_CTX_set1_sigalgs_list(ctx, cfg->sigalgs)) {
@@ -705,11 +598,9 @@ static void finish_ctx(SSL_CTX *ctx, timer_cfg *cfg)
             pqs_usage_error(PROG, "bad --ca '%s': no PEM certificate could be loaded", cfg->ca);
         SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
     }
-    if (cfg->p.mode == PQS_MODE_ECH && !pqs_ech_client_setup(ctx, cfg->ech_config, why, sizeof why))
-        pqs_usage_error(PROG, "bad --ech-config: %s", why);
+    if (cfg->p.mode->ossl_ctx != NULL) /* ech: its config; resume_psk: psk_ke offered */
+        cfg->p.mode->ossl_ctx(cfg->p.mode_opts, ctx, PROG);
     ERR_clear_error();
-    if (cfg->p.mode == PQS_MODE_RESUME_PSK) /* offer psk_ke beside psk_dhe_ke; OpenSSL still sends a key share */
-        SSL_CTX_set_options(ctx, SSL_OP_ALLOW_NO_DHE_KEX);
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
     SSL_CTX_sess_set_new_cb(ctx, pqs_ossl_new_session_cb);
 }
@@ -762,12 +653,6 @@ int main(int argc, char **argv)
     if (rc >= 0)
         return rc;
     const pqs_transport *tr = cfg->cli.transport;
-    if (cfg->bfe_public != NULL) {
-        char kwhy[4400];
-        cfg->p.fs0rtt_key = pqs_fs0rtt_public_load(cfg->bfe_public, kwhy, sizeof kwhy);
-        if (cfg->p.fs0rtt_key == NULL)
-            pqs_usage_error(PROG, "bad --bfe-public: %s", kwhy);
-    }
     if (tr->ossl != NULL) {
         if ((t->ctx = make_ctx(cfg, tr)) == NULL) {
             fprintf(stderr, PROG ": SSL_CTX_new failed\n");
@@ -812,7 +697,7 @@ int main(int argc, char **argv)
     pqs_json_header_common(&j, PROG, argc, argv);
     pqs_json_str(&j, "connect", cfg->connect_str);
     const void *topts = cfg->cli.opts[cfg->cli.transport_idx];
-    pqs_json_str(&j, "mode", pqs_mode_names[cfg->p.mode]);
+    pqs_json_str(&j, "mode", cfg->p.mode->name);
     pqs_json_str(&j, "transport", tr->name);
     pqs_json_str(&j, "alpn", tr->alpn != NULL ? tr->alpn(topts) : NULL);
     if (tr->header_json != NULL)
@@ -820,7 +705,7 @@ int main(int argc, char **argv)
     pqs_json_str(&j, "qlog", tr->qlog != NULL ? tr->qlog(topts) : NULL);
     pqs_json_str(&j, "groups", cfg->groups);
     pqs_json_str(&j, "groups_configured", cfg->groups_eff);
-    pqs_json_str(&j, "hrr_decoy", cfg->hrr_decoy);
+    pqs_mode_members_json(&j, cfg->p.mode, cfg->p.mode_opts, true, NULL); /* "hrr_decoy", "fs0rtt" */
     pqs_json_str(&j, "servername", cfg->p.servername);
     pqs_json_bool(&j, "verify", cfg->p.verify);
     pqs_json_str(&j, "ca", cfg->ca);
@@ -832,8 +717,7 @@ int main(int argc, char **argv)
     pqs_json_int(&j, "concurrency", cfg->concurrency);
     pqs_json_int(&j, "timeout_ns", cfg->p.timeout_ns);
     pqs_json_uint(&j, "response_bytes", cfg->p.response_bytes);
-    pqs_json_uint(&j, "early_data_bytes", pqs_mode_early(cfg->p.mode) ? cfg->early_bytes : 0);
-    pqs_fs0rtt_key_json(&j, "fs0rtt", cfg->p.fs0rtt_key);
+    pqs_json_uint(&j, "early_data_bytes", cfg->p.mode->early ? cfg->early_bytes : 0);
     pqs_json_bool(&j, "instrument", cfg->p.instrument);
     pqs_json_str(&j, "close", tr->close);
     pqs_json_bool(&j, "tcp_fastopen", cfg->p.tfo);
@@ -862,7 +746,7 @@ int main(int argc, char **argv)
             return PQS_EXIT_ENV;
         }
         if (cfg->p.request) {
-            size_t len = pqs_mode_early(cfg->p.mode) ? cfg->early_bytes : cfg->request_bytes;
+            size_t len = cfg->p.mode->early ? cfg->early_bytes : cfg->request_bytes;
             char hdr[64];
             int hl = snprintf(hdr, sizeof hdr, "PQS %zu %" PRIu64 "\n", (size_t)0, cfg->p.response_bytes);
             if (len < (size_t)hl + 8)
@@ -919,7 +803,6 @@ int main(int argc, char **argv)
         fprintf(stderr, PROG ": writing --keylog %s failed\n", cfg->keylog);
         return PQS_EXIT_ENV;
     }
-    pqs_fs0rtt_key_free((pqs_fs0rtt_key *)cfg->p.fs0rtt_key);
     pqs_unload_providers();
     pqs_cli_free(&cfg->cli);
     if (pqs_sink_close(&t->out) != 0) {

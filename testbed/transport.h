@@ -25,34 +25,14 @@
 #include "common.h"
 #include "describe.h"
 #include "fs0rtt.h"
+#include "mode.h"
 #include "tcpinfo.h"
 #include "tlsobs.h"
 
 /* ---------------- pqs-timer's modes ---------------- */
 
-/* --mode; pqs_mode_names[] are the "mode" strings of the JSON lines (in this order). */
-typedef enum {
-    PQS_MODE_FULL,
-    PQS_MODE_RESUME,
-    PQS_MODE_0RTT,
-    PQS_MODE_HRR,
-    PQS_MODE_TLS12,
-    PQS_MODE_RESUME_PSK,
-    PQS_MODE_FS0RTT,            /* forward-secure 0-RTT with Bloom Filter Encryption (fs0rtt/) */
-    PQS_MODE_ECH,               /* TLS 1.3 Encrypted Client Hello (core/ech.c) */
-    PQS_MODE__COUNT
-} pqs_mode;
-extern const char *const pqs_mode_names[PQS_MODE__COUNT];
-
-/* Modes whose request rides in the ClientHello as early data: a transport with early_data_why
- * refuses them with that reason (no row needs to name each such mode). */
-static inline bool pqs_mode_early(pqs_mode m) { return m == PQS_MODE_0RTT || m == PQS_MODE_FS0RTT; }
-
-/* Modes that offer the previous connection's ticket. */
-static inline bool pqs_mode_resumes(pqs_mode m)
-{
-    return m == PQS_MODE_RESUME || m == PQS_MODE_0RTT || m == PQS_MODE_RESUME_PSK;
-}
+/* A mode is its table (modes/mode.h); a transport says which of the traits modes need it carries
+ * (carries, why_not below). */
 
 /* OpenSSL's own options on a stack that is not OpenSSL: the usage errors of both programs,
  * and what --describe says of such a stack ("options"). */
@@ -74,7 +54,8 @@ typedef struct pqs_client_params {
     const char *servername;  /* SNI and, with verify, the checked host name */
     bool verify;
     bool instrument;         /* message callback and TCP_INFO (--no-instrument turns them off) */
-    pqs_mode mode;
+    const pqs_mode_ops *mode; /* --mode */
+    void *mode_opts;          /* its options (mode.h opts_size bytes) */
     int64_t timeout_ns;      /* per attempt: t0 to the last byte */
     int64_t ticket_wait_ns;
     uint64_t response_bytes;
@@ -83,7 +64,6 @@ typedef struct pqs_client_params {
                               * unacknowledged byte (attempt member acked_ns; TCP only) */
     bool tfo;                /* --tcp-fastopen: a flag of the tcp transport; the others refuse it
                               * (tfo_why) but every line records it, so it is parsed with the rest */
-    const pqs_fs0rtt_key *fs0rtt_key; /* --mode fs0rtt: the server's BFE public key (--bfe-public) */
     /* The TLS configuration as a stack other than OpenSSL's reads it (OpenSSL's is in the
      * context, pqs_client.ossl): the groups as configured, --ca (NULL with --no-verify) and
      * --client-cert DIR (NULL: none). */
@@ -117,7 +97,8 @@ typedef struct pqs_attempt {
     int err_errno;
     const char *stage;
     uint64_t early_sent, req_sent, resp_bytes;
-    pqs_fs0rtt_attempt fs0rtt;  /* --mode fs0rtt: its encapsulation (the line's "fs0rtt" member) */
+    pqs_fs0rtt_attempt fs0rtt;  /* --mode fs0rtt (modes/fs0rtt.c): its encapsulation (the line's
+                                 * "fs0rtt" member) */
 } pqs_attempt;
 
 /* Records a failure; the first one wins (later ones are consequences). */
@@ -211,11 +192,15 @@ typedef struct pqs_transport {
     const char *client_opts_need, *server_opts_need; /* usage error: its options, another transport */
     void (*opts_finish)(void *opts, const char *prog); /* when chosen, after all checks; may be NULL */
 
-    /* What it runs. The refusals are usage errors "--mode M --transport NAME: WHY",
-     * "--tcp-fastopen with --transport NAME: WHY", "--max-early-data with --transport NAME: WHY";
-     * NULL: supported. */
-    const char *mode_why[PQS_MODE__COUNT];
-    const char *client_tfo_why, *server_tfo_why, *early_data_why;
+    /* What it runs: the traits modes need (mode.h) it carries, PQS_TRAIT(...) bits, and for each
+     * one it does not, why (NULL: a general reason). A mode runs where every trait it needs is
+     * carried; else the usage error "--mode M --transport NAME: WHY" gives the first missing
+     * trait's reason (pqs_transport_refuses), as do "--max-early-data with --transport NAME: WHY"
+     * (early_data) and pqs-server's --ech and --bfe-key. The TCP Fast Open refusals are
+     * "--tcp-fastopen with --transport NAME: WHY"; NULL: supported. */
+    unsigned carries;
+    const char *why_not[PQS_TRAIT__COUNT];
+    const char *client_tfo_why, *server_tfo_why;
     /* A transport with more than one engine (quic: --quic-engine): after its options are
      * parsed, the table that runs the chosen engine. That table has the same name, options
      * struct and JSON member, and its own operations, method and refusals (checked in its
@@ -291,6 +276,10 @@ extern const size_t pqs_transport_count;
 
 /* --transport NAME; a usage error (exit 2) naming the available ones otherwise. */
 const pqs_transport *pqs_transport_find(const char *prog, const char *name);
+/* Why the table does not carry the trait (NULL: it does), and why it refuses the mode: its first
+ * missing trait's reason (NULL: it runs it). */
+const char *pqs_transport_why_not(const pqs_transport *t, pqs_trait trait);
+const char *pqs_transport_refuses(const pqs_transport *t, const pqs_mode_ops *m);
 /* Every transport's member of a line, in table order: own(j, arg) for self, null for the
  * others (a line has the same members whichever transport ran). */
 void pqs_transport_members_json(pqs_json *j, const pqs_transport *self,

@@ -4,6 +4,7 @@
  * before the "turbo" one), which usage error comes first. The first row is the default
  * --transport. Adding a transport: a folder with its table, and one row here. */
 #include "transport.h"
+#include "cli.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -29,23 +30,35 @@ const pqs_transport *const pqs_transports[] = {
 };
 const size_t pqs_transport_count = sizeof pqs_transports / sizeof pqs_transports[0];
 
-const char *const pqs_mode_names[PQS_MODE__COUNT] = {
-    [PQS_MODE_FULL] = "full", [PQS_MODE_RESUME] = "resume", [PQS_MODE_0RTT] = "0rtt",
-    [PQS_MODE_HRR] = "hrr", [PQS_MODE_TLS12] = "tls12", [PQS_MODE_RESUME_PSK] = "resume_psk",
-    [PQS_MODE_FS0RTT] = "fs0rtt", [PQS_MODE_ECH] = "ech",
+/* A trait a table neither carries nor explains (a trait newer than the table). */
+static const char *const generic_why[PQS_TRAIT__COUNT] = {
+    [PQS_TRAIT_TICKET] = "this transport does not resume sessions",
+    [PQS_TRAIT_PSK_KE] = "this transport does not resume with psk_ke",
+    [PQS_TRAIT_DECOY_SHARE] = "this transport cannot send a decoy key share",
+    [PQS_TRAIT_TLS12] = "this transport does not run TLS 1.2",
+    [PQS_TRAIT_EXTERNAL_PSK] = "this transport takes no external PSK",
+    [PQS_TRAIT_ECH] = "this transport does not run Encrypted Client Hello",
+    [PQS_TRAIT_EARLY_DATA] = "this transport sends no early data",
 };
+
+const char *pqs_transport_why_not(const pqs_transport *t, pqs_trait trait)
+{
+    if (t->carries & (1u << trait))
+        return NULL;
+    return t->why_not[trait] != NULL ? t->why_not[trait] : generic_why[trait];
+}
+
+const char *pqs_transport_refuses(const pqs_transport *t, const pqs_mode_ops *m)
+{
+    for (int k = 0; k < PQS_TRAIT__COUNT; k++)
+        if (m->needs & (1u << k) && !(t->carries & (1u << k)))
+            return pqs_transport_why_not(t, (pqs_trait)k);
+    return NULL;
+}
 
 const pqs_transport *pqs_transport_find(const char *prog, const char *name)
 {
-    char avail[256] = "";
-    size_t n = 0;
-    for (size_t k = 0; k < pqs_transport_count; k++) {
-        if (strcmp(name, pqs_transports[k]->name) == 0)
-            return pqs_transports[k];
-        n += (size_t)snprintf(avail + n, n < sizeof avail ? sizeof avail - n : 0, "%s%s", k ? ", " : "",
-                              pqs_transports[k]->name);
-    }
-    pqs_usage_error(prog, "unknown --transport '%s'; available: %s", name, avail);
+    return pqs_cli_row_find(prog, "--transport", name, pqs_transports, pqs_transport_count, 0);
 }
 
 void pqs_transport_members_json(pqs_json *j, const pqs_transport *self,

@@ -104,13 +104,13 @@ def test_architecture_page_draws_the_flow_and_names_the_registries():
     assert drawing.index("experiments/") < drawing.index("emulation/") < drawing.index("results/") < drawing.index("analysis/")
     # the registries it describes are the files that hold them
     for path, text in (("pqshake/rows/transports/__init__.py", "REGISTRY"), ("pqshake/rows/modes/__init__.py", "REGISTRY"),
-                       ("testbed/transports.c", "pqs_transports[]"), ("testbed/transports.c", "pqs_mode_names[")):
+                       ("testbed/transports.c", "pqs_transports[]"), ("testbed/modes/modes.c", "pqs_modes[]")):
         assert f"`{path}`" in arch and text in (REPO / path).read_text(), (path, text)
-    assert "not plug-ins" in arch
+    assert "plug-ins too" in arch and "[adding-a-mode.md](adding-a-mode.md)" in arch
 
 
 @pytest.mark.parametrize("doc", ["README.md", "docs/usage.md", "docs/architecture.md", "docs/adding-a-transport.md",
-                                 "docs/adding-a-stack.md", "docs/adding-an-axis.md"])
+                                 "docs/adding-a-stack.md", "docs/adding-an-axis.md", "docs/adding-a-mode.md"])
 def test_every_link_resolves(doc):
     bad = broken_links(REPO / doc)
     assert not bad, "\n".join(bad)

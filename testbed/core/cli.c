@@ -51,6 +51,8 @@ const struct option pqs_cli_rows[] = {
     {"transport", required_argument, 0, PQS_OPT_TRANSPORT},
     {"cert-comp", required_argument, 0, PQS_OPT_CERT_COMP},
     {0, 0, 0, 0}};
+/* pqs-timer's only: the mode, whose own rows follow (pqs_cli_begin). */
+static const struct option mode_rows[] = {{"mode", required_argument, 0, PQS_OPT_MODE}, {0, 0, 0, 0}};
 
 void pqs_cli_init(pqs_cli *cli, const char *prog)
 {
@@ -58,6 +60,7 @@ void pqs_cli_init(pqs_cli *cli, const char *prog)
     cli->fsync_every = 64;
     cli->oqs_native = -1;
     cli->transport = pqs_transports[0];
+    cli->mode = pqs_modes[0];
     if (pqs_transport_count > sizeof cli->opts / sizeof cli->opts[0]) {
         fprintf(stderr, "%s: more transports than pqs_cli.opts holds\n", prog);
         exit(PQS_EXIT_ENV);
@@ -72,12 +75,26 @@ void pqs_cli_init(pqs_cli *cli, const char *prog)
         if (t->opts_init != NULL)
             t->opts_init(cli->opts[k]);
     }
+    if (pqs_mode_count > sizeof cli->mode_opts / sizeof cli->mode_opts[0]) {
+        fprintf(stderr, "%s: more modes than pqs_cli.mode_opts holds\n", prog);
+        exit(PQS_EXIT_ENV);
+    }
+    for (size_t k = 0; k < pqs_mode_count; k++)
+        if ((cli->mode_opts[k] = calloc(1, pqs_modes[k]->opts_size ? pqs_modes[k]->opts_size : 1)) == NULL) {
+            fprintf(stderr, "%s: out of memory\n", prog);
+            exit(PQS_EXIT_ENV);
+        }
 }
 
 void pqs_cli_free(pqs_cli *cli)
 {
     for (size_t k = 0; k < pqs_transport_count; k++)
         free(cli->opts[k]);
+    for (size_t k = 0; k < pqs_mode_count; k++) {
+        if (pqs_modes[k]->free != NULL)
+            pqs_modes[k]->free(cli->mode_opts[k]);
+        free(cli->mode_opts[k]);
+    }
 }
 
 bool pqs_cli_opt(pqs_cli *cli, const char *prog, int id, const char *arg)
@@ -104,6 +121,7 @@ bool pqs_cli_opt(pqs_cli *cli, const char *prog, int id, const char *arg)
     case PQS_OPT_LIST_GROUPS: cli->list = 1; break;
     case PQS_OPT_LIST_SIGS: cli->list = 2; break;
     case PQS_OPT_DESCRIBE: cli->list = 3; break;
+    case PQS_OPT_MODE: cli->mode = pqs_mode_find(prog, arg); break;
     case PQS_OPT_TRANSPORT:
         cli->transport = pqs_transport_find(prog, arg);
         for (size_t k = 0; k < pqs_transport_count; k++)
@@ -121,6 +139,11 @@ void pqs_cli_begin(pqs_cli *cli, pqs_optset *os, const char *prog, const struct 
     pqs_optset_add(os, rows, PQS_OWNER_PROGRAM);
     for (size_t k = 0; k < pqs_transport_count; k++)
         pqs_optset_add(os, client ? pqs_transports[k]->client_opts : pqs_transports[k]->server_opts, (int)k);
+    if (!client)
+        return;
+    pqs_optset_add(os, mode_rows, PQS_OWNER_COMMON);
+    for (size_t k = 0; k < pqs_mode_count; k++)
+        pqs_optset_add(os, pqs_modes[k]->opts, PQS_OWNER_MODE0 - (int)k);
 }
 
 int pqs_cli_next(pqs_cli *cli, const pqs_optset *os, const char *prog, int argc, char **argv,
@@ -136,6 +159,8 @@ int pqs_cli_next(pqs_cli *cli, const pqs_optset *os, const char *prog, int argc,
             return id;
         if (owner >= 0) {
             pqs_transports[owner]->opt(cli->opts[owner], prog, id, optarg);
+        } else if (owner <= PQS_OWNER_MODE0) {
+            pqs_modes[PQS_OWNER_MODE0 - owner]->opt(cli->mode_opts[PQS_OWNER_MODE0 - owner], prog, id, optarg);
         } else if (pqs_cli_opt(cli, prog, id, optarg)) {
             usage(stdout);
             exit(PQS_EXIT_OK);
@@ -193,8 +218,9 @@ static void choose_engine(pqs_cli *cli)
         cli->transport = t->engine(cli->opts[cli->transport_idx]);
 }
 
-void pqs_cli_check_client(pqs_cli *cli, const char *prog, pqs_mode mode, bool tfo)
+void pqs_cli_check_client(pqs_cli *cli, const char *prog, bool tfo)
 {
+    const pqs_mode_ops *mode = cli->mode;
     const pqs_transport *chosen = cli->transport;
     choose_engine(cli);
     for (size_t k = 0; k < pqs_transport_count; k++) {
@@ -204,10 +230,9 @@ void pqs_cli_check_client(pqs_cli *cli, const char *prog, pqs_mode mode, bool tf
             continue;
         }
         t = cli->transport;
-        if (t->mode_why[mode] != NULL)
-            pqs_usage_error(prog, "--mode %s --transport %s: %s", pqs_mode_names[mode], t->name, t->mode_why[mode]);
-        if (pqs_mode_early(mode) && t->early_data_why != NULL)
-            pqs_usage_error(prog, "--mode %s --transport %s: %s", pqs_mode_names[mode], t->name, t->early_data_why);
+        const char *why = pqs_transport_refuses(t, mode);
+        if (why != NULL)
+            pqs_usage_error(prog, "--mode %s --transport %s: %s", mode->name, t->name, why);
         if (tfo && t->client_tfo_why != NULL)
             pqs_usage_error(prog, "--tcp-fastopen with --transport %s: %s", t->name, t->client_tfo_why);
     }
@@ -226,13 +251,27 @@ void pqs_cli_check_server(pqs_cli *cli, const char *prog, bool early_data_set, i
             continue;
         }
         t = cli->transport;
-        if (early_data_set && t->early_data_why != NULL)
-            pqs_usage_error(prog, "--max-early-data with --transport %s: %s", t->name, t->early_data_why);
+        const char *no_early = pqs_transport_why_not(t, PQS_TRAIT_EARLY_DATA);
+        if (early_data_set && no_early != NULL)
+            pqs_usage_error(prog, "--max-early-data with --transport %s: %s", t->name, no_early);
         if (tfo > 0 && t->server_tfo_why != NULL)
             pqs_usage_error(prog, "--tcp-fastopen with --transport %s: %s", t->name, t->server_tfo_why);
     }
     if (cli->transport->opts_finish != NULL)
         cli->transport->opts_finish(cli->opts[cli->transport_idx], prog);
+}
+
+void pqs_cli_finish_mode(pqs_cli *cli, const pqs_mode_env *env, pqs_client_params *p)
+{
+    for (size_t k = 0; k < pqs_mode_count; k++) {
+        const pqs_mode_ops *m = pqs_modes[k];
+        if (m != cli->mode && m->opts_given != NULL && m->opts_given(cli->mode_opts[k]))
+            pqs_usage_error(env->prog, "%s", m->opts_need);
+    }
+    p->mode = cli->mode;
+    p->mode_opts = cli->mode_opts[pqs_mode_index(cli->mode)];
+    if (cli->mode->finish != NULL)
+        cli->mode->finish(p->mode_opts, env);
 }
 
 const void *pqs_cli_row_find(const char *prog, const char *option, const char *name, const void *rows, size_t count,
@@ -241,7 +280,7 @@ const void *pqs_cli_row_find(const char *prog, const char *option, const char *n
     char avail[256] = "";
     size_t n = 0;
     for (size_t k = 0; k < count; k++) {
-        const void *row = (const char *)rows + k * size;
+        const void *row = size ? (const char *)rows + k * size : ((const void *const *)rows)[k];
         const char *row_name = *(const char *const *)row;
         if (strcmp(name, row_name) == 0)
             return row;

@@ -79,15 +79,6 @@ void pqs_doc_list(pqs_doc *d, const char *key, const char *list)
     pqs_doc_end(d, ']');
 }
 
-/* Why the table refuses mode m: its own reason, else the one for every mode that sends early
- * data (the usage errors of pqs_cli_check_client, in the same order). */
-static const char *mode_refusal(const pqs_transport *t, pqs_mode m)
-{
-    if (t->mode_why[m] != NULL)
-        return t->mode_why[m];
-    return pqs_mode_early(m) ? t->early_data_why : NULL;
-}
-
 static const char *openssl_version(void) { return OpenSSL_version(OPENSSL_VERSION_STRING); }
 
 static void implementation(pqs_doc *d, const pqs_impl *im)
@@ -97,11 +88,16 @@ static void implementation(pqs_doc *d, const pqs_impl *im)
     pqs_doc_str(d, "name", im->name);
     pqs_doc_str(d, "version", im->version ? im->version() : NULL);
     pqs_doc_bool(d, "tls13_only", t->tls13_only);
-    pqs_doc_obj(d, "modes"); /* every mode: null where it runs, else why not */
-    for (int m = 0; m < PQS_MODE__COUNT; m++)
-        pqs_doc_str(d, pqs_mode_names[m], mode_refusal(t, (pqs_mode)m));
+    /* every mode: null where it runs, else why not (the usage error of pqs_cli_check_client) */
+    pqs_doc_obj(d, "modes");
+    for (size_t m = 0; m < pqs_mode_count; m++)
+        pqs_doc_str(d, pqs_modes[m]->name, pqs_transport_refuses(t, pqs_modes[m]));
     pqs_doc_end(d, '}');
-    pqs_doc_str(d, "early_data", t->early_data_why);
+    pqs_doc_obj(d, "traits"); /* what the modes are made of: null where carried, else why not */
+    for (int k = 0; k < PQS_TRAIT__COUNT; k++)
+        pqs_doc_str(d, pqs_trait_names[k], pqs_transport_why_not(t, (pqs_trait)k));
+    pqs_doc_end(d, '}');
+    pqs_doc_str(d, "early_data", pqs_transport_why_not(t, PQS_TRAIT_EARLY_DATA));
     pqs_doc_obj(d, "tcp_fastopen");
     pqs_doc_str(d, "client", t->client_tfo_why);
     pqs_doc_str(d, "server", t->server_tfo_why);
@@ -134,8 +130,8 @@ int pqs_describe(const char *prog)
     pqs_doc_str(&d, "version", PQS_VERSION);
     pqs_doc_str(&d, "commit", PQS_GIT_COMMIT);
     pqs_doc_arr(&d, "modes");
-    for (int m = 0; m < PQS_MODE__COUNT; m++)
-        pqs_doc_str(&d, NULL, pqs_mode_names[m]);
+    for (size_t m = 0; m < pqs_mode_count; m++)
+        pqs_doc_str(&d, NULL, pqs_modes[m]->name);
     pqs_doc_end(&d, ']');
     pqs_doc_arr(&d, "transports");
     for (size_t k = 0; k < pqs_transport_count; k++) {

@@ -3,7 +3,6 @@
 
 #include <pthread.h>
 
-#include "fs0rtt_ssl.h"
 
 /* Own ex_data indices (created once): app_data is not ours to take, since a QUIC engine
  * library (ngtcp2's OpenSSL backend) keeps its connection reference there. */
@@ -42,15 +41,13 @@ void pqs_ossl_prepare(SSL *ssl, const pqs_client *c, pqs_attempt *a, bool resume
         SSL_set_session(ssl, c->ossl->sess);
         a->session_offered = true;
     }
-    if (cfg->mode == PQS_MODE_FS0RTT)
-        pqs_fs0rtt_client_use(ssl, cfg->fs0rtt_key, &a->fs0rtt);
+    if (cfg->mode->ossl_ssl != NULL) /* the mode's own (fs0rtt: its external PSK) */
+        cfg->mode->ossl_ssl(c, ssl, a);
 }
 
 bool pqs_ossl_early(const pqs_client *c, const pqs_attempt *a)
 {
-    if (c->p->mode == PQS_MODE_FS0RTT)
-        return true;
-    return c->p->mode == PQS_MODE_0RTT && a->session_offered && SSL_SESSION_get_max_early_data(c->ossl->sess) > 0;
+    return c->p->mode->ossl_early != NULL && c->p->mode->ossl_early(c, a);
 }
 
 int pqs_ossl_new_session_cb(SSL *ssl, SSL_SESSION *sess)

@@ -153,7 +153,7 @@ bool pqs_ng_client_setup(pqs_ng_client *q, pqs_client *c, pqs_attempt *a)
 {
     const pqs_client_params *cfg = c->p;
     const quic_opts *o = c->opts;
-    bool want_resume = (cfg->mode == PQS_MODE_RESUME || cfg->mode == PQS_MODE_RESUME_PSK) && !a->prime;
+    bool want_resume = cfg->mode->resumes && !a->prime;
     pqs_ng_init();
     memset(q, 0, offsetof(pqs_ng_client, buf));
     q->c = c;
@@ -420,7 +420,7 @@ void pqs_ng_client_request(pqs_ng_client *q, pqs_attempt *a, int64_t deadline)
     const pqs_client_params *cfg = q->c->p;
     if (cfg->request)
         request(q, a, deadline);
-    if ((cfg->mode == PQS_MODE_RESUME || cfg->mode == PQS_MODE_RESUME_PSK) && !pqs_ossl_ticket_arrived(q->c)
+    if (cfg->mode->resumes && !pqs_ossl_ticket_arrived(q->c)
         && a->err == PQS_ERR_NONE) {
         int64_t until = pqs_mono_ns() + cfg->ticket_wait_ns;
         run(q, until < deadline ? until : deadline, has_ticket);

@@ -238,7 +238,7 @@ static bool client_setup(pqs_client *c, pqs_attempt *a)
     const pqs_client_params *cfg = c->p;
     const quic_opts *o = c->opts;
     quic_client *q = c->state;
-    bool want_resume = (cfg->mode == PQS_MODE_RESUME || cfg->mode == PQS_MODE_RESUME_PSK) && !a->prime;
+    bool want_resume = cfg->mode->resumes && !a->prime;
     char why[256];
     q->fd = -1;
     q->r = q->ret = q->saved = 0;
@@ -360,7 +360,7 @@ static void client_request(pqs_client *c, pqs_attempt *a, int64_t deadline)
     SSL *ssl = q->ssl;
     if (cfg->request)
         request(c, q, a, deadline);
-    if ((cfg->mode == PQS_MODE_RESUME || cfg->mode == PQS_MODE_RESUME_PSK) && !pqs_ossl_ticket_arrived(c)
+    if (cfg->mode->resumes && !pqs_ossl_ticket_arrived(c)
         && a->err == PQS_ERR_NONE) {
         int64_t until = pqs_mono_ns() + cfg->ticket_wait_ns;
         pqs_quic_client_run(ssl, q->fd, until < deadline ? until : deadline, has_ticket, c);
@@ -484,11 +484,11 @@ const pqs_transport pqs_transport_quic = {
     .engine = engine,
     .impl_option = "--quic-engine",
     .impl = pqs_quic_engine_impl,
-    .mode_why = {[PQS_MODE_0RTT] = "0-RTT is not in OpenSSL's QUIC server",
-                 [PQS_MODE_TLS12] = "QUIC is TLS 1.3 only"},
+    .carries = PQS_TRAITS_ALL & ~(PQS_TRAIT(EARLY_DATA) | PQS_TRAIT(TLS12)),
+    .why_not = {[PQS_TRAIT_EARLY_DATA] = "0-RTT is not in OpenSSL's QUIC server",
+                [PQS_TRAIT_TLS12] = "QUIC is TLS 1.3 only"},
     .client_tfo_why = "TCP Fast Open is a TCP option",
     .server_tfo_why = "TCP Fast Open is a TCP option",
-    .early_data_why = "0-RTT is not in OpenSSL's QUIC server",
     .tls13_only = true,
     .ossl = &quic_methods,
     PQS_TRANSPORT_CLIENT(quic_client, "quic_rapid"),

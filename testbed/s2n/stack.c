@@ -14,14 +14,15 @@ const char *pqs_s2n_stack_version(void) { return PQS_S2N_VERSION; }
 
 const pqs_transport pqs_tcp_stack_s2n = {
     .name = "tcp",
-    .mode_why = {[PQS_MODE_HRR] = "s2n-tls picks its key shares from its security policy; no decoy share can be "
-                                  "forced (--tls-stack s2n)",
-                 [PQS_MODE_TLS12] = "--tls-stack s2n is run with TLS 1.3 policies only",
-                 [PQS_MODE_0RTT] = "0-RTT is " NOT_HERE, [PQS_MODE_FS0RTT] = "fs0rtt is " NOT_HERE,
-                 [PQS_MODE_RESUME_PSK] = "psk_ke resumption is " NOT_HERE, [PQS_MODE_ECH] = "ECH is " NOT_HERE},
+    .carries = PQS_TRAIT(TICKET),
+    .why_not = {[PQS_TRAIT_DECOY_SHARE] = "s2n-tls picks its key shares from its security policy; no decoy share "
+                                          "can be forced (--tls-stack s2n)",
+                [PQS_TRAIT_TLS12] = "--tls-stack s2n is run with TLS 1.3 policies only",
+                [PQS_TRAIT_EARLY_DATA] = "early data (0-RTT) is " NOT_HERE,
+                [PQS_TRAIT_EXTERNAL_PSK] = "an external PSK (fs0rtt) is " NOT_HERE,
+                [PQS_TRAIT_PSK_KE] = "psk_ke resumption is " NOT_HERE, [PQS_TRAIT_ECH] = "ECH is " NOT_HERE},
     .client_tfo_why = "TCP Fast Open is " NOT_HERE,
     .server_tfo_why = "TCP Fast Open is " NOT_HERE,
-    .early_data_why = "early data is " NOT_HERE,
     .groups_check = pqs_s2n_groups_check,
     .tls13_only = true,
     PQS_TCP_STACK_TABLE,

@@ -217,7 +217,7 @@ static int socket_open(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a)
 bool pqs_tcp_client_setup(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a)
 {
     const pqs_client_params *cfg = c->p;
-    bool want_resume = pqs_mode_resumes(cfg->mode) && !a->prime;
+    bool want_resume = cfg->mode->resumes && !a->prime;
     pqs_tlsobs_reset(&a->obs);
     if (tc->st == NULL) {
         pqs_attempt_fail(a, PQS_ERR_INTERNAL, "setup", ENOMEM, "out of memory for the TLS stack's state");
@@ -441,7 +441,7 @@ void pqs_tcp_client_request(pqs_client *c, pqs_tcp_client *tc, pqs_attempt *a, i
     if (cfg->request)
         request(c, tc, a, deadline); /* a failure there is recorded: no ticket wait below */
     /* resume / 0rtt: make sure the next attempt has a fresh ticket. */
-    if (pqs_mode_resumes(cfg->mode) && !tls->ticket_arrived(tc->st, a) && a->err == PQS_ERR_NONE) {
+    if (cfg->mode->resumes && !tls->ticket_arrived(tc->st, a) && a->err == PQS_ERR_NONE) {
         int64_t tdl = pqs_mono_ns() + cfg->ticket_wait_ns;
         if (tdl > deadline)
             tdl = deadline;

@@ -75,6 +75,7 @@ const pqs_transport pqs_transport_tcp = {
     .engine = engine,
     .impl_option = "--tls-stack",
     .impl = pqs_tls_stack_impl,
+    .carries = PQS_TRAITS_ALL, /* OpenSSL over TCP runs every mode */
     .ossl = &pqs_ossl_tls,
     PQS_TCP_STACK_TABLE,
 };

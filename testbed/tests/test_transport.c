@@ -20,7 +20,7 @@ static bool complete(const pqs_transport *t)
            && t->client_close && t->close && t->server_listen && t->server_serve
            && (t->json_member == NULL) == (t->attempt_json == NULL)
            && (t->client_opts == NULL || (t->opt && t->opts_given && t->client_opts_need && t->server_opts_need))
-           && t->mode_why[PQS_MODE_FULL] == NULL;
+           && pqs_transport_refuses(t, pqs_modes[0]) == NULL;
 }
 
 typedef struct {
@@ -56,8 +56,32 @@ int main(void)
     CHECK("names_unique", unique);
     const pqs_transport *loop = pqs_transport_find("test", "loop");
     CHECK("loop_row_found", loop != NULL && pqs_transports[pqs_transport_count - 1] == loop);
-    CHECK("quic_refuses_0rtt", pqs_transport_find("test", "quic")->mode_why[PQS_MODE_0RTT] != NULL);
-    CHECK("turbotls_runs_resume", pqs_transport_find("test", "turbotls")->mode_why[PQS_MODE_RESUME] == NULL);
+    const pqs_transport *quic = pqs_transport_find("test", "quic"), *turbo = pqs_transport_find("test", "turbotls");
+    CHECK_STR("quic_refuses_0rtt", pqs_transport_refuses(quic, pqs_mode_find("test", "0rtt")),
+              "0-RTT is not in OpenSSL's QUIC server");
+    CHECK("quic_runs_hrr", pqs_transport_refuses(quic, pqs_mode_find("test", "hrr")) == NULL);
+    CHECK("turbotls_runs_resume", pqs_transport_refuses(turbo, pqs_mode_find("test", "resume")) == NULL);
+    /* the first missing trait's reason: fs0rtt over turbotls lacks early data only */
+    CHECK_STR("turbotls_fs0rtt_early", pqs_transport_refuses(turbo, pqs_mode_find("test", "fs0rtt")),
+              "0-RTT is not part of TurboTLS here");
+    CHECK_STR("loop_refuses_resume", pqs_transport_refuses(loop, pqs_mode_find("test", "resume")), "no TLS");
+    /* a trait a table does not explain gets the general reason, not NULL */
+    pqs_transport bare = {.name = "bare"};
+    CHECK("unexplained_trait_refused", pqs_transport_why_not(&bare, PQS_TRAIT_ECH) != NULL);
+    /* the modes' table: full first, names unique, every member writer with its member name */
+    CHECK_STR("default_mode_is_full", pqs_modes[0]->name, "full");
+    bool modes_ok = true;
+    for (size_t k = 0; k < pqs_mode_count; k++) {
+        const pqs_mode_ops *m = pqs_modes[k];
+        modes_ok = modes_ok && m->name && m->usage && (m->header_member == NULL) == (m->header_json == NULL)
+                   && (m->attempt_member == NULL) == (m->attempt_json == NULL)
+                   && (m->opts == NULL || (m->opt && m->opts_given && m->opts_need))
+                   && m->resumes == ((m->needs & PQS_TRAIT(TICKET)) != 0)
+                   && m->early == ((m->needs & PQS_TRAIT(EARLY_DATA)) != 0);
+        for (size_t n = 0; n < k; n++)
+            modes_ok = modes_ok && strcmp(m->name, pqs_modes[n]->name) != 0;
+    }
+    CHECK("mode_rows_complete", modes_ok);
 
     /* options: the loop row's own option through the assembled getopt table */
     pqs_cli cli;
@@ -81,7 +105,7 @@ int main(void)
     }
     CHECK("parsed_transport", cli.transport == loop);
     CHECK("parsed_response_bytes", cli.response_bytes == 5000);
-    pqs_cli_check_client(&cli, "test", PQS_MODE_FULL, false); /* exits 2 on a refusal */
+    pqs_cli_check_client(&cli, "test", false); /* exits 2 on a refusal (cli.mode: full) */
     CHECK("full_mode_accepted", true);
 
     /* server: listen on loopback, serve in a thread until SIGUSR1 */

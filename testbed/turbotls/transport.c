@@ -252,10 +252,10 @@ const pqs_transport pqs_transport_turbotls = {
     PQS_TRANSPORT_OPTIONS(turbo_opts, client_rows, server_rows, CLIENT_USAGE, SERVER_USAGE),
     .client_opts_need = "--turbo-requests, --turbo-datagram and --turbo-fallback need --transport turbotls",
     .server_opts_need = "--turbo-state-ttl and --turbo-max-states need --transport turbotls",
-    .mode_why = {[PQS_MODE_0RTT] = NOT_TURBO, [PQS_MODE_HRR] = NOT_TURBO, [PQS_MODE_TLS12] = NOT_TURBO,
-                 [PQS_MODE_RESUME_PSK] = NOT_TURBO},
+    .carries = PQS_TRAIT(TICKET) | PQS_TRAIT(EXTERNAL_PSK) | PQS_TRAIT(ECH),
+    .why_not = {[PQS_TRAIT_DECOY_SHARE] = NOT_TURBO, [PQS_TRAIT_TLS12] = NOT_TURBO, [PQS_TRAIT_PSK_KE] = NOT_TURBO,
+                [PQS_TRAIT_EARLY_DATA] = "0-RTT is not part of TurboTLS here"},
     .client_tfo_why = "its first flight goes over UDP already",
-    .early_data_why = "0-RTT is not part of TurboTLS here",
     .tls13_only = true, /* the UDP first flight is TLS 1.3's */
     .ossl = &pqs_ossl_tls,
     PQS_TRANSPORT_CLIENT(turbo_client, "rst_deferred"),

@@ -115,7 +115,8 @@ if a.get("exp"):
     p = build_plan(a["exp"], check_stack=False)
     out["cells"] = [[c.cell_id, c.profile, c.transport, c.mode] for c in p.cells]
     out["estimate_s"] = {f"{c.profile}/{c.transport}": p.cell_estimate_s(c) for c in p.cells}
-    cell = next(c for c in p.cells if c.transport == a["transport"] and c.profile == a["profile"])
+    cell = next(c for c in p.cells if c.transport == a["transport"] and c.profile == a["profile"]
+                and c.mode == a.get("mode", c.mode))
     out["server_argv"] = programs.server_argv(Path(a["server_bin"]), a["listen"], cell, p.model,
                                               Path(a["cert_dir"]), Path(a["log"]))
     if a.get("connect"):

@@ -65,7 +65,7 @@ def test_timer_ca_not_pem(tmp_path):
 
 def test_timer_unknown_mode(ca):
     one_line_usage_error(run_tool("pqs-timer", "--connect", "127.0.0.1:1", "--ca", ca, "--mode", "2rtt"),
-                         "2rtt", "full,resume,0rtt,hrr,tls12")
+                         "2rtt", "full, resume, 0rtt, hrr, tls12")
 
 
 def test_timer_requires_connect():

@@ -110,3 +110,26 @@ def test_a_document_that_is_not_one_is_refused():
             {"name": "openssl", "version": "v", "tls13_only": False, "modes": {"full": None},
              "early_data": None, "tcp_fastopen": {"client": None, "server": None}, "options": {}, "groups": ["x"]}]}]}))
     assert d.get("tcp", "openssl").mode_why("full") is None and d.get("quic", "openssl") is None
+
+
+def test_a_mode_is_refused_by_its_first_missing_trait(timer_doc):
+    """Modes as plug-ins (testbed/modes/): a transport's table says which traits it carries
+    ("traits": null where carried, else why not), and a mode's refusal is the reason of the first
+    trait it needs that is missing. So each refused mode's reason is one of the table's trait
+    reasons, a mode every table runs needs no trait, and early data's reason is the document's
+    "early_data" member. One C file per mode: each file of testbed/modes/ but modes.c defines one
+    table, and the document lists one mode per file."""
+    from testbed_helpers import REPO
+
+    files = sorted(p for p in (REPO / "testbed" / "modes").glob("*.c") if p.name != "modes.c")
+    assert len(files) == len(timer_doc["modes"]) and all("const pqs_mode_ops pqs_mode_" in p.read_text() for p in files)
+    for t in timer_doc["transports"]:
+        for im in t["implementations"]:
+            traits = im["traits"]
+            assert im["early_data"] == traits["early_data"], (t["name"], im["name"])
+            reasons = {why for why in traits.values() if why is not None}
+            for mode, why in im["modes"].items():
+                assert why is None or why in reasons, (t["name"], im["name"], mode, why)
+    tcp = next(im for t in timer_doc["transports"] if t["name"] == "tcp" for im in t["implementations"]
+               if im["name"] == "openssl")
+    assert set(tcp["traits"].values()) == {None} and set(tcp["modes"].values()) == {None}  # OpenSSL/TCP runs all
