@@ -1,6 +1,6 @@
 /* ngsrv_conn.c - one connection of the ngtcp2 listener (see ngsrv.h): the table of connection
  * IDs, the connection's ngtcp2 callbacks, the request protocol, writing, how it ends, and its
- * conn line in the OpenSSL engine's format (quic/quic_server.c log_conn). */
+ * conn line (quicsrv.h, as the OpenSSL engine's) with ngtcp2's "quic" object. */
 #include "tlsobs_ssl.h"
 #include "ngsrv.h"
 
@@ -373,12 +373,22 @@ static void flush(sconn *c)
 
 static int64_t stat_or_null(uint64_t v) { return v > (uint64_t)INT64_MAX ? -1 : (int64_t)v; }
 
-/* The conn line: the members and order of quic/quic_server.c's, and in "quic" the OpenSSL
- * engine's counts plus what ngtcp2 alone has (its loss count, RTT estimate and window). */
+/* What ngtcp2 alone adds to the conn line's "quic" object: its loss count, RTT estimate and
+ * window, at the time the line is written. */
+static void quic_more_json(pqs_json *j, const void *arg)
+{
+    ngtcp2_conn_info ci;
+    ngtcp2_conn_get_conn_info2(((const sconn *)arg)->conn, &ci);
+    pqs_json_uint(j, "packets_lost", ci.pkt_lost);
+    pqs_json_known(j, "smoothed_rtt_ns", stat_or_null(ci.smoothed_rtt));
+    pqs_json_known(j, "min_rtt_ns", stat_or_null(ci.min_rtt));
+    pqs_json_uint(j, "cwnd", ci.cwnd);
+}
+
+/* The conn line (core/connline.h, through quicsrv.h as the OpenSSL engine's). */
 static void log_conn(sconn *c)
 {
     srv_state *t = c->t;
-    pqs_qstats *st = &c->st;
     char peer[80];
     pqs_format_sockaddr((const struct sockaddr *)&c->peer, peer, sizeof peer);
     pqs_tlsinfo info;
@@ -386,30 +396,10 @@ static void log_conn(sconn *c)
     int64_t cpu = pqs_cpushare_close(&t->cpu, c->cpu_mark);
     c->cpu_open = false;
     const char *close_kind = c->close_kind ? c->close_kind : c->rec.err == PQS_ERR_TIMEOUT ? "timeout" : "none";
-    pqs_json j;
-    pqs_json_begin(&j, "conn");
-    pqs_quic_conn_json(&j, &c->rec, peer, st->first_rx_ns, &c->obs, &info, cpu, close_kind);
-    ngtcp2_conn_info ci;
-    ngtcp2_conn_get_conn_info2(c->conn, &ci);
-    pqs_json_obj_begin(&j, "quic");
-    pqs_json_bool(&j, "retry_sent", st->retry);
-    pqs_json_traffic(&j, st->dgrams_tx, st->dgrams_rx, st->bytes_tx, st->bytes_rx);
-    pqs_json_int(&j, "pto_count", c->pto_count);
-    pqs_json_null(&j, "pto_unmatched_datagrams"); /* ngtcp2's PTOs come from its timer */
-    int al = pqs_qstats_amplification_limited(st);
-    if (al < 0)
-        pqs_json_null(&j, "amplification_limited");
-    else
-        pqs_json_bool(&j, "amplification_limited", al == 1);
-    pqs_json_uint(&j, "bytes_sent_before_validation", st->tx_before_val);
-    pqs_json_uint(&j, "bytes_received_before_validation", st->rx_before_val);
-    pqs_json_uint(&j, "packets_lost", ci.pkt_lost);
-    pqs_json_known(&j, "smoothed_rtt_ns", stat_or_null(ci.smoothed_rtt));
-    pqs_json_known(&j, "min_rtt_ns", stat_or_null(ci.min_rtt));
-    pqs_json_uint(&j, "cwnd", ci.cwnd);
-    pqs_json_obj_end(&j);
-    pqs_json_end(&j);
-    pqs_sink_write(t->s->log, &j);
+    /* the OpenSSL engine's counts by the same definitions; ngtcp2's PTOs come from its timer */
+    pqs_quic_conn_counts q = {.st = &c->st, .pto_count = c->pto_count, .unmatched = -1, .more = quic_more_json,
+                              .more_arg = c};
+    pqs_quic_conn_line(t->s->log, &c->rec, peer, c->st.first_rx_ns, &c->obs, &info, cpu, close_kind, &q);
     pqs_quic_srv_count(&t->s->out, pqs_quic_sconn_ok(&c->rec));
 }
 

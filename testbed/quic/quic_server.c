@@ -101,12 +101,10 @@ static void log_conn(pqs_quic_server *qs, qconn *c)
         close_kind = (ci.flags & SSL_CONN_CLOSE_FLAG_LOCAL) ? "local" : "peer_close";
     else if (c->rec.err == PQS_ERR_TIMEOUT)
         close_kind = "timeout";
-    pqs_json j;
-    pqs_json_begin(&j, "conn");
-    pqs_quic_conn_json(&j, &c->rec, bound ? peer : NULL, st.first_rx_ns, o ? &o->tls : NULL, &info, cpu, close_kind);
-    pqs_quic_json(&j, bound ? &st : NULL, o ? o->pto_count : 0, o ? o->unmatched_datagrams : 0, true);
-    pqs_json_end(&j);
-    pqs_sink_write(qs->log, &j);
+    pqs_quic_conn_counts q = {.st = bound ? &st : NULL, .pto_count = o ? o->pto_count : 0,
+                              .unmatched = o ? o->unmatched_datagrams : 0};
+    pqs_quic_conn_line(qs->log, &c->rec, bound ? peer : NULL, st.first_rx_ns, o ? &o->tls : NULL, &info, cpu,
+                       close_kind, &q);
     pqs_quic_srv_count(&qs->out, pqs_quic_sconn_ok(&c->rec));
 }
 

@@ -253,8 +253,10 @@ pqs_err pqs_quic_classify(SSL *ssl, int ssl_err, int saved_errno, const pqs_tlso
     return pqs_tls_classify(ssl, ssl_err, saved_errno, obs, msg, msglen);
 }
 
-void pqs_quic_json(pqs_json *j, const pqs_qstats *s, int pto_count, int unmatched, bool server)
+void pqs_quic_conn_json(pqs_json *j, const void *counts)
 {
+    const pqs_quic_conn_counts *q = counts;
+    const pqs_qstats *s = q->st;
     pqs_json_obj_begin(j, "quic");
     if (s == NULL) {
         /* server connection that failed before its EncryptedExtensions: not bound to a peer */
@@ -263,26 +265,22 @@ void pqs_quic_json(pqs_json *j, const pqs_qstats *s, int pto_count, int unmatche
         pqs_json_null(j, "datagrams_received");
         pqs_json_null(j, "bytes_sent");
         pqs_json_null(j, "bytes_received");
-        pqs_json_int(j, "pto_count", pto_count);
-        pqs_json_int(j, "pto_unmatched_datagrams", unmatched);
-        pqs_json_null(j, "amplification_limited");
-        pqs_json_obj_end(j);
-        return;
+    } else {
+        pqs_json_bool(j, "retry_sent", s->retry);
+        pqs_json_traffic(j, s->dgrams_tx, s->dgrams_rx, s->bytes_tx, s->bytes_rx);
     }
-    pqs_json_bool(j, server ? "retry_sent" : "retry", s->retry);
-    pqs_json_traffic(j, s->dgrams_tx, s->dgrams_rx, s->bytes_tx, s->bytes_rx);
-    pqs_json_int(j, "pto_count", pto_count);
-    pqs_json_int(j, "pto_unmatched_datagrams", unmatched);
-    if (server) {
-        int al = pqs_qstats_amplification_limited(s);
-        if (al < 0)
-            pqs_json_null(j, "amplification_limited");
-        else
-            pqs_json_bool(j, "amplification_limited", al == 1);
+    pqs_json_int(j, "pto_count", q->pto_count);
+    pqs_json_known(j, "pto_unmatched_datagrams", q->unmatched);
+    int al = s != NULL ? pqs_qstats_amplification_limited(s) : -1;
+    if (al < 0)
+        pqs_json_null(j, "amplification_limited");
+    else
+        pqs_json_bool(j, "amplification_limited", al == 1);
+    if (s != NULL) {
         pqs_json_uint(j, "bytes_sent_before_validation", s->tx_before_val);
         pqs_json_uint(j, "bytes_received_before_validation", s->rx_before_val);
-    } else {
-        pqs_json_null(j, "packets_lost"); /* OpenSSL 3.5 exposes no loss count */
     }
+    if (q->more != NULL)
+        q->more(j, q->more_arg);
     pqs_json_obj_end(j);
 }

@@ -219,8 +219,18 @@ void pqs_quic_msg_cb(int write_p, int version, int content_type, const void *buf
 pqs_err pqs_quic_classify(SSL *ssl, int ssl_err, int saved_errno, const pqs_tlsobs *obs, char *msg,
                           size_t msglen);
 
-/* Appends "quic":{...}: the handshake's (client) or connection's (server) counts; s NULL:
- * a server connection whose peer is unknown (counts null). */
-void pqs_quic_json(pqs_json *j, const pqs_qstats *s, int pto_count, int unmatched, bool server);
+/* A server connection's "quic" object: the members both engines count by the same
+ * definitions, then what one engine alone has. */
+typedef struct pqs_quic_conn_counts {
+    const pqs_qstats *st;   /* NULL: its peer is unknown (failed before its EncryptedExtensions): counts null */
+    int pto_count;
+    int unmatched;          /* pto_unmatched_datagrams; -1: null (ngtcp2's PTOs come from its timer) */
+    void (*more)(pqs_json *j, const void *more_arg); /* the engine's own members; may be NULL */
+    const void *more_arg;
+} pqs_quic_conn_counts;
+
+/* Appends "quic":{...} of a conn line; counts: a pqs_quic_conn_counts (the signature of a
+ * pqs_conn_rec's own member, core/connline.h). */
+void pqs_quic_conn_json(pqs_json *j, const void *counts);
 
 #endif

@@ -6,6 +6,8 @@
 
 #include <openssl/ssl.h>
 
+#include "connline.h"
+
 void pqs_quic_sconn_accepted(pqs_quic_sconn *c, int64_t idle_timeout_ns)
 {
     c->accepted_ns = pqs_mono_ns();
@@ -49,36 +51,22 @@ void pqs_quic_sconn_stopping(pqs_quic_sconn *c)
     c->done = true;
 }
 
-void pqs_quic_conn_json(pqs_json *j, const pqs_quic_sconn *c, const char *peer, int64_t first_rx_ns,
-                        const pqs_tlsobs *obs, const pqs_tlsinfo *info, int64_t cpu_ns, const char *close)
+void pqs_quic_conn_line(pqs_sink *log, const pqs_quic_sconn *c, const char *peer, int64_t first_rx_ns,
+                        const pqs_tlsobs *obs, const pqs_tlsinfo *info, int64_t cpu_ns, const char *close,
+                        const pqs_quic_conn_counts *quic)
 {
-    pqs_json_uint(j, "conn", c->id);
-    pqs_json_int(j, "worker", 0); /* one thread */
-    pqs_json_str(j, "peer", peer);
-    pqs_json_bool(j, "ok", pqs_quic_sconn_ok(c));
-    pqs_json_str(j, "transport", "quic");
-    pqs_json_mono(j, "first_initial_mono_ns", first_rx_ns);
-    pqs_json_int(j, "accepted_mono_ns", c->accepted_ns);
-    pqs_json_mono(j, "client_hello_mono_ns", obs ? obs->client_hello_ns : 0);
-    pqs_json_mono(j, "client_hello2_mono_ns", obs ? obs->client_hello2_ns : 0);
-    pqs_json_mono(j, "client_finished_mono_ns", obs ? obs->peer_finished_ns : 0);
-    pqs_json_mono(j, "handshake_done_mono_ns", c->hs_done_ns);
-    pqs_json_int(j, "closed_mono_ns", pqs_mono_ns());
-    if (c->hs_done_ns != 0 && first_rx_ns != 0)
-        pqs_json_int(j, "handshake_ns", c->hs_done_ns - first_rx_ns);
-    else
-        pqs_json_null(j, "handshake_ns");
-    pqs_tlsinfo_json(j, info);
-    pqs_json_bool(j, "hrr", obs ? obs->hrr : false);
-    pqs_json_mono(j, "first_app_byte_mono_ns", c->rq.first_app_ns);
-    pqs_json_mono(j, "request_done_mono_ns", c->request_done_ns);
-    pqs_json_mono(j, "response_done_mono_ns", c->response_done_ns);
-    pqs_json_uint(j, "early_data_bytes", 0); /* neither engine's listener takes 0-RTT */
-    pqs_json_uint(j, "request_bytes", c->rq.request_bytes);
-    pqs_json_uint(j, "response_bytes", c->response_bytes);
-    pqs_json_known(j, "cpu_ns", cpu_ns);
-    pqs_json_str(j, "close", close);
-    pqs_json_failure(j, c->err, c->msg, c->err_errno, c->stage);
+    pqs_conn_rec r = {
+        .id = c->id, .worker = 0 /* one thread */, .peer = peer, .ok = pqs_quic_sconn_ok(c), .transport = "quic",
+        .datagram = true, .first_initial_ns = first_rx_ns, .accepted_ns = c->accepted_ns, .cpu_ns = cpu_ns,
+        .hs_start_ns = first_rx_ns, .hs_done_ns = c->hs_done_ns, .first_app_ns = c->rq.first_app_ns,
+        .request_done_ns = c->request_done_ns, .response_done_ns = c->response_done_ns, .closed_ns = pqs_mono_ns(),
+        .obs = obs, .info = info,
+        .early_bytes = 0, /* neither engine's listener takes 0-RTT */
+        .request_bytes = c->rq.request_bytes, .response_bytes = c->response_bytes, .close = close,
+        .err = c->err, .msg = c->msg, .stage = c->stage, .err_errno = c->err_errno,
+        .own = pqs_quic_conn_json, .own_arg = quic,
+    };
+    pqs_conn_line(log, &r);
 }
 
 bool pqs_quic_srv_signalled(const sigset_t *sigs, pqs_quic_srv_out *out)

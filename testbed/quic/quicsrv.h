@@ -1,7 +1,7 @@
 /* quicsrv.h - what pqs-server's two QUIC listeners do alike, whichever engine runs the
  * connections: OpenSSL's own (quic/quic_server.c) and ngtcp2 (ngtcp2/ngsrv*.c). A connection's
  * record (its times, the request protocol on the client's first bidirectional stream, how it
- * failed) and the rules both engines apply to it, the common members of its "conn" line, the
+ * failed) and the rules both engines apply to it, its "conn" line, the
  * listener's counts, ALPN selection and the pacing of the "quic_stats" line. One writer for
  * both, so that the two engines' lines cannot drift apart (testbed/README.md, QUIC). */
 #ifndef PQS_QUICSRV_H
@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "common.h"
+#include "quicobs.h"
 #include "tlsobs.h"
 #include "transport.h"
 
@@ -46,11 +47,13 @@ void pqs_quic_sconn_idle(pqs_quic_sconn *c, int64_t now);
 void pqs_quic_sconn_stopping(pqs_quic_sconn *c);
 static inline bool pqs_quic_sconn_ok(const pqs_quic_sconn *c) { return c->hs_ok && c->err == PQS_ERR_NONE; }
 
-/* The "conn" line's members up to its engine's "quic" object, in the order of both engines:
- * peer NULL when unknown, first_rx_ns its first Initial (0: unknown), obs the TLS messages seen
- * (NULL: none), cpu_ns its share of the loop's CPU (-1: unknown), close how it ended. */
-void pqs_quic_conn_json(pqs_json *j, const pqs_quic_sconn *c, const char *peer, int64_t first_rx_ns,
-                        const pqs_tlsobs *obs, const pqs_tlsinfo *info, int64_t cpu_ns, const char *close);
+/* The connection's "conn" line (core/connline.h, the datagram shape) into log: peer NULL when
+ * unknown, first_rx_ns its first Initial (0: unknown), obs the TLS messages seen (NULL: none),
+ * cpu_ns its share of the loop's CPU (-1: unknown), close how it ended, quic its "quic"
+ * object's counts. */
+void pqs_quic_conn_line(pqs_sink *log, const pqs_quic_sconn *c, const char *peer, int64_t first_rx_ns,
+                        const pqs_tlsobs *obs, const pqs_tlsinfo *info, int64_t cpu_ns, const char *close,
+                        const pqs_quic_conn_counts *quic);
 
 /* What a listener reports when it stops (pqs_srv's signal and counts). */
 typedef struct pqs_quic_srv_out {

@@ -11,6 +11,8 @@
 
 #include <openssl/err.h>
 
+#include "connline.h"
+
 /* ---------------- per-connection ---------------- */
 
 typedef struct {
@@ -27,43 +29,21 @@ static void ext_json(pqs_json *j, const void *arg)
 static void log_conn(pqs_tcp_server *ts, pqs_tcp_worker *w, const pqs_tcp_conn *c)
 {
     const pqs_tcp_server_ext *ext = ts->ext;
-    pqs_json j;
-    pqs_json_begin(&j, "conn");
-    pqs_json_uint(&j, "conn", c->id);
-    pqs_json_int(&j, "worker", w->id);
-    pqs_json_str(&j, "peer", c->peer);
-    pqs_json_bool(&j, "ok", c->hs_ok && c->err == PQS_ERR_NONE);
-    pqs_json_int(&j, "accepted_mono_ns", c->accepted_ns);
-    pqs_json_int(&j, "cpu_ns", c->cpu_ns);
-    pqs_json_mono(&j, "client_hello_mono_ns", c->obs.client_hello_ns);
-    pqs_json_mono(&j, "client_hello2_mono_ns", c->obs.client_hello2_ns);
-    pqs_json_mono(&j, "client_finished_mono_ns", c->obs.peer_finished_ns);
-    pqs_json_mono(&j, "handshake_done_mono_ns", c->hs_done_ns);
-    pqs_json_mono(&j, "first_app_byte_mono_ns", c->first_app_ns);
-    pqs_json_mono(&j, "request_done_mono_ns", c->request_done_ns);
-    pqs_json_mono(&j, "response_done_mono_ns", c->response_done_ns);
-    pqs_json_mono(&j, "closed_mono_ns", c->closed_ns);
-    int64_t start = ext != NULL ? ext->handshake_start(c->ext, c->accepted_ns) : c->accepted_ns;
-    pqs_json_rel(&j, "handshake_ns", c->hs_done_ns, start);
-    pqs_tlsinfo_json(&j, &c->info);
-    pqs_tlsobs_sizes_json(&j, &c->obs);
-    pqs_json_bool(&j, "early_response", c->early_response);
-    pqs_json_bool(&j, "hrr", c->obs.hrr);
-    pqs_json_uint(&j, "early_data_bytes", c->early_bytes);
-    pqs_json_uint(&j, "request_bytes", c->request_bytes);
-    pqs_json_uint(&j, "response_bytes", c->response_bytes);
-    pqs_json_str(&j, "close", c->close_kind);
-    pqs_json_str(&j, "transport", ts->s->transport->name);
-    pqs_json_failure(&j, c->err, c->msg, c->err_errno, c->stage);
-    pqs_tcpinfo_json(&j, &c->tcp);
-    if (ts->s->p->fs0rtt != NULL)
-        pqs_fs0rtt_conn_json(&j, &c->fs0rtt);
-    else
-        pqs_json_null(&j, "fs0rtt");
     ext_member m = {.ext = ext, .c = c};
-    pqs_transport_members_json(&j, ext != NULL ? ts->s->transport : NULL, ext_json, &m);
-    pqs_json_end(&j);
-    pqs_sink_write(ts->s->log, &j);
+    pqs_conn_rec r = {
+        .id = c->id, .worker = w->id, .peer = c->peer, .ok = c->hs_ok && c->err == PQS_ERR_NONE,
+        .transport = ts->s->transport->name,
+        .accepted_ns = c->accepted_ns, .cpu_ns = c->cpu_ns,
+        .hs_start_ns = ext != NULL ? ext->handshake_start(c->ext, c->accepted_ns) : c->accepted_ns,
+        .hs_done_ns = c->hs_done_ns, .first_app_ns = c->first_app_ns, .request_done_ns = c->request_done_ns,
+        .response_done_ns = c->response_done_ns, .closed_ns = c->closed_ns,
+        .obs = &c->obs, .info = &c->info, .early_response = c->early_response,
+        .early_bytes = c->early_bytes, .request_bytes = c->request_bytes, .response_bytes = c->response_bytes,
+        .close = c->close_kind, .err = c->err, .msg = c->msg, .stage = c->stage, .err_errno = c->err_errno,
+        .tcp = &c->tcp, .fs0rtt = ts->s->p->fs0rtt != NULL ? &c->fs0rtt : NULL,
+        .self = ext != NULL ? ts->s->transport : NULL, .own = ext_json, .own_arg = &m,
+    };
+    pqs_conn_line(ts->s->log, &r);
 }
 
 static void conn_begin(pqs_tcp_server *ts, pqs_tcp_conn *c, int fd, const struct sockaddr *peer);

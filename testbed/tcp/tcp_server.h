@@ -32,7 +32,7 @@ typedef struct pqs_tcp_server_ext {
 
 struct pqs_tcp_server;
 
-/* One connection's record: the conn line (log_conn) is written from it. */
+/* One connection's record: its conn line (log_conn, through core/connline.h) is made of it. */
 typedef struct pqs_tcp_conn {
     uint64_t id;
     char peer[64];

@@ -166,14 +166,19 @@ int main(void)
     pqs_sink_close(&log);
     CHECK("served", sa.rc == 0 && s.signal == SIGUSR1 && s.conns == 1 && s.ok == 1);
     FILE *f = fopen(logpath, "r");
-    char line[512] = "";
+    char line[4096] = "";
     if (f != NULL) {
         if (fgets(line, sizeof line, f) == NULL)
             line[0] = '\0';
         fclose(f);
     }
     unlink(logpath);
-    CHECK("conn_line", strstr(line, "\"transport\":\"loop\",\"response_bytes\":5000") != NULL);
+    /* through the one conn-line writer (core/connline.h): every server's members */
+    static const char head[] = "{\"type\":\"conn\",\"conn\":0,\"worker\":0,\"peer\":\"127.0.0.1:";
+    CHECK("conn_line", strncmp(line, head, sizeof head - 1) == 0
+                           && strstr(line, "\"ok\":true,") != NULL
+                           && strstr(line, "\"response_bytes\":5000,\"close\":null,\"transport\":\"loop\",") != NULL
+                           && strstr(line, "\"fs0rtt\":null,\"quic\":null,\"turbo\":null,\"loop\":null}\n") != NULL);
     free(s.state);
     free(cl.state);
     pqs_cli_free(&cli);

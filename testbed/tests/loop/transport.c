@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "connline.h"
 #include "ossl.h"
 #include "transport.h"
 
@@ -130,9 +131,13 @@ static int server_listen(pqs_srv *s, char *why, size_t whylen)
     return pqs_srv_bind(s, SOCK_STREAM, &l->fd, why, whylen);
 }
 
-/* Answers "PQS <len> <resp>\n" with resp bytes; one conn line per connection. */
-static void serve_one(pqs_srv *s, int fd)
+/* Answers "PQS <len> <resp>\n" with resp bytes; one conn line per connection (core/connline.h:
+ * the members every server writes; what it does not know, the client's close among them, null
+ * or 0). */
+static void serve_one(pqs_srv *s, int fd, const char *peer)
 {
+    pqs_conn_rec r = {.id = s->conns, .peer = peer, .transport = s->transport->name, .cpu_ns = -1};
+    r.accepted_ns = r.hs_start_ns = r.hs_done_ns = pqs_mono_ns(); /* no handshake: the connection is it */
     unsigned char buf[4096];
     size_t have = 0;
     int64_t req_len = 0, resp_len = -1;
@@ -140,8 +145,11 @@ static void serve_one(pqs_srv *s, int fd)
         ssize_t n = recv(fd, buf + have, sizeof buf - have, 0);
         if (n <= 0)
             break;
+        if (have == 0)
+            r.first_app_ns = pqs_mono_ns();
         have += (size_t)n;
     }
+    r.request_done_ns = pqs_mono_ns();
     uint64_t want = resp_len >= 0 ? (uint64_t)resp_len : s->p->response_bytes, sent = 0;
     memset(buf, 'x', sizeof buf);
     while (sent < want) {
@@ -150,15 +158,16 @@ static void serve_one(pqs_srv *s, int fd)
             break;
         sent += (uint64_t)n;
     }
+    r.response_done_ns = pqs_mono_ns();
+    pqs_tcpinfo tcp;
+    pqs_tcpinfo_read(fd, &tcp);
     close(fd);
-    pqs_json j;
-    pqs_json_begin(&j, "conn");
-    pqs_json_str(&j, "transport", s->transport->name);
-    pqs_json_uint(&j, "response_bytes", sent);
-    pqs_json_end(&j);
-    pqs_sink_write(s->log, &j);
+    r.closed_ns = pqs_mono_ns();
+    r.ok = sent == want;
+    r.request_bytes = have, r.response_bytes = sent, r.tcp = &tcp;
+    pqs_conn_line(s->log, &r);
     s->conns++;
-    if (sent == want)
+    if (r.ok)
         s->ok++;
     else
         s->failed++;
@@ -177,9 +186,14 @@ static int server_serve(pqs_srv *s, char *why, size_t whylen)
         }
         struct pollfd p = {.fd = l->fd, .events = POLLIN};
         if (poll(&p, 1, 20) > 0) {
-            int fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC);
-            if (fd >= 0)
-                serve_one(s, fd);
+            struct sockaddr_storage ss;
+            socklen_t len = sizeof ss;
+            int fd = accept4(l->fd, (struct sockaddr *)&ss, &len, SOCK_CLOEXEC);
+            char peer[64];
+            if (fd >= 0) {
+                pqs_format_sockaddr((const struct sockaddr *)&ss, peer, sizeof peer);
+                serve_one(s, fd, peer);
+            }
         }
     }
     close(l->fd);
