@@ -4,17 +4,19 @@ pqs-timer's `attempt` line (and `prime`, the same without `i`) and pqs-server's 
 one row per member, or per group of members documented together: its meaning, and the analysis
 name of each member the statistics read. From that table come
 
-- the field reference of testbed/README.md ("Timer lines", "Server lines"): generated, between
-  the `<!-- fields: LINE -->` markers, by `python -m pqshake.results.fields --write`;
-  tests/testbed/test_fields.py fails when it is stale;
+- the field reference of testbed/README.md ("Timer lines", "Server lines", and the QUIC and
+  TurboTLS objects' tables): generated, after the `<!-- fields: LINE -->` markers, by
+  `python -m pqshake.results.fields --write`; tests/testbed/test_fields.py fails when it is stale;
 - the analysis's columns of those members (analysis/columns.py reads columns() instead of naming
   them again);
 - the check that the C programs write nothing the table does not define, and the table defines
   nothing the C programs do not write (tests/testbed/test_fields.py, on real lines).
 
-A member of a transport's or a mode's own object (`quic`, `turbo`, `fs0rtt`, ...) is one row here,
-whose meaning points at the section that lists the object's members; the row's columns are the
-transport's or mode's (pqshake/rows/).
+A transport's own object (`quic`, `turbo`) is one row whose `object` holds the rows of its members:
+their reference is generated too (after the `<!-- fields: LINE.MEMBER -->` markers, e.g.
+`conn.quic`), and tests/testbed/test_fields.py checks the objects' members as the lines'. The
+columns the analysis takes from an object are its transport's (pqshake/rows/transports/). A mode's
+object (`fs0rtt`) is one row whose meaning points at the section that lists its members.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ class Member(BaseModel):
     meaning: str = Field(min_length=1)
     columns: dict[str, str] = Field(default_factory=dict)
     required: bool = False
+    object: list[Member] | None = None
 
     @model_validator(mode="after")
     def _columns_are_members(self) -> "Member":
@@ -55,6 +58,12 @@ class Member(BaseModel):
                 raise ValueError(f"columns: {c} is not one of the row's members {self.members}")
         if self.required and not self.columns:
             raise ValueError("required: true needs columns (the analysis names it requires)")
+        if self.object is not None:
+            if len(self.members) != 1 or "*" in self.members[0] or not self.object:
+                raise ValueError(f"object: {self.members} must be one member, with the rows of its members")
+            if any(r.columns or r.required for r in self.object):
+                raise ValueError(f"object: {self.members[0]}'s analysis columns are its transport's "
+                                 "(pqshake/rows/transports/), not rows' columns")
         return self
 
     def documents(self, name: str) -> bool:
@@ -78,7 +87,17 @@ def table() -> Table:
 
 
 def rows(line: str) -> list[Member]:
-    return getattr(table(), line)
+    """A line's rows, or (`conn.quic`) those of one of its objects."""
+    line, _, member = line.partition(".")
+    found = getattr(table(), line)
+    if member:
+        found = next(r.object for r in found if r.object is not None and r.members == [member])
+    return found
+
+
+def objects() -> list[str]:
+    """The objects the table has rows for, as `line.member`, in the table's order."""
+    return [f"{line}.{r.members[0]}" for line in LINES for r in rows(line) if r.object is not None]
 
 
 def columns(line: str, *, required: bool) -> dict[str, str]:
@@ -88,8 +107,26 @@ def columns(line: str, *, required: bool) -> dict[str, str]:
 
 
 def undefined(line: str, names: list[str]) -> list[str]:
-    """Of a line's top-level member names, those no row of the table defines."""
+    """Of a line's (or an object's: `conn.quic`) member names, those no row of the table defines."""
     return [n for n in names if not any(r.documents(n) for r in rows(line))]
+
+
+def undefined_members(line: str, records: list[dict]) -> list[str]:
+    """Of the members of a line's records, those no row defines, an object's members included
+    (named `quic.cwnd`) where the table has rows for the object and the record has one."""
+    names = list(dict.fromkeys(k for rec in records for k in rec if k != "type"))
+    out = undefined(line, names)
+    for path in objects():
+        if path.startswith(f"{line}."):
+            member = path.partition(".")[2]
+            inner = list(dict.fromkeys(k for rec in records if isinstance(rec.get(member), dict) for k in rec[member]))
+            out += [f"{member}.{n}" for n in undefined(path, inner)]
+    return out
+
+
+def order(line: str, names: list[str]) -> list[int]:
+    """The row of the table that defines each of names (a line's members, in the line's order)."""
+    return [next(k for k, r in enumerate(rows(line)) if r.documents(n)) for n in names]
 
 
 # ------------------------------------------------------------ testbed/README.md's reference --
@@ -104,7 +141,7 @@ def reference_table(line: str) -> str:
 
 def readme_with_tables(text: str) -> str:
     """text (testbed/README.md) with each line's table, after its marker, made anew."""
-    for line in LINES:
+    for line in LINES + tuple(objects()):
         start = text.index(marker(line)) + len(marker(line))
         end = text.find("\n\n", start)
         text = text[:start] + reference_table(line).rstrip("\n") + text[end if end >= 0 else len(text):]
@@ -115,4 +152,4 @@ if __name__ == "__main__":  # python -m pqshake.results.fields [--write]: the ta
     if sys.argv[1:] == ["--write"]:
         README.write_text(readme_with_tables(README.read_text()))
     else:
-        sys.stdout.write("".join(f"{marker(line)}{reference_table(line)}\n" for line in LINES))
+        sys.stdout.write("".join(f"{marker(line)}{reference_table(line)}\n" for line in LINES + tuple(objects())))
