@@ -23,8 +23,6 @@
 #include "certs.h"
 #include "cli.h"
 #include "common.h"
-#include "ech.h"
-#include "fs0rtt_ssl.h"
 #include "groups.h"
 #include "ossl.h"
 #include "provider_seam.h"
@@ -53,9 +51,6 @@ typedef struct server_cfg {
     long session_cache;
     const char *log_path;
     bool tls12;
-    bool psk_ke;             /* --psk-ke on|off: resume without a key share when the client offers it */
-    const char *bfe_key;     /* --bfe-key DIR: open fs0rtt identities with this BFE key */
-    const char *ech_public;  /* --ech NAME: an ECH config with this public name (--mode ech) */
 } server_cfg;
 
 typedef struct server {
@@ -64,7 +59,6 @@ typedef struct server {
     struct pqs_ossl_server ossl;
     pqs_sink log;
     pqs_srv srv;             /* what the transport serves with */
-    char ech_path[4400];     /* --ech: the ECHConfigList published for pqs-timer */
 } server;
 
 static void usage(FILE *f)
@@ -115,15 +109,11 @@ static void usage(FILE *f)
 "  --max-early-data N     0-RTT: max early data bytes accepted; 0 disables 0-RTT (default 16384)\n"
 "  --early-response on|off  0-RTT: answer a complete early request at once, as 0.5-RTT data\n"
 "                         before the client's Finished (default on)\n"
-"  --psk-ke on|off        resumption without a key share (psk_ke, no forward secrecy) when the\n"
-"                         client offers it (default off: OpenSSL's psk_dhe_ke only)\n"
-"  --bfe-key DIR          fs0rtt: the Bloom Filter Encryption key pqs-bfe-keygen wrote in DIR\n"
-"  --ech NAME             ech: accept Encrypted Client Hello with a fresh X25519 config whose\n"
-"                         public (outer) name is NAME, one a certificate name (localhost);\n"
-"                         its ECHConfigList goes to DIR/" PQS_ECH_CONFIG_FILE " (--cert-dir)\n"
-"                         (verified against DIR/key.json); a ClientHello whose PSK identity is\n"
-"                         a ciphertext under it is decapsulated, the key punctured, its early\n"
-"                         data accepted; replays and a used-up key fall back to a full handshake\n"
+    );
+    for (size_t k = 0; k < pqs_mode_count; k++) /* what the modes' server halves take (--psk-ke, ...) */
+        if (pqs_modes[k]->server_usage != NULL)
+            fputs(pqs_modes[k]->server_usage, f);
+    fprintf(f,
 "  --tcp-fastopen N       TCP Fast Open on the listener with a queue of N (default 0 = off;\n"
 "                         the namespace's net.ipv4.tcp_fastopen must have bit 2 set)\n"
 "  --tickets N            TLS 1.3 session tickets sent after each handshake (default 2)\n"
@@ -157,9 +147,10 @@ static void parse_args(int argc, char **argv, server_cfg *cfg)
 {
     enum { OPT_LISTEN = 1, OPT_SIG, OPT_CA_SIG, OPT_DEPTH, OPT_CERTDIR, OPT_EARLY, OPT_TICKETS, OPT_CACHE,
            OPT_NOTLS12, OPT_THREADS, OPT_BACKLOG, OPT_IDLE, OPT_LOG, OPT_CLIENTAUTH, OPT_CLIENTDEPTH,
-           OPT_EARLYRESP, OPT_PSKKE, OPT_TFO, OPT_BFEKEY, OPT_ECH, OPT_INTER_SIG, OPT_ROOT_SIG, OPT_PAD, OPT_SCTS,
+           OPT_EARLYRESP, OPT_TFO, OPT_INTER_SIG, OPT_ROOT_SIG, OPT_PAD, OPT_SCTS,
            OPT_SUPPRESS, OPT_CLIENT_CA_SIG, OPT_CLIENT_INTER_SIG, OPT_CLIENT_ROOT_SIG };
-    /* pqs-server's own rows; the shared ones are pqs_cli_rows, the transports' their own. */
+    /* pqs-server's own rows; the shared ones are pqs_cli_rows, the transports' and the modes' server
+     * halves' their own. */
     static const struct option rows[] = {
         {"listen", required_argument, 0, OPT_LISTEN},
         {"sig", required_argument, 0, OPT_SIG}, {"ca-sig", required_argument, 0, OPT_CA_SIG},
@@ -172,9 +163,7 @@ static void parse_args(int argc, char **argv, server_cfg *cfg)
         {"idle-timeout", required_argument, 0, OPT_IDLE}, {"log", required_argument, 0, OPT_LOG},
         {"client-auth", required_argument, 0, OPT_CLIENTAUTH},
         {"client-chain-depth", required_argument, 0, OPT_CLIENTDEPTH},
-        {"early-response", required_argument, 0, OPT_EARLYRESP}, {"psk-ke", required_argument, 0, OPT_PSKKE},
-        {"tcp-fastopen", required_argument, 0, OPT_TFO}, {"bfe-key", required_argument, 0, OPT_BFEKEY},
-        {"ech", required_argument, 0, OPT_ECH},
+        {"early-response", required_argument, 0, OPT_EARLYRESP}, {"tcp-fastopen", required_argument, 0, OPT_TFO},
         {"inter-sig", required_argument, 0, OPT_INTER_SIG}, {"root-sig", required_argument, 0, OPT_ROOT_SIG},
         {"cert-pad-bytes", required_argument, 0, OPT_PAD}, {"cert-scts", required_argument, 0, OPT_SCTS},
         {"suppress-intermediates", no_argument, 0, OPT_SUPPRESS},
@@ -207,6 +196,8 @@ static void parse_args(int argc, char **argv, server_cfg *cfg)
         case OPT_LISTEN: listen = optarg; break;
         case OPT_SIG: sig = optarg; break;
         case OPT_CA_SIG: ca_sig = optarg; break;
+        case OPT_INTER_SIG: inter_sig = optarg; break;
+        case OPT_ROOT_SIG: root_sig = optarg; break;
         case OPT_DEPTH:
             if (!pqs_parse_u64(optarg, 1, PQS_CHAIN_MAX_DEPTH, &v))
                 pqs_usage_error(PROG, "bad --chain-depth '%s': must be 1..%d", optarg, PQS_CHAIN_MAX_DEPTH);
@@ -214,6 +205,9 @@ static void parse_args(int argc, char **argv, server_cfg *cfg)
             break;
         case OPT_CERTDIR: cfg->cert_dir = optarg; break;
         case OPT_CLIENTAUTH: client_sig = optarg; break;
+        case OPT_CLIENT_CA_SIG: client_ca_sig = optarg; break;
+        case OPT_CLIENT_INTER_SIG: client_inter = optarg; break;
+        case OPT_CLIENT_ROOT_SIG: client_root = optarg; break;
         case OPT_CLIENTDEPTH:
             if (!pqs_parse_u64(optarg, 1, PQS_CHAIN_MAX_DEPTH, &v))
                 pqs_usage_error(PROG, "bad --client-chain-depth '%s': must be 1..%d", optarg, PQS_CHAIN_MAX_DEPTH);
@@ -253,22 +247,11 @@ static void parse_args(int argc, char **argv, server_cfg *cfg)
             if (!pqs_parse_on_off(optarg, &p->early_response))
                 pqs_usage_error(PROG, "bad --early-response '%s': on or off", optarg);
             break;
-        case OPT_PSKKE:
-            if (!pqs_parse_on_off(optarg, &cfg->psk_ke))
-                pqs_usage_error(PROG, "bad --psk-ke '%s': on or off", optarg);
-            break;
         case OPT_TFO:
             if (!pqs_parse_u64(optarg, 0, 65535, &v))
                 pqs_usage_error(PROG, "bad --tcp-fastopen '%s': a queue length 0..65535 (0 = off)", optarg);
             p->tcp_fastopen = (int)v;
             break;
-        case OPT_BFEKEY: cfg->bfe_key = optarg; break;
-        case OPT_ECH: cfg->ech_public = optarg; break;
-        case OPT_INTER_SIG: inter_sig = optarg; break;
-        case OPT_ROOT_SIG: root_sig = optarg; break;
-        case OPT_CLIENT_CA_SIG: client_ca_sig = optarg; break;
-        case OPT_CLIENT_INTER_SIG: client_inter = optarg; break;
-        case OPT_CLIENT_ROOT_SIG: client_root = optarg; break;
         case OPT_PAD:
             if (!pqs_parse_u64(optarg, 0, PQS_CERT_PAD_MAX, &v))
                 pqs_usage_error(PROG, "bad --cert-pad-bytes '%s': must be 0..%d", optarg, PQS_CERT_PAD_MAX);
@@ -288,17 +271,10 @@ static void parse_args(int argc, char **argv, server_cfg *cfg)
     pqs_cli_check_server(cli, PROG, early_set, p->tcp_fastopen);
     if (cli->transport->tls13_only)
         cfg->tls12 = false;
-    const char *no_early = pqs_transport_why_not(cli->transport, PQS_TRAIT_EARLY_DATA);
-    const char *no_ech = pqs_transport_why_not(cli->transport, PQS_TRAIT_ECH);
-    if (cfg->bfe_key != NULL && no_early != NULL)
-        pqs_usage_error(PROG, "--bfe-key with --transport %s: %s (fs0rtt sends early data)", cli->transport->name,
-                        no_early);
-    if (cfg->ech_public != NULL && no_ech != NULL)
-        pqs_usage_error(PROG, "--ech with --transport %s: %s", cli->transport->name, no_ech);
-    if (no_early != NULL)
+    pqs_mode_server_env env = {.prog = PROG, .transport = cli->transport, .p = p, .cert_dir = cfg->cert_dir};
+    pqs_mode_servers_check(cli->mode_opts, &env); /* a mode's server half the transport cannot serve */
+    if (pqs_transport_why_not(cli->transport, PQS_TRAIT_EARLY_DATA) != NULL)
         p->max_early_data = 0;
-    if (cfg->bfe_key != NULL && p->max_early_data == 0)
-        pqs_usage_error(PROG, "--bfe-key needs early data: drop --max-early-data 0");
     const char *why = NULL;
     if (!pqs_parse_hostport(listen, true, &p->listen, &why))
         pqs_usage_error(PROG, "bad --listen '%s': %s", listen, why);
@@ -357,8 +333,6 @@ static void stack_config(const server *s)
 {
     if (pqs_cert_comp_on(s->cfg.cli.cert_comp))
         pqs_usage_error(PROG, "%s", PQS_NOT_OPENSSL_CERT_COMP);
-    if (s->cfg.psk_ke)
-        pqs_usage_error(PROG, "%s", PQS_NOT_OPENSSL_PSK_KE);
 }
 
 static SSL_CTX *make_ctx(server *s, char *why, size_t whylen, char *groups_out, size_t glen)
@@ -393,12 +367,8 @@ static SSL_CTX *make_ctx(server *s, char *why, size_t whylen, char *groups_out, 
         SSL_CTX_set_max_early_data(ctx, (uint32_t)s->cfg.p.max_early_data);
         SSL_CTX_set_recv_max_early_data(ctx, (uint32_t)s->cfg.p.max_early_data);
     }
-    if (s->cfg.psk_ke) /* psk_ke when the client offers it: no key share, no forward secrecy */
-        SSL_CTX_set_options(ctx, SSL_OP_ALLOW_NO_DHE_KEX | SSL_OP_PREFER_NO_DHE_KEX);
-    if (s->cfg.p.fs0rtt != NULL)
-        pqs_fs0rtt_server_install(ctx, s->cfg.p.fs0rtt);
-    if (s->cfg.ech_public != NULL
-        && !pqs_ech_server_setup(ctx, s->cfg.cert_dir, s->cfg.ech_public, s->ech_path, sizeof s->ech_path, why, whylen)) {
+    pqs_mode_server_env env = {.prog = PROG, .transport = tr, .p = &s->cfg.p, .cert_dir = s->cfg.cert_dir};
+    if (!pqs_mode_servers_ossl_ctx(s->cfg.cli.mode_opts, ctx, &env, why, whylen)) { /* psk_ke, fs0rtt, ECH */
         SSL_CTX_free(ctx);
         return NULL;
     }
@@ -432,15 +402,8 @@ int main(int argc, char **argv)
 
     char why[4400], groups[4096];
     if (strlen(s->cfg.cert_dir) > 4000) pqs_usage_error(PROG, "--cert-dir path too long");
-    pqs_fs0rtt_key *bfe_key = NULL;
-    if (s->cfg.bfe_key != NULL) {
-        if ((bfe_key = pqs_fs0rtt_key_load(s->cfg.bfe_key, why, sizeof why)) == NULL)
-            pqs_usage_error(PROG, "bad --bfe-key: %s", why);
-        if ((s->cfg.p.fs0rtt = pqs_fs0rtt_server_new(bfe_key, (uint32_t)s->cfg.p.max_early_data)) == NULL) {
-            fprintf(stderr, PROG ": out of memory\n");
-            return PQS_EXIT_ENV;
-        }
-    }
+    pqs_mode_server_env env = {.prog = PROG, .transport = tr, .p = &s->cfg.p, .cert_dir = s->cfg.cert_dir};
+    pqs_mode_servers_finish(s->cfg.cli.mode_opts, &env); /* e.g. fs0rtt's key loaded */
     if (tr->ossl == NULL) {
         stack_config(s);
         if (!server_groups(s, NULL, why, sizeof why, groups, sizeof groups))
@@ -533,8 +496,6 @@ int main(int argc, char **argv)
                                         : ((struct sockaddr_in *)&sv->bound)->sin_port));
     pqs_json_int(&j, "pid", getpid());
     pqs_json_str(&j, "ca", ca_path);
-    pqs_json_str(&j, "ech_config", s->cfg.ech_public != NULL ? s->ech_path : NULL);
-    pqs_json_str(&j, "ech_public_name", s->cfg.ech_public);
     pqs_json_str(&j, "sig", s->cfg.sig->name);
     pqs_json_str(&j, "ca_sig", s->cfg.ca_sig->name);
     pqs_json_str(&j, "inter_sig", s->cfg.inter_sig->name);
@@ -557,17 +518,13 @@ int main(int argc, char **argv)
     pqs_json_uint(&j, "max_early_data", s->cfg.p.max_early_data);
     pqs_json_uint(&j, "response_bytes", s->cfg.p.response_bytes);
     pqs_json_bool(&j, "early_response", s->cfg.p.early_response && s->cfg.p.max_early_data > 0);
-    pqs_json_bool(&j, "psk_ke", s->cfg.psk_ke);
     pqs_json_int(&j, "tcp_fastopen", s->cfg.p.tcp_fastopen);
     pqs_json_str(&j, "tcp_fastopen_sysctl", pqs_tfo_sysctl());
     pqs_json_int(&j, "threads", sv->threads);
     pqs_json_str(&j, "transport", tr->name);
     if (tr->ready_json != NULL)
         tr->ready_json(&j, sv);
-    if (s->cfg.p.fs0rtt != NULL)
-        pqs_fs0rtt_server_ready_json(&j, s->cfg.p.fs0rtt);
-    else
-        pqs_json_null(&j, "fs0rtt");
+    pqs_mode_servers_json(&j, s->cfg.cli.mode_opts, false); /* ech_config, psk_ke, fs0rtt, ... */
     pqs_json_int(&j, "ready_mono_ns", pqs_mono_ns());
     pqs_json_end(&j);
     pqs_sink_write(&s->log, &j);
@@ -585,15 +542,10 @@ int main(int argc, char **argv)
     pqs_json_uint(&j, "ok", sv->ok);
     pqs_json_uint(&j, "failed", sv->failed);
     pqs_json_int(&j, "stop_mono_ns", pqs_mono_ns());
-    if (s->cfg.p.fs0rtt != NULL)
-        pqs_fs0rtt_server_summary_json(&j, s->cfg.p.fs0rtt);
-    else
-        pqs_json_null(&j, "fs0rtt");
+    pqs_mode_servers_json(&j, s->cfg.cli.mode_opts, true);
     pqs_json_end(&j);
     pqs_sink_write(&s->log, &j);
     SSL_CTX_free(s->ctx);
-    pqs_fs0rtt_server_free(s->cfg.p.fs0rtt);
-    pqs_fs0rtt_key_free(bfe_key);
     pqs_unload_providers();
     pqs_cli_free(&s->cfg.cli);
     if (pqs_sink_close(&s->log) != 0) {

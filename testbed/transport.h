@@ -44,7 +44,6 @@
     "--ciphersuites is an OpenSSL list and " PQS_NOT_OPENSSL " (that stack takes its cipher suites from the " \
     "security policy of --groups)"
 #define PQS_NOT_OPENSSL_CERT_COMP "--cert-comp: " PQS_NOT_OPENSSL " (pqshake compresses certificates on OpenSSL only)"
-#define PQS_NOT_OPENSSL_PSK_KE "--psk-ke on: " PQS_NOT_OPENSSL " (psk_ke resumption is OpenSSL's only here)"
 
 /* ---------------- the client side (pqs-timer) ---------------- */
 

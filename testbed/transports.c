@@ -30,22 +30,11 @@ const pqs_transport *const pqs_transports[] = {
 };
 const size_t pqs_transport_count = sizeof pqs_transports / sizeof pqs_transports[0];
 
-/* A trait a table neither carries nor explains (a trait newer than the table). */
-static const char *const generic_why[PQS_TRAIT__COUNT] = {
-    [PQS_TRAIT_TICKET] = "this transport does not resume sessions",
-    [PQS_TRAIT_PSK_KE] = "this transport does not resume with psk_ke",
-    [PQS_TRAIT_DECOY_SHARE] = "this transport cannot send a decoy key share",
-    [PQS_TRAIT_TLS12] = "this transport does not run TLS 1.2",
-    [PQS_TRAIT_EXTERNAL_PSK] = "this transport takes no external PSK",
-    [PQS_TRAIT_ECH] = "this transport does not run Encrypted Client Hello",
-    [PQS_TRAIT_EARLY_DATA] = "this transport sends no early data",
-};
-
 const char *pqs_transport_why_not(const pqs_transport *t, pqs_trait trait)
 {
     if (t->carries & (1u << trait))
         return NULL;
-    return t->why_not[trait] != NULL ? t->why_not[trait] : generic_why[trait];
+    return t->why_not[trait] != NULL ? t->why_not[trait] : pqs_traits[trait].generic_why;
 }
 
 const char *pqs_transport_refuses(const pqs_transport *t, const pqs_mode_ops *m)

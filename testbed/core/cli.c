@@ -93,6 +93,8 @@ void pqs_cli_free(pqs_cli *cli)
     for (size_t k = 0; k < pqs_mode_count; k++) {
         if (pqs_modes[k]->free != NULL)
             pqs_modes[k]->free(cli->mode_opts[k]);
+        if (pqs_modes[k]->server_free != NULL)
+            pqs_modes[k]->server_free(cli->mode_opts[k]);
         free(cli->mode_opts[k]);
     }
 }
@@ -139,11 +141,10 @@ void pqs_cli_begin(pqs_cli *cli, pqs_optset *os, const char *prog, const struct 
     pqs_optset_add(os, rows, PQS_OWNER_PROGRAM);
     for (size_t k = 0; k < pqs_transport_count; k++)
         pqs_optset_add(os, client ? pqs_transports[k]->client_opts : pqs_transports[k]->server_opts, (int)k);
-    if (!client)
-        return;
-    pqs_optset_add(os, mode_rows, PQS_OWNER_COMMON);
-    for (size_t k = 0; k < pqs_mode_count; k++)
-        pqs_optset_add(os, pqs_modes[k]->opts, PQS_OWNER_MODE0 - (int)k);
+    if (client)
+        pqs_optset_add(os, mode_rows, PQS_OWNER_COMMON);
+    for (size_t k = 0; k < pqs_mode_count; k++) /* pqs-server: the modes' server halves */
+        pqs_optset_add(os, client ? pqs_modes[k]->opts : pqs_modes[k]->server_opts, PQS_OWNER_MODE0 - (int)k);
 }
 
 int pqs_cli_next(pqs_cli *cli, const pqs_optset *os, const char *prog, int argc, char **argv,
@@ -209,56 +210,45 @@ static void others_given(const pqs_cli *cli, const char *prog, size_t k, bool cl
         pqs_usage_error(prog, "%s", client ? t->client_opts_need : t->server_opts_need);
 }
 
-/* The chosen transport's engine (transport.h, engine), which the checks and the program use
- * from here on. */
-static void choose_engine(pqs_cli *cli)
+/* The options of every transport but the chosen one, given without it (a usage error naming what
+ * they need); then the chosen one's engine (transport.h, engine), which the checks and the program
+ * use from here on. */
+static const pqs_transport *choose(pqs_cli *cli, const char *prog, bool client)
 {
-    const pqs_transport *t = cli->transport;
-    if (t->engine != NULL)
-        cli->transport = t->engine(cli->opts[cli->transport_idx]);
+    for (size_t k = 0; k < pqs_transport_count; k++)
+        if (pqs_transports[k] != cli->transport)
+            others_given(cli, prog, k, client);
+    if (cli->transport->engine != NULL)
+        cli->transport = cli->transport->engine(cli->opts[cli->transport_idx]);
+    return cli->transport;
+}
+
+static void finish_chosen(pqs_cli *cli, const char *prog)
+{
+    if (cli->transport->opts_finish != NULL)
+        cli->transport->opts_finish(cli->opts[cli->transport_idx], prog);
 }
 
 void pqs_cli_check_client(pqs_cli *cli, const char *prog, bool tfo)
 {
-    const pqs_mode_ops *mode = cli->mode;
-    const pqs_transport *chosen = cli->transport;
-    choose_engine(cli);
-    for (size_t k = 0; k < pqs_transport_count; k++) {
-        const pqs_transport *t = pqs_transports[k];
-        if (t != chosen) {
-            others_given(cli, prog, k, true);
-            continue;
-        }
-        t = cli->transport;
-        const char *why = pqs_transport_refuses(t, mode);
-        if (why != NULL)
-            pqs_usage_error(prog, "--mode %s --transport %s: %s", mode->name, t->name, why);
-        if (tfo && t->client_tfo_why != NULL)
-            pqs_usage_error(prog, "--tcp-fastopen with --transport %s: %s", t->name, t->client_tfo_why);
-    }
-    if (cli->transport->opts_finish != NULL)
-        cli->transport->opts_finish(cli->opts[cli->transport_idx], prog);
+    const pqs_transport *t = choose(cli, prog, true);
+    const char *why = pqs_transport_refuses(t, cli->mode);
+    if (why != NULL)
+        pqs_usage_error(prog, "--mode %s --transport %s: %s", cli->mode->name, t->name, why);
+    if (tfo && t->client_tfo_why != NULL)
+        pqs_usage_error(prog, "--tcp-fastopen with --transport %s: %s", t->name, t->client_tfo_why);
+    finish_chosen(cli, prog);
 }
 
 void pqs_cli_check_server(pqs_cli *cli, const char *prog, bool early_data_set, int tfo)
 {
-    const pqs_transport *chosen = cli->transport;
-    choose_engine(cli);
-    for (size_t k = 0; k < pqs_transport_count; k++) {
-        const pqs_transport *t = pqs_transports[k];
-        if (t != chosen) {
-            others_given(cli, prog, k, false);
-            continue;
-        }
-        t = cli->transport;
-        const char *no_early = pqs_transport_why_not(t, PQS_TRAIT_EARLY_DATA);
-        if (early_data_set && no_early != NULL)
-            pqs_usage_error(prog, "--max-early-data with --transport %s: %s", t->name, no_early);
-        if (tfo > 0 && t->server_tfo_why != NULL)
-            pqs_usage_error(prog, "--tcp-fastopen with --transport %s: %s", t->name, t->server_tfo_why);
-    }
-    if (cli->transport->opts_finish != NULL)
-        cli->transport->opts_finish(cli->opts[cli->transport_idx], prog);
+    const pqs_transport *t = choose(cli, prog, false);
+    const char *no_early = pqs_transport_why_not(t, PQS_TRAIT_EARLY_DATA);
+    if (early_data_set && no_early != NULL)
+        pqs_usage_error(prog, "--max-early-data with --transport %s: %s", t->name, no_early);
+    if (tfo > 0 && t->server_tfo_why != NULL)
+        pqs_usage_error(prog, "--tcp-fastopen with --transport %s: %s", t->name, t->server_tfo_why);
+    finish_chosen(cli, prog);
 }
 
 void pqs_cli_finish_mode(pqs_cli *cli, const pqs_mode_env *env, pqs_client_params *p)

@@ -95,7 +95,7 @@ static void implementation(pqs_doc *d, const pqs_impl *im)
     pqs_doc_end(d, '}');
     pqs_doc_obj(d, "traits"); /* what the modes are made of: null where carried, else why not */
     for (int k = 0; k < PQS_TRAIT__COUNT; k++)
-        pqs_doc_str(d, pqs_trait_names[k], pqs_transport_why_not(t, (pqs_trait)k));
+        pqs_doc_str(d, pqs_traits[k].name, pqs_transport_why_not(t, (pqs_trait)k));
     pqs_doc_end(d, '}');
     pqs_doc_str(d, "early_data", pqs_transport_why_not(t, PQS_TRAIT_EARLY_DATA));
     pqs_doc_obj(d, "tcp_fastopen");
@@ -107,7 +107,7 @@ static void implementation(pqs_doc *d, const pqs_impl *im)
     pqs_doc_str(d, "--sigalgs", t->ossl ? NULL : PQS_NOT_OPENSSL_SIGALGS);
     pqs_doc_str(d, "--ciphersuites", t->ossl ? NULL : PQS_NOT_OPENSSL_CIPHERSUITES);
     pqs_doc_str(d, "--cert-comp", t->ossl ? NULL : PQS_NOT_OPENSSL_CERT_COMP);
-    pqs_doc_str(d, "--psk-ke", t->ossl ? NULL : PQS_NOT_OPENSSL_PSK_KE);
+    pqs_doc_str(d, "--psk-ke", pqs_transport_why_not(t, PQS_TRAIT_PSK_KE)); /* resume_psk's server half */
     pqs_doc_end(d, '}');
     if (t->ossl != NULL) { /* OpenSSL's lists, as --list-groups and --list-sigs give them */
         static char names[16384];

@@ -12,27 +12,28 @@
 #include "transport.h"
 
 typedef struct {
-    char config[4200]; /* --ech-config FILE (default: PQS_ECH_CONFIG_FILE beside --ca) */
+    union {
+        const char *arg[2];
+        struct {
+            const char *config_arg;  /* pqs-timer --ech-config FILE */
+            const char *public_name; /* pqs-server --ech NAME */
+        };
+    };
+    char config[4200];    /* the file offered (default: PQS_ECH_CONFIG_FILE beside --ca) */
+    char published[4400]; /* where pqs-server wrote its ECHConfigList */
 } ech_opts;
 
-enum { OPT_ECH = 1 };
-static const struct option rows[] = {{"ech-config", required_argument, 0, OPT_ECH}, {0, 0, 0, 0}};
-
-
-static void opt(void *opts, const char *prog, int id, const char *arg)
-{
-    (void)prog, (void)id;
-    ech_opts *o = opts;
-    snprintf(o->config, sizeof o->config, "%s", arg);
-}
-
-static bool opts_given(const void *opts) { return ((const ech_opts *)opts)->config[0] != '\0'; }
+enum { OPT_ECH_CONFIG = 1, OPT_ECH }; /* 1 + the slot in arg[] (pqs_mode_string_opt) */
+static const struct option rows[] = {{"ech-config", required_argument, 0, OPT_ECH_CONFIG}, {0, 0, 0, 0}};
+static const struct option server_rows[] = {{"ech", required_argument, 0, OPT_ECH}, {0, 0, 0, 0}};
 
 static void finish(void *opts, const pqs_mode_env *env)
 {
     ech_opts *o = opts;
-    if (o->config[0] != '\0')
+    if (o->config_arg != NULL) {
+        snprintf(o->config, sizeof o->config, "%s", o->config_arg);
         return;
+    }
     if (env->ca == NULL)
         pqs_usage_error(env->prog, "--mode ech needs --ech-config FILE (or --ca, beside which pqs-server writes it)");
     const char *slash = strrchr(env->ca, '/');
@@ -45,6 +46,27 @@ static void ossl_ctx(void *opts, SSL_CTX *ctx, const char *prog)
     char why[4096];
     if (!pqs_ech_client_setup(ctx, ((ech_opts *)opts)->config, why, sizeof why))
         pqs_usage_error(prog, "bad --ech-config: %s", why);
+}
+
+static bool server_on(const void *opts) { return ((const ech_opts *)opts)->public_name != NULL; }
+
+/* A fresh ECH key and config in the context, its public ECHConfigList written into --cert-dir for
+ * pqs-timer (ech.h). */
+static bool server_ossl_ctx(void *opts, SSL_CTX *ctx, const pqs_mode_server_env *env, char *why, size_t whylen)
+{
+    ech_opts *o = opts;
+    if (strlen(env->cert_dir) > 4000) {
+        snprintf(why, whylen, "--cert-dir path too long");
+        return false;
+    }
+    return pqs_ech_server_setup(ctx, env->cert_dir, o->public_name, o->published, sizeof o->published, why, whylen);
+}
+
+static void ready_json(pqs_json *j, const void *opts)
+{
+    const ech_opts *o = opts;
+    pqs_json_str(j, "ech_config", o->public_name != NULL ? o->published : NULL);
+    pqs_json_str(j, "ech_public_name", o->public_name);
 }
 
 /* accepted / rejected / ... as the library reported it (ech.h) */
@@ -60,13 +82,13 @@ const pqs_mode_ops pqs_mode_ech = {
              "                           --ech); an attempt whose ECH is not accepted fails (stage \"ech\")\n"
              "  --ech-config FILE      ech mode: the ECHConfigList (default: " PQS_ECH_CONFIG_FILE " in --ca's folder)\n",
     .needs = PQS_TRAIT(ECH),
-    .opts_size = sizeof(ech_opts),
-    .opts = rows,
-    .opt = opt,
-    .opts_given = opts_given,
-    .opts_need = "--ech-config is for --mode ech",
+    PQS_MODE_OPTIONS(ech_opts, rows, "--ech-config is for --mode ech"),
     .finish = finish,
     .ossl_ctx = ossl_ctx,
     .attempt_member = "ech",
     .attempt_json = attempt_json,
+    PQS_MODE_SERVER("--ech",
+                    "  --ech NAME             ech: accept Encrypted Client Hello with a fresh X25519 config whose\n"
+                    "                         public (outer) name is NAME, one a certificate name (localhost);\n"
+                    "                         its ECHConfigList goes to DIR/" PQS_ECH_CONFIG_FILE " (--cert-dir)\n"),
 };

@@ -5,6 +5,8 @@
 #include "mode.h"
 
 #include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <openssl/ssl.h>
@@ -14,21 +16,17 @@
 #include "transport.h"
 
 typedef struct {
-    const char *path; /* --bfe-public FILE */
-    pqs_fs0rtt_key *key;
+    union {
+        const char *arg[2];
+        struct {
+            const char *path;       /* pqs-timer --bfe-public FILE */
+            const char *server_dir; /* pqs-server --bfe-key DIR */
+        };
+    };
+    pqs_fs0rtt_key *key;            /* its public key */
+    pqs_fs0rtt_key *server_key;
+    pqs_fs0rtt_server *server; /* the identities it opens (also pqs_server_params.fs0rtt) */
 } fs0rtt_opts;
-
-enum { OPT_BFEPUB = 1 };
-static const struct option rows[] = {{"bfe-public", required_argument, 0, OPT_BFEPUB}, {0, 0, 0, 0}};
-
-
-static void opt(void *opts, const char *prog, int id, const char *arg)
-{
-    (void)prog, (void)id;
-    ((fs0rtt_opts *)opts)->path = arg;
-}
-
-static bool opts_given(const void *opts) { return ((const fs0rtt_opts *)opts)->path != NULL; }
 
 static void finish(void *opts, const pqs_mode_env *env)
 {
@@ -44,6 +42,54 @@ static void finish(void *opts, const pqs_mode_env *env)
 }
 
 static void free_opts(void *opts) { pqs_fs0rtt_key_free(((fs0rtt_opts *)opts)->key); }
+
+static bool server_on(const void *opts) { return ((const fs0rtt_opts *)opts)->server_dir != NULL; }
+
+static void server_finish(void *opts, const pqs_mode_server_env *env)
+{
+    fs0rtt_opts *o = opts;
+    char why[4400];
+    if (env->p->max_early_data == 0)
+        pqs_usage_error(env->prog, "--bfe-key needs early data: drop --max-early-data 0");
+    if ((o->server_key = pqs_fs0rtt_key_load(o->server_dir, why, sizeof why)) == NULL)
+        pqs_usage_error(env->prog, "bad --bfe-key: %s", why);
+    if ((o->server = pqs_fs0rtt_server_new(o->server_key, (uint32_t)env->p->max_early_data)) == NULL) {
+        fprintf(stderr, "%s: out of memory\n", env->prog);
+        exit(PQS_EXIT_ENV);
+    }
+    env->p->fs0rtt = o->server; /* the transports' conn lines record each identity's outcome */
+}
+
+static bool server_ossl_ctx(void *opts, SSL_CTX *ctx, const pqs_mode_server_env *env, char *why, size_t whylen)
+{
+    (void)env, (void)why, (void)whylen;
+    pqs_fs0rtt_server_install(ctx, ((fs0rtt_opts *)opts)->server);
+    return true;
+}
+
+/* Its member of the ready line (summary false) or the summary line: null with the half off. */
+static void server_json(pqs_json *j, const void *opts, bool summary)
+{
+    pqs_fs0rtt_server *fs = ((const fs0rtt_opts *)opts)->server;
+    if (fs == NULL)
+        pqs_json_null(j, "fs0rtt");
+    else if (summary)
+        pqs_fs0rtt_server_summary_json(j, fs);
+    else
+        pqs_fs0rtt_server_ready_json(j, fs);
+}
+
+static void ready_json(pqs_json *j, const void *opts) { server_json(j, opts, false); }
+static void summary_json(pqs_json *j, const void *opts) { server_json(j, opts, true); }
+
+static void server_free(void *opts)
+{
+    fs0rtt_opts *o = opts;
+    pqs_fs0rtt_server_free(o->server);
+    pqs_fs0rtt_key_free(o->server_key);
+    o->server = NULL;
+    o->server_key = NULL;
+}
 
 static void ossl_ssl(const pqs_client *c, SSL *ssl, pqs_attempt *a)
 {
@@ -74,6 +120,10 @@ static void attempt_json(pqs_json *j, const void *opts, const pqs_attempt *a)
     pqs_fs0rtt_attempt_json(j, &a->fs0rtt);
 }
 
+enum { OPT_BFEPUB = 1, OPT_BFEKEY }; /* 1 + the slot in arg[] (pqs_mode_string_opt) */
+static const struct option rows[] = {{"bfe-public", required_argument, 0, OPT_BFEPUB}, {0, 0, 0, 0}};
+static const struct option server_rows[] = {{"bfe-key", required_argument, 0, OPT_BFEKEY}, {0, 0, 0, 0}};
+
 const pqs_mode_ops pqs_mode_fs0rtt = {
     .name = "fs0rtt",
     .usage = "                         fs0rtt: forward-secure 0-RTT: a fresh Bloom Filter Encryption\n"
@@ -83,11 +133,7 @@ const pqs_mode_ops pqs_mode_fs0rtt = {
              "                         its key.json beside it)\n",
     .needs = PQS_TRAIT(EXTERNAL_PSK) | PQS_TRAIT(EARLY_DATA),
     .early = true,
-    .opts_size = sizeof(fs0rtt_opts),
-    .opts = rows,
-    .opt = opt,
-    .opts_given = opts_given,
-    .opts_need = "--bfe-public is for --mode fs0rtt",
+    PQS_MODE_OPTIONS(fs0rtt_opts, rows, "--bfe-public is for --mode fs0rtt"),
     .finish = finish,
     .free = free_opts,
     .ossl_ssl = ossl_ssl,
@@ -97,4 +143,12 @@ const pqs_mode_ops pqs_mode_fs0rtt = {
     .header_json = header_json,
     .attempt_member = "fs0rtt",
     .attempt_json = attempt_json,
+    PQS_MODE_SERVER("--bfe-key",
+                    "  --bfe-key DIR          fs0rtt: the Bloom Filter Encryption key pqs-bfe-keygen wrote in DIR\n"
+                    "                         (verified against DIR/key.json); a ClientHello whose PSK identity is\n"
+                    "                         a ciphertext under it is decapsulated, the key punctured, its early\n"
+                    "                         data accepted; replays and a used-up key fall back to a full handshake\n"),
+    .server_finish = server_finish,
+    .summary_json = summary_json,
+    .server_free = server_free,
 };

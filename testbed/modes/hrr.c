@@ -9,23 +9,12 @@
 #include "transport.h"
 
 typedef struct {
-    const char *decoy; /* --hrr-decoy (NULL until given or picked) */
-    bool given;
+    const char *decoy_arg; /* --hrr-decoy (NULL: not given) */
+    const char *decoy;     /* the group given the key share: --hrr-decoy, or the one picked */
 } hrr_opts;
 
 enum { OPT_DECOY = 1 };
 static const struct option rows[] = {{"hrr-decoy", required_argument, 0, OPT_DECOY}, {0, 0, 0, 0}};
-
-
-static void opt(void *opts, const char *prog, int id, const char *arg)
-{
-    (void)prog, (void)id;
-    hrr_opts *o = opts;
-    o->decoy = arg;
-    o->given = true;
-}
-
-static bool opts_given(const void *opts) { return ((const hrr_opts *)opts)->given; }
 
 static void finish(void *opts, const pqs_mode_env *env)
 {
@@ -39,8 +28,7 @@ static void ossl_groups(void *opts, SSL_CTX *ctx, const char *prog, const char *
 {
     hrr_opts *o = opts;
     char why[4096];
-    if (o->decoy == NULL)
-        o->decoy = pqs_groups_pick_decoy(groups);
+    o->decoy = o->decoy_arg != NULL ? o->decoy_arg : pqs_groups_pick_decoy(groups);
     if (!pqs_groups_validate(ctx, o->decoy, why, sizeof why))
         pqs_usage_error(prog, "bad --hrr-decoy: %s", why);
     pqs_groups_hrr_client(o->decoy, groups, eff, efflen);
@@ -62,11 +50,7 @@ const pqs_mode_ops pqs_mode_hrr = {
              "  --hrr-decoy GROUP      hrr mode: the group given the key share (default: first of x25519,\n"
              "                         secp256r1, x448, secp384r1 not in --groups)\n",
     .needs = PQS_TRAIT(DECOY_SHARE),
-    .opts_size = sizeof(hrr_opts),
-    .opts = rows,
-    .opt = opt,
-    .opts_given = opts_given,
-    .opts_need = "--hrr-decoy is for --mode hrr",
+    PQS_MODE_OPTIONS(hrr_opts, rows, "--hrr-decoy is for --mode hrr"),
     .finish = finish,
     .ossl_groups = ossl_groups,
     .check = check,

@@ -36,11 +36,18 @@ typedef enum {
 } pqs_trait;
 #define PQS_TRAIT(name) (1u << PQS_TRAIT_##name)
 #define PQS_TRAITS_ALL ((1u << PQS_TRAIT__COUNT) - 1u)
-extern const char *const pqs_trait_names[PQS_TRAIT__COUNT];
+/* Each trait's name (--describe's "traits") and the reason given for a table that neither carries
+ * it nor says why (a trait newer than the table). */
+typedef struct pqs_trait_row {
+    const char *name, *generic_why;
+} pqs_trait_row;
+extern const pqs_trait_row pqs_traits[PQS_TRAIT__COUNT];
 
 struct pqs_attempt;
 struct pqs_client;
 struct pqs_client_params;
+struct pqs_server_params;
+struct pqs_transport;
 struct ssl_ctx_st; /* OpenSSL's SSL_CTX and SSL: the hooks of a transport on OpenSSL only */
 struct ssl_st;
 
@@ -51,6 +58,14 @@ typedef struct pqs_mode_env {
     bool instrument;      /* the message callback is on (--no-instrument turns it off) */
     uint64_t early_bytes; /* --early-data */
 } pqs_mode_env;
+
+/* What a mode's server half reads and sets of pqs-server's configuration. */
+typedef struct pqs_mode_server_env {
+    const char *prog;
+    const struct pqs_transport *transport; /* the chosen one (its engine or stack) */
+    struct pqs_server_params *p;           /* max_early_data; fs0rtt's server state goes here */
+    const char *cert_dir;                  /* --cert-dir: what a client reads is written here */
+} pqs_mode_server_env;
 
 typedef struct pqs_mode_ops {
     const char *name;     /* --mode NAME and "mode" in every line */
@@ -95,7 +110,44 @@ typedef struct pqs_mode_ops {
     void (*header_json)(pqs_json *j, const void *opts);
     const char *attempt_member;
     void (*attempt_json)(pqs_json *j, const void *opts, const struct pqs_attempt *a);
+
+    /* Its server half (pqs-server takes no --mode: it serves whichever mode a client runs, so a
+     * mode's server half is on when its options turn it on). server_opts: pqs-server's rows,
+     * parsed by opt into the same struct; server_usage their --help lines; server_on whether they
+     * turned it on, server_option the option named in its refusals ("--bfe-key with --transport
+     * NAME: WHY", the reason of the first trait the transport lacks). All may be NULL. */
+    const struct option *server_opts;
+    const char *server_usage;
+    bool (*server_on)(const void *opts);
+    const char *server_option;
+    /* After the providers are loaded: its checks and what it loads (a key). */
+    void (*server_finish)(void *opts, const pqs_mode_server_env *env);
+    /* A transport on OpenSSL: its part of the server context; false with why filled. */
+    bool (*server_ossl_ctx)(void *opts, struct ssl_ctx_st *ctx, const pqs_mode_server_env *env, char *why,
+                            size_t whylen);
+    /* Its members of the ready and summary lines, on or off (every line has the same members). */
+    void (*ready_json)(pqs_json *j, const void *opts);
+    void (*summary_json)(pqs_json *j, const void *opts);
+    void (*server_free)(void *opts);
 } pqs_mode_ops;
+
+/* The opt of a mode whose options are strings kept as given (both programs'): its struct begins
+ * with `const char *arg[N]` (a union with named members reads better), and each row's val is 1 +
+ * its slot. Its opts_given: pqs-timer's option is the first (arg[0]) and was given. */
+void pqs_mode_string_opt(void *opts, const char *prog, int id, const char *arg);
+bool pqs_mode_string_given(const void *opts);
+
+/* Table rows for a mode whose operations have the conventional names: its string options
+ * (pqs_mode_string_opt, pqs_mode_string_given; the struct type, pqs-timer's rows, the usage error
+ * with another mode), and its
+ * server half (server_rows, server_on, server_ossl_ctx, ready_json; the option its refusals name,
+ * the --help lines). Optional members are named beside them. */
+#define PQS_MODE_OPTIONS(opts_type, rows, need)                                                     \
+    .opts_size = sizeof(opts_type), .opts = rows, .opt = pqs_mode_string_opt,                            \
+    .opts_given = pqs_mode_string_given, .opts_need = need
+#define PQS_MODE_SERVER(option, usage)                                                              \
+    .server_opts = server_rows, .server_usage = usage, .server_on = server_on, .server_option = option, \
+    .server_ossl_ctx = server_ossl_ctx, .ready_json = ready_json
 
 /* The table (modes.c): the programs' order (--help, the lines' members); the first is the
  * default --mode. */
@@ -109,6 +161,14 @@ size_t pqs_mode_index(const pqs_mode_ops *m);
 /* The check every resuming mode shares: the attempt resumed the offered session (false with the
  * failure recorded). */
 bool pqs_mode_check_resumed(struct pqs_attempt *a);
+
+/* pqs-server, in table order: every mode's server half checked against the transport (a usage error
+ * naming the missing trait's reason), then finished; its context parts; its line members. */
+void pqs_mode_servers_check(void *const *opts, const pqs_mode_server_env *env);
+void pqs_mode_servers_finish(void *const *opts, const pqs_mode_server_env *env);
+bool pqs_mode_servers_ossl_ctx(void *const *opts, struct ssl_ctx_st *ctx, const pqs_mode_server_env *env, char *why,
+                               size_t whylen);
+void pqs_mode_servers_json(pqs_json *j, void *const *opts, bool summary);
 
 /* Every mode's member of a header (header true) or attempt line, in table order: the chosen
  * mode's own, null for the others'. */

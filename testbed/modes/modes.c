@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <openssl/ssl.h>
+
 #include "cli.h"
 #include "transport.h"
 
@@ -32,10 +34,14 @@ const pqs_mode_ops *const pqs_modes[] = {
 };
 const size_t pqs_mode_count = sizeof pqs_modes / sizeof pqs_modes[0];
 
-const char *const pqs_trait_names[PQS_TRAIT__COUNT] = {
-    [PQS_TRAIT_TICKET] = "ticket", [PQS_TRAIT_PSK_KE] = "psk_ke", [PQS_TRAIT_DECOY_SHARE] = "decoy_share",
-    [PQS_TRAIT_TLS12] = "tls12", [PQS_TRAIT_EXTERNAL_PSK] = "external_psk", [PQS_TRAIT_ECH] = "ech",
-    [PQS_TRAIT_EARLY_DATA] = "early_data",
+const pqs_trait_row pqs_traits[PQS_TRAIT__COUNT] = {
+    [PQS_TRAIT_TICKET] = {"ticket", "this transport does not resume sessions"},
+    [PQS_TRAIT_PSK_KE] = {"psk_ke", "this transport does not resume with psk_ke"},
+    [PQS_TRAIT_DECOY_SHARE] = {"decoy_share", "this transport cannot send a decoy key share"},
+    [PQS_TRAIT_TLS12] = {"tls12", "this transport does not run TLS 1.2"},
+    [PQS_TRAIT_EXTERNAL_PSK] = {"external_psk", "this transport takes no external PSK"},
+    [PQS_TRAIT_ECH] = {"ech", "this transport does not run Encrypted Client Hello"},
+    [PQS_TRAIT_EARLY_DATA] = {"early_data", "this transport sends no early data"},
 };
 
 const pqs_mode_ops *pqs_mode_find(const char *prog, const char *name)
@@ -50,6 +56,14 @@ size_t pqs_mode_index(const pqs_mode_ops *m)
             return k;
     return 0;
 }
+
+void pqs_mode_string_opt(void *opts, const char *prog, int id, const char *arg)
+{
+    (void)prog;
+    ((const char **)opts)[id - 1] = arg;
+}
+
+bool pqs_mode_string_given(const void *opts) { return ((const char *const *)opts)[0] != NULL; }
 
 bool pqs_mode_check_resumed(pqs_attempt *a)
 {
@@ -73,5 +87,44 @@ void pqs_mode_members_json(pqs_json *j, const pqs_mode_ops *self, const void *op
             m->header_json(j, opts);
         else
             m->attempt_json(j, opts, a);
+    }
+}
+
+void pqs_mode_servers_check(void *const *opts, const pqs_mode_server_env *env)
+{
+    for (size_t k = 0; k < pqs_mode_count; k++) {
+        const pqs_mode_ops *m = pqs_modes[k];
+        if (m->server_on == NULL || !m->server_on(opts[k]))
+            continue;
+        const char *why = pqs_transport_refuses(env->transport, m);
+        if (why != NULL)
+            pqs_usage_error(env->prog, "%s with --transport %s: %s (it serves --mode %s)", m->server_option,
+                            env->transport->name, why, m->name);
+    }
+}
+
+void pqs_mode_servers_finish(void *const *opts, const pqs_mode_server_env *env)
+{
+    for (size_t k = 0; k < pqs_mode_count; k++)
+        if (pqs_modes[k]->server_finish != NULL && pqs_modes[k]->server_on(opts[k]))
+            pqs_modes[k]->server_finish(opts[k], env);
+}
+
+bool pqs_mode_servers_ossl_ctx(void *const *opts, SSL_CTX *ctx, const pqs_mode_server_env *env, char *why,
+                               size_t whylen)
+{
+    for (size_t k = 0; k < pqs_mode_count; k++)
+        if (pqs_modes[k]->server_ossl_ctx != NULL && pqs_modes[k]->server_on(opts[k])
+            && !pqs_modes[k]->server_ossl_ctx(opts[k], ctx, env, why, whylen))
+            return false;
+    return true;
+}
+
+void pqs_mode_servers_json(pqs_json *j, void *const *opts, bool summary)
+{
+    for (size_t k = 0; k < pqs_mode_count; k++) {
+        void (*member)(pqs_json *, const void *) = summary ? pqs_modes[k]->summary_json : pqs_modes[k]->ready_json;
+        if (member != NULL)
+            member(j, opts[k]);
     }
 }

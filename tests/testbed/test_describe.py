@@ -133,3 +133,28 @@ def test_a_mode_is_refused_by_its_first_missing_trait(timer_doc):
     tcp = next(im for t in timer_doc["transports"] if t["name"] == "tcp" for im in t["implementations"]
                if im["name"] == "openssl")
     assert set(tcp["traits"].values()) == {None} and set(tcp["modes"].values()) == {None}  # OpenSSL/TCP runs all
+
+
+def test_the_programs_name_no_mode(timer_doc):
+    """timer.c and server.c hold no mode's code (issue 46, item 3): no string in their code is a
+    mode's name or one of its options, and they call no mode's library (fs0rtt/, core/ech.c); the
+    options come from the mode files' tables, which --help lists."""
+    import re
+
+    from testbed_helpers import REPO
+
+    mode_options = set()
+    for p in (REPO / "testbed" / "modes").glob("*.c"):
+        mode_options |= set(re.findall(r'\{"([a-z][a-z0-9-]*)", (?:required|no)_argument', p.read_text()))
+    assert {"hrr-decoy", "bfe-public", "bfe-key", "ech", "ech-config", "psk-ke"} <= mode_options
+    for prog in ("timer.c", "server.c"):
+        code = re.sub(r"/\*.*?\*/", "", (REPO / "testbed" / prog).read_text(), flags=re.S)
+        strings = set(re.findall(r'"((?:\\.|[^"\\])*)"', code))
+        named = {s for s in strings if s in timer_doc["modes"] or s in mode_options or s.lstrip("-") in mode_options}
+        # "hrr": the attempt member saying a HelloRetryRequest came, in any mode (the server may
+        # prefer another group), an observation of the handshake; "tls12": the ready member saying
+        # whether the server accepts TLS 1.2 (--no-tls12), a version setting. Neither is the mode's.
+        assert not named - {"hrr", "tls12"}, (prog, named)
+        assert not re.search(r"\bpqs_(fs0rtt|ech)_\w+|\bPQS_MODE_\w+", code), prog
+        helptext = subprocess.run([str(BUILD / "bin" / f"pqs-{prog[:-2]}"), "--help"], capture_output=True, text=True)
+        assert any(f"--{o}" in helptext.stdout for o in mode_options), prog

@@ -16,16 +16,6 @@ typedef struct {
 enum { OPT_GROUP = 1 };
 static const struct option rows[] = {{"probe-group", required_argument, 0, OPT_GROUP}, {0, 0, 0, 0}};
 
-static void opt(void *opts, const char *prog, int id, const char *arg)
-{
-    (void)id;
-    if (arg[0] == '\0')
-        pqs_usage_error(prog, "bad --probe-group '': name a group, e.g. x25519");
-    ((probe_opts *)opts)->group = arg;
-}
-
-static bool opts_given(const void *opts) { return ((const probe_opts *)opts)->group != NULL; }
-
 static void check(const pqs_client_params *p, pqs_attempt *a)
 {
     const probe_opts *o = p->mode_opts;
@@ -48,11 +38,7 @@ const pqs_mode_ops pqs_mode_probe = {
     .name = "probe",
     .usage = "                         probe: a full handshake recording its group (test mode)\n"
              "  --probe-group NAME     probe mode: fail an attempt that negotiates another group\n",
-    .opts_size = sizeof(probe_opts),
-    .opts = rows,
-    .opt = opt,
-    .opts_given = opts_given,
-    .opts_need = "--probe-group is for --mode probe",
+    PQS_MODE_OPTIONS(probe_opts, rows, "--probe-group is for --mode probe"),
     .check = check,
     .header_member = "probe_group",
     .header_json = header_json,
