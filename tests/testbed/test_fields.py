@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from testbed_helpers import REPO, Server, run_timer
+from testbed_helpers import REPO, Server, run_timer, run_tool
 
 from pqshake.results import fields as F
 
@@ -77,12 +77,18 @@ CASES = {
     "quic": (("--transport", "quic"), ("--transport", "quic", "--response-bytes", "100")),
     "quic-ngtcp2": (("--transport", "quic", "--quic-engine", "ngtcp2"), ("--transport", "quic", "--quic-engine", "ngtcp2")),
     "turbotls": (("--transport", "turbotls"), ("--transport", "turbotls")),
+    # its objects in both lines (@KEY: a BFE key made for the case)
+    "tcp-fs0rtt": (("--bfe-key", "@KEY", "--max-early-data", "16384"), ("--mode", "fs0rtt", "--bfe-public", "@KEY/public.bin")),
 }
 
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_the_programs_write_only_defined_members(tmp_path, case):
     server_args, timer_args = CASES[case]
+    if any("@KEY" in a for a in server_args):
+        key = tmp_path / "bfe"
+        assert run_tool("pqs-bfe-keygen", "--n", 16, "--p", "2^-15", "--out", key).returncode == 0
+        server_args, timer_args = ([a.replace("@KEY", str(key)) for a in args] for args in (server_args, timer_args))
     with Server(tmp_path, "--groups", "x25519", *server_args) as srv:
         r = run_timer("--connect", srv.addr, "--ca", srv.ca, "--groups", "x25519", "--samples", 2, *timer_args)
     assert r.returncode == 0, r.stderr
@@ -111,7 +117,7 @@ def test_an_objects_member_no_row_defines_is_found():
     quic = {m: None for r in F.rows("conn.quic") for m in r.members}
     recs = [{"type": "conn", "conn": 0, "quic": {**quic, "new_count": 1}, "turbo": None}, {"conn": 1, "new_member": 2}]
     assert F.undefined_members("conn", recs) == ["new_member", "quic.new_count"]
-    assert F.objects() == ["attempt.quic", "attempt.turbo", "conn.quic", "conn.turbo"]
+    assert F.objects() == ["attempt.fs0rtt", "attempt.quic", "attempt.turbo", "conn.fs0rtt", "conn.quic", "conn.turbo"]
 
 
 
