@@ -12,12 +12,13 @@ PQS    := $(VENV)/bin/pqshake
 EXP    ?= experiments/demo.yaml
 export PQS_BUILD := $(BUILD)
 
-.PHONY: help deps system system-test build venv test test-c test-py test-host test-netem netem-lane bench demo run figures analyze clean distclean asan check-profiles schema net-check
+.PHONY: help deps system system-test build venv test test-c test-py test-host test-netem netem-lane bench demo run figures analyze reproduce clean distclean asan check-profiles schema net-check
 
 help:
 	@echo "make demo    install what is missing, build, run the demo matrix, write figures"
 	@echo "make run EXP=experiments/x.yaml    run an experiment matrix (results/<name>/<id>/)"
 	@echo "make figures RUN=results/<name>/<id>    summary tables and figures of a run"
+	@echo "make reproduce NAME=paquin2020 [QUICK=1]    rerun a published result, ours beside theirs (pqshake reproduce --list)"
 	@echo "make test    install what is missing (the test lab too), build, run every lane to its end: one line per lane, totals last"
 	@echo "make bench   benchmarks (configured vs achieved, ratios vs a reference)"
 	@echo "make deps    system packages to build and run + the pinned OpenSSL/liboqs/oqs-provider, relic/bfe-bf (cached outside the clone)"
@@ -100,6 +101,11 @@ run: build venv
 figures: venv
 	@test -n "$(RUN)" || { echo "make figures: give RUN=results/<name>/<id> (see: $(PQS) ls)"; exit 2; }
 	@$(PQS) figures $(RUN)
+
+# A published result rerun: run, analyse, RUN/analysis/reproduction.md (docs/reproductions.md).
+reproduce: build venv
+	@test -n "$(NAME)" || { echo "make reproduce: give NAME=<reproduction> (see: $(PQS) reproduce --list)"; exit 2; }
+	@$(PQS) reproduce $(NAME) $(if $(QUICK),--quick) $(if $(YES),--yes)
 
 analyze: venv
 	@test -n "$(RUN)" || { echo "make analyze: give RUN=results/<name>/<id> (see: $(PQS) ls)"; exit 2; }

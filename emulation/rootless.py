@@ -31,7 +31,7 @@ UNSHARE = ["unshare", "--user", "--map-root-user", "--net", "--mount", "--propag
 # /run becomes a private tmpfs: /run/netns for `ip netns`, /run/pqshake for the run records.
 SETUP = "mount -t tmpfs -o mode=0755,size=64m pqs-rootless /run && mkdir -p /run/netns /run/pqshake && exec \"$@\""
 # Commands that re-execute themselves this way. `net up` does not: its namespaces would end with it.
-COMMANDS = {("run",), ("resume",), ("net", "check")}
+COMMANDS = {("run",), ("resume",), ("reproduce",), ("net", "check")}
 
 _cache: dict[str, tuple[bool, str]] = {}
 

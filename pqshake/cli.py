@@ -4,6 +4,8 @@ them and turns every UserError into one line on stderr (never a traceback)."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
+from typing import Optional
 
 import typer
 
@@ -47,6 +49,67 @@ def _register() -> None:
     from pqshake import doctor; doctor.register(app)
     from pqshake.analysis import cli as analysis_cli; analysis_cli.register(app)
     from pqshake.experiments import slurm; slurm.register(app)
+    _register_reproduce(app)
+
+
+def _register_reproduce(app: typer.Typer) -> None:
+    """`pqshake reproduce`: a published result rerun (docs/reproductions.md). It joins the runner
+    and the analysis, so it lives here, with the command line."""
+    from pathlib import Path
+    from typing import Optional
+
+    @app.command("reproduce")
+    def reproduce_cmd(
+        name: Optional[str] = typer.Argument(None, help="a reproduction of experiments/reproductions/ (--list)"),
+        list_: bool = typer.Option(False, "--list", help="list the reproductions and exit"),
+        quick: bool = typer.Option(False, "--quick", help="the reproduction's quick set: a few cells, minutes"),
+        experiment: Optional[Path] = typer.Option(None, "--experiment", help="run this experiment file instead "
+                                                  "(e.g. fewer cells or samples); published cells it lacks are "
+                                                  "listed as not run"),
+        run_dir: Optional[Path] = typer.Option(None, "--run", help="compare this finished run; nothing is run"),
+        out: Optional[Path] = typer.Option(None, "--out", help="results root (default results/ or $PQS_RESULTS)"),
+        yes: bool = typer.Option(False, "--yes", "-y", help="do not ask before a very long run"),
+        quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress output"),
+        parallel: Optional[str] = typer.Option(None, "--parallel", metavar="auto|N",
+                                               help="links side by side, as for run"),
+        speed: Optional[str] = typer.Option(None, "--speed", help="as for analyze"),
+    ) -> None:
+        """Run a published result's experiment, analyse it, and write analysis/reproduction.md and
+        figures/reproduction.pdf: per published cell theirs, ours with its CI, the difference and a verdict."""
+        from pqshake import reproductions as R
+
+        if list_:
+            for n in R.names():
+                r = R.load(R.ROOT / n)
+                print(f"{n:<20} {r.title}" + ("  [--quick]" if r.quick else ""))
+            return
+        if name is None:
+            raise UserError("pqshake reproduce: give a NAME (pqshake reproduce --list shows them)", exit_code=2)
+        if run_dir is not None and (experiment is not None or quick):
+            raise UserError("--run compares a finished run: it goes without --quick and --experiment", exit_code=2)
+        spec = R.get(name)
+        published = spec.read_published()  # a bad copy is refused before a long run
+        if run_dir is None:
+            from pqshake.experiments.runner import start_run
+            from pqshake.experiments.slots import parse_parallel
+
+            par = parse_parallel(parallel, "--parallel") if parallel is not None else None
+            exp = experiment if experiment is not None else spec.experiment_file(quick)
+            run_dir = start_run(exp, out=out, yes=yes, quiet=quiet, parallel=par)
+        from pqshake import safe_write as sw
+        from pqshake.analysis import reproduction as RP
+        from pqshake.analysis.report import analyze, provenance_line
+
+        with sw.storage_errors(Path(run_dir) / "analysis"):
+            a = analyze([run_dir], speed=speed, echo=(lambda s: None) if quiet else print)
+            c = RP.compare(spec, published, a.summary.table)
+            md, figs = RP.write(c, a.out_dir, provenance_line(a.run, a.speed), quick=quick)
+        print(f"{spec.name}: {c.top_line()}")
+        for r in c.table.itertuples(index=False):
+            if r.verdict != RP.REPRODUCED:
+                print(f"  {r.verdict}: {r.cell}: theirs {r.theirs_ms:.2f} ms, ours {r.ours_ms:.2f} ms "
+                      f"({r.diff_ms:+.2f} ms, {r.diff_pct:+.1f} %)")
+        print(f"wrote {md} and {figs[0].parent}/reproduction.pdf")
 
 
 def _maybe_rootless(argv: list[str]) -> None:
@@ -56,7 +119,9 @@ def _maybe_rootless(argv: list[str]) -> None:
 
     from pqshake.emulation import rootless
 
-    if os.geteuid() != 0 and not rootless.inside() and rootless.wants(argv) and "--help" not in argv:
+    # `reproduce --list` and `reproduce --run RUN_DIR` build no network
+    no_net = bool({"--help", "--list", "--run"} & {a.split("=")[0] for a in argv})
+    if os.geteuid() != 0 and not rootless.inside() and rootless.wants(argv) and not no_net:
         rootless.reexec(argv)
 
 

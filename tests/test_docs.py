@@ -110,7 +110,8 @@ def test_architecture_page_draws_the_flow_and_names_the_registries():
 
 
 @pytest.mark.parametrize("doc", ["README.md", "docs/usage.md", "docs/architecture.md", "docs/adding-a-transport.md",
-                                 "docs/adding-a-stack.md", "docs/adding-an-axis.md", "docs/adding-a-mode.md"])
+                                 "docs/adding-a-stack.md", "docs/adding-an-axis.md", "docs/adding-a-mode.md",
+                                 "docs/reproductions.md"])
 def test_every_link_resolves(doc):
     bad = broken_links(REPO / doc)
     assert not bad, "\n".join(bad)
