@@ -110,6 +110,21 @@ def _f(x: float, fmt: str = ".2f") -> str:
     return "-" if x is None or (isinstance(x, float) and not math.isfinite(x)) else format(x, fmt)
 
 
+LISTED = 12  # published cells named in a list of reproduction.md; reproduction.csv has every one
+
+
+def _some(labels: list[str]) -> str:
+    more = len(labels) - LISTED
+    return "; ".join(labels[:LISTED]) + (f"; and {more} more (reproduction.csv)." if more > 0 else ".")
+
+
+def csv_frame(c: Comparison) -> pd.DataFrame:
+    """Every published cell: the compared ones with their numbers, the others with why not."""
+    rest = pd.DataFrame({"cell": c.not_run + c.no_counterpart,
+                         "verdict": ["not run"] * len(c.not_run) + ["no counterpart"] * len(c.no_counterpart)})
+    return pd.concat([c.table, rest], ignore_index=True) if len(c.table) else rest
+
+
 def markdown(c: Comparison, provenance: str = "", quick: bool = False) -> str:
     s = c.spec
     t = c.table
@@ -138,11 +153,11 @@ def markdown(c: Comparison, provenance: str = "", quick: bool = False) -> str:
                          f"{r.known or '-'} | {r.verdict} |")
         lines.append("")
     if c.not_run:
-        lines += [f"Published cells with a counterpart that this run did not have ({len(c.not_run)}; "
-                  "the whole reproduction runs them): " + "; ".join(c.not_run) + ".", ""]
+        lines += [f"Published cells with a counterpart that this run did not have ({len(c.not_run)}: the whole "
+                  "reproduction runs those with a library profile): " + _some(c.not_run), ""]
     if c.no_counterpart:
         lines += [f"Published cells with no counterpart in today's stacks ({len(c.no_counterpart)}; why: "
-                  f"{s.page}): " + "; ".join(c.no_counterpart) + ".", ""]
+                  f"{s.page}): " + _some(c.no_counterpart), ""]
     if s.differences:
         lines += ["Known differences:", ""]
         for x in s.differences:
@@ -188,12 +203,14 @@ def figure(c: Comparison, style: str = "thesis"):
 
 def write(c: Comparison, out_dir: Path, provenance: str = "", quick: bool = False, style: str = "thesis",
           formats=("pdf", "png")) -> tuple[Path, list[Path]]:
-    """reproduction.md and figures/reproduction.* under the analysis folder out_dir."""
+    """reproduction.md, reproduction.csv and figures/reproduction.* under the analysis folder out_dir."""
     import matplotlib.pyplot as plt
 
     from . import style as ST
 
     md = sw.write_text(out_dir / "reproduction.md", markdown(c, provenance, quick), root=out_dir)
+    with sw.replacing(out_dir / "reproduction.csv", root=out_dir) as tmp:
+        csv_frame(c).to_csv(tmp, index=False, float_format="%.6g")
     fig_dir = sw.ensure_dir(out_dir / "figures", root=out_dir)
     fig = figure(c, style)
     try:

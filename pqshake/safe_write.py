@@ -46,7 +46,8 @@ _OLD_TMP_NAME = re.compile(r"^\.(?:DONE|experiment\.resolved\.yaml|[a-z-]+\.(?:j
 RUN_WRITES = ("meta.json", "plan.json", "experiment.resolved.yaml", "timer-header.json", "samples.parquet",
               "server.parquet", "cells.parquet", "experiment", "raw", "net", "logs", "analysis")
 ANALYSIS_WRITES = ("summary.parquet", "summary.csv", "summary.tex", "summary.md", "analysis.json", "report.md",
-                   "machines.csv", "speed.jsonl", "reproduction.md", "figures")
+                   "machines.csv", "speed.jsonl", "reproduction.md",
+                   "reproduction.csv", "figures")
 
 # Files pqshake appends to in a run directory (the rest it writes whole, by rename): one with
 # another name (a hard link) is refused, the append would write that file too.

@@ -108,6 +108,9 @@ def test_four_kinds_of_cell(tmp_path, measured):
     out.mkdir()
     mdp, figs = RP.write(cmp, out)
     assert mdp.read_text() == md and {f.name for f in figs} == {"reproduction.pdf", "reproduction.png"}
+    rows = pd.read_csv(out / "reproduction.csv")
+    assert list(rows["verdict"]) == [RP.REPRODUCED, RP.EXPLAINED, RP.REPRODUCED, RP.NOT, "not run", "no counterpart"]
+    assert list(rows["cell"])[4:] == ["f @ 20 ms", "e @ 50 ms"]
 
 
 def test_a_predicted_move_in_the_wrong_direction_explains_nothing(tmp_path, measured):
@@ -159,7 +162,10 @@ def test_reproduce_run_of_the_paquin_entry(tmp_path):
     top = md.splitlines()[2]
     # prime256v1, p256_kyber512_90s and ecdsap256 at 31 ms, 0 % loss have cells here
     assert top.startswith("**") and " of 3 cells reproduced, " in top
-    assert "p256_sikep434 @ 31.169 ms, 0 % loss" in md and "dilithium2 @ 31.086 ms, 0 % loss" in md
+    assert "dilithium2 @ 195.634 ms, 0 % loss" in md and "more (reproduction.csv)" in md
+    listed = pd.read_csv(run / "analysis" / "reproduction.csv").set_index("cell")["verdict"]
+    assert listed["p256_sikep434 @ 31.169 ms, 0 % loss"] == "no counterpart"
+    assert listed["dilithium2 @ 31.086 ms, 0 % loss"] == "not run" and len(listed) == 800
     assert (run / "analysis" / "figures" / "reproduction.pdf").is_file()
     assert f"paquin2020: {top.strip('*.')}" in cp.stdout
 
