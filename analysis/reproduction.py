@@ -39,6 +39,7 @@ class Comparison:
     table: pd.DataFrame  # one row per published cell we ran
     not_run: list[str] = field(default_factory=list)  # published cells of counterparts this run did not have
     no_counterpart: list[str] = field(default_factory=list)  # published cells nothing of ours stands for
+    left_out: list[str] = field(default_factory=list)  # published cells the reproduction does not compare (select:)
 
     def counts(self) -> tuple[int, int, int]:
         v = self.table["verdict"] if len(self.table) else pd.Series([], dtype=str)
@@ -61,9 +62,12 @@ def _pick(summary: pd.DataFrame, cell: dict[str, str]) -> pd.DataFrame:
 def compare(spec: Reproduction, published: pd.DataFrame, summary: pd.DataFrame) -> Comparison:
     """Their cells against our summary (analysis/summary.py: one row per cell with p50_ms and its
     CI, rtt_achieved_ms)."""
-    rows, not_run, none = [], [], []
+    rows, not_run, none, left = [], [], [], []
     for rec in published.to_dict("records"):
         label = spec.label_of(rec)
+        if not spec.selects(rec):
+            left.append(label)
+            continue
         row = spec.ours_for(rec)
         if row is None:
             none.append(label)
@@ -103,7 +107,7 @@ def compare(spec: Reproduction, published: pd.DataFrame, summary: pd.DataFrame) 
             "known": ", ".join(x.id for x in known),
             "verdict": verdict(d, allowed, predicted),
         })
-    return Comparison(spec, pd.DataFrame(rows), not_run, none)
+    return Comparison(spec, pd.DataFrame(rows), not_run, none, left)
 
 
 def _f(x: float, fmt: str = ".2f") -> str:
@@ -120,8 +124,9 @@ def _some(labels: list[str]) -> str:
 
 def csv_frame(c: Comparison) -> pd.DataFrame:
     """Every published cell: the compared ones with their numbers, the others with why not."""
-    rest = pd.DataFrame({"cell": c.not_run + c.no_counterpart,
-                         "verdict": ["not run"] * len(c.not_run) + ["no counterpart"] * len(c.no_counterpart)})
+    rest = pd.DataFrame({"cell": c.not_run + c.no_counterpart + c.left_out,
+                         "verdict": ["not run"] * len(c.not_run) + ["no counterpart"] * len(c.no_counterpart)
+                         + ["left out"] * len(c.left_out)})
     return pd.concat([c.table, rest], ignore_index=True) if len(c.table) else rest
 
 
@@ -158,6 +163,8 @@ def markdown(c: Comparison, provenance: str = "", quick: bool = False) -> str:
     if c.no_counterpart:
         lines += [f"Published cells with no counterpart in today's stacks ({len(c.no_counterpart)}; why: "
                   f"{s.page}): " + _some(c.no_counterpart), ""]
+    if c.left_out:
+        lines += [f"Published cells left out ({len(c.left_out)}): {s.left_out}: " + _some(c.left_out), ""]
     if s.differences:
         lines += ["Known differences:", ""]
         for x in s.differences:

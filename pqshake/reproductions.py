@@ -84,6 +84,9 @@ class Reproduction(_Strict):
     rtt: Optional[str] = None  # published column of the RTT (ms); else our achieved RTT
     tolerance: Tolerance = Field(default_factory=Tolerance)
     label: str  # a published row's name: str.format over its columns
+    # the published rows compared (column -> values); the others are left out, for `left_out`'s reason
+    select: dict[str, Match] = Field(default_factory=dict)
+    left_out: str = ""
     lookup: dict[str, dict[str, dict[str, str]]] = Field(default_factory=dict)
     cell: dict[str, str]  # our cell: summary column -> str.format over the row's columns and lookups
     differences: list[Difference] = Field(default_factory=list)
@@ -92,6 +95,8 @@ class Reproduction(_Strict):
 
     @model_validator(mode="after")
     def _cell_keys(self):
+        if self.select and not self.left_out:
+            raise ValueError("left_out: say why the rows select: leaves out are not compared")
         bad = [k for k in self.cell if k not in CELL_KEYS]
         if bad:
             raise ValueError(f"cell: unknown key {bad[0]!r}; keys: {', '.join(CELL_KEYS)}")
@@ -114,12 +119,15 @@ class Reproduction(_Strict):
             df = pd.read_csv(p)
         except (OSError, ValueError) as e:
             raise UserError(f"{p}: cannot read the published numbers ({e}); a CSV with a header line") from None
-        need = [self.statistic, *(self.spread or ()), *([self.rtt] if self.rtt else []), *self.lookup]
+        need = [self.statistic, *(self.spread or ()), *([self.rtt] if self.rtt else []), *self.lookup, *self.select]
         missing = [c for c in need if c not in df.columns]
         if missing:
             raise UserError(f"{self.folder / SPEC}: column {missing[0]!r} is not in {p.name} "
                             f"(its columns: {', '.join(df.columns)})")
         return df
+
+    def selects(self, row: dict[str, Any]) -> bool:
+        return all(_matches(row.get(k), m) for k, m in self.select.items())
 
     def ours_for(self, row: dict[str, Any]) -> dict[str, Any] | None:
         """The published row with its looked-up columns, or None when a lookup has no entry for it
@@ -189,8 +197,9 @@ def load(folder: Path) -> Reproduction:
         r = Reproduction.model_validate({**raw, "name": folder.name, "folder": folder})
     except ValidationError as e:
         err = e.errors()[0]
-        loc = ".".join(str(x) for x in err["loc"]) or "(top)"
-        raise UserError(f"{spec}: {loc}: {err['msg']}") from None
+        loc = ".".join(str(x) for x in err["loc"])
+        msg = err["msg"].removeprefix("Value error, ")  # a check of several fields names its field itself
+        raise UserError(f"{spec}: {loc + ': ' if loc else ''}{msg}") from None
     for which in ("experiment", "published", "page") + (("quick",) if r.quick else ()):
         if not r.path(which).is_file():
             raise UserError(f"{spec}: {which}: {getattr(r, which)} is not in {folder.name}/ (add the file or fix the name)")

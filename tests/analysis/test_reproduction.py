@@ -181,3 +181,14 @@ def test_reproduce_list_and_errors():
     assert cp.returncode == 2 and cp.stderr.strip().count("\n") == 0 and "--list" in cp.stderr
     cp = pqs("nosuch")
     assert cp.returncode == 2 and "reproduction 'nosuch'" in cp.stderr and "Traceback" not in cp.stderr
+
+
+def test_select_leaves_rows_out_with_the_reason(tmp_path, measured):
+    a = ours(measured, "x25519", "ecdsa-p256")
+    rows = [{"alg": "a", "rtt_ms": 50.0, "median": a["p50_ms"]}, {"alg": "b", "rtt_ms": 50.0, "median": 1.0}]
+    spec = R.load(folder(tmp_path, SPEC + "select: {alg: a}\nleft_out: another stack's rows\n", rows=rows))
+    cmp = RP.compare(spec, spec.read_published(), measured)
+    assert cmp.top_line() == "1 of 1 cells reproduced, 0 explained" and cmp.left_out == ["b @ 50 ms"]
+    assert "Published cells left out (1): another stack's rows: b @ 50 ms." in RP.markdown(cmp)
+    with pytest.raises(UserError, match=r"reproduction.yaml: left_out: say why"):
+        R.load(folder(tmp_path / "x", SPEC + "select: {alg: a}\n"))
