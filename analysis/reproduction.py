@@ -50,6 +50,17 @@ class Comparison:
         return f"{n} of {m} cells reproduced, {k} explained"
 
 
+NOTCH = 1.58  # a median's 95 % interval: +- 1.58 IQR / sqrt(n) (McGill, Tukey and Larsen 1978)
+
+
+def their_median_ci(spec: Reproduction, rec: dict) -> float:
+    """Half-width of the published median's 95 % interval from their quartiles and n; 0 without them."""
+    if not (spec.spread and spec.n):
+        return 0.0
+    iqr = float(rec[spec.spread[1]]) - float(rec[spec.spread[0]])
+    return NOTCH * iqr / math.sqrt(spec.n) if math.isfinite(iqr) and iqr > 0 else 0.0
+
+
 def _pick(summary: pd.DataFrame, cell: dict[str, str]) -> pd.DataFrame:
     sel = np.ones(len(summary), dtype=bool)
     for k, v in cell.items():
@@ -91,8 +102,7 @@ def compare(spec: Reproduction, published: pd.DataFrame, summary: pd.DataFrame) 
         gap = our_rtt - rtt if spec.rtt else 0.0
         p50, lo, hi = float(o["p50_ms"]), float(o["p50_ci_lo_ms"]), float(o["p50_ci_hi_ms"])
         d = p50 - theirs
-        half_iqr = (float(rec[spec.spread[1]]) - float(rec[spec.spread[0]])) / 2 if spec.spread else 0.0
-        theirs_allow = max(spec.tolerance.ms, spec.tolerance.pct / 100 * theirs, half_iqr)
+        theirs_allow = max(spec.tolerance.ms, spec.tolerance.pct / 100 * theirs, their_median_ci(spec, rec))
         # our CI on the side the difference points to
         ci_half = (p50 - lo) if d > 0 else (hi - p50)
         allowed = theirs_allow + (ci_half if math.isfinite(ci_half) else 0.0)
@@ -141,7 +151,8 @@ def markdown(c: Comparison, provenance: str = "", quick: bool = False) -> str:
               "timeout) with its 95 % bootstrap CI. Difference = ours - theirs, in ms, in % of theirs and in round "
               "trips of the cell's RTT. A cell is **reproduced** when the difference is within what the source's "
               f"spread allows (the larger of {s.tolerance.ms:g} ms, {s.tolerance.pct:g} % of theirs"
-              + (f" and half their {s.spread[0]}-{s.spread[1]} range" if s.spread else "")
+              + (f" and their median's 95 % interval, {NOTCH} x ({s.spread[1]} - {s.spread[0]}) / sqrt({s.n})"
+                 if s.spread else "")
               + ") plus our CI; **explained** when it is within that of the difference the quantified known "
               "differences predict; else **not reproduced**. The known differences: "
               f"{s.page} of the reproduction.", ""]

@@ -64,7 +64,8 @@ class Difference(_Strict):
 
 class Tolerance(_Strict):
     """How far ours may be from theirs and still reproduce it, before our CI is added: the larger
-    of `ms`, `pct` of theirs, and half their interquartile range (`spread`)."""
+    of `ms`, `pct` of theirs, and the half-width of their median's 95 % interval from their
+    interquartile range and n (`spread`, `n`: 1.58 IQR / sqrt(n), McGill, Tukey and Larsen 1978)."""
 
     ms: float = 1.0
     pct: float = 3.0
@@ -81,6 +82,7 @@ class Reproduction(_Strict):
     statistic: str = "median"  # published column compared with our p50
     ours: Literal["p50"] = "p50"
     spread: Optional[tuple[str, str]] = None  # published columns of their IQR, e.g. [p25, p75]
+    n: Optional[int] = None  # handshakes per published cell (with spread: the precision of their median)
     rtt: Optional[str] = None  # published column of the RTT (ms); else our achieved RTT
     tolerance: Tolerance = Field(default_factory=Tolerance)
     label: str  # a published row's name: str.format over its columns
@@ -95,6 +97,8 @@ class Reproduction(_Strict):
 
     @model_validator(mode="after")
     def _cell_keys(self):
+        if self.spread and not self.n:
+            raise ValueError("n: the handshakes per published cell, with spread: (their median's precision needs both)")
         if self.select and not self.left_out:
             raise ValueError("left_out: say why the rows select: leaves out are not compared")
         bad = [k for k in self.cell if k not in CELL_KEYS]
@@ -124,6 +128,11 @@ class Reproduction(_Strict):
         if missing:
             raise UserError(f"{self.folder / SPEC}: column {missing[0]!r} is not in {p.name} "
                             f"(its columns: {', '.join(df.columns)})")
+        for rec in df.to_dict("records"):  # every template fills in, before a run that may take hours
+            self.label_of(rec)
+            row = self.ours_for(rec) if self.selects(rec) else None
+            if row is not None:
+                self.cell_of(row)
         return df
 
     def selects(self, row: dict[str, Any]) -> bool:
@@ -151,7 +160,8 @@ class Reproduction(_Strict):
         try:
             return self.label.format(**row)
         except (KeyError, ValueError, IndexError) as e:
-            raise UserError(f"{self.folder / SPEC}: label: cannot fill it in from a published row ({e})") from None
+            raise UserError(f"{self.folder / SPEC}: label: cannot fill it in from a published row ({e}); "
+                            f"name columns of {self.published}") from None
 
 
 def _key(k: str) -> str | float:

@@ -192,3 +192,9 @@ def test_select_leaves_rows_out_with_the_reason(tmp_path, measured):
     assert "Published cells left out (1): another stack's rows: b @ 50 ms." in RP.markdown(cmp)
     with pytest.raises(UserError, match=r"reproduction.yaml: left_out: say why"):
         R.load(folder(tmp_path / "x", SPEC + "select: {alg: a}\n"))
+
+
+def test_a_template_that_does_not_fill_in_is_refused_before_a_run(tmp_path):
+    spec = R.load(folder(tmp_path, SPEC.replace('label: "{alg} @ {rtt_ms:g} ms"', 'label: "{alg}/{sig}"')))
+    with pytest.raises(UserError, match=r"reproduction.yaml: label: cannot fill it in from a published row \('sig'\)"):
+        spec.read_published()  # `sig` comes from a lookup: a label names the published columns only

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from exp_file import experiment_yaml
@@ -35,5 +36,7 @@ def test_tiny_paquin_reproduction(pqs, write_exp, tmp_path):
     theirs, ours, diff_pct = float(cols[2]), float(cols[3].split()[0]), float(cols[5])
     assert theirs == pytest.approx(63.74, abs=0.01)
     assert abs(ours - theirs) / theirs < 0.10 and abs(diff_pct) < 10, row
-    assert "p256_frodo640aes @ 31.169 ms, 0 % loss" in md  # has a counterpart, not in this run
+    listed = pd.read_csv(md_path.with_name("reproduction.csv")).set_index("cell")["verdict"]
+    assert listed["p256_frodo640aes @ 31.169 ms, 0 % loss"] == "not run"  # a counterpart, not in this run
+    assert listed["p256_sikep434 @ 31.169 ms, 0 % loss"] == "no counterpart"
     assert (md_path.parent / "figures" / "reproduction.png").is_file()
