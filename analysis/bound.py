@@ -158,7 +158,7 @@ def cpu_terms(speed: Speed | None, group: str, sig: str, mode: str, chain_depth:
         s, v = ns("sig", sig, "sign"), ns("sig", sig, "verify")
         if s is None or v is None:
             return None
-    if mode == M.TLS12:  # the server's share comes first, the client's answers it
+    if M.of(mode).tls1_2:  # the server's share comes first, the client's answers it
         t = dict(server_kex=kg, server_sign=s, client_chain=chain_depth * v, client_cv=v, client_keygen=kg,
                  client_kex=enc if kem else der, server_finish=dec if kem else der)
     else:

@@ -185,7 +185,8 @@ def _msgs(rng: np.random.Generator, c: dict, a: dict, n: int) -> dict[str, np.nd
     m: dict[str, int] = {}
     ch = hm.client_hello_bytes(share_c) - 5 + (35 if quic else 0)  # the model's record; QUIC's parameters
     m["client_hello"] = ch
-    if mode == M.HRR:
+    hrr = M.of(mode).hello_retry
+    if hrr:
         m["hello_retry_request"], m["client_hello2"] = 88, ch + 2
     m["server_hello"] = 58 + (0 if quic else 32) + (0 if M.get(mode).psk_ke else share_s)
     m["encrypted_extensions"] = 101 if quic else 6
@@ -217,15 +218,15 @@ def _msgs(rng: np.random.Generator, c: dict, a: dict, n: int) -> dict[str, np.nd
         return k, (k * 1200 if quic else b + 16 * k)
 
     flight("client1", ch, 1, ch + 5, *udp(ch))
-    if mode == M.HRR:
+    if hrr:
         flight("hello_retry", 88, 2, 99, 1, 1200)
         flight("client1_retry", ch + 2, 2, ch + 13, *udp(ch + 2))
     srv = sum(m[k] for k in ("server_hello", *enc))
     nrec = 2 + len(enc)
     srv_rec = srv + 5 * nrec + 1 + 17 * len(enc)
     flight("server", srv, nrec, srv_rec, *udp(srv_rec))
-    flight("client2", 52 + (4 if M.get(mode).early_data else 0), 2 if mode != M.HRR else 1,
-           80 if mode != M.HRR else 74, (1 if quic else 0), (97 if quic else 0))
+    flight("client2", 52 + (4 if M.get(mode).early_data else 0), 2 if not hrr else 1,
+           80 if not hrr else 74, (1 if quic else 0), (97 if quic else 0))
     for f in R.MSGS_FLIGHTS:
         for k in R.MSGS_FLIGHT_FIELDS:
             out.setdefault(f"msgs_flights_{f}_{k}", np.full(n, -1, dtype=np.int64))
@@ -293,7 +294,7 @@ def generate(out: Path | str, spec: Spec | None = None) -> Path:
         cols["tcp_connect_ns"].append(np.full(n, -1, dtype=np.int64) if q else a["conn"])
         cols["server_hello_ns"].append(np.where(ok, a["sh"], -1))
         cols["ttfb_ns"].append(np.full(n, -1, dtype=np.int64))
-        cols["hrr"].append(np.full(n, c["mode"] == M.HRR))
+        cols["hrr"].append(np.full(n, M.of(c["mode"]).hello_retry))
         cols["resumed"].append(np.full(n, _resumed(c["mode"])))
         cols["early_data"].append(np.full(n, "accepted" if M.get(c["mode"]).early_data else "not_sent", dtype=object))
         neg = np.full(n, -1, dtype=np.int64)

@@ -135,9 +135,10 @@ def server_flight_bytes(share_s: int, sig_pk: int, sig_len: int, chain_depth: in
     """ServerHello (+ciphertext), EncryptedExtensions, Certificate (leaf + chain_depth-1
     intermediates), CertificateVerify, Finished. Resumption and 0-RTT send no certificate.
     auth_extra: the chain's bytes beyond a uniform one (auth_extra_bytes)."""
-    if mode == M.RESUME_PSK:  # psk_ke: a ServerHello without a key share
+    row = M.of(mode)
+    if row.psk_ke:  # psk_ke: a ServerHello without a key share
         return 90 + 3 * RECORD_OVERHEAD + 60
-    if not M.certificate(mode):
+    if not row.certificate:
         # ServerHello with the share, EE, Finished, three records.
         return 90 + share_s + 3 * RECORD_OVERHEAD + 60
     cert = cert_der_bytes(sig_pk, sig_len)
@@ -331,6 +332,7 @@ def critical_path(rtt_s: float, *, ch: int, sf: int, share_c: int, share_s: int,
     """The handshake on a timeline (docs/methodology.md): TCP handshake, then each flight with
     the CPU that must precede it and the CPU the receiver can do while the rest of the flight is
     still on the wire (KEM decaps on the ServerHello, chain verification on the Certificate)."""
+    row = M.of(mode)
     up = (rate_up, rtt_s, mtu, iw_c)  # _flight's rate, rtt, mtu, iw
     down = (rate_down, rtt_s, mtu, iw_s)
     # TCP handshake: SYN and SYN-ACK, each with its own serialization. With TCP Fast Open the
@@ -340,7 +342,7 @@ def critical_path(rtt_s: float, *, ch: int, sf: int, share_c: int, share_s: int,
     t += (8.0 * SYN_FRAME / rate_up if rate_up else 0.0) + (8.0 * SYN_FRAME / rate_down if rate_down else 0.0)
     # The client's ACK of the SYN-ACK is on the up link before the ClientHello.
     ack = 8.0 * SYN_FRAME / rate_up if rate_up else 0.0
-    if mode == M.TLS12:
+    if row.tls1_2:
         t_ch = _flight([(CH12_MIN, t + ack, 0.0)], t, *up)
         kex = t_ch + cpu.server_kex
         ske = sf - SHD_MAX
@@ -349,7 +351,7 @@ def critical_path(rtt_s: float, *, ch: int, sf: int, share_c: int, share_s: int,
                                                            + cpu.client_kex), (sf, kex + cpu.server_sign, 0.0)], t_ch, *down)
         t_cke = _flight([(share_c + CKE_FIXED, done, cpu.server_finish)], done, *up)
         return _flight([(SRV_FIN12, t_cke, 0.0)], t_cke, *down)
-    if mode == M.HRR:
+    if row.hello_retry:
         # ClientHello 1 (its share, if any, is not the one used), HelloRetryRequest.
         t_ch1 = _flight([(ch - share_c, t + ack, 0.0)], t, *up)
         t = _flight([(HRR_MIN, t_ch1, 0.0)], t_ch1, *down)
@@ -358,7 +360,7 @@ def critical_path(rtt_s: float, *, ch: int, sf: int, share_c: int, share_s: int,
     t_ch = _flight([(ch, t, 0.0)], t, *up)
     kex = t_ch + cpu.server_kex
     sh = min(sf, share_s + SH_MIN)
-    if not M.certificate(mode):
+    if not row.certificate:
         return _flight([(sh, kex, cpu.client_kex), (sf, kex, 0.0)], t_ch, *down)
     cv = sf - FIN_MAX
     cert = max(sh, cv - sig_len - CV_FIXED)
@@ -383,16 +385,16 @@ def lower_bound(rtt_s: float, *, share_c: int, share_s: int, sig_pk: int, sig_le
     (no round trip before the first flight). psk_ke resumption (mode resume_psk) has no key
     share in the ServerHello and no KEM work on either side; 0-RTT's first response byte
     follows the server's first flight (0.5-RTT data). transport: the row whose model this is."""
-    if mode == M.RESUME_PSK:
-        share_s = 0
-        if cpu is not None:
-            cpu = dataclasses.replace(cpu, server_kex=0.0, client_kex=0.0, client_keygen=0.0)
     if mode not in MODES:
         raise ValueError(f"mode {mode!r}: one of {', '.join(MODES)}")
     row = M.get(mode)
+    if row.psk_ke:
+        share_s = 0
+        if cpu is not None:
+            cpu = dataclasses.replace(cpu, server_kex=0.0, client_kex=0.0, client_keygen=0.0)
     ch = client_hello_bytes(share_c) + row.client_hello_extra
     sf = server_flight_bytes(share_s, sig_pk, sig_len, chain_depth, mode, auth_extra)
-    if mode == M.TLS12:
+    if row.tls1_2:
         # TLS 1.2: CH -> SH/Cert/SKE/SHD; CKE/CCS/Fin -> CCS/Fin: one more round trip; the
         # server's key exchange carries its ECDHE share, the client's CKE likewise.
         sf += 60
@@ -401,14 +403,14 @@ def lower_bound(rtt_s: float, *, share_c: int, share_s: int, sig_pk: int, sig_le
     cseg, sseg = segments(ch, mtu), segments(sf, mtu)
     x_c, x_s = extra_rounds(cseg, iw_c), extra_rounds(sseg, iw_s)
     rtts = base + x_c + x_s
-    crit = ch + sf + (ch if mode == M.HRR else 0)
+    crit = ch + sf + (ch if row.hello_retry else 0)
     if cpu is None:
-        cpu = _server_cpu(cpu_s * (1.3 if mode == M.HRR else 1.0))
+        cpu = _server_cpu(cpu_s * (1.3 if row.hello_retry else 1.0))
     ru = (rate_up if rate_up is not None else rate_bps) or None
     rd = (rate_down if rate_down is not None else rate_bps) or None
     kw = dict(ch=ch, sf=sf, share_c=share_c, share_s=share_s, sig_len=sig_len, rate_up=ru, rate_down=rd,
               mtu=mtu, mode=mode, iw_c=iw_c, iw_s=iw_s, tfo=tfo)
-    mtls = client_sig is not None and M.certificate(mode) and mode != M.TLS12
+    mtls = client_sig is not None and row.certificate and not row.tls1_2
     # SSL_connect returns once the client's flight is written: under mutual TLS that needs the
     # client's signature, nothing else of the second flight.
     sign = cpu.client_sign if mtls else 0.0
@@ -423,7 +425,7 @@ def lower_bound(rtt_s: float, *, share_c: int, share_s: int, sig_pk: int, sig_le
     if row.early_data:  # the answer to the early request follows the server's Finished
         ttfb = total + serialization_s(RECORD_OVERHEAD + 1, rd, mtu)
     return Bound(base, x_c, x_s, rtts, ch, sf, cseg, sseg, t_rtt, no_cpu - t_rtt, total - no_cpu, total,
-                 packets=segments(crit, mtu) + (cseg if mode == M.HRR else 0) + 2, cpu_sum=cpu.total,
+                 packets=segments(crit, mtu) + (cseg if row.hello_retry else 0) + 2, cpu_sum=cpu.total,
                  client2_bytes=c2, x_cc=x_cc, ttfb=ttfb, transport=transport)
 
 

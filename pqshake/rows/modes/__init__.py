@@ -3,8 +3,11 @@
 programs' command lines, the handshake model, the summary's order and labels and the synthetic
 data read this table; no other module spells a mode's name (tests/test_registry_only.py).
 
-Which transports run a mode is said by the transports (pqshake/rows/transports/: each lists the
-modes it refuses, with the reason), not here: a mode does not know the transports that exist.
+Which transports run a mode is said by the programs (pqs-timer --describe) and by the transports'
+handshake models (pqshake/rows/transports/), not here: a mode does not know the transports that
+exist. A model prices a mode by its row's properties below, never by its name, and names the
+properties it cannot price (its transport row's `unpriced`): a new row that is a plain full handshake, or made of
+properties a model prices, is priced with no edit to the transports.
 """
 
 from __future__ import annotations
@@ -46,6 +49,9 @@ class Mode:
     certificate: bool = True
     # Round trips over TCP before slow start (TCP handshake included): the model's base_rtts.
     tcp_rtts: int = 2
+    # The server answers the first ClientHello with a HelloRetryRequest: one round trip more, and
+    # the client's second ClientHello carries the key share (the first one's, if any, is unused).
+    hello_retry: bool = False
     psk_ke: bool = False  # resumption without a key share (pqs-server --psk-ke on)
     early_data: bool = False  # the client's request rides in the ClientHello (--max-early-data)
     # Planned by default in synthetic data (analysis/synthetic.py Spec.modes).
@@ -70,7 +76,7 @@ REGISTRY: tuple[Mode, ...] = (
     Mode(RESUME, "resumption", resumable=True, certificate=False),
     Mode(RESUME_PSK, "resumption psk_ke", resumable=True, certificate=False, psk_ke=True, synthetic=False),
     Mode(ZERO_RTT, "0-RTT", resumable=True, certificate=False, early_data=True),
-    Mode(HRR, "HRR", tcp_rtts=3),
+    Mode(HRR, "HRR", tcp_rtts=3, hello_retry=True),
     Mode(TLS12, "TLS 1.2", tcp_rtts=3, tls1_2=True),
     Mode(FS0RTT, "FS 0-RTT (BFE)", certificate=False, early_data=True, synthetic=False,
          client_hello_extra=_fs0rtt.CH_EXTRA_BYTES, bfe_key=True, columns=_fs0rtt.COLUMNS),
@@ -86,6 +92,12 @@ _BY_NAME = {m.name: m for m in REGISTRY}
 def get(name: str) -> Mode:
     """The row of a mode; KeyError for a name the registry does not have."""
     return _BY_NAME[name]
+
+
+def of(name: str) -> Mode:
+    """The row of a mode, for a model that prices it by its properties; a name the registry does
+    not have counts as a full handshake (the row's defaults), as certificate() has it."""
+    return _BY_NAME.get(name) or Mode(name, name)
 
 
 def columns(table: str) -> dict[str, str]:

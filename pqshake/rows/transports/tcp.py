@@ -203,7 +203,7 @@ class TcpS2n(Tcp):
                 raise UserError(f"{ef.where(field)}: {name} cannot run over {self.name}{under} ({why}); "
                                 f"choose another {'signature algorithm' if key == 'sig' else key}, or add the exclude "
                                 f"rule {_exclude_rule(transport=self.name, **rule)}")
-            if self.s2n_server and c.mode == M.RESUME and view.client_auth is not None:
+            if self.s2n_server and M.get(c.mode).resumable and view.client_auth is not None:
                 # tls/s2n_server_new_session_ticket.c: no ticket under client authentication
                 raise UserError(f"{ef.where('client_auth')}: mode {c.mode} with client_auth cannot run over {self.name} "
                                 f"(s2n-tls's server issues no session ticket under client authentication); remove "
