@@ -1,14 +1,15 @@
 """A transport row's class (Transport), its columns and report sections, and the checks the row
 modules share. The rows themselves are the package's (__init__.py REGISTRY); docs/adding-a-transport.md.
 
-A row carries everything the rest of pqshake asks of a transport: its name and look, the modes
-it refuses and why, the smallest MTU it runs on, the options it adds to the programs' command
-lines, its handshake model, its plan checks, the settings the plan and the cell record keep, and
-its summary columns."""
+A row carries everything the rest of pqshake asks of a transport: its name and look, what its
+model cannot price of a mode and why, the smallest MTU it runs on, the options it adds to the
+programs' command lines, its handshake model, its plan checks, the settings the plan and the cell
+record keep, and its summary columns."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
@@ -42,6 +43,37 @@ class ReportSection:
     text: Callable[[dict], str]
 
 
+@dataclass(frozen=True)
+class Unpriced:
+    """What a transport's handshake model cannot price, told by the mode row's properties
+    (pqshake/rows/modes/ Mode), never by its name: `has` says whether a row has it, `why` the
+    plan's reason for refusing such a mode, given the row and the registry's modes the model does
+    price (priced())."""
+
+    has: Callable[[M.Mode], Any]
+    why: Callable[[M.Mode, tuple[str, ...]], str]
+
+
+@lru_cache(maxsize=None)
+def priced(unpriced: tuple[Unpriced, ...]) -> tuple[str, ...]:
+    """The registry's modes a model prices, in its order: those with none of `unpriced`."""
+    return tuple(m.name for m in M.REGISTRY if not any(u.has(m) for u in unpriced))
+
+
+def unpriced_why(unpriced: tuple[Unpriced, ...], row: M.Mode) -> str | None:
+    """The plan's reason for a mode row a model cannot price (the first of `unpriced` it has),
+    None for one it prices."""
+    for u in unpriced:
+        if u.has(row):
+            return u.why(row, priced(unpriced))
+    return None
+
+
+def and_list(names: tuple[str, ...]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return " and ".join(names) if len(names) < 3 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
 class Transport:
     """A transport's row. Class attributes are the data; methods the behaviour, with the
     defaults of a TLS-over-TCP-like transport that needs nothing extra."""
@@ -62,9 +94,10 @@ class Transport:
     # --describe` (pqshake/programs.py) says them for this pair; no row copies them.
     program_transport: str = ""  # "" = the row's name
     implementation: str = "openssl"
-    # Modes the programs run but the plan does not, each with the plan's own reason (what the
-    # handshake model cannot price yet, what pqshake measures over another transport only).
-    model_refused: dict[str, str] = {}
+    # What its handshake model cannot price of a mode, by the mode row's properties (Unpriced, in
+    # order: the first a row has gives the reason): the plan refuses those modes with its own
+    # reason where the programs run them. A mode made of what it prices needs no edit here.
+    unpriced: tuple[Unpriced, ...] = ()
     # The modes the one-round-trip figure compares for it (analysis/figs/onertt.py).
     onertt_modes: tuple[str, ...] = (M.FULL,)
     # Its cells' ids have no transport part (cells that predate transports keep their ids).
@@ -102,11 +135,11 @@ class Transport:
 
     def why_refused(self, mode: str) -> str | None:
         """Why it does not run mode (None: it does): the programs' words where they refuse it,
-        else the plan's own reason."""
+        else the plan's own reason (what its model cannot price of the mode's row)."""
         im = self.program()
         if im is not None and im.mode_why(mode):
             return f"pqs-timer: {im.mode_why(mode)}"
-        return self.model_refused.get(mode)
+        return unpriced_why(self.unpriced, M.of(mode))
 
     @property
     def modes(self) -> tuple[str, ...]:

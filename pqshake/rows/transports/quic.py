@@ -17,7 +17,7 @@ from typing import Any
 from .. import modes as M
 from ..handshake_model import (CV_FIXED, DEFAULT_CPU_S, FIN_MAX, HRR_MIN, RECORD_OVERHEAD, SH_MIN, Bound, Cpu,
                                _in_order, client_hello_bytes, server_flight_bytes)
-from .base import Column, ReportSection, Transport, refuse_mode, refuse_small_mtu
+from .base import Column, ReportSection, Transport, Unpriced, priced, refuse_mode, refuse_small_mtu
 
 NAME = "quic"
 IP_UDP_HEADERS = 28  # IPv4 20 + UDP 8: a datagram's UDP payload is the MTU less these
@@ -25,15 +25,21 @@ IP_UDP_HEADERS = 28  # IPv4 20 + UDP 8: a datagram's UDP payload is the MTU less
 # bytes of UDP payload + 8 UDP + 20 IPv4.
 QUIC_MIN_MTU = 1228
 QUIC_MAX_PENDING_DEFAULT = 128  # pqs-server's --quic-max-pending default (testbed/quic/quic_opts.h)
-# The modes the QUIC model below prices. What the programs refuse over QUIC, and why, they say
-# themselves (pqs-timer --describe); the plan refuses the rest with its own reason.
-QUIC_MODES = (M.FULL, M.RESUME, M.HRR)
-QUIC_PLAN_REFUSED = {M.RESUME_PSK: "psk_ke resumption is run over TCP only",
-                     # pqs-server / pqs-timer run ECH over QUIC (tests/testbed/test_ech.py); the plan waits for
-                     # this model to count its ClientHello bytes (the mode row's client_hello_extra)
-                     M.ECH: "the QUIC model does not count ECH's ClientHello bytes yet",
-                     **{m: f"the QUIC model prices {', '.join(QUIC_MODES)} only" for m in M.NAMES
-                        if m not in QUIC_MODES and m not in (M.RESUME_PSK, M.ECH)}}
+# What the QUIC model below cannot price of a mode's row, in order (the first a row has is the
+# plan's reason). It prices a TLS 1.3 handshake with or without the certificate and with or
+# without a HelloRetryRequest, so any mode made of those alone is priced with no edit here. What
+# the programs refuse over QUIC, and why, they say themselves (pqs-timer --describe).
+QUIC_UNPRICED = (
+    Unpriced(lambda m: m.psk_ke, lambda m, ok: "psk_ke resumption is run over TCP only"),
+    # early data (the cells are handshake only), TLS 1.2, a round trip over TCP the model has no
+    # account of (a TLS 1.3 handshake's 2, one more with a HelloRetryRequest)
+    Unpriced(lambda m: m.early_data or m.tls1_2 or m.tcp_rtts != 2 + m.hello_retry,
+             lambda m, ok: f"the QUIC model prices {', '.join(ok)} only"),
+    # pqs-server / pqs-timer run ECH over QUIC (tests/testbed/test_ech.py); the plan waits for
+    # this model to count a mode's ClientHello bytes (the mode row's client_hello_extra)
+    Unpriced(lambda m: m.client_hello_extra,
+             lambda m, ok: f"the QUIC model does not count {m.label}'s ClientHello bytes yet"),
+)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -206,8 +212,9 @@ def quic_critical_path(rtt_s: float, *, ch: int, sf: int, share_c: int, share_s:
         first = 8.0 * (QUIC_MIN_DGRAM + UDP_FRAME_OVERHEAD) / rate_up if rate_up else 0.0
         return max(t_ready + ser, t_ready + x * rtt_s + first) + rtt_s / 2, t_ready + ser
 
+    row = M.of(mode)
     t = 0.0
-    if mode == M.HRR:
+    if row.hello_retry:
         t_ch1, up_free = client_initial(t, ch - share_c)
         if retry:
             t_first = t + (8.0 * (QUIC_MIN_DGRAM + UDP_FRAME_OVERHEAD) / rate_up if rate_up else 0.0) + rtt_s / 2
@@ -235,7 +242,7 @@ def quic_critical_path(rtt_s: float, *, ch: int, sf: int, share_c: int, share_s:
     down = dict(rate=rate_down, rtt=rtt_s, mtu=mtu, rounds=rounds)
     kex = t_ch + cpu.server_kex
     sh = min(sf, share_s + SH_MIN)
-    if mode == M.RESUME:
+    if not row.certificate:
         return _q_flight([(sh, kex, cpu.client_kex), (sf, kex, 0.0)], t_ch, **down), x_c, x_s, amp
     cv = sf - FIN_MAX
     cert = max(sh, cv - sig_len - CV_FIXED)
@@ -254,15 +261,17 @@ def quic_lower_bound(rtt_s: float, *, share_c: int, share_s: int, sig_pk: int, s
                      auth_extra: int = 0) -> Bound:
     """lower_bound() for TLS 1.3 over QUIC: 1 RTT (+1 with Retry, +1 with a HelloRetryRequest)
     plus the slow-start and amplification rounds, serialization and CPU on the timeline."""
-    if mode not in QUIC_MODES:
-        raise ValueError(f"mode {mode!r} over {NAME}: one of {', '.join(QUIC_MODES)}")
+    ok = priced(QUIC_UNPRICED)
+    if mode not in ok:
+        raise ValueError(f"mode {mode!r} over {NAME}: one of {', '.join(ok)}")
+    hrr = M.get(mode).hello_retry
     if mtu - IP_UDP_HEADERS < QUIC_MIN_DGRAM:
         raise ValueError(f"MTU {mtu} cannot carry a {QUIC_MIN_DGRAM}-byte QUIC Initial datagram")
     ch = quic_client_hello_bytes(share_c)
     sf = quic_server_flight_bytes(share_s, sig_pk, sig_len, chain_depth, mode, auth_extra)
-    base = 1 + (1 if retry else 0) + (1 if mode == M.HRR else 0)
+    base = 1 + (1 if retry else 0) + (1 if hrr else 0)
     if cpu is None:
-        cpu = Cpu(server_kex=cpu_s * (1.3 if mode == M.HRR else 1.0))
+        cpu = Cpu(server_kex=cpu_s * (1.3 if hrr else 1.0))
     ru = (rate_up if rate_up is not None else rate_bps) or None
     rd = (rate_down if rate_down is not None else rate_bps) or None
     kw = dict(ch=ch, sf=sf, share_c=share_c, share_s=share_s, sig_len=sig_len, rate_up=ru, rate_down=rd,
@@ -274,7 +283,7 @@ def quic_lower_bound(rtt_s: float, *, share_c: int, share_s: int, sig_pk: int, s
     _, hi = quic_dgram_range(mtu)
     n_c = quic_initial(ch, mtu)[0]
     n_s = quic_dgrams(sf, hi)
-    packets = n_c * (2 if (retry or mode == M.HRR) else 1) + n_s + (1 if retry else 0) + (1 if mode == M.HRR else 0)
+    packets = n_c * (2 if (retry or hrr) else 1) + n_s + (1 if retry else 0) + (1 if hrr else 0)
     return Bound(base, x_c, x_s, rtts, ch, sf, n_c, n_s, t_rtt, no_cpu - t_rtt, total - no_cpu, total,
                  packets=packets, cpu_sum=cpu.total, transport=NAME, retry=retry, amp_rounds=amp)
 
@@ -310,7 +319,7 @@ class Quic(Transport):
     rank = 4
     quic_engine = "openssl"  # --quic-engine: the implementation under both programs
     min_mtu = QUIC_MIN_MTU
-    model_refused = QUIC_PLAN_REFUSED
+    unpriced = QUIC_UNPRICED
     # The plan runs QUIC cells without a response: the programs carry one over QUIC
     # (tests/testbed/test_quic.py, request_response_on_a_stream), its model does not price it yet;
     # no early data (pqs-timer --describe refuses 0-RTT over QUIC).

@@ -13,18 +13,23 @@ from typing import Any
 from .. import modes as M
 from ..handshake_model import (CV_FIXED, DEFAULT_CPU_S, FIN_MAX, IW, SH_MIN, SYN_FRAME, Bound, Cpu, _flight,
                                client_hello_bytes, extra_rounds, segments, serialization_s, server_flight_bytes)
-from .base import Column, ReportSection, Transport, refuse_mode, refuse_small_mtu
+from .base import Column, ReportSection, Transport, Unpriced, and_list, priced, refuse_mode, refuse_small_mtu
 
 NAME = "turbotls"
-# The modes the TurboTLS model below prices. What the programs refuse over TurboTLS, and why, they
-# say themselves (pqs-timer --describe); the plan refuses the rest with its own reason.
-TURBO_MODES = (M.FULL, M.RESUME)
-TURBO_PLAN_REFUSED = {M.HRR: "a HelloRetryRequest would make the UDP first flight not final",
-                      # pqs-server / pqs-timer run ECH over TurboTLS (tests/testbed/test_ech.py); the plan waits for
-                      # this model to count its ClientHello bytes (the mode row's client_hello_extra)
-                      M.ECH: "the TurboTLS model does not count ECH's ClientHello bytes yet",
-                      **{m: f"the TurboTLS model prices {' and '.join(TURBO_MODES)} only" for m in M.NAMES
-                         if m not in TURBO_MODES and m not in (M.HRR, M.ECH)}}
+# What the TurboTLS model below cannot price of a mode's row, in order (the first a row has is the
+# plan's reason). It prices a TLS 1.3 handshake with a key share, with or without the
+# certificate, so any mode made of those alone is priced with no edit here. What the programs
+# refuse over TurboTLS, and why, they say themselves (pqs-timer --describe).
+TURBO_UNPRICED = (
+    Unpriced(lambda m: m.hello_retry, lambda m, ok: "a HelloRetryRequest would make the UDP first flight not final"),
+    # psk_ke, early data, TLS 1.2, a round trip over TCP the model has no account of (TLS 1.3's 2)
+    Unpriced(lambda m: m.psk_ke or m.early_data or m.tls1_2 or m.tcp_rtts != 2,
+             lambda m, ok: f"the TurboTLS model prices {and_list(ok)} only"),
+    # pqs-server / pqs-timer run ECH over TurboTLS (tests/testbed/test_ech.py); the plan waits for
+    # this model to count a mode's ClientHello bytes (the mode row's client_hello_extra)
+    Unpriced(lambda m: m.client_hello_extra,
+             lambda m, ok: f"the TurboTLS model does not count {m.label}'s ClientHello bytes yet"),
+)
 TURBO_MIN_MTU = 1228  # a 1200-byte datagram + UDP 8 + IPv4 20
 TURBO_FALLBACK_S = 0.010  # the fallback wait of synthetic turbotls cells (the runner's default)
 
@@ -70,8 +75,10 @@ def turbo_lower_bound(rtt_s: float, *, share_c: int, share_s: int, sig_pk: int, 
                       auth_extra: int = 0) -> Bound:
     """lower_bound() for TurboTLS: 1 RTT while the server's flight fits the requests, 2 (+ TCP
     slow-start rounds for the rest) when it does not."""
-    if mode not in TURBO_MODES:
-        raise ValueError(f"mode {mode!r} over {NAME}: one of {', '.join(TURBO_MODES)}")
+    ok = priced(TURBO_UNPRICED)
+    if mode not in ok:
+        raise ValueError(f"mode {mode!r} over {NAME}: one of {', '.join(ok)}")
+    certificate = M.get(mode).certificate
     ch = client_hello_bytes(share_c)
     sf = server_flight_bytes(share_s, sig_pk, sig_len, chain_depth, mode, auth_extra)
     pay = turbo_dgram(mtu) - TURBO_HDR
@@ -95,7 +102,7 @@ def turbo_lower_bound(rtt_s: float, *, share_c: int, share_s: int, sig_pk: int, 
         kex = t_ch + c.server_kex
         sh = min(sf, share_s + SH_MIN)
         udp_bytes = sf if fits else n_req * pay
-        if mode == M.RESUME:
+        if not certificate:
             msgs = [(min(sh, udp_bytes), kex, c.client_kex), (udp_bytes, kex, 0.0)]
         else:
             signed = kex + c.server_sign
@@ -137,7 +144,9 @@ def requests_for(cell: Any, exp: Any) -> int:
     from ..handshake_model import auth_extra_for, sizes_for
 
     sc, ss, pk, sl = sizes_for(cell.group, cell.sig)
-    return turbo_requests_auto(sc, ss, pk, sl, exp.chain_depth, M.RESUME if cell.mode == M.RESUME else M.FULL,
+    # a mode the model does not price (the plan runs none over turbotls) sized as a full handshake
+    mode = cell.mode if cell.mode in priced(TURBO_UNPRICED) else M.FULL
+    return turbo_requests_auto(sc, ss, pk, sl, exp.chain_depth, mode,
                                auth_extra=auth_extra_for(cell.sig, exp.bound_kwargs()))
 
 
@@ -155,7 +164,7 @@ class TurboTls(Transport):
     colour, linestyle, marker = "#CC79A7", ":", "^"
     rank = 3
     min_mtu = TURBO_MIN_MTU
-    model_refused = TURBO_PLAN_REFUSED
+    unpriced = TURBO_UNPRICED
     # The timer's turbo object.
     sample_columns = (Column("turbo_fallback", "turbo_fallback", "flag"),  # carried on over TCP after its wait
                       Column("turbo_fallback_cause", "turbo_fallback_cause", "text"),  # no_reply / timeout / flight_not_fit
