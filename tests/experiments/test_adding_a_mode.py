@@ -6,7 +6,8 @@ PQS_EXTRA_MODE, and `make -C testbed loop-bins` links pqs-server and pqs-timer w
 loop transport) into build/tests/loop-bin/. This test adds its Python row to a copy of the package
 by a one-line text edit of REGISTRY and nothing else, plans a probe experiment with the copy, and
 runs the argv it writes on 127.0.0.1. No transport's table was edited for the mode: the plan runs
-it over every transport and --describe lists no refusal of it."""
+it over every transport (the handshake models price a mode by its row's properties, and probe's
+are a full handshake's), and --describe lists no refusal of it."""
 
 from __future__ import annotations
 
@@ -20,6 +21,10 @@ from exp_file import experiment_yaml
 from test_adding_a_transport import LOOP_PY, _wait_line, add_row, child_env, copy_package, loop_build, pqshake_cmd, probe
 
 from procs import stop
+
+# tcp and loop price a mode by its row; the QUIC and TurboTLS models by its properties (probe has a
+# full handshake's); quic cells are handshake only, hence the experiment's response_bytes: 0
+TRANSPORTS = ("tcp", "loop", "quic", "turbotls")
 
 # The one row the doc's Python half adds: a mode without traits, its member flattened to a column.
 ROW = 'Mode("probe", "probe (test)", synthetic=False, columns=(("samples", "probe_group", "probe_group"),))'
@@ -45,7 +50,7 @@ def added(tmp_path_factory):
     exp.write_text(experiment_yaml("addmode", groups=["x25519"], sigs=["ecdsa-p256"],
                                    profiles=[{"name": "lo", "rtt": "1ms"}, {"name": "r20", "rtt": "20ms"}],
                                    samples=5, warmup=1, seed=7, response_bytes=0, timeout="2s",
-                                   modes="[full, probe]", transports="[tcp, loop]"))
+                                   modes="[full, probe]", transports=f"[{', '.join(TRANSPORTS)}]"))
     before = pqshake_cmd(src, d, "plan", str(exp))
     init = src / "pqshake/rows/modes/__init__.py"
     pristine = init.read_text()
@@ -73,17 +78,31 @@ def test_the_row_is_one_line(added):
 
 
 def test_the_plan_runs_it_where_the_programs_do(added):
-    """Over TLS/TCP (whose model prices a mode by its row) and over the loop transport, whose
-    table carries no trait at all: a mode without traits is refused by no transport's C table.
-    (The QUIC and TurboTLS models still name the modes they price: the plan refuses probe there
-    with its own reason, not the programs'.)"""
+    """Over every transport: the loop transport's C table carries no trait at all, so a mode
+    without traits is refused by no transport's C table; and no handshake model refuses it, since
+    each prices a mode by its row's properties (QUIC's and TurboTLS's name no mode), and probe's
+    are a full handshake's. Each probe cell is planned and bounded as its full twin."""
     r = pqshake_cmd(added["src"], added["dir"], "plan", str(added["exp"]))
     assert r.returncode == 0, r.stderr
-    assert "8 cells" in r.stdout, r.stdout  # 2 profiles x 2 transports x 2 modes, none refused
+    assert "16 cells" in r.stdout, r.stdout  # 2 profiles x 4 transports x 2 modes, none refused
+    pairs = [[t, m] for t in TRANSPORTS for m in ("full", "probe")]
     p = probe(added["src"], added["dir"], exp=added["exp"], transport="tcp", profile="lo", server_bin="pqs-server",
-              listen="127.0.0.1:0", cert_dir="certs", log="server.jsonl")
+              listen="127.0.0.1:0", cert_dir="certs", log="server.jsonl", mode_bounds=pairs)
     assert {c[3] for c in p["cells"]} == {"full", "probe"}
-    assert {c[2] for c in p["cells"] if c[3] == "probe"} == {"tcp", "loop"}
+    assert {c[2] for c in p["cells"] if c[3] == "probe"} == set(TRANSPORTS)
+    est, seen = p["cell_estimate_s"], set()
+    for cid, profile, transport, mode in p["cells"]:
+        if mode == "probe":
+            twin = next(c[0] for c in p["cells"] if c[1:] == [profile, transport, "full"])
+            assert est[cid] == est[twin], (cid, est[cid], twin, est[twin])
+            seen.add(transport)
+    assert seen == set(TRANSPORTS), seen
+    b = p["mode_bounds"]
+    for t in TRANSPORTS:
+        # the analysis's bound too: {} would be a transport that cannot bound the mode
+        assert b[f"{t}/probe"] == b[f"{t}/full"] and b[f"{t}/probe"][2], (t, b[f"{t}/probe"], b[f"{t}/full"])
+    # the models tell the transports apart (a comparison of equal nothings would prove nothing)
+    assert len({json.dumps(b[f"{t}/full"], sort_keys=True) for t in TRANSPORTS}) == len(TRANSPORTS), b
 
 
 def test_describe_lists_it_unrefused(added):

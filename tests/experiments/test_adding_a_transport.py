@@ -115,6 +115,7 @@ if a.get("exp"):
     p = build_plan(a["exp"], check_stack=False)
     out["cells"] = [[c.cell_id, c.profile, c.transport, c.mode] for c in p.cells]
     out["estimate_s"] = {f"{c.profile}/{c.transport}": p.cell_estimate_s(c) for c in p.cells}
+    out["cell_estimate_s"] = {c.cell_id: p.cell_estimate_s(c) for c in p.cells}
     cell = next(c for c in p.cells if c.transport == a["transport"] and c.profile == a["profile"]
                 and c.mode == a.get("mode", c.mode))
     out["server_argv"] = programs.server_argv(Path(a["server_bin"]), a["listen"], cell, p.model,
@@ -133,6 +134,16 @@ if a.get("bound"):
     cellb = lambda mode: AB.bound("x25519", "ecdsa-p256", mode, rtt_s=0.1, rate_up=None, rate_down=None, mtu=1500,
                                   cpu=None, transport=t)
     out["analysis_bound"] = {m: cellb(m) for m in (M.FULL, M.RESUME)}
+if a.get("mode_bounds"):
+    # [transport, mode] pairs: the model's bound (two algorithm pairs, a slow link) and the analysis's
+    from pqshake.analysis import bound as AB
+
+    hb = lambda g, s, t, m: bounds.handshake_bound(bounds.BoundCell.of(g, s, 0.02, transport=t, mode=m,
+                                                                       rate_bps=1e6)).as_dict()
+    out["mode_bounds"] = {f"{t}/{m}": [hb("x25519", "ecdsa-p256", t, m), hb("X25519MLKEM768", "ml-dsa-65", t, m),
+                                       AB.bound("X25519MLKEM768", "ml-dsa-65", m, rtt_s=0.02, rate_up=1e6,
+                                                rate_down=1e6, mtu=1500, cpu=None, transport=t)]
+                          for t, m in a["mode_bounds"]}
 if a.get("analyse"):
     from pqshake.analysis import report, synthetic as syn
 
